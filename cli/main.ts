@@ -1,0 +1,11 @@
+#!/usr/bin/env node
+import { Command } from 'commander';
+import { adminCommand, serverCommand } from './server.js';
+
+const program = new Command('footfall')
+  .description('Footfall: head office, shop-PC agent and installer tools')
+  .showHelpAfterError()
+  .addCommand(serverCommand())
+  .addCommand(adminCommand());
+
+await program.parseAsync(process.argv);

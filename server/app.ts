@@ -1,0 +1,43 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { bodyParser } from '@koa/bodyparser';
+import { sql } from 'drizzle-orm';
+import type { AppRouter, Custom, Deps, State } from './context.js';
+import { accessLog, errors, requestId } from './http/middleware.js';
+import { authRoutes } from './auth/routes.js';
+import { clientsRoutes } from './clients/routes.js';
+
+/** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
+export function buildApp(deps: Deps): Koa<State, Custom> {
+  const app = new Koa<State, Custom>({ proxy: deps.config.FOOTFALL_TRUST_PROXY });
+  app.context.deps = deps;
+  app.context.log = deps.log;
+  app.silent = true; // errors() logs; Koa's default stderr printing would duplicate it
+
+  app.use(requestId);
+  app.use(accessLog);
+  app.use(errors);
+  app.use(
+    bodyParser({
+      enableTypes: ['json'],
+      jsonLimit: deps.config.FOOTFALL_BODY_LIMIT_BYTES,
+      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
+    }),
+  );
+
+  const routers: AppRouter[] = [healthRoutes(), authRoutes(), clientsRoutes()];
+  for (const r of routers) app.use(r.routes()).use(r.allowedMethods({ throw: true }));
+  return app;
+}
+
+function healthRoutes(): AppRouter {
+  const r: AppRouter = new Router();
+  r.get('/healthz', (ctx) => {
+    const { store, broker } = ctx.deps;
+    const dbOk = store.sqlite.open && store.db.get<{ ok: number }>(sql`select 1 as ok`)?.ok === 1;
+    const brokerOk = !broker.aedes.closed;
+    ctx.status = dbOk && brokerOk ? 200 : 503;
+    ctx.body = { status: ctx.status === 200 ? 'ok' : 'unavailable', database: dbOk ? 'ok' : 'down', broker: brokerOk ? 'ok' : 'down' };
+  });
+  return r;
+}

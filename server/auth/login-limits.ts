@@ -1,0 +1,31 @@
+import { and, count, eq, gt, lt } from 'drizzle-orm';
+import type { Config } from '../config.js';
+import type { Db } from '../db/open.js';
+import { loginFailures } from './schema.js';
+
+/**
+ * Login throttling (spec: 10 failures per account or 60 per IP address in 15 minutes, cleared by a success).
+ * Failures are rows in the database, so a restart does not reset them. A success clears that account's
+ * failures (from every address); failures from the same address against other accounts still count.
+ */
+export function isThrottled(db: Db, config: Config, email: string, ip: string): boolean {
+  const since = new Date(Date.now() - config.FOOTFALL_LOGIN_WINDOW_S * 1000).toISOString();
+  const byAccount = db.select({ n: count() }).from(loginFailures).where(and(eq(loginFailures.email, email), gt(loginFailures.at, since))).get();
+  if ((byAccount?.n ?? 0) >= config.FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT) return true;
+  const byIp = db.select({ n: count() }).from(loginFailures).where(and(eq(loginFailures.ip, ip), gt(loginFailures.at, since))).get();
+  return (byIp?.n ?? 0) >= config.FOOTFALL_LOGIN_MAX_FAILURES_IP;
+}
+
+export function recordFailure(db: Db, email: string, ip: string): void {
+  db.insert(loginFailures).values({ email, ip, at: new Date().toISOString() }).run();
+}
+
+export function clearFailures(db: Db, email: string): void {
+  db.delete(loginFailures).where(eq(loginFailures.email, email)).run();
+}
+
+/** Drops rows older than the window; run now and then. */
+export function pruneFailures(db: Db, config: Config): number {
+  const before = new Date(Date.now() - config.FOOTFALL_LOGIN_WINDOW_S * 1000).toISOString();
+  return db.delete(loginFailures).where(lt(loginFailures.at, before)).run().changes;
+}

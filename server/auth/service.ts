@@ -1,0 +1,43 @@
+import { eq } from 'drizzle-orm';
+import type { Ctx } from '../context.js';
+import { companies } from '../clients/schema.js';
+import { HttpError } from '../http/errors.js';
+import { clearFailures, isThrottled, recordFailure } from './login-limits.js';
+import { verifyPassword } from './passwords.js';
+import { users } from './schema.js';
+import { createSession, type CompanyRow, type IssuedSession, type UserRow } from './sessions.js';
+
+export interface SignedIn {
+  issued: IssuedSession;
+  user: UserRow;
+  company: CompanyRow | null;
+}
+
+const badCredentials = () => new HttpError(401, 'bad_credentials', 'The email address or password is wrong.');
+const tooMany = () => new HttpError(429, 'too_many_attempts', 'Too many failed sign-ins. Wait 15 minutes and try again.');
+
+/**
+ * Email and password sign-in. Unknown account and wrong password are the same answer, in the same time
+ * (verifyPassword hashes a dummy). Throttled before the password is even checked.
+ */
+export async function login(ctx: Ctx, email: string, password: string, device: string): Promise<SignedIn> {
+  const { store, config } = ctx.deps;
+  const ip = ctx.ip || 'unknown';
+  if (isThrottled(store.db, config, email, ip)) throw tooMany();
+  const found = store.db.select({ user: users, company: companies }).from(users).leftJoin(companies, eq(companies.id, users.companyId)).where(eq(users.email, email)).get();
+  const ok = await verifyPassword(found?.user.passwordHash, password);
+  if (!found || !ok) {
+    store.tx(() => recordFailure(store.db, email, ip));
+    throw badCredentials();
+  }
+  const { user, company } = found;
+  if (!user.active) throw new HttpError(403, 'forbidden', 'This account has been deactivated. Ask a manager or owner of your company to reactivate it.');
+  if (company && !company.active) throw new HttpError(403, 'forbidden', 'Your company is suspended. Contact your Footfall platform administrator.');
+  if (user.role === 'admin' && user.companyId !== null) throw badCredentials();
+  const issued = store.tx(() => {
+    clearFailures(store.db, email);
+    store.db.update(users).set({ lastLoginAt: new Date().toISOString() }).where(eq(users.id, user.id)).run();
+    return createSession(store.db, config, user, device);
+  });
+  return { issued, user, company };
+}

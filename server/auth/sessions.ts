@@ -1,0 +1,158 @@
+import { randomUUID } from 'node:crypto';
+import { and, eq, gt, isNull, ne, sql } from 'drizzle-orm';
+import type { Config } from '../config.js';
+import type { Db } from '../db/open.js';
+import { companies } from '../clients/schema.js';
+import { retiredRefreshTokens, sessions, users } from './schema.js';
+import { hashToken, newToken } from './tokens.js';
+
+export type SessionRow = typeof sessions.$inferSelect;
+export type UserRow = typeof users.$inferSelect;
+export type CompanyRow = typeof companies.$inferSelect;
+
+export interface IssuedSession {
+  session: SessionRow;
+  accessToken: string;
+  refreshToken: string;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function lifetimes(config: Config, now: number) {
+  return {
+    accessExpiresAt: iso(now + config.FOOTFALL_ACCESS_TOKEN_TTL_S * 1000),
+    expiresAt: iso(now + config.FOOTFALL_REFRESH_TOKEN_TTL_S * 1000),
+  };
+}
+
+/** A new signed-in device for this user. Call inside a transaction. */
+export function createSession(db: Db, config: Config, user: UserRow, device: string): IssuedSession {
+  const now = Date.now();
+  const accessToken = newToken('access');
+  const refreshToken = newToken('refresh');
+  const session = db
+    .insert(sessions)
+    .values({
+      id: randomUUID(),
+      userId: user.id,
+      companyId: user.companyId,
+      accessHash: hashToken(accessToken),
+      refreshHash: hashToken(refreshToken),
+      device,
+      createdAt: iso(now),
+      lastUsedAt: iso(now),
+      ...lifetimes(config, now),
+    })
+    .returning()
+    .get();
+  return { session, accessToken, refreshToken };
+}
+
+export interface Resolved {
+  session: SessionRow;
+  user: UserRow;
+  company: CompanyRow | null;
+}
+
+/** The session an access token belongs to, with its user and company, whatever its state. */
+export function findByAccessToken(db: Db, token: string): Resolved | undefined {
+  const row = db
+    .select({ session: sessions, user: users, company: companies })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .leftJoin(companies, eq(companies.id, sessions.companyId))
+    .where(eq(sessions.accessHash, hashToken(token)))
+    .get();
+  return row ?? undefined;
+}
+
+export type RotateResult =
+  | { ok: true; issued: IssuedSession; user: UserRow; company: CompanyRow | null }
+  | { ok: false; reason: 'unknown' | 'reused' | 'ended' };
+
+/**
+ * Refresh: both tokens rotate. The old refresh token is retired at once; presenting a retired one again
+ * revokes the whole session (someone else holds a copy). Call inside a transaction.
+ */
+export function rotate(db: Db, config: Config, refreshToken: string, device: string | undefined): RotateResult {
+  const hash = hashToken(refreshToken);
+  const now = Date.now();
+  const retired = db.select().from(retiredRefreshTokens).where(eq(retiredRefreshTokens.hash, hash)).get();
+  if (retired) {
+    revokeSession(db, retired.sessionId, 'refresh_token_reused');
+    return { ok: false, reason: 'reused' };
+  }
+  const row = db
+    .select({ session: sessions, user: users, company: companies })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .leftJoin(companies, eq(companies.id, sessions.companyId))
+    .where(eq(sessions.refreshHash, hash))
+    .get();
+  if (!row) return { ok: false, reason: 'unknown' };
+  const { session, user, company } = row;
+  if (session.revokedAt || session.expiresAt <= iso(now) || !user.active || (company && !company.active)) {
+    return { ok: false, reason: 'ended' };
+  }
+  const accessToken = newToken('access');
+  const nextRefresh = newToken('refresh');
+  db.insert(retiredRefreshTokens).values({ hash, sessionId: session.id, retiredAt: iso(now) }).run();
+  const updated = db
+    .update(sessions)
+    .set({
+      accessHash: hashToken(accessToken),
+      refreshHash: hashToken(nextRefresh),
+      lastUsedAt: iso(now),
+      ...(device ? { device } : {}),
+      ...lifetimes(config, now),
+    })
+    .where(eq(sessions.id, session.id))
+    .returning()
+    .get();
+  return { ok: true, issued: { session: updated, accessToken, refreshToken: nextRefresh }, user, company };
+}
+
+const active = (now: string) => and(isNull(sessions.revokedAt), gt(sessions.expiresAt, now));
+
+export function revokeSession(db: Db, id: string, reason: string): number {
+  return db
+    .update(sessions)
+    .set({ revokedAt: iso(Date.now()), revokedReason: reason })
+    .where(and(eq(sessions.id, id), isNull(sessions.revokedAt)))
+    .run().changes;
+}
+
+/** Revokes every live session of a user, except one when given. Returns how many. */
+export function revokeUserSessions(db: Db, userId: string, reason: string, exceptId?: string): number {
+  const now = iso(Date.now());
+  return db
+    .update(sessions)
+    .set({ revokedAt: now, revokedReason: reason })
+    .where(and(eq(sessions.userId, userId), active(now), exceptId ? ne(sessions.id, exceptId) : sql`1`))
+    .run().changes;
+}
+
+export function revokeCompanySessions(db: Db, companyId: string, reason: string): number {
+  const now = iso(Date.now());
+  return db
+    .update(sessions)
+    .set({ revokedAt: now, revokedReason: reason })
+    .where(and(eq(sessions.companyId, companyId), active(now)))
+    .run().changes;
+}
+
+export function listUserSessions(db: Db, userId: string): SessionRow[] {
+  return db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.userId, userId), active(iso(Date.now()))))
+    .orderBy(sessions.createdAt)
+    .all();
+}
+
+/** Marks use at most once a minute, so reads do not turn into a write each. */
+export function touchSession(db: Db, session: SessionRow): void {
+  const now = Date.now();
+  if (now - Date.parse(session.lastUsedAt) < 60_000) return;
+  db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id)).run();
+}

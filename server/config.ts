@@ -1,0 +1,85 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Head-office configuration, read from FOOTFALL_* environment variables.
+ * Every limit in the spec's Limits table is here with the spec's default, so tests can shorten them.
+ * README's configuration table lists every variable; keep the two in step.
+ */
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']).transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+
+export const configSchema = z.object({
+  FOOTFALL_DATA_DIR: z.string().min(1).default('./data'),
+  FOOTFALL_HTTP_HOST: z.string().min(1).default('0.0.0.0'),
+  FOOTFALL_HTTP_PORT: int(0, 65535).default(8080),
+  FOOTFALL_MQTT_HOST: z.string().min(1).default('0.0.0.0'),
+  FOOTFALL_MQTT_PORT: int(0, 65535).default(1883),
+  FOOTFALL_ADMIN_EMAIL: z.email().optional(),
+  FOOTFALL_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  FOOTFALL_ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes encoded as base64 (openssl rand -base64 32)')
+    .optional(),
+  FOOTFALL_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  FOOTFALL_TRUST_PROXY: bool.default(false),
+  FOOTFALL_BODY_LIMIT_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
+  FOOTFALL_IMAGES: z.enum(['off', 'local']).default('off'),
+
+  // Limits (spec: Limits).
+  FOOTFALL_ACCESS_TOKEN_TTL_S: int(1, 43_200).default(43_200),
+  FOOTFALL_REFRESH_TOKEN_TTL_S: int(60, 365 * 86_400).default(30 * 86_400),
+  FOOTFALL_LOGIN_WINDOW_S: int(1, 86_400).default(900),
+  FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT: int(1, 10_000).default(10),
+  FOOTFALL_LOGIN_MAX_FAILURES_IP: int(1, 100_000).default(60),
+  FOOTFALL_PASSWORD_MIN_LENGTH: int(8, 128).default(8),
+  FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT: int(1, 10_000).default(50),
+  FOOTFALL_VISITOR_SEARCH_LIMIT_MAX: int(1, 10_000).default(500),
+  FOOTFALL_SLUG_MIN_LENGTH: int(1, 32).default(3),
+  FOOTFALL_SLUG_MAX_LENGTH: int(3, 64).default(32),
+  FOOTFALL_INVITATION_DAYS_DEFAULT: int(1, 365).default(7),
+  FOOTFALL_INVITATION_DAYS_MAX: int(1, 365).default(30),
+  FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT: int(1, 30).default(7),
+  FOOTFALL_ENROLMENT_CODE_DAYS_MAX: int(1, 30).default(30),
+  FOOTFALL_ASSISTANT_MAX_TURNS: int(1, 1000).default(24),
+  FOOTFALL_ASSISTANT_MAX_CHARS: int(1, 100_000).default(2000),
+  FOOTFALL_LIVE_VIEW_MAX_S: int(1, 3600).default(300),
+  FOOTFALL_CHECK_RELEASE_S: int(1, 3600).default(300),
+  FOOTFALL_HEARTBEAT_INTERVAL_S: int(1, 3600).default(30),
+  FOOTFALL_SNAPSHOT_INTERVAL_S: int(5, 3600).default(60),
+  FOOTFALL_CAMERA_SYNC_S: int(5, 3600).default(60),
+});
+
+export type RawConfig = z.infer<typeof configSchema>;
+
+export interface Config extends RawConfig {
+  dataDir: string;
+}
+
+export class ConfigError extends Error {}
+
+/** Validates the environment. A bad value throws a ConfigError naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<RawConfig> = {}): Config {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') picked[key] = v;
+  }
+  const parsed = configSchema.safeParse(picked);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${String(i.path[0] ?? 'config')}: ${i.message} (got ${JSON.stringify(picked[String(i.path[0])] ?? '')})`);
+    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const cfg = { ...parsed.data, ...overrides };
+  const crossChecks: [boolean, string][] = [
+    [cfg.FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT <= cfg.FOOTFALL_VISITOR_SEARCH_LIMIT_MAX, 'FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT: must not exceed FOOTFALL_VISITOR_SEARCH_LIMIT_MAX'],
+    [cfg.FOOTFALL_INVITATION_DAYS_DEFAULT <= cfg.FOOTFALL_INVITATION_DAYS_MAX, 'FOOTFALL_INVITATION_DAYS_DEFAULT: must not exceed FOOTFALL_INVITATION_DAYS_MAX'],
+    [cfg.FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT <= cfg.FOOTFALL_ENROLMENT_CODE_DAYS_MAX, 'FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT: must not exceed FOOTFALL_ENROLMENT_CODE_DAYS_MAX'],
+    [cfg.FOOTFALL_SLUG_MIN_LENGTH <= cfg.FOOTFALL_SLUG_MAX_LENGTH, 'FOOTFALL_SLUG_MIN_LENGTH: must not exceed FOOTFALL_SLUG_MAX_LENGTH'],
+    [cfg.FOOTFALL_ADMIN_PASSWORD === undefined || cfg.FOOTFALL_ADMIN_EMAIL !== undefined, 'FOOTFALL_ADMIN_PASSWORD: set FOOTFALL_ADMIN_EMAIL too'],
+  ];
+  const failed = crossChecks.filter(([ok]) => !ok).map(([, msg]) => msg);
+  if (failed.length > 0) throw new ConfigError(`Invalid configuration:\n  ${failed.join('\n  ')}`);
+  return { ...cfg, dataDir: path.resolve(cfg.FOOTFALL_DATA_DIR) };
+}

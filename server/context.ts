@@ -1,0 +1,62 @@
+import type { ParameterizedContext, Middleware } from 'koa';
+import type Router from '@koa/router';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Store } from './db/open.js';
+import type { Keys } from './crypto/keys.js';
+import type { Broker } from './broker/broker.js';
+import type { Role } from './policy.js';
+import type { CompanyPurger } from './clients/deletion.js';
+
+/** What every request can reach: built once by startServer (or a test) and handed to buildApp. */
+export interface Deps {
+  config: Config;
+  store: Store;
+  log: Logger;
+  keys: Keys;
+  broker: Broker;
+  /** Run in order before a company's rows are deleted (images first, then broker logins). */
+  purgers: CompanyPurger[];
+}
+
+/** The signed-in person making the request. companyId is null for the platform admin. */
+export interface Actor {
+  userId: string;
+  sessionId: string;
+  companyId: string | null;
+  companyName: string;
+  role: Role;
+  email: string;
+  fullName: string;
+}
+
+export interface State {
+  requestId: string;
+  actor?: Actor;
+  body?: unknown;
+  query?: unknown;
+}
+
+export interface Custom {
+  deps: Deps;
+  log: Logger;
+  /** Path parameters, set by @koa/router. */
+  params: Record<string, string>;
+}
+
+export type Ctx = ParameterizedContext<State, Custom>;
+export type Mw = Middleware<State, Custom>;
+export type AppRouter = Router<State, Custom>;
+
+/** The signed-in actor; auth() guarantees it on every route behind it. */
+export function actorOf(ctx: Ctx): Actor {
+  if (!ctx.state.actor) throw new Error('route has no auth() in its pipeline');
+  return ctx.state.actor;
+}
+
+/** The actor's company; tenant routes only (auth() refuses the platform admin there). */
+export function tenantOf(ctx: Ctx): string {
+  const companyId = actorOf(ctx).companyId;
+  if (companyId === null) throw new Error('tenant route reached without a tenant');
+  return companyId;
+}

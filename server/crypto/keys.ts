@@ -1,0 +1,60 @@
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.js';
+
+/**
+ * The server key (32 bytes): FOOTFALL_ENCRYPTION_KEY, or a key file created on first start (mode 0600).
+ * Sub-keys are derived with HKDF so that one purpose never reuses another's key.
+ */
+export interface Keys {
+  /** Where the key came from, for the start-up log. */
+  source: 'env' | 'file';
+  /** AES-256-GCM: secrets at rest (camera passwords, broker secrets). */
+  encrypt(plain: string): string;
+  decrypt(sealed: string): string;
+  /** HMAC-SHA-256 of a short code (invitation, enrolment), so a database leak alone cannot test guesses. */
+  codeHash(code: string): string;
+}
+
+export function loadKeys(config: Config): Keys {
+  if (config.FOOTFALL_ENCRYPTION_KEY) return makeKeys(Buffer.from(config.FOOTFALL_ENCRYPTION_KEY, 'base64'), 'env');
+  const file = path.join(config.dataDir, 'encryption.key');
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  try {
+    fs.writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const key = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
+  if (key.length !== 32) throw new Error(`${file} does not hold a base64 32-byte key; restore it from backup (secrets encrypted with it are unreadable without it).`);
+  return makeKeys(key, 'file');
+}
+
+function derive(master: Buffer, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), `footfall:${purpose}`, 32));
+}
+
+function makeKeys(master: Buffer, source: Keys['source']): Keys {
+  const enc = derive(master, 'secrets-at-rest');
+  const mac = derive(master, 'code-hash');
+  return {
+    source,
+    encrypt(plain) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', enc, iv);
+      const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+      return ['v1', iv.toString('base64'), cipher.getAuthTag().toString('base64'), body.toString('base64')].join(':');
+    },
+    decrypt(sealed) {
+      const [v, iv, tag, body] = sealed.split(':');
+      if (v !== 'v1' || !iv || !tag || body === undefined) throw new Error('unknown sealed-secret format');
+      const decipher = createDecipheriv('aes-256-gcm', enc, Buffer.from(iv, 'base64'));
+      decipher.setAuthTag(Buffer.from(tag, 'base64'));
+      return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8');
+    },
+    codeHash(code) {
+      return createHmac('sha256', mac).update(code).digest('hex');
+    },
+  };
+}

@@ -1,0 +1,35 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
+import { packageRoot } from '../paths.js';
+import * as schema from './schema.js';
+
+export type Db = BetterSQLite3Database<typeof schema>;
+
+export interface Store {
+  sqlite: Database.Database;
+  db: Db;
+  /** Runs fn inside BEGIN IMMEDIATE ... COMMIT; fn must be synchronous. */
+  tx<T>(fn: () => T): T;
+  close(): void;
+}
+
+/** Opens (creating if needed) the head-office database, in WAL mode with foreign keys on, and migrates it. */
+export function openDatabase(file: string): Store {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const sqlite = new Database(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = drizzle(sqlite, { schema });
+  migrate(db, { migrationsFolder: path.join(packageRoot(), 'server/db/migrations') });
+  return {
+    sqlite,
+    db,
+    tx: <T>(fn: () => T): T => sqlite.transaction(fn).immediate(),
+    close: () => sqlite.close(),
+  };
+}

@@ -1,0 +1,4 @@
+/** Every table, for drizzle's typed client. Each domain owns its own schema file. */
+export * from '../clients/schema.js';
+export * from '../auth/schema.js';
+export * from '../audit/schema.js';

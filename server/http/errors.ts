@@ -1,0 +1,23 @@
+/**
+ * The spec's error envelope: `{ error, message }`. `error` is a stable code; `message` is shown to a person.
+ * Codes the spec leaves open (docs/api-conventions.md): invalid_request (400), unauthorized (401),
+ * not_found (404), method_not_allowed (405), payload_too_large (413), unsupported_media_type (415), internal (500).
+ */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string, extra?: Record<string, unknown>) => new HttpError(400, 'invalid_request', message, extra);
+export const unauthorized = (message = 'Sign in to continue.') => new HttpError(401, 'unauthorized', message);
+export const tokenExpired = () => new HttpError(401, 'token_expired', 'Your session token has expired. Refresh it and try again.');
+export const forbidden = (message: string) => new HttpError(403, 'forbidden', message);
+export const notFound = (what = 'That') => new HttpError(404, 'not_found', `${what} was not found.`);
+export const conflict = (message: string, code = 'conflict') => new HttpError(409, code, message);
+

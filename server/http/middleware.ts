@@ -1,0 +1,63 @@
+import { randomUUID } from 'node:crypto';
+import type { Mw } from '../context.js';
+import { HttpError } from './errors.js';
+
+const validRequestId = /^[\w.:-]{1,128}$/;
+
+/** Every request gets an id: the caller's X-Request-Id when sane, else a new one. Echoed in the response and logs. */
+export const requestId: Mw = async (ctx, next) => {
+  const given = ctx.get('X-Request-Id');
+  ctx.state.requestId = validRequestId.test(given) ? given : randomUUID();
+  ctx.set('X-Request-Id', ctx.state.requestId);
+  ctx.log = ctx.deps.log.child({ req_id: ctx.state.requestId });
+  await next();
+};
+
+/** One access-log line per request; never logs headers or bodies (they carry tokens and passwords). */
+export const accessLog: Mw = async (ctx, next) => {
+  const started = process.hrtime.bigint();
+  try {
+    await next();
+  } finally {
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    ctx.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+  }
+};
+
+/** Turns every failure into the spec's `{ error, message }` envelope; unexpected errors are 500 with no details. */
+export const errors: Mw = async (ctx, next) => {
+  try {
+    await next();
+    if (ctx.status === 404 && ctx.body === undefined) {
+      throw new HttpError(404, 'not_found', `There is no ${ctx.method} ${ctx.path}.`);
+    }
+  } catch (err) {
+    const e = toHttpError(err);
+    if (e.status >= 500) ctx.log.error({ err }, 'request failed');
+    ctx.status = e.status;
+    ctx.body = { error: e.code, message: e.message, ...e.extra };
+    if (e.status === 405 && err && typeof err === 'object' && 'headers' in err) {
+      const allow = (err as { headers?: Record<string, string> }).headers?.Allow;
+      if (allow) ctx.set('Allow', allow);
+    }
+  }
+};
+
+function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  const e = err as { status?: number; type?: string; expose?: boolean; message?: string };
+  switch (e?.status) {
+    case 400:
+      if (err instanceof SyntaxError) return new HttpError(400, 'invalid_request', 'The request body is not valid JSON: send one JSON object.');
+      return new HttpError(400, 'invalid_request', e.expose && e.message ? e.message : 'The request is not valid.');
+    case 405:
+      return new HttpError(405, 'method_not_allowed', 'That method is not allowed on this path.');
+    case 413:
+      return new HttpError(413, 'payload_too_large', 'The request body is too large.');
+    case 415:
+      return new HttpError(415, 'unsupported_media_type', 'Send the request body as JSON (Content-Type: application/json).');
+    case 501:
+      return new HttpError(501, 'not_implemented', 'That method is not implemented on this path.');
+  }
+  return new HttpError(500, 'internal', 'Something went wrong on the server. The request id identifies it in the logs.');
+}

@@ -1,0 +1,51 @@
+import type { z } from 'zod';
+import type { Ctx, Mw } from '../context.js';
+import { badRequest } from './errors.js';
+
+/** Turns zod issues into one sentence a person can act on. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
+    .join('; ');
+}
+
+/** validate({ body, query }): parses the request with zod; bad input is a 400 with the spec's envelope. */
+export function validate(schemas: { body?: z.ZodType; query?: z.ZodType }): Mw {
+  return async (ctx, next) => {
+    if (schemas.body) {
+      const parsed = schemas.body.safeParse(ctx.request.body ?? {});
+      if (!parsed.success) throw badRequest(describeIssues(parsed.error));
+      ctx.state.body = parsed.data;
+    }
+    if (schemas.query) {
+      const parsed = schemas.query.safeParse(ctx.query);
+      if (!parsed.success) throw badRequest(describeIssues(parsed.error));
+      ctx.state.query = parsed.data;
+    }
+    await next();
+  };
+}
+
+/** The validated body, typed by the schema that validate() used. */
+export function bodyOf<S extends z.ZodType>(ctx: Ctx, _schema: S): z.output<S> {
+  return ctx.state.body as z.output<S>;
+}
+
+export function queryOf<S extends z.ZodType>(ctx: Ctx, _schema: S): z.output<S> {
+  return ctx.state.query as z.output<S>;
+}
+
+/**
+ * transaction(handler): runs a synchronous handler inside one SQLite BEGIN IMMEDIATE transaction.
+ * A throw rolls everything back. Handlers that must await (password hashing) do that first and then call
+ * store.tx themselves for the write.
+ */
+export function transaction(handler: (ctx: Ctx) => void): Mw {
+  return async (ctx) => {
+    ctx.deps.store.tx(() => {
+      const result: unknown = handler(ctx);
+      if (result instanceof Promise) throw new Error('transaction() handlers must be synchronous');
+    });
+  };
+}

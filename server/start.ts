@@ -1,0 +1,94 @@
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import type { Deps } from './context.js';
+import { openDatabase, type Store } from './db/open.js';
+import { loadKeys } from './crypto/keys.js';
+import { startBroker, type Broker } from './broker/broker.js';
+import { adminExists, createAdmin } from './auth/admins.js';
+import { warmPasswords } from './auth/passwords.js';
+import { pruneFailures } from './auth/login-limits.js';
+import { localImagesPurger } from './photos/local-store.js';
+import { createLogger } from './logger.js';
+
+export interface RunningServer {
+  url: string;
+  httpPort: number;
+  mqttPort: number;
+  deps: Deps;
+  store: Store;
+  broker: Broker;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_ADMIN_EMAIL = 'admin@footfall.local';
+
+/**
+ * Starts head office: database (migrated), key, broker, HTTP. On a first start with no platform admin it
+ * creates one (FOOTFALL_ADMIN_EMAIL, default admin@footfall.local) and prints a generated password once.
+ */
+export async function startServer(config: Config, opts: { log?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
+  const log = opts.log ?? createLogger(config.FOOTFALL_LOG_LEVEL);
+  const announce = opts.announce ?? ((line: string) => process.stdout.write(line + '\n'));
+  const store = openDatabase(path.join(config.dataDir, 'footfall.db'));
+  const keys = loadKeys(config);
+  const broker = await startBroker({ host: config.FOOTFALL_MQTT_HOST, port: config.FOOTFALL_MQTT_PORT, log }).catch((err: unknown) => {
+    store.close();
+    throw err;
+  });
+  const deps: Deps = { config, store, log, keys, broker, purgers: [localImagesPurger(config.dataDir)] };
+
+  if (!adminExists(store)) {
+    const email = config.FOOTFALL_ADMIN_EMAIL ?? DEFAULT_ADMIN_EMAIL;
+    const made = await createAdmin(store, email, config.FOOTFALL_ADMIN_PASSWORD);
+    if (made.generated) {
+      announce(`\nPlatform admin created: ${made.email}\nPassword (shown once, not stored anywhere): ${made.password}\n`);
+    } else {
+      log.info({ email: made.email }, 'platform admin created from FOOTFALL_ADMIN_PASSWORD');
+    }
+  }
+  void warmPasswords();
+
+  const app = buildApp(deps);
+  const server = http.createServer(app.callback());
+  server.requestTimeout = 0; // SSE streams stay open; each route bounds its own work
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.FOOTFALL_HTTP_PORT, config.FOOTFALL_HTTP_HOST, () => resolve());
+  }).catch(async (err: unknown) => {
+    await broker.close();
+    store.close();
+    throw err;
+  });
+  const httpPort = (server.address() as AddressInfo).port;
+  const host = config.FOOTFALL_HTTP_HOST === '0.0.0.0' || config.FOOTFALL_HTTP_HOST === '::' ? '127.0.0.1' : config.FOOTFALL_HTTP_HOST;
+  const url = `http://${host}:${httpPort}`;
+  log.info({ url, mqtt_port: broker.port, data_dir: config.dataDir, key: keys.source }, 'head office ready');
+
+  const prune = setInterval(() => pruneFailures(store.db, config), 10 * 60_000);
+  prune.unref();
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    httpPort,
+    mqttPort: broker.port,
+    deps,
+    store,
+    broker,
+    close() {
+      closing ??= (async () => {
+        clearInterval(prune);
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await broker.close();
+        store.close();
+      })();
+      return closing;
+    },
+  };
+}
