@@ -1,0 +1,131 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { loadConfig, type RawConfig } from '../../server/config.js';
+import { startServer, type RunningServer } from '../../server/start.js';
+
+/**
+ * An in-process head office for tests: a real SQLite file in a temp folder, the real broker on a free TCP
+ * port, real HTTP on a free port. Each call gets its own data folder.
+ */
+export interface Harness {
+  url: string;
+  server: RunningServer;
+  dataDir: string;
+  admin: { email: string; password: string };
+  request<T = any>(method: string, path: string, opts?: RequestOpts): Promise<Reply<T>>;
+  /** Signs in and returns the session envelope (throws unless 200). */
+  login(email: string, password: string, device?: string): Promise<Envelope>;
+  adminToken(): Promise<string>;
+  /** Platform admin creates a company; returns its id, slug, owner email/password and an owner token. */
+  company(name?: string): Promise<Company>;
+  close(): Promise<void>;
+}
+
+export interface RequestOpts {
+  token?: string;
+  body?: unknown;
+  /** Raw body text, sent as-is (for malformed JSON). */
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+export interface Reply<T> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface Envelope {
+  access_token: string;
+  refresh_token: string;
+  expires_at: string;
+  user: { id: string; email: string; full_name: string; role: string; client_id: string; client_name: string };
+}
+
+export interface Company {
+  id: string;
+  slug: string;
+  ownerEmail: string;
+  ownerPassword: string;
+  ownerToken: string;
+  owner: Envelope;
+}
+
+let counter = 0;
+
+export async function startHarness(overrides: Partial<RawConfig> = {}): Promise<Harness> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-test-'));
+  const admin = { email: 'root@platform.test', password: 'admin-password-1' };
+  const config = loadConfig(
+    {
+      FOOTFALL_DATA_DIR: dataDir,
+      FOOTFALL_HTTP_HOST: '127.0.0.1',
+      FOOTFALL_HTTP_PORT: '0',
+      FOOTFALL_MQTT_HOST: '127.0.0.1',
+      FOOTFALL_MQTT_PORT: '0',
+      FOOTFALL_ADMIN_EMAIL: admin.email,
+      FOOTFALL_ADMIN_PASSWORD: admin.password,
+      FOOTFALL_LOG_LEVEL: 'silent',
+    },
+    overrides,
+  );
+  const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
+  const server = await startServer(config, { log, announce: () => {} });
+  const url = server.url;
+
+  const request: Harness['request'] = async (method, p, opts = {}) => {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
+    let body: string | undefined;
+    if (opts.raw !== undefined) {
+      body = opts.raw;
+      headers['Content-Type'] ??= 'application/json';
+    } else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['Content-Type'] = 'application/json';
+    }
+    const res = await fetch(url + p, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
+    return { status: res.status, body: parsed as any, headers: res.headers };
+  };
+
+  const login: Harness['login'] = async (email, password, device) => {
+    const r = await request<Envelope>('POST', '/api/auth/login', { body: { email, password, ...(device ? { device } : {}) } });
+    if (r.status !== 200) throw new Error(`login ${email} failed: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+
+  let adminTok: string | undefined;
+  const adminToken = async () => (adminTok ??= (await login(admin.email, admin.password)).access_token);
+
+  const company: Harness['company'] = async (name) => {
+    counter++;
+    const n = `${process.pid}-${counter}`;
+    const r = await request('POST', '/api/admin/clients', {
+      token: await adminToken(),
+      body: { company_name: name ?? `Company ${n}`, owner_email: `owner-${n}@shop.test`, owner_name: `Owner ${n}` },
+    });
+    if (r.status !== 201) throw new Error(`company create failed: ${r.status} ${JSON.stringify(r.body)}`);
+    const owner = await login(r.body.owner_email, r.body.password);
+    return { id: r.body.client_id, slug: r.body.slug, ownerEmail: r.body.owner_email, ownerPassword: r.body.password, ownerToken: owner.access_token, owner };
+  };
+
+  return {
+    url,
+    server,
+    dataDir,
+    admin,
+    request,
+    login,
+    adminToken,
+    company,
+    async close() {
+      await server.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
