@@ -1,0 +1,53 @@
+/**
+ * One shared, on-disk cache of the face models for tests, so that repeated
+ * test runs and all test files (in all vitest worker processes) share one
+ * download. fetchModels takes a lock file and writes atomically, so concurrent
+ * callers are safe: the first downloads, the others wait and reuse it.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fetchModels } from './fetch.js';
+import type { Manifest } from './fetch.js';
+import type { Log } from './npm-tarball.js';
+
+/** The repository root: the nearest ancestor of this file that has a package.json. */
+export function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) return process.cwd();
+    dir = parent;
+  }
+}
+
+/** `<repo root>/node_modules/.cache/footfall`: test downloads shared by every run. */
+export function testCacheRoot(): string {
+  return resolve(repoRoot(), 'node_modules', '.cache', 'footfall');
+}
+
+/** `<repo root>/node_modules/.cache/footfall/models`. */
+export function testModelsDir(): string {
+  return join(testCacheRoot(), 'models');
+}
+
+/** Registry tarballs for the test caches (kept outside the dirs they fill). */
+export function testTarballCacheDir(): string {
+  return join(testCacheRoot(), 'tarballs');
+}
+
+let pending: Promise<Manifest> | undefined;
+
+/** Install (once) and verify the default model set in testModelsDir(); returns its manifest. */
+export function ensureTestModels(log?: Log): Promise<Manifest> {
+  pending ??= fetchModels({
+    dir: testModelsDir(),
+    tarballCacheDir: testTarballCacheDir(),
+    ...(log ? { log } : {}),
+  }).catch((err: unknown) => {
+    pending = undefined;
+    throw err;
+  });
+  return pending;
+}
