@@ -53,10 +53,18 @@ export interface Company {
   owner: Envelope;
 }
 
+export interface HarnessOptions {
+  /** Start on this data folder instead of a new temp one (a restart: same database, same key). */
+  dataDir?: string;
+  /** Leave the data folder in place on close. Default: true when dataDir was given, else false. */
+  keepDataDir?: boolean;
+}
+
 let counter = 0;
 
-export async function startHarness(overrides: Partial<RawConfig> = {}): Promise<Harness> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-test-'));
+export async function startHarness(overrides: Partial<RawConfig> = {}, opts: HarnessOptions = {}): Promise<Harness> {
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-test-'));
+  const keepDataDir = opts.keepDataDir ?? opts.dataDir !== undefined;
   const admin = { email: 'root@platform.test', password: 'admin-password-1' };
   const config = loadConfig(
     {
@@ -125,7 +133,7 @@ export async function startHarness(overrides: Partial<RawConfig> = {}): Promise<
     company,
     async close() {
       await server.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (!keepDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
