@@ -1,4 +1,4 @@
-import type { Mw } from '../context.js';
+import type { Ctx, Mw } from '../context.js';
 import { atLeast, type Rule } from '../policy.js';
 import { findByAccessToken, touchSession } from '../auth/sessions.js';
 import { tokenKind } from '../auth/tokens.js';
@@ -10,7 +10,8 @@ export function bearer(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
-const adminOnly = () => new HttpError(404, 'not_found', 'There is nothing here.');
+/** Admin routes do not exist for anyone else: the very answer an unknown route gets (errors middleware). */
+const adminOnly = (ctx: Ctx) => new HttpError(404, 'not_found', `There is no ${ctx.method} ${ctx.path}.`);
 
 /**
  * auth(rule): the first step of every protected route. Resolves the bearer token to a live user session and
@@ -25,18 +26,18 @@ export function auth(rule: Rule): Mw {
   const adminRoute = rule.least === 'admin';
   return async (ctx, next) => {
     const token = bearer(ctx.get('Authorization'));
-    if (!token) throw adminRoute ? adminOnly() : unauthorized();
+    if (!token) throw adminRoute ? adminOnly(ctx) : unauthorized();
     if (tokenKind(token) === 'agent') {
-      throw adminRoute ? adminOnly() : unauthorized('Shop-PC tokens cannot be used on user routes.');
+      throw adminRoute ? adminOnly(ctx) : unauthorized('Shop-PC tokens cannot be used on user routes.');
     }
     const found = findByAccessToken(ctx.deps.store.db, token);
     const now = new Date().toISOString();
     if (!found || found.session.revokedAt || found.session.expiresAt <= now || !found.user.active || (found.company && !found.company.active)) {
-      throw adminRoute ? adminOnly() : unauthorized('Your session has ended. Sign in again.');
+      throw adminRoute ? adminOnly(ctx) : unauthorized('Your session has ended. Sign in again.');
     }
     const { session, user, company } = found;
     const isAdmin = user.role === 'admin';
-    if (adminRoute && !isAdmin) throw adminOnly();
+    if (adminRoute && !isAdmin) throw adminOnly(ctx);
     if (session.accessExpiresAt <= now) throw tokenExpired();
     if (rule.least !== 'any' && rule.least !== 'admin') {
       if (isAdmin) throw notFound('That');

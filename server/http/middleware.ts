@@ -28,8 +28,10 @@ export const accessLog: Mw = async (ctx, next) => {
 export const errors: Mw = async (ctx, next) => {
   try {
     await next();
-    if (ctx.status === 404 && ctx.body === undefined) {
-      throw new HttpError(404, 'not_found', `There is no ${ctx.method} ${ctx.path}.`);
+    if (ctx.body === undefined || ctx.body === null) {
+      // Nothing answered: an unknown route, or a router's allowedMethods() that set 405/501 and an Allow header.
+      if (ctx.status === 404) throw new HttpError(404, 'not_found', `There is no ${ctx.method} ${ctx.path}.`);
+      if (ctx.status === 405 || ctx.status === 501) throw toHttpError({ status: ctx.status });
     }
   } catch (err) {
     const e = toHttpError(err);

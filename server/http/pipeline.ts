@@ -2,6 +2,30 @@ import type { z } from 'zod';
 import type { Ctx, Mw } from '../context.js';
 import { badRequest } from './errors.js';
 
+const kinds: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  int: 'a whole number',
+  boolean: 'true or false',
+  object: 'an object',
+  array: 'a list',
+};
+
+/**
+ * Plain wording for the commonest failures ("email: is required", "active: must be true or false") instead of
+ * zod's "Invalid input: expected string, received undefined". A message set on the schema itself still wins.
+ */
+export const plainErrors: z.core.$ZodErrorMap = (iss) => {
+  if (iss.code !== 'invalid_type') return undefined;
+  if (!iss.path?.length) {
+    if (iss.expected === 'object') return 'The request body must be a JSON object.';
+    return undefined;
+  }
+  if (iss.input === undefined) return 'is required';
+  const kind = kinds[iss.expected];
+  return kind ? `must be ${kind}` : undefined;
+};
+
 /** Turns zod issues into one sentence a person can act on. */
 export function describeIssues(error: z.ZodError): string {
   return error.issues
@@ -14,12 +38,12 @@ export function describeIssues(error: z.ZodError): string {
 export function validate(schemas: { body?: z.ZodType; query?: z.ZodType }): Mw {
   return async (ctx, next) => {
     if (schemas.body) {
-      const parsed = schemas.body.safeParse(ctx.request.body ?? {});
+      const parsed = schemas.body.safeParse(ctx.request.body ?? {}, { error: plainErrors });
       if (!parsed.success) throw badRequest(describeIssues(parsed.error));
       ctx.state.body = parsed.data;
     }
     if (schemas.query) {
-      const parsed = schemas.query.safeParse(ctx.query);
+      const parsed = schemas.query.safeParse(ctx.query, { error: plainErrors });
       if (!parsed.success) throw badRequest(describeIssues(parsed.error));
       ctx.state.query = parsed.data;
     }
