@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
+import { z } from 'zod';
 import type { Store } from '../db/open.js';
 import { writeAudit } from '../audit/service.js';
 import { generatePassword, hashPassword } from './passwords.js';
@@ -14,6 +15,7 @@ export class AdminError extends Error {}
 /** Creates a platform admin. Returns the password (generated when none is given): shown once, never stored. */
 export async function createAdmin(store: Store, email: string, password?: string): Promise<{ email: string; password: string; generated: boolean }> {
   const address = email.trim().toLowerCase();
+  if (!z.email().safeParse(address).success) throw new AdminError(`"${email}" is not an email address.`);
   if (password !== undefined && password.length < 8) throw new AdminError('The password must be at least 8 characters.');
   const plain = password ?? generatePassword();
   const hash = await hashPassword(plain);

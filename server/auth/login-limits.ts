@@ -16,8 +16,25 @@ export function isThrottled(db: Db, config: Config, email: string, ip: string): 
   return (byIp?.n ?? 0) >= config.FOOTFALL_LOGIN_MAX_FAILURES_IP;
 }
 
-export function recordFailure(db: Db, email: string, ip: string): void {
-  db.insert(loginFailures).values({ email, ip, at: new Date().toISOString() }).run();
+/** Records a failure; returns its row id. */
+export function recordFailure(db: Db, email: string, ip: string): number {
+  return db.insert(loginFailures).values({ email, ip, at: new Date().toISOString() }).returning({ id: loginFailures.id }).get().id;
+}
+
+/**
+ * Checks the limits and, in the same transaction, books this attempt as a failure before the password is
+ * verified (argon2 takes tens of milliseconds). Concurrent attempts therefore cannot all pass the check at
+ * once: the eleventh of a burst is refused like the eleventh of a sequence. Returns the booked row's id, or
+ * undefined when the caller is throttled. A success clears the row with the rest (clearFailures); an attempt
+ * that ends for another reason than a wrong password removes it with forgetAttempt.
+ */
+export function bookAttempt(db: Db, config: Config, email: string, ip: string): number | undefined {
+  if (isThrottled(db, config, email, ip)) return undefined;
+  return recordFailure(db, email, ip);
+}
+
+export function forgetAttempt(db: Db, id: number): void {
+  db.delete(loginFailures).where(eq(loginFailures.id, id)).run();
 }
 
 export function clearFailures(db: Db, email: string): void {

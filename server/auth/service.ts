@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import type { Ctx } from '../context.js';
 import { companies } from '../clients/schema.js';
 import { HttpError } from '../http/errors.js';
-import { clearFailures, isThrottled, recordFailure } from './login-limits.js';
+import { bookAttempt, clearFailures, forgetAttempt } from './login-limits.js';
 import { verifyPassword } from './passwords.js';
 import { users } from './schema.js';
 import { createSession, type CompanyRow, type IssuedSession, type UserRow } from './sessions.js';
@@ -18,22 +18,29 @@ const tooMany = () => new HttpError(429, 'too_many_attempts', 'Too many failed s
 
 /**
  * Email and password sign-in. Unknown account and wrong password are the same answer, in the same time
- * (verifyPassword hashes a dummy). Throttled before the password is even checked.
+ * (verifyPassword hashes a dummy). Throttled before the password is even checked; a right password for a
+ * deactivated account or a suspended company is 403 and not counted as a failure.
  */
 export async function login(ctx: Ctx, email: string, password: string, device: string): Promise<SignedIn> {
   const { store, config } = ctx.deps;
   const ip = ctx.ip || 'unknown';
-  if (isThrottled(store.db, config, email, ip)) throw tooMany();
+  // Booked as a failure before the (slow) password check, so a burst of parallel guesses meets the limit too.
+  const attempt = store.tx(() => bookAttempt(store.db, config, email, ip));
+  if (attempt === undefined) throw tooMany();
   const found = store.db.select({ user: users, company: companies }).from(users).leftJoin(companies, eq(companies.id, users.companyId)).where(eq(users.email, email)).get();
   const ok = await verifyPassword(found?.user.passwordHash, password);
-  if (!found || !ok) {
-    store.tx(() => recordFailure(store.db, email, ip));
-    throw badCredentials();
-  }
+  if (!found || !ok) throw badCredentials(); // the booked row stays: it is this failure
   const { user, company } = found;
-  if (!user.active) throw new HttpError(403, 'forbidden', 'This account has been deactivated. Ask a manager or owner of your company to reactivate it.');
-  if (company && !company.active) throw new HttpError(403, 'forbidden', 'Your company is suspended. Contact your Footfall platform administrator.');
   if (user.role === 'admin' && user.companyId !== null) throw badCredentials();
+  const refused = !user.active
+    ? 'This account has been deactivated. Ask a manager or owner of your company to reactivate it.'
+    : company && !company.active
+      ? 'Your company is suspended. Contact your Footfall platform administrator.'
+      : undefined;
+  if (refused) {
+    store.tx(() => forgetAttempt(store.db, attempt)); // the password was right: not a failed guess
+    throw new HttpError(403, 'forbidden', refused);
+  }
   const issued = store.tx(() => {
     clearFailures(store.db, email);
     store.db.update(users).set({ lastLoginAt: new Date().toISOString() }).where(eq(users.id, user.id)).run();
