@@ -2,3 +2,4 @@
 export * from '../clients/schema.js';
 export * from '../auth/schema.js';
 export * from '../audit/schema.js';
+export * from '../team/schema.js';
