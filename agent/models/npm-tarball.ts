@@ -194,10 +194,12 @@ function runNpm(
   options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
 ): Promise<{ code: number | string | null; stdout: string; stderr: string; spawnError?: NodeJS.ErrnoException }> {
   const isWindows = process.platform === 'win32';
+  // Through cmd.exe the arguments are joined into one command line: quote paths with spaces.
+  const argv = isWindows ? args.map((a) => (/[\s&|<>^"]/.test(a) ? `"${a.replace(/"/g, '""')}"` : a)) : args;
   return new Promise((resolvePromise) => {
     execFile(
       command,
-      args,
+      argv,
       {
         cwd: options.cwd,
         env: options.env,
