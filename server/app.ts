@@ -6,6 +6,7 @@ import type { AppRouter, Custom, Deps, State } from './context.js';
 import { accessLog, errors, requestId } from './http/middleware.js';
 import { authRoutes } from './auth/routes.js';
 import { clientsRoutes } from './clients/routes.js';
+import { teamRoutes } from './team/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -25,7 +26,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
     }),
   );
 
-  const routers: AppRouter[] = [healthRoutes(), authRoutes(), clientsRoutes()];
+  const routers: AppRouter[] = [healthRoutes(), authRoutes(), clientsRoutes(), teamRoutes()];
   for (const r of routers) app.use(r.routes()).use(r.allowedMethods({ throw: true }));
   return app;
 }

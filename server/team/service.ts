@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import { and, asc, count, eq, gt, isNull, ne } from 'drizzle-orm';
+import { users } from '../auth/schema.js';
+import { revokeUserSessions, type CompanyRow, type UserRow } from '../auth/sessions.js';
+import { companies } from '../clients/schema.js';
+import type { Keys } from '../crypto/keys.js';
+import type { Db } from '../db/open.js';
+import type { Role, TenantRole } from '../policy.js';
+import { generateInvitationCode, normaliseCode } from './codes.js';
+import { invitations } from './schema.js';
+
+export type InvitationRow = typeof invitations.$inferSelect;
+
+const nowIso = () => new Date().toISOString();
+
+// ---- Members ------------------------------------------------------------------------------------------
+
+/** Every member of the company, active or not, oldest first. */
+export function listMembers(db: Db, companyId: string): UserRow[] {
+  return db.select().from(users).where(eq(users.companyId, companyId)).orderBy(asc(users.createdAt), asc(users.email)).all();
+}
+
+/** A member of this company by uuid (already resolved by the reference resolver). */
+export function findMember(db: Db, companyId: string, id: string): UserRow | undefined {
+  return db
+    .select()
+    .from(users)
+    .where(and(eq(users.id, id), eq(users.companyId, companyId)))
+    .get();
+}
+
+/** The role of a signed-in member as it is now (undefined if the account is gone or inactive). */
+export function roleNow(db: Db, userId: string): Role | undefined {
+  return db
+    .select({ role: users.role })
+    .from(users)
+    .where(and(eq(users.id, userId), eq(users.active, true)))
+    .get()?.role;
+}
+
+/** Any account on the platform with this address (merchant of any company, or platform admin). */
+export function accountExists(db: Db, email: string): boolean {
+  return db.select({ id: users.id }).from(users).where(eq(users.email, email)).get() !== undefined;
+}
+
+/** Active owners of the company other than `exceptId`. Read it inside the transaction that writes. */
+export function otherActiveOwners(db: Db, companyId: string, exceptId: string): number {
+  const row = db
+    .select({ n: count() })
+    .from(users)
+    .where(and(eq(users.companyId, companyId), eq(users.role, 'owner'), eq(users.active, true), ne(users.id, exceptId)))
+    .get();
+  return row?.n ?? 0;
+}
+
+export interface NewMember {
+  email: string;
+  fullName: string;
+  role: TenantRole;
+  passwordHash: string;
+}
+
+/** Inserts a member. Call inside a transaction, after accountExists. */
+export function insertMember(db: Db, companyId: string, m: NewMember, lastLoginAt: string | null = null): UserRow {
+  return db
+    .insert(users)
+    .values({ id: randomUUID(), companyId, email: m.email, fullName: m.fullName, role: m.role, passwordHash: m.passwordHash, active: true, lastLoginAt, createdAt: nowIso() })
+    .returning()
+    .get();
+}
+
+/** Replaces the password and revokes every live session of the member. Returns how many were revoked. */
+export function resetPassword(db: Db, userId: string, passwordHash: string): number {
+  db.update(users).set({ passwordHash }).where(eq(users.id, userId)).run();
+  return revokeUserSessions(db, userId, 'password_reset');
+}
+
+export interface MemberChange {
+  role?: TenantRole | undefined;
+  active?: boolean | undefined;
+}
+
+/**
+ * Applies a role/active change. Deactivation revokes every live session in the same transaction;
+ * reactivation restores none (they stay revoked). Returns the updated row and how many sessions ended.
+ */
+export function applyChange(db: Db, member: UserRow, change: MemberChange): { member: UserRow; revoked: number } {
+  const set: Partial<Pick<UserRow, 'role' | 'active'>> = {};
+  if (change.role !== undefined && change.role !== member.role) set.role = change.role;
+  if (change.active !== undefined && change.active !== member.active) set.active = change.active;
+  if (Object.keys(set).length === 0) return { member, revoked: 0 };
+  const updated = db.update(users).set(set).where(eq(users.id, member.id)).returning().get();
+  const revoked = set.active === false ? revokeUserSessions(db, member.id, 'member_deactivated') : 0;
+  return { member: updated, revoked };
+}
+
+// ---- Invitations --------------------------------------------------------------------------------------
+
+const pending = (now: string) => and(isNull(invitations.redeemedAt), isNull(invitations.withdrawnAt), gt(invitations.expiresAt, now));
+
+export interface NewInvitation {
+  email: string;
+  fullName: string;
+  role: TenantRole;
+  days: number;
+  invitedBy: { id: string; email: string };
+}
+
+/** Creates a pending invitation. Returns the row and the code, which exists only in this return value. */
+export function createInvitation(db: Db, keys: Keys, companyId: string, input: NewInvitation): { invitation: InvitationRow; code: string } {
+  const code = generateInvitationCode();
+  const now = Date.now();
+  const invitation = db
+    .insert(invitations)
+    .values({
+      id: randomUUID(),
+      companyId,
+      email: input.email,
+      fullName: input.fullName,
+      role: input.role,
+      codeHash: keys.codeHash(normaliseCode(code)),
+      invitedBy: input.invitedBy.id,
+      invitedByEmail: input.invitedBy.email,
+      createdAt: new Date(now).toISOString(),
+      expiresAt: new Date(now + input.days * 86_400_000).toISOString(),
+    })
+    .returning()
+    .get();
+  return { invitation, code };
+}
+
+/** Pending invitations of the company, oldest first. */
+export function listPendingInvitations(db: Db, companyId: string): InvitationRow[] {
+  return db
+    .select()
+    .from(invitations)
+    .where(and(eq(invitations.companyId, companyId), pending(nowIso())))
+    .orderBy(asc(invitations.createdAt))
+    .all();
+}
+
+/** The company's pending invitation for this address, if any. */
+export function pendingInvitationFor(db: Db, companyId: string, email: string): InvitationRow | undefined {
+  return db
+    .select()
+    .from(invitations)
+    .where(and(eq(invitations.companyId, companyId), eq(invitations.email, email), pending(nowIso())))
+    .get();
+}
+
+/** A pending invitation of the company by id; undefined for another company's, or one no longer pending. */
+export function findPendingInvitation(db: Db, companyId: string, id: string): InvitationRow | undefined {
+  return db
+    .select()
+    .from(invitations)
+    .where(and(eq(invitations.id, id), eq(invitations.companyId, companyId), pending(nowIso())))
+    .get();
+}
+
+/** Pending -> withdrawn. */
+export function withdrawInvitation(db: Db, id: string): void {
+  db.update(invitations).set({ withdrawnAt: nowIso() }).where(and(eq(invitations.id, id), pending(nowIso()))).run();
+}
+
+/** Withdraws the company's pending invitations for an address (it just got an account). Returns how many. */
+export function withdrawInvitationsFor(db: Db, companyId: string, email: string): number {
+  return db
+    .update(invitations)
+    .set({ withdrawnAt: nowIso() })
+    .where(and(eq(invitations.companyId, companyId), eq(invitations.email, email), pending(nowIso())))
+    .run().changes;
+}
+
+/**
+ * The pending invitation a presented code names, with its company. Unknown, expired, redeemed and withdrawn
+ * codes are all simply not found: the caller answers them alike.
+ */
+export function findByCode(db: Db, keys: Keys, presented: string): { invitation: InvitationRow; company: CompanyRow } | undefined {
+  const normalised = normaliseCode(presented);
+  if (normalised === '') return undefined;
+  return db
+    .select({ invitation: invitations, company: companies })
+    .from(invitations)
+    .innerJoin(companies, eq(companies.id, invitations.companyId))
+    .where(and(eq(invitations.codeHash, keys.codeHash(normalised)), pending(nowIso())))
+    .get();
+}
+
+/** Pending -> redeemed, only if still pending (returns false otherwise). Call inside the register transaction. */
+export function markRedeemed(db: Db, invitationId: string, userId: string): boolean {
+  const now = nowIso();
+  return (
+    db
+      .update(invitations)
+      .set({ redeemedAt: now, redeemedUserId: userId })
+      .where(and(eq(invitations.id, invitationId), pending(now)))
+      .run().changes === 1
+  );
+}
