@@ -139,6 +139,10 @@ export function clientsRoutes(): AppRouter {
       }
     }
     store.tx(() => {
+      // Re-read: it may have been reactivated (or deleted) while the purgers ran.
+      const now = findCompany(store.db, company.id);
+      if (!now) throw notFound('That company');
+      if (now.active) throw new HttpError(409, 'still_active', `${company.name} was reactivated during the deletion; its rows were kept. Suspend it and delete it again.`);
       store.db.delete(companies).where(eq(companies.id, company.id)).run();
       audit(ctx, { action: 'client.delete', companyId: null, target: company.id, detail: { slug: company.slug, ...removed } });
     });
