@@ -290,7 +290,9 @@ export async function fetchNpmTarball(options: FetchTarballOptions): Promise<Fet
     }.`;
     if (result.spawnError) {
       throw new NpmTarballError(
-        `Could not download ${spec} from the npm registry: the npm client ("${npm}") was not found on PATH. ${advice}`,
+        `Could not download ${spec} from the npm registry: the npm client ("${npm}") was not found on PATH. Install npm (it comes with Node.js)${
+          options.offlineHint ? `, or ${options.offlineHint}` : ''
+        }.`,
         'ENONPM',
         { cause: result.spawnError },
       );
