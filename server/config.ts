@@ -7,8 +7,23 @@ import { z } from 'zod';
  * README's configuration table lists every variable; keep the two in step.
  */
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']).transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+/** Digits only: Number() would read " " as 0, "0x1F" as 31 and "1e3" as 1000. */
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, `must be a whole number from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+const bool = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], 'must be true or false'))
+  .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+
+/** Never echoed back in an error message. */
+const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY']);
 
 export const configSchema = z.object({
   FOOTFALL_DATA_DIR: z.string().min(1).default('./data'),
@@ -68,7 +83,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   const parsed = configSchema.safeParse(picked);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${String(i.path[0] ?? 'config')}: ${i.message} (got ${JSON.stringify(picked[String(i.path[0])] ?? '')})`);
+    const lines = parsed.error.issues.map((i) => {
+      const key = String(i.path[0] ?? 'config');
+      return `${key}: ${i.message} (got ${secret.has(key) ? 'a value that is not shown' : JSON.stringify(picked[key] ?? '')})`;
+    });
     throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const cfg = { ...parsed.data, ...overrides };

@@ -1,0 +1,153 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, configSchema, loadConfig } from './config.js';
+
+function problem(env: Record<string, string>, overrides = {}): string {
+  try {
+    loadConfig(env, overrides);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error(`accepted ${JSON.stringify(env)}`);
+}
+
+describe('configuration', () => {
+  it('defaults match the issue and the spec Limits table', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      FOOTFALL_DATA_DIR: './data',
+      FOOTFALL_HTTP_HOST: '0.0.0.0',
+      FOOTFALL_HTTP_PORT: 8080,
+      FOOTFALL_MQTT_PORT: 1883,
+      FOOTFALL_LOG_LEVEL: 'info',
+      FOOTFALL_IMAGES: 'off',
+      FOOTFALL_TRUST_PROXY: false,
+      // Limits
+      FOOTFALL_ACCESS_TOKEN_TTL_S: 12 * 3600, // access token life: up to twelve hours
+      FOOTFALL_LOGIN_WINDOW_S: 15 * 60, // login failures ... in 15 minutes
+      FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT: 10,
+      FOOTFALL_LOGIN_MAX_FAILURES_IP: 60,
+      FOOTFALL_PASSWORD_MIN_LENGTH: 8,
+      FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT: 50,
+      FOOTFALL_VISITOR_SEARCH_LIMIT_MAX: 500,
+      FOOTFALL_SLUG_MIN_LENGTH: 3,
+      FOOTFALL_SLUG_MAX_LENGTH: 32,
+      FOOTFALL_ENROLMENT_CODE_DAYS_MAX: 30,
+      FOOTFALL_ASSISTANT_MAX_TURNS: 24,
+      FOOTFALL_ASSISTANT_MAX_CHARS: 2000,
+      FOOTFALL_LIVE_VIEW_MAX_S: 5 * 60,
+      FOOTFALL_CHECK_RELEASE_S: 5 * 60,
+      FOOTFALL_SNAPSHOT_INTERVAL_S: 60,
+    });
+    expect(c.FOOTFALL_CAMERA_SYNC_S).toBeLessThanOrEqual(60);
+    expect(c.FOOTFALL_ADMIN_EMAIL).toBeUndefined();
+    expect(c.FOOTFALL_ADMIN_PASSWORD).toBeUndefined();
+    expect(c.FOOTFALL_ENCRYPTION_KEY).toBeUndefined();
+    expect(c.dataDir).toBe(path.resolve('./data'));
+  });
+
+  it('reads every variable from the environment; empty means unset; spaces around numbers are fine', () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    const c = loadConfig({
+      FOOTFALL_DATA_DIR: '/tmp/ff-data',
+      FOOTFALL_HTTP_HOST: '127.0.0.1',
+      FOOTFALL_HTTP_PORT: ' 9090 ',
+      FOOTFALL_MQTT_PORT: '0',
+      FOOTFALL_ADMIN_EMAIL: 'root@example.test',
+      FOOTFALL_ADMIN_PASSWORD: 'long-enough',
+      FOOTFALL_ENCRYPTION_KEY: key,
+      FOOTFALL_LOG_LEVEL: 'debug',
+      FOOTFALL_TRUST_PROXY: 'TRUE',
+      FOOTFALL_ACCESS_TOKEN_TTL_S: '1',
+      FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT: '',
+      UNRELATED: 'x',
+    });
+    expect(c).toMatchObject({
+      dataDir: '/tmp/ff-data',
+      FOOTFALL_HTTP_HOST: '127.0.0.1',
+      FOOTFALL_HTTP_PORT: 9090,
+      FOOTFALL_MQTT_PORT: 0,
+      FOOTFALL_ADMIN_EMAIL: 'root@example.test',
+      FOOTFALL_ADMIN_PASSWORD: 'long-enough',
+      FOOTFALL_ENCRYPTION_KEY: key,
+      FOOTFALL_LOG_LEVEL: 'debug',
+      FOOTFALL_TRUST_PROXY: true,
+      FOOTFALL_ACCESS_TOKEN_TTL_S: 1,
+      FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT: 10,
+    });
+    for (const [v, want] of [['false', false], ['off', false], ['0', false], ['Yes', true], ['on', true], ['1', true]] as const) {
+      expect(loadConfig({ FOOTFALL_TRUST_PROXY: v }).FOOTFALL_TRUST_PROXY, v).toBe(want);
+    }
+  });
+
+  it('a bad value stops with a message naming the variable and the value', () => {
+    const bad: [string, string][] = [
+      ['FOOTFALL_HTTP_PORT', 'abc'],
+      ['FOOTFALL_HTTP_PORT', '65536'],
+      ['FOOTFALL_HTTP_PORT', '-1'],
+      ['FOOTFALL_HTTP_PORT', '80.5'],
+      ['FOOTFALL_HTTP_PORT', '0x50'],
+      ['FOOTFALL_HTTP_PORT', '8e3'],
+      ['FOOTFALL_HTTP_PORT', '   '],
+      ['FOOTFALL_MQTT_PORT', 'mqtt'],
+      ['FOOTFALL_ACCESS_TOKEN_TTL_S', '0'],
+      ['FOOTFALL_ACCESS_TOKEN_TTL_S', '43201'], // more than twelve hours
+      ['FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT', '0'],
+      ['FOOTFALL_LOG_LEVEL', 'loud'],
+      ['FOOTFALL_TRUST_PROXY', 'maybe'],
+      ['FOOTFALL_IMAGES', 's3'],
+      ['FOOTFALL_ADMIN_EMAIL', 'not-an-email'],
+      ['FOOTFALL_BODY_LIMIT_BYTES', '10'],
+    ];
+    for (const [name, value] of bad) {
+      const msg = problem({ [name]: value });
+      expect(msg, `${name}=${value}`).toMatch(new RegExp(`^Invalid configuration:\\n  ${name}: `));
+      expect(msg, `${name}=${value}`).toContain(JSON.stringify(value));
+    }
+    expect(problem({ FOOTFALL_HTTP_PORT: 'abc' })).toBe('Invalid configuration:\n  FOOTFALL_HTTP_PORT: must be a whole number from 0 to 65535 (got "abc")');
+    expect(problem({ FOOTFALL_HTTP_PORT: '70000' })).toBe('Invalid configuration:\n  FOOTFALL_HTTP_PORT: must be at most 65535 (got "70000")');
+  });
+
+  it('names every bad variable at once', () => {
+    const msg = problem({ FOOTFALL_HTTP_PORT: 'x', FOOTFALL_MQTT_PORT: 'y', FOOTFALL_LOG_LEVEL: 'z' });
+    for (const name of ['FOOTFALL_HTTP_PORT', 'FOOTFALL_MQTT_PORT', 'FOOTFALL_LOG_LEVEL']) expect(msg).toContain(name);
+  });
+
+  it('never echoes a secret it refuses', () => {
+    const pw = problem({ FOOTFALL_ADMIN_EMAIL: 'root@example.test', FOOTFALL_ADMIN_PASSWORD: 'sekrit7' });
+    expect(pw).toMatch(/FOOTFALL_ADMIN_PASSWORD: must be at least 8 characters/);
+    expect(pw).not.toContain('sekrit7');
+    const key = problem({ FOOTFALL_ENCRYPTION_KEY: 'dG9vLXNob3J0LWtleQ==' });
+    expect(key).toMatch(/FOOTFALL_ENCRYPTION_KEY: must be 32 bytes encoded as base64/);
+    expect(key).not.toContain('dG9vLXNob3J0LWtleQ==');
+  });
+
+  it('cross checks name the variable', () => {
+    const cases: [Record<string, string>, string][] = [
+      [{ FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT: '600' }, 'FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT: must not exceed FOOTFALL_VISITOR_SEARCH_LIMIT_MAX'],
+      [{ FOOTFALL_INVITATION_DAYS_DEFAULT: '31' }, 'FOOTFALL_INVITATION_DAYS_DEFAULT: must not exceed FOOTFALL_INVITATION_DAYS_MAX'],
+      [{ FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT: '20', FOOTFALL_ENROLMENT_CODE_DAYS_MAX: '10' }, 'FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT: must not exceed FOOTFALL_ENROLMENT_CODE_DAYS_MAX'],
+      [{ FOOTFALL_SLUG_MIN_LENGTH: '20', FOOTFALL_SLUG_MAX_LENGTH: '10' }, 'FOOTFALL_SLUG_MIN_LENGTH: must not exceed FOOTFALL_SLUG_MAX_LENGTH'],
+      [{ FOOTFALL_ADMIN_PASSWORD: 'long-enough' }, 'FOOTFALL_ADMIN_PASSWORD: set FOOTFALL_ADMIN_EMAIL too'],
+    ];
+    for (const [env, msg] of cases) expect(problem(env)).toContain(msg);
+    // Both failures are reported together.
+    const both = problem({ FOOTFALL_SLUG_MIN_LENGTH: '20', FOOTFALL_SLUG_MAX_LENGTH: '10', FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT: '600' });
+    expect(both).toContain('FOOTFALL_SLUG_MIN_LENGTH');
+    expect(both).toContain('FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT');
+    // Overrides (tests) take part in the cross checks.
+    expect(problem({}, { FOOTFALL_VISITOR_SEARCH_LIMIT_MAX: 10 })).toContain('FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT');
+    expect(loadConfig({ FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT: '500' }).FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT).toBe(500);
+  });
+
+  it('overrides win over the environment', () => {
+    const c = loadConfig({ FOOTFALL_ACCESS_TOKEN_TTL_S: '100', FOOTFALL_DATA_DIR: '/tmp/a' }, { FOOTFALL_ACCESS_TOKEN_TTL_S: 1, FOOTFALL_DATA_DIR: '/tmp/b' });
+    expect(c.FOOTFALL_ACCESS_TOKEN_TTL_S).toBe(1);
+    expect(c.dataDir).toBe('/tmp/b');
+  });
+
+  it('every variable is a FOOTFALL_ one', () => {
+    for (const key of Object.keys(configSchema.shape)) expect(key).toMatch(/^FOOTFALL_[A-Z0-9_]+$/);
+  });
+});
