@@ -252,6 +252,14 @@ describe('team members', () => {
       expect((await me(fresh.access_token)).status).toBe(200);
     });
 
+    it('a member may deactivate themselves (not the last owner); their own session ends with it', async () => {
+      const mgr = await member(a, 'manager');
+      const r = await patch(mgr.token, mgr.id, { active: false });
+      expect(r.status).toBe(200);
+      expect(r.body.active).toBe(false);
+      expect((await me(mgr.token)).status).toBe(401);
+    });
+
     it('409 last_owner for a demotion or deactivation that would leave no active owner; nothing changes', async () => {
       const c = await h.company();
       const ownerId = c.owner.user.id;
