@@ -22,7 +22,14 @@ export function serverCommand(): Command {
     .description('Run head office: HTTP API and console, embedded MQTT broker, SQLite database (configured by FOOTFALL_* variables; see README)')
     .action(async () => {
       const config = configOrExit();
-      const running = await startServer(config);
+      let running: Awaited<ReturnType<typeof startServer>>;
+      try {
+        running = await startServer(config);
+      } catch (err) {
+        // A port in use, an unreadable data folder...: one line naming the cause, not a stack trace.
+        process.stderr.write(`Head office could not start: ${err instanceof Error ? err.message : String(err)}\n`);
+        process.exit(1);
+      }
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
