@@ -80,7 +80,10 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
     overrides,
   );
   const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
-  const server = await startServer(config, { log, announce: () => {} });
+  const server = await startServer(config, { log, announce: () => {} }).catch((err: unknown) => {
+    if (!keepDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  });
   const url = server.url;
 
   const request: Harness['request'] = async (method, p, opts = {}) => {
