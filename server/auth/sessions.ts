@@ -156,3 +156,15 @@ export function touchSession(db: Db, session: SessionRow): void {
   if (now - Date.parse(session.lastUsedAt) < 60_000) return;
   db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id)).run();
 }
+
+/**
+ * Forgets sessions that ended (revoked or expired) more than `keepDays` ago, with their retired refresh tokens
+ * (cascade). A retired token of an ended session can no longer be replayed into anything, so nothing is lost.
+ */
+export function pruneEndedSessions(db: Db, keepDays = 30): number {
+  const before = iso(Date.now() - keepDays * 86_400_000);
+  return db
+    .delete(sessions)
+    .where(sql`(${sessions.revokedAt} is not null and ${sessions.revokedAt} < ${before}) or ${sessions.expiresAt} < ${before}`)
+    .run().changes;
+}
