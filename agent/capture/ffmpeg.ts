@@ -1,0 +1,139 @@
+/**
+ * The ffmpeg child process: its arguments, spawning it, stopping it without leaving it behind.
+ *
+ * A thin wrapper over child_process.spawn (see docs/decisions.md: not fluent-ffmpeg, not node-rtsp-stream).
+ * ffmpeg reads the camera over RTSP/TCP, keeps `fps` pictures a second, scales them to at most `maxWidth` wide and
+ * writes them to stdout as PPM (raw RGB24 with a size header, see ppm.ts). Its stderr (warnings and errors only)
+ * is what explains a failure.
+ */
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+
+export type Rotation = 0 | 90 | 180 | 270;
+
+export interface DecodeOptions {
+  /** Pictures a second to keep (the detect rate). */
+  fps: number;
+  /** Scale down to at most this many pixels wide (never up), keeping the aspect ratio. */
+  maxWidth: number;
+  /** Clockwise rotation, for a camera mounted on its side; applied before scaling. */
+  rotate?: Rotation;
+  /** ffmpeg's own socket timeout; a backstop behind the worker's watchdogs. Default 30 s. */
+  ioTimeoutMs?: number;
+  /** Stop after this many pictures (a one-shot grab). */
+  frames?: number;
+}
+
+const ROTATE_FILTER: Record<Rotation, string[]> = {
+  0: [],
+  90: ['transpose=clock'],
+  180: ['hflip', 'vflip'],
+  270: ['transpose=cclock'],
+};
+
+export function videoFilter(opts: Pick<DecodeOptions, 'fps' | 'maxWidth' | 'rotate'>): string {
+  const fps = Number.isFinite(opts.fps) && opts.fps > 0 ? opts.fps : 5;
+  const width = Math.max(16, Math.floor(opts.maxWidth));
+  return [`fps=${fps}`, ...ROTATE_FILTER[opts.rotate ?? 0], `scale='min(iw,${width})':-2`].join(',');
+}
+
+export function decodeArgs(url: string, opts: DecodeOptions): string[] {
+  const ioTimeoutUs = Math.round((opts.ioTimeoutMs ?? 30_000) * 1000);
+  return [
+    '-hide_banner',
+    '-nostdin',
+    '-nostats',
+    '-loglevel',
+    'warning',
+    '-rtsp_transport',
+    'tcp',
+    '-timeout',
+    String(ioTimeoutUs),
+    '-i',
+    url,
+    '-an',
+    '-sn',
+    '-dn',
+    '-vf',
+    videoFilter(opts),
+    ...(opts.frames ? ['-frames:v', String(opts.frames)] : []),
+    '-pix_fmt',
+    'rgb24',
+    '-c:v',
+    'ppm',
+    '-f',
+    'image2pipe',
+    'pipe:1',
+  ];
+}
+
+export type FfmpegProcess = ChildProcessByStdio<null, Readable, Readable>;
+
+export function spawnFfmpeg(args: string[], ffmpegPath = 'ffmpeg'): FfmpegProcess {
+  return spawn(ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+}
+
+/** Resolves when the process has exited and its pipes are closed (at once if it already has, or never started). */
+export function exited(child: FfmpegProcess): Promise<void> {
+  if (child.pid === undefined) return Promise.resolve(); // spawn failed (ffmpeg missing): nothing runs
+  if ((child.exitCode !== null || child.signalCode !== null) && child.stdout.closed && child.stderr.closed) {
+    return Promise.resolve();
+  }
+  return new Promise((resolve) => {
+    child.once('close', () => resolve());
+    child.once('error', () => resolve());
+  });
+}
+
+/**
+ * Stops ffmpeg: SIGTERM (it closes the stream and exits), then SIGKILL if it is still there after `graceMs`.
+ * Resolves once it is gone and reaped, so no process outlives the worker.
+ */
+export async function stopFfmpeg(child: FfmpegProcess, graceMs = 2000): Promise<void> {
+  const done = exited(child);
+  if (child.exitCode !== null || child.signalCode !== null) return done;
+  child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const killed = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      resolve();
+    }, graceMs);
+  });
+  await Promise.race([done, killed]);
+  clearTimeout(timer);
+  await done;
+}
+
+/** Keeps the last `max` lines of a stream (ffmpeg's stderr), each passed through `clean` (redaction). */
+export class LineTail {
+  readonly lines: string[] = [];
+  private partial = '';
+
+  constructor(
+    private readonly max = 30,
+    private readonly clean: (line: string) => string = (l) => l,
+    private readonly onLine?: (line: string) => void,
+  ) {}
+
+  push(chunk: Buffer | string): void {
+    const parts = (this.partial + chunk.toString()).split(/\r?\n|\r/);
+    this.partial = parts.pop() ?? '';
+    if (this.partial.length > 4096) this.partial = this.partial.slice(-4096);
+    for (const part of parts) this.add(part);
+  }
+
+  /** The stream ended: keep whatever was left without a newline. */
+  end(): void {
+    if (this.partial) this.add(this.partial);
+    this.partial = '';
+  }
+
+  private add(raw: string): void {
+    if (!raw.trim()) return;
+    const line = this.clean(raw.length > 1000 ? raw.slice(0, 1000) : raw);
+    this.lines.push(line);
+    if (this.lines.length > this.max) this.lines.shift();
+    this.onLine?.(line);
+  }
+}

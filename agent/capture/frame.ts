@@ -1,0 +1,27 @@
+import sharp from 'sharp';
+import type { RawImage } from './ppm.js';
+
+/** One decoded picture of a camera, RGB24. */
+export interface Frame extends RawImage {
+  /** The camera's `camera_id` (the engine name that lands on visits). */
+  cameraId: string;
+  /** When the agent received it. */
+  at: Date;
+}
+
+/** Whoever looks at the frames (recognition, a placement check). Called synchronously; must not keep `data` long. */
+export type FrameConsumer = (frame: Frame) => void;
+
+export interface JpegOptions {
+  /** Output width in pixels, height keeps the aspect ratio. Default 640 (snapshots and live view). */
+  width?: number;
+  /** 1-100, default 80. */
+  quality?: number;
+}
+
+/** A JPEG of a raw frame, `width` pixels wide: for snapshots, live view and check answers. */
+export function toJpeg(image: RawImage, options: JpegOptions = {}): Promise<Buffer> {
+  const { width = 640, quality = 80 } = options;
+  const pipeline = sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } });
+  return (image.width === width ? pipeline : pipeline.resize({ width })).jpeg({ quality }).toBuffer();
+}
