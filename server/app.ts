@@ -7,6 +7,9 @@ import { accessLog, errors, requestId } from './http/middleware.js';
 import { authRoutes } from './auth/routes.js';
 import { clientsRoutes } from './clients/routes.js';
 import { teamRoutes } from './team/routes.js';
+import { shopsRoutes } from './shops/routes.js';
+import { camerasRoutes } from './cameras/routes.js';
+import { agentRoutes } from './agent-api/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -26,8 +29,8 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
     }),
   );
 
-  const routers: AppRouter[] = [healthRoutes(), authRoutes(), clientsRoutes(), teamRoutes()];
-  for (const r of routers) app.use(r.routes()).use(r.allowedMethods({ throw: true }));
+  const routers: AppRouter[] = [healthRoutes(), authRoutes(), clientsRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes()];
+  for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
   return app;
 }
 

@@ -7,6 +7,8 @@ import type { Keys } from './crypto/keys.js';
 import type { Broker } from './broker/broker.js';
 import type { Role } from './policy.js';
 import type { CompanyPurger } from './clients/deletion.js';
+import type { ShopLogins } from './shops/broker-logins.js';
+import type { LiveHub } from './cameras/live.js';
 
 /** What every request can reach: built once by startServer (or a test) and handed to buildApp. */
 export interface Deps {
@@ -17,6 +19,10 @@ export interface Deps {
   broker: Broker;
   /** Run in order before a company's rows are deleted (images first, then broker logins). */
   purgers: CompanyPurger[];
+  /** Shop logins on the broker (its BrokerAuth). */
+  shopLogins: ShopLogins;
+  /** Live camera view relay. */
+  live: LiveHub;
 }
 
 /** The signed-in person making the request. companyId is null for the platform admin. */
@@ -30,9 +36,20 @@ export interface Actor {
   fullName: string;
 }
 
+/** A shop PC, identified by its own token. */
+export interface AgentCaller {
+  shopId: string;
+  shopSlug: string;
+  companyId: string;
+  companySlug: string;
+  brokerUsername: string;
+}
+
 export interface State {
   requestId: string;
   actor?: Actor;
+  /** The enrolled shop PC calling an /api/agent route (agentAuth). */
+  agent?: AgentCaller;
   body?: unknown;
   query?: unknown;
 }

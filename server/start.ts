@@ -6,13 +6,18 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import type { Deps } from './context.js';
 import { openDatabase, type Store } from './db/open.js';
-import { loadKeys } from './crypto/keys.js';
+import { loadKeys, unusableKeys, type Keys } from './crypto/keys.js';
 import { startBroker, type Broker } from './broker/broker.js';
 import { adminExists, createAdmin } from './auth/admins.js';
 import { warmPasswords } from './auth/passwords.js';
 import { pruneFailures } from './auth/login-limits.js';
+import { pruneEndedSessions } from './auth/sessions.js';
 import { localImagesPurger } from './photos/local-store.js';
 import { createLogger } from './logger.js';
+import { ShopLogins, shopLoginsPurger } from './shops/broker-logins.js';
+import { ingestHeartbeats } from './shops/heartbeats.js';
+import { LiveHub } from './cameras/live.js';
+import { snapshotsPurger } from './cameras/snapshots.js';
 
 export interface RunningServer {
   url: string;
@@ -34,12 +39,24 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const log = opts.log ?? createLogger(config.FOOTFALL_LOG_LEVEL);
   const announce = opts.announce ?? ((line: string) => process.stdout.write(line + '\n'));
   const store = openDatabase(path.join(config.dataDir, 'footfall.db'));
-  const keys = loadKeys(config);
+  let keys: Keys;
+  try {
+    keys = loadKeys(config);
+  } catch (err) {
+    // Start anyway (sign-in and reading data work), but refuse everything that needs the key (503 no_encryption_key).
+    log.error({ err }, 'no usable encryption key: opening shops, enrolling shop PCs and camera passwords are refused until it is restored (do not delete the key file: secrets sealed with it would be lost)');
+    keys = unusableKeys(err instanceof Error ? err.message : String(err));
+  }
   const broker = await startBroker({ host: config.FOOTFALL_MQTT_HOST, port: config.FOOTFALL_MQTT_PORT, log }).catch((err: unknown) => {
     store.close();
     throw err;
   });
-  const deps: Deps = { config, store, log, keys, broker, purgers: [localImagesPurger(config.dataDir)] };
+  const shopLogins = new ShopLogins({ store, keys, broker, log });
+  broker.setAuth(shopLogins);
+  const live = new LiveHub(broker, log);
+  const purgers = [localImagesPurger(config.dataDir), shopLoginsPurger(store, shopLogins), snapshotsPurger(config.dataDir)];
+  const deps: Deps = { config, store, log, keys, broker, purgers, shopLogins, live };
+  const stopHeartbeats = await ingestHeartbeats(deps);
 
   if (!adminExists(store)) {
     const email = config.FOOTFALL_ADMIN_EMAIL ?? DEFAULT_ADMIN_EMAIL;
@@ -69,7 +86,10 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const url = `http://${host}:${httpPort}`;
   log.info({ url, mqtt_port: broker.port, data_dir: config.dataDir, key: keys.source }, 'head office ready');
 
-  const prune = setInterval(() => pruneFailures(store.db, config), 10 * 60_000);
+  const prune = setInterval(() => {
+    pruneFailures(store.db, config);
+    pruneEndedSessions(store.db);
+  }, 10 * 60_000);
   prune.unref();
 
   let closing: Promise<void> | undefined;
@@ -83,8 +103,10 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     close() {
       closing ??= (async () => {
         clearInterval(prune);
+        live.close();
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
+        await stopHeartbeats();
         await broker.close();
         store.close();
       })();

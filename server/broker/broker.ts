@@ -52,8 +52,9 @@ export async function startBroker(opts: { host: string; port: number; log: Logge
   };
   aedes.authorizeSubscribe = (client: Client | null, sub: Subscription, done: (error: Error | null, subscription?: Subscription | null) => void) => {
     const username = client ? usernames.get(client.id) : undefined;
+    // A refused filter gets the SUBACK failure code (0x80); the connection and its other subscriptions stay.
     if (username && auth.canSubscribe(username, sub.topic)) done(null, sub);
-    else done(new Error(`not allowed to subscribe to ${sub.topic}`));
+    else done(null, null);
   };
   aedes.on('clientDisconnect', (client) => usernames.delete(client.id));
 

@@ -6,6 +6,7 @@ import type { CompanyRow, UserRow } from '../auth/sessions.js';
 import { conflict } from '../http/errors.js';
 import type { CompanyCounts } from './presenter.js';
 import { companies } from './schema.js';
+import { shopCounts } from '../shops/service.js';
 
 const uuidLike = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -19,11 +20,13 @@ export function listCompanies(db: Db): CompanyRow[] {
   return db.select().from(companies).orderBy(companies.createdAt, companies.slug).all();
 }
 
-/** Users per company; sites are counted once the shops domain exists. */
+/** Shops and users per company. */
 export function companyCounts(db: Db): Map<string, CompanyCounts> {
   const rows = db.select({ companyId: users.companyId, n: count() }).from(users).groupBy(users.companyId).all();
+  const sites = shopCounts(db);
   const out = new Map<string, CompanyCounts>();
-  for (const r of rows) if (r.companyId) out.set(r.companyId, { sites: 0, users: r.n });
+  for (const r of rows) if (r.companyId) out.set(r.companyId, { sites: sites.get(r.companyId) ?? 0, users: r.n });
+  for (const [companyId, n] of sites) if (!out.has(companyId)) out.set(companyId, { sites: n, users: 0 });
   return out;
 }
 

@@ -8,8 +8,10 @@ import type { Config } from '../config.js';
  * Sub-keys are derived with HKDF so that one purpose never reuses another's key.
  */
 export interface Keys {
-  /** Where the key came from, for the start-up log. */
-  source: 'env' | 'file';
+  /** Where the key came from, for the start-up log; `none` when the key file could not be read (see unusableKeys). */
+  source: 'env' | 'file' | 'none';
+  /** Why there is no usable key; undefined when there is one. Every method below then throws NoEncryptionKeyError. */
+  problem?: string;
   /** AES-256-GCM: secrets at rest (camera passwords, broker secrets). */
   encrypt(plain: string): string;
   decrypt(sealed: string): string;
@@ -29,6 +31,21 @@ export function loadKeys(config: Config): Keys {
   const key = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
   if (key.length !== 32) throw new Error(`${file} does not hold a base64 32-byte key; restore it from backup (secrets encrypted with it are unreadable without it).`);
   return makeKeys(key, 'file');
+}
+
+/** Thrown by an unusable key's methods; routes that need the key answer 503 no_encryption_key. */
+export class NoEncryptionKeyError extends Error {}
+
+/**
+ * Keys for a server whose key file exists but cannot be used (unreadable, not 32 bytes). Start-up goes on so people
+ * can still sign in and read their data, but everything that seals, opens or hashes a secret is refused: opening
+ * shops, enrolling shop PCs, camera passwords, codes. The log says why at start-up.
+ */
+export function unusableKeys(problem: string): Keys {
+  const fail = (): never => {
+    throw new NoEncryptionKeyError(problem);
+  };
+  return { source: 'none', problem, encrypt: fail, decrypt: fail, codeHash: fail };
 }
 
 function derive(master: Buffer, purpose: string): Buffer {

@@ -3,3 +3,5 @@ export * from '../clients/schema.js';
 export * from '../auth/schema.js';
 export * from '../audit/schema.js';
 export * from '../team/schema.js';
+export * from '../shops/schema.js';
+export * from '../cameras/schema.js';

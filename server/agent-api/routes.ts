@@ -1,0 +1,207 @@
+import Router from '@koa/router';
+import { eq } from 'drizzle-orm';
+import { CameraStateReport, CheckAnswer, EnrolRequest, LIMITS, type EnrolResponse } from '../../shared/agent-api.js';
+import { writeAudit } from '../audit/service.js';
+import { newToken, hashToken } from '../auth/tokens.js';
+import { answerCheck, claimNextCheck, shopCheck } from '../cameras/checks.js';
+import { findShopCamera, recordCameraState, recordSnapshot, shopCameras } from '../cameras/service.js';
+import { writeSnapshot } from '../cameras/snapshots.js';
+import { companies } from '../clients/schema.js';
+import type { AppRouter, Ctx } from '../context.js';
+import { HttpError, badRequest } from '../http/errors.js';
+import { bodyOf, validate } from '../http/pipeline.js';
+import { isUuid } from '../references/resolver.js';
+import { mapInfraErrors, requireKey } from '../shops/errors.js';
+import { shops } from '../shops/schema.js';
+import { getShop, spendEnrolmentCode } from '../shops/service.js';
+import { agentAuth, agentOf } from './auth.js';
+import { storeFaceImage } from './faces.js';
+import { presentCameraList, presentIdentity } from './presenter.js';
+import { checkJpeg, looksLikeJpeg, readJpegBody } from './raw-body.js';
+
+const invalidCode = () =>
+  new HttpError(404, 'invalid_code', 'This enrolment code is unknown, expired or already used. Ask a manager for a new one (Shops, then Enrolment code).');
+
+/** A present camera of the calling shop PC's shop, by uuid or camera_id; 404 otherwise. */
+function agentCamera(ctx: Ctx) {
+  const camera = findShopCamera(ctx.deps.store.db, agentOf(ctx).shopId, String(ctx.params.camera));
+  if (!camera) throw new HttpError(404, 'not_found', 'This shop has no such camera (it may have been removed): pull the camera list again.');
+  return camera;
+}
+
+function companyOf(ctx: Ctx, companyId: string) {
+  const company = ctx.deps.store.db.select({ slug: companies.slug, name: companies.name }).from(companies).where(eq(companies.id, companyId)).get();
+  if (!company) throw new Error('company of an enrolled shop not found');
+  return company;
+}
+
+/** The ten shop-PC routes (shared/agent-api.ts, docs/agent-protocol.md). */
+export function agentRoutes(): AppRouter {
+  const r: AppRouter = new Router({ prefix: '/api/agent' });
+
+  // 1. Enrolment: a single-use code -> this PC's token and a fresh broker secret. Any earlier PC is cut off.
+  r.post('/enrol', validate({ body: EnrolRequest }), (ctx) => {
+    const body = bodyOf(ctx, EnrolRequest);
+    const { store, keys, shopLogins } = ctx.deps;
+    requireKey(ctx, 'enrol shop PCs');
+    const token = newToken('agent');
+    let result: { shopId: string; secret: string; previous: boolean };
+    try {
+      const { secret, sealed } = shopLogins.newSecret();
+      result = store.tx(() => {
+        const spent = spendEnrolmentCode(store.db, keys, body.code);
+        if (!spent) throw invalidCode();
+        const { code, shop } = spent;
+        store.db
+          .update(shops)
+          .set({
+            agentTokenHash: hashToken(token),
+            enrolledAt: new Date().toISOString(),
+            agentHostname: body.hostname ?? null,
+            brokerSecret: sealed,
+            ...(body.agent_version ? { agentVersion: body.agent_version } : {}),
+          })
+          .where(eq(shops.id, shop.id))
+          .run();
+        writeAudit(store.db, {
+          action: 'shop.enrol',
+          companyId: shop.companyId,
+          target: shop.id,
+          detail: { code_id: code.id, code_requested_by: code.requestedByEmail, hostname: body.hostname ?? null, replaced_previous: shop.agentTokenHash !== null },
+          requestId: ctx.state.requestId,
+        });
+        return { shopId: shop.id, secret, previous: shop.agentTokenHash !== null };
+      });
+    } catch (err) {
+      throw mapInfraErrors(err, 'enrol shop PCs');
+    }
+    const shop = getShop(store.db, result.shopId)!;
+    // The old secret no longer authenticates; end any connection still using it (the previous PC, if any).
+    shopLogins.drop(shop.brokerUsername);
+    const identity = presentIdentity(ctx.deps, shop, companyOf(ctx, shop.companyId));
+    const answer: EnrolResponse = { ...identity, token, broker: { ...identity.broker, password: result.secret } };
+    ctx.status = 201;
+    ctx.body = answer;
+  });
+
+  // 2. Who am I.
+  r.get('/me', agentAuth(), (ctx) => {
+    const agent = agentOf(ctx);
+    const shop = getShop(ctx.deps.store.db, agent.shopId)!;
+    ctx.body = presentIdentity(ctx.deps, shop, companyOf(ctx, agent.companyId));
+  });
+
+  // 3. Camera list pull, tombstones included.
+  r.get('/cameras', agentAuth(), (ctx) => {
+    const rows = shopCameras(ctx.deps.store.db, agentOf(ctx).shopId);
+    if (rows.some((c) => c.password !== null && !c.deletedAt)) requireKey(ctx, 'hand out camera passwords');
+    try {
+      ctx.body = presentCameraList(rows, (sealed) => ctx.deps.keys.decrypt(sealed));
+    } catch (err) {
+      throw mapInfraErrors(err, 'hand out camera passwords');
+    }
+  });
+
+  // 4. Camera state report.
+  r.post('/cameras/state', agentAuth(), validate({ body: CameraStateReport }), (ctx) => {
+    const body = bodyOf(ctx, CameraStateReport);
+    const { store } = ctx.deps;
+    const shopId = agentOf(ctx).shopId;
+    ctx.body = store.tx(() => {
+      let updated = 0;
+      const unknown: string[] = [];
+      for (const report of body.cameras) {
+        const camera = findShopCamera(store.db, shopId, report.camera);
+        if (!camera) {
+          unknown.push(report.camera);
+          continue;
+        }
+        recordCameraState(store.db, camera, report.connected, report.reason);
+        updated++;
+      }
+      return { updated, unknown };
+    });
+  });
+
+  // 5. Snapshot upload (image/jpeg).
+  r.put('/cameras/:camera/snapshot', agentAuth(), async (ctx) => {
+    const camera = agentCamera(ctx);
+    const jpeg = await readJpegBody(ctx, LIMITS.snapshotBytes);
+    await checkJpeg(jpeg);
+    await writeSnapshot(ctx.deps.config.dataDir, camera.companyId, camera.id, jpeg);
+    const at = new Date().toISOString();
+    recordSnapshot(ctx.deps.store.db, camera.id, at);
+    ctx.body = { snapshot_at: at };
+  });
+
+  // 6. Face-image upload (image/jpeg), before the visit that names it.
+  r.post('/faces', agentAuth(), async (ctx) => {
+    const { config } = ctx.deps;
+    if (config.FOOTFALL_IMAGES === 'off') {
+      throw new HttpError(501, 'images_disabled', 'This deployment stores no face images: send visits without face_image_id and stop uploading faces.');
+    }
+    const jpeg = await readJpegBody(ctx, LIMITS.faceBytes);
+    await checkJpeg(jpeg);
+    const id = await storeFaceImage(config.dataDir, agentOf(ctx).companyId, jpeg);
+    ctx.status = 201;
+    ctx.body = { face_image_id: id };
+  });
+
+  // 7. Check-job claim: the oldest open check of this shop, or job null.
+  r.post('/checks/claim', agentAuth(), (ctx) => {
+    const { store } = ctx.deps;
+    const claimed = store.tx(() => claimNextCheck(store.db, agentOf(ctx).shopId));
+    ctx.body = {
+      job: claimed
+        ? {
+            check_id: claimed.check.id,
+            camera: claimed.camera.id,
+            camera_id: claimed.camera.cameraId,
+            kind: claimed.check.kind,
+            seconds: claimed.check.seconds,
+            requested_at: claimed.check.requestedAt,
+            release_at: claimed.check.releaseAt,
+          }
+        : null,
+    };
+  });
+
+  // 8. Check answer.
+  r.post('/checks/:check/answer', agentAuth(), validate({ body: CheckAnswer }), async (ctx) => {
+    const body = bodyOf(ctx, CheckAnswer);
+    const { store, config } = ctx.deps;
+    const shopId = agentOf(ctx).shopId;
+    const checkId = String(ctx.params.check);
+    if (!isUuid(checkId)) throw new HttpError(404, 'not_found', 'This shop has no such check.');
+    const before = shopCheck(store.db, shopId, checkId.toLowerCase());
+    let image: Buffer | undefined;
+    if (body.image) {
+      image = Buffer.from(body.image, 'base64');
+      if (image.length > LIMITS.checkImageBytes) throw badRequest(`image: at most ${LIMITS.checkImageBytes / 1024} KiB`);
+      await checkJpeg(image).catch(() => {
+        throw badRequest('image: must be a base64 JPEG picture');
+      });
+    }
+    const check = store.tx(() => answerCheck(store.db, shopCheck(store.db, shopId, before.id), body, image !== undefined));
+    if (image) {
+      await writeSnapshot(config.dataDir, check.companyId, check.cameraUuid, image);
+      recordSnapshot(store.db, check.cameraUuid, new Date().toISOString());
+    }
+    ctx.body = { state: 'done', ok: body.verdict === 'good', verdict: body.verdict };
+  });
+
+  // 9. Live demands (polling twin of the MQTT notice).
+  r.get('/live', agentAuth(), (ctx) => {
+    ctx.body = { cameras: ctx.deps.live.demandsOf(agentOf(ctx).shopId) };
+  });
+
+  // 10. Live frame upload (image/jpeg); the answer says whether anyone still watches.
+  r.post('/live/:camera/frames', agentAuth(), async (ctx) => {
+    const camera = agentCamera(ctx);
+    const jpeg = await readJpegBody(ctx, LIMITS.frameBytes);
+    if (!looksLikeJpeg(jpeg)) throw badRequest('The body is not a JPEG picture.');
+    ctx.body = ctx.deps.live.frame(camera.id, jpeg);
+  });
+
+  return r;
+}

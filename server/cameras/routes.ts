@@ -1,0 +1,268 @@
+import { PassThrough } from 'node:stream';
+import Router from '@koa/router';
+import { z } from 'zod';
+import { DEFAULT_TUNING, Tuning } from '../../shared/agent-api.js';
+import { CameraId } from '../../shared/messages.js';
+import { audit } from '../audit/service.js';
+import { actorOf, tenantOf, type AppRouter, type Ctx } from '../context.js';
+import { auth } from '../http/auth.js';
+import { HttpError, notFound } from '../http/errors.js';
+import { bodyOf, validate } from '../http/pipeline.js';
+import { cameraRef } from '../references/cameras.js';
+import { resolve } from '../references/resolver.js';
+import { mapInfraErrors, requireKey } from '../shops/errors.js';
+import { notifyShop, shopAddress } from '../shops/notices.js';
+import { shopInPath } from '../shops/routes.js';
+import { requestCheck } from './checks.js';
+import { camerasPolicy } from './policy.js';
+import { presentCamera, presentCheck } from './presenter.js';
+import { DEFAULTS, createCamera, listCameras, mergeTuning, tombstoneCamera, updateCamera, viewCamera, type CameraFields, type CameraView } from './service.js';
+import { readSnapshot, removeSnapshot } from './snapshots.js';
+
+/** A host name or IP address: no scheme, no path, no spaces. */
+const Host = z
+  .string()
+  .trim()
+  .min(1, 'is required')
+  .max(253)
+  .regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+)$/, 'must be a host name or IP address, without scheme, port or path');
+
+const fields = {
+  label: z.string().max(100),
+  host: Host,
+  port: z.number().int('must be a whole number').min(1).max(65535),
+  path: z
+    .string()
+    .max(1024)
+    .regex(/^[^\s\p{C}]*$/u, 'must not contain spaces or control characters'),
+  username: z.string().max(128),
+  password: z.string().max(256),
+  max_width: z.number().int('must be a whole number').min(160).max(7680),
+  enabled: z.boolean(),
+  tuning: Tuning.partial().strict(),
+};
+
+export const CreateCameraBody = z.strictObject({
+  camera_id: CameraId,
+  host: fields.host,
+  label: fields.label.optional(),
+  port: fields.port.optional(),
+  path: fields.path.optional(),
+  username: fields.username.optional(),
+  password: fields.password.optional(),
+  max_width: fields.max_width.optional(),
+  enabled: fields.enabled.optional(),
+  tuning: fields.tuning.optional(),
+});
+
+export const PatchCameraBody = z.strictObject({
+  camera_id: z.unknown().refine((v) => v === undefined, "cannot be changed; remove the camera and add it again under the new camera_id").optional(),
+  label: fields.label.optional(),
+  host: fields.host.optional(),
+  port: fields.port.optional(),
+  path: fields.path.optional(),
+  username: fields.username.optional(),
+  password: fields.password.optional(),
+  max_width: fields.max_width.optional(),
+  enabled: fields.enabled.optional(),
+  tuning: fields.tuning.optional(),
+});
+
+export const CheckBody = z.discriminatedUnion(
+  'kind',
+  [
+    z.strictObject({ kind: z.literal('connection') }),
+    z.strictObject({ kind: z.literal('placement'), seconds: z.number().int('must be a whole number').min(5, 'must be at least 5').max(120, 'must be at most 120') }),
+  ],
+  { error: 'kind: must be "connection", or "placement" with "seconds"' },
+);
+
+/** Frames queued for a slow viewer beyond this are dropped rather than buffered. */
+const MAX_VIEWER_BUFFER = 2 * 1024 * 1024;
+const KEEP_ALIVE_MS = 15_000;
+
+/** The camera named in the path (uuid or an unambiguous camera_id), in the caller's company; 404 otherwise. */
+function cameraInPath(ctx: Ctx): CameraView {
+  const db = ctx.deps.store.db;
+  const id = resolve(db, cameraRef, tenantOf(ctx), String(ctx.params.id), 'path');
+  const view = viewCamera(db, id);
+  if (!view) throw notFound('That camera');
+  return view;
+}
+
+/** The sealed password, '' meaning none. Needs the server key. */
+function sealPassword(ctx: Ctx, password: string): string | null {
+  if (password === '') return null;
+  requireKey(ctx, 'store camera passwords');
+  try {
+    return ctx.deps.keys.encrypt(password);
+  } catch (err) {
+    throw mapInfraErrors(err, 'store camera passwords');
+  }
+}
+
+function camerasChanged(ctx: Ctx, shopId: string): void {
+  const address = shopAddress(ctx.deps.store.db, shopId);
+  if (address) notifyShop(ctx.deps.broker, ctx.log, address, 'cameras', { kind: 'cameras_changed', at: new Date().toISOString() });
+}
+
+export function camerasRoutes(): AppRouter {
+  const r: AppRouter = new Router({ prefix: '/api' });
+
+  r.get('/cameras', auth(camerasPolicy.view), (ctx) => {
+    const now = Date.now();
+    ctx.body = listCameras(ctx.deps.store.db, tenantOf(ctx)).map((v) => presentCamera(v, now));
+  });
+
+  r.post('/sites/:site/cameras', auth(camerasPolicy.manage), validate({ body: CreateCameraBody }), (ctx) => {
+    const body = bodyOf(ctx, CreateCameraBody);
+    const { store } = ctx.deps;
+    const password = sealPassword(ctx, body.password ?? '');
+    const view = store.tx(() => {
+      const shop = shopInPath(ctx);
+      const camera = createCamera(store.db, {
+        companyId: shop.companyId,
+        shopId: shop.id,
+        cameraId: body.camera_id,
+        label: body.label ?? body.camera_id,
+        host: body.host,
+        port: body.port ?? DEFAULTS.port,
+        path: body.path ?? DEFAULTS.path,
+        username: body.username ?? DEFAULTS.username,
+        password,
+        maxWidth: body.max_width ?? DEFAULTS.maxWidth,
+        tuning: mergeTuning(DEFAULT_TUNING, body.tuning),
+        enabled: body.enabled ?? true,
+      });
+      audit(ctx, { action: 'camera.create', target: camera.id, detail: { camera_id: camera.cameraId, site: shop.slug } });
+      return viewCamera(store.db, camera.id)!;
+    });
+    camerasChanged(ctx, view.shop.id);
+    ctx.status = 201;
+    ctx.body = presentCamera(view);
+  });
+
+  r.patch('/cameras/:id', auth(camerasPolicy.manage), validate({ body: PatchCameraBody }), (ctx) => {
+    const body = bodyOf(ctx, PatchCameraBody);
+    const { store } = ctx.deps;
+    const password = body.password === undefined ? undefined : sealPassword(ctx, body.password);
+    const view = store.tx(() => {
+      const before = cameraInPath(ctx);
+      const c = before.camera;
+      const changes: Partial<CameraFields> = {};
+      if (body.label !== undefined) changes.label = body.label;
+      if (body.host !== undefined) changes.host = body.host;
+      if (body.port !== undefined) changes.port = body.port;
+      if (body.path !== undefined) changes.path = body.path;
+      if (body.username !== undefined) changes.username = body.username;
+      if (password !== undefined) changes.password = password;
+      if (body.max_width !== undefined) changes.maxWidth = body.max_width;
+      if (body.enabled !== undefined) changes.enabled = body.enabled;
+      if (body.tuning !== undefined) changes.tuning = mergeTuning(c.tuning, body.tuning);
+      updateCamera(store.db, c, changes);
+      audit(ctx, { action: 'camera.update', target: c.id, detail: { camera_id: c.cameraId, fields: Object.keys(body).filter((k) => k !== 'camera_id') } });
+      return viewCamera(store.db, c.id)!;
+    });
+    camerasChanged(ctx, view.shop.id);
+    ctx.body = presentCamera(view);
+  });
+
+  r.delete('/cameras/:id', auth(camerasPolicy.manage), async (ctx) => {
+    const { store, config } = ctx.deps;
+    const view = store.tx(() => {
+      const found = cameraInPath(ctx);
+      tombstoneCamera(store.db, found.camera);
+      audit(ctx, { action: 'camera.remove', target: found.camera.id, detail: { camera_id: found.camera.cameraId, site: found.shop.slug } });
+      return found;
+    });
+    camerasChanged(ctx, view.shop.id);
+    await removeSnapshot(config.dataDir, view.camera.companyId, view.camera.id).catch((err: unknown) => ctx.log.warn({ err }, 'snapshot of a removed camera not deleted'));
+    ctx.body = { deleted: view.camera.id, camera_id: view.camera.cameraId, site_id: view.shop.id };
+  });
+
+  r.post('/cameras/:id/check', auth(camerasPolicy.check), validate({ body: CheckBody }), (ctx) => {
+    const body = bodyOf(ctx, CheckBody);
+    const { store, config, broker } = ctx.deps;
+    const { view, check } = store.tx(() => {
+      const found = cameraInPath(ctx);
+      const made = requestCheck(store.db, found.camera, found.check, {
+        kind: body.kind,
+        seconds: body.kind === 'placement' ? body.seconds : null,
+        requestedBy: actorOf(ctx).userId,
+        releaseS: config.FOOTFALL_CHECK_RELEASE_S,
+      });
+      audit(ctx, { action: 'camera.check', target: found.camera.id, detail: { check_id: made.id, kind: made.kind, seconds: made.seconds } });
+      return { view: found, check: made };
+    });
+    const address = shopAddress(store.db, view.shop.id);
+    if (address) {
+      notifyShop(broker, ctx.log, address, 'check', {
+        kind: 'check_requested',
+        check_id: check.id,
+        camera: view.camera.id,
+        camera_id: view.camera.cameraId,
+        check_kind: check.kind,
+        seconds: check.seconds,
+        release_at: check.releaseAt,
+        at: check.requestedAt,
+      });
+    }
+    ctx.status = 202;
+    ctx.body = presentCheck({ ...view, check });
+  });
+
+  r.get('/cameras/:id/snapshot.jpg', auth(camerasPolicy.view), async (ctx) => {
+    const view = cameraInPath(ctx);
+    const jpeg = await readSnapshot(ctx.deps.config.dataDir, view.camera.companyId, view.camera.id);
+    if (!jpeg) throw new HttpError(404, 'no_image', 'There is no picture from this camera yet: the shop PC sends one about once a minute while the camera is connected.');
+    ctx.set('Cache-Control', 'private, no-cache');
+    if (view.camera.snapshotAt) ctx.set('Last-Modified', new Date(view.camera.snapshotAt).toUTCString());
+    ctx.type = 'image/jpeg';
+    ctx.body = jpeg;
+  });
+
+  r.get('/cameras/:id/live', auth(camerasPolicy.view), (ctx) => {
+    const view = cameraInPath(ctx);
+    const { live, config, store } = ctx.deps;
+    const address = shopAddress(store.db, view.shop.id);
+    if (!address) throw notFound('That camera');
+
+    ctx.req.socket.setTimeout(0);
+    ctx.req.socket.setNoDelay(true);
+    ctx.req.socket.setKeepAlive(true);
+    const stream = new PassThrough();
+    ctx.status = 200;
+    ctx.body = stream;
+    ctx.type = 'text/event-stream';
+    ctx.set('Cache-Control', 'no-cache, no-transform');
+    ctx.set('X-Accel-Buffering', 'no');
+
+    // Filled in below; finish() may run before any of them exists (a client gone at once).
+    const session: { stop?: () => void; keepAlive?: NodeJS.Timeout; cap?: NodeJS.Timeout } = {};
+    const finish = (last?: string) => {
+      session.stop?.();
+      clearInterval(session.keepAlive);
+      clearTimeout(session.cap);
+      if (!stream.writableEnded) {
+        if (last) stream.write(last);
+        stream.end();
+      }
+    };
+    stream.write('event: waiting\ndata: {}\n\n');
+    session.stop = live.watch(
+      { cameraUuid: view.camera.id, cameraId: view.camera.cameraId, shopId: view.shop.id, address },
+      {
+        frame: (b64) => {
+          if (!stream.writableEnded && stream.writableLength < MAX_VIEWER_BUFFER) stream.write(`event: frame\ndata: ${b64}\n\n`);
+        },
+        end: () => finish('event: end\ndata: {"reason":"shutdown"}\n\n'),
+      },
+    );
+    session.keepAlive = setInterval(() => stream.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
+    session.cap = setTimeout(() => finish('event: end\ndata: {"reason":"max_duration"}\n\n'), config.FOOTFALL_LIVE_VIEW_MAX_S * 1000);
+    ctx.res.once('close', () => finish());
+    stream.once('error', () => finish());
+  });
+
+  return r;
+}

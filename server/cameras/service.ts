@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import { DEFAULT_TUNING, type Tuning } from '../../shared/agent-api.js';
+import type { Db } from '../db/open.js';
+import { conflict } from '../http/errors.js';
+import { shops } from '../shops/schema.js';
+import type { CameraState } from '../shops/check.js';
+import { cameraChecks, cameras } from './schema.js';
+
+export type CameraRow = typeof cameras.$inferSelect;
+export type CheckRow = typeof cameraChecks.$inferSelect;
+
+export interface ShopBrief {
+  id: string;
+  name: string;
+  slug: string;
+}
+
+export interface CameraView {
+  camera: CameraRow;
+  shop: ShopBrief;
+  check: CheckRow | null;
+}
+
+export const DEFAULTS = { port: 554, path: '', username: '', maxWidth: 1280 } as const;
+
+const shopBrief = { id: shops.id, name: shops.name, slug: shops.slug };
+
+/** The company's present cameras (no tombstones) with their shop and Check row, by shop then camera_id. */
+export function listCameras(db: Db, companyId: string): CameraView[] {
+  return db
+    .select({ camera: cameras, shop: shopBrief, check: cameraChecks })
+    .from(cameras)
+    .innerJoin(shops, eq(shops.id, cameras.shopId))
+    .leftJoin(cameraChecks, eq(cameraChecks.id, cameras.lastCheckId))
+    .where(and(eq(cameras.companyId, companyId), isNull(cameras.deletedAt)))
+    .orderBy(asc(shops.name), asc(cameras.cameraId))
+    .all();
+}
+
+/** One present camera with its shop and Check row. */
+export function viewCamera(db: Db, id: string): CameraView | undefined {
+  return db
+    .select({ camera: cameras, shop: shopBrief, check: cameraChecks })
+    .from(cameras)
+    .innerJoin(shops, eq(shops.id, cameras.shopId))
+    .leftJoin(cameraChecks, eq(cameraChecks.id, cameras.lastCheckId))
+    .where(and(eq(cameras.id, id), isNull(cameras.deletedAt)))
+    .get();
+}
+
+/** A present camera of one shop by uuid or camera_id (unique within the shop). */
+export function findShopCamera(db: Db, shopId: string, ref: string): CameraRow | undefined {
+  const present = and(eq(cameras.shopId, shopId), isNull(cameras.deletedAt));
+  return (
+    db
+      .select()
+      .from(cameras)
+      .where(and(present, eq(cameras.id, ref.toLowerCase())))
+      .get() ??
+    db
+      .select()
+      .from(cameras)
+      .where(and(present, eq(cameras.cameraId, ref)))
+      .get()
+  );
+}
+
+/** Every camera of a shop, tombstones included (the shop PC's list). */
+export function shopCameras(db: Db, shopId: string): CameraRow[] {
+  return db.select().from(cameras).where(eq(cameras.shopId, shopId)).orderBy(asc(cameras.cameraId), asc(cameras.createdAt)).all();
+}
+
+/** What the shop check needs about the shop's present cameras. */
+export function shopCameraStates(db: Db, shopId: string): CameraState[] {
+  return db
+    .select({ cameraId: cameras.cameraId, label: cameras.label, enabled: cameras.enabled, connected: cameras.connected, connectionReason: cameras.connectionReason })
+    .from(cameras)
+    .where(and(eq(cameras.shopId, shopId), isNull(cameras.deletedAt)))
+    .orderBy(asc(cameras.cameraId))
+    .all();
+}
+
+export interface CameraFields {
+  label: string;
+  host: string;
+  port: number;
+  path: string;
+  username: string;
+  /** Sealed password, or null for none. */
+  password: string | null;
+  maxWidth: number;
+  tuning: Tuning;
+  enabled: boolean;
+}
+
+/** Adds a camera. Call inside a transaction; a camera_id the shop already has is 409 conflict. */
+export function createCamera(db: Db, input: { companyId: string; shopId: string; cameraId: string } & CameraFields): CameraRow {
+  const taken = db
+    .select({ id: cameras.id })
+    .from(cameras)
+    .where(and(eq(cameras.shopId, input.shopId), eq(cameras.cameraId, input.cameraId), isNull(cameras.deletedAt)))
+    .get();
+  if (taken) throw conflict(`This shop already has a camera "${input.cameraId}".`);
+  const now = new Date().toISOString();
+  return db
+    .insert(cameras)
+    .values({ id: randomUUID(), ...input, revision: 1, createdAt: now, updatedAt: now })
+    .returning()
+    .get();
+}
+
+/** Applies an edit and bumps the revision (every edit does, even one that changes nothing). */
+export function updateCamera(db: Db, camera: CameraRow, changes: Partial<CameraFields>): CameraRow {
+  return db
+    .update(cameras)
+    .set({ ...changes, revision: camera.revision + 1, updatedAt: new Date().toISOString() })
+    .where(eq(cameras.id, camera.id))
+    .returning()
+    .get();
+}
+
+/** DELETE: the row stays as a tombstone for the shop PC; its camera_id is free again. */
+export function tombstoneCamera(db: Db, camera: CameraRow): void {
+  const now = new Date().toISOString();
+  db.update(cameras)
+    .set({ deletedAt: now, updatedAt: now, revision: camera.revision + 1, password: null })
+    .where(eq(cameras.id, camera.id))
+    .run();
+}
+
+/** A shop PC's report on one camera. `connected` null before the first report; last_seen_at is the last true one. */
+export function recordCameraState(db: Db, camera: CameraRow, connected: boolean, reason: string | undefined): void {
+  const now = new Date().toISOString();
+  db.update(cameras)
+    .set({ connected, connectionReason: reason ?? null, stateReportedAt: now, ...(connected ? { lastSeenAt: now } : {}) })
+    .where(eq(cameras.id, camera.id))
+    .run();
+}
+
+export function recordSnapshot(db: Db, cameraUuid: string, at: string): void {
+  db.update(cameras).set({ snapshotAt: at }).where(eq(cameras.id, cameraUuid)).run();
+}
+
+export function mergeTuning(base: Tuning, changes: Partial<Tuning> | undefined): Tuning {
+  return { ...DEFAULT_TUNING, ...base, ...(changes ?? {}) };
+}

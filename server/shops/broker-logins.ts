@@ -1,0 +1,114 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { eq, inArray } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import { shopPrefix } from '../../shared/topics.js';
+import type { Broker, BrokerAuth } from '../broker/broker.js';
+import type { CompanyPurger } from '../clients/deletion.js';
+import { companies } from '../clients/schema.js';
+import type { Keys } from '../crypto/keys.js';
+import type { Store } from '../db/open.js';
+import { shops } from './schema.js';
+
+/** The broker would not take a new login (it is closed or failing). Routes answer 502 broker_unavailable. */
+export class BrokerRefused extends Error {}
+
+interface Scope {
+  shopId: string;
+  prefix: string;
+}
+
+/**
+ * Shop logins on the embedded broker, backed by the shops table. Authentication reads the database every time
+ * (a connect is rare) and opens the sealed secret with the server key; a connection that authenticated gets its
+ * shop's topic prefix cached for the per-message checks. The cache only ever holds logins that authenticated, and
+ * `drop` (shop deleted, secret rotated, company deleted) evicts the entry and closes the connections in one go, so
+ * it never outlives the row.
+ *
+ * Topic rule: a shop PC publishes only under `<prefix>up/` and subscribes only under `<prefix>down/`.
+ */
+export class ShopLogins implements BrokerAuth {
+  private readonly scopes = new Map<string, Scope>();
+
+  constructor(private readonly deps: { store: Store; keys: Keys; broker: Broker; log: Logger }) {}
+
+  authenticate(username: string, password: string): boolean {
+    const row = this.deps.store.db
+      .select({ shopId: shops.id, shopSlug: shops.slug, sealed: shops.brokerSecret, companySlug: companies.slug })
+      .from(shops)
+      .innerJoin(companies, eq(companies.id, shops.companyId))
+      .where(eq(shops.brokerUsername, username))
+      .get();
+    if (!row?.sealed) return false;
+    let secret: string;
+    try {
+      secret = this.deps.keys.decrypt(row.sealed);
+    } catch (err) {
+      this.deps.log.error({ err, username }, 'broker login: the stored secret cannot be opened');
+      return false;
+    }
+    const a = Buffer.from(secret);
+    const b = Buffer.from(password);
+    if (a.length !== b.length || !timingSafeEqual(a, b)) return false;
+    this.scopes.set(username, { shopId: row.shopId, prefix: shopPrefix(row.companySlug, row.shopSlug) });
+    return true;
+  }
+
+  canPublish(username: string, topic: string): boolean {
+    const scope = this.scopes.get(username);
+    return scope !== undefined && topic.startsWith(scope.prefix + 'up/') && topic.length > scope.prefix.length + 3;
+  }
+
+  canSubscribe(username: string, filter: string): boolean {
+    const scope = this.scopes.get(username);
+    return scope !== undefined && filter.startsWith(scope.prefix + 'down/') && filter.length > scope.prefix.length + 5;
+  }
+
+  /** A new broker secret: the clear text (handed to the shop PC once) and its sealed form for the database. */
+  newSecret(): { secret: string; sealed: string } {
+    const secret = randomBytes(24).toString('base64url');
+    return { secret, sealed: this.deps.keys.encrypt(secret) };
+  }
+
+  /**
+   * Registration check, run inside the transaction that stores a login: throws BrokerRefused when the broker cannot
+   * take logins now, which rolls the transaction back.
+   */
+  assertAccepting(): void {
+    if (this.deps.broker.aedes.closed) throw new BrokerRefused('the MQTT broker is closed');
+  }
+
+  /** Ends a login: forgets its scope and closes its connections. Call after the row change is committed. */
+  drop(username: string): number {
+    this.scopes.delete(username);
+    return this.deps.broker.disconnect(username);
+  }
+}
+
+/**
+ * Company deletion, after images: removes every shop login of the company (secret and shop-PC token cleared, so
+ * nothing can reconnect while the rows wait to be deleted) and closes their connections.
+ */
+export function shopLoginsPurger(store: Store, logins: ShopLogins): CompanyPurger {
+  return {
+    name: 'broker_logins',
+    failure: { status: 502, code: 'broker_unavailable', message: "The shops' broker logins could not be removed, so nothing was deleted. Try again." },
+    async purge(companyId) {
+      const rows = store.db.select({ id: shops.id, username: shops.brokerUsername }).from(shops).where(eq(shops.companyId, companyId)).all();
+      if (rows.length === 0) return 0;
+      store.tx(() => {
+        store.db
+          .update(shops)
+          .set({ brokerSecret: null, agentTokenHash: null })
+          .where(
+            inArray(
+              shops.id,
+              rows.map((r) => r.id),
+            ),
+          )
+          .run();
+      });
+      for (const r of rows) logins.drop(r.username);
+      return rows.length;
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import { eq } from 'drizzle-orm';
+import type { AedesPublishPacket } from 'aedes';
+import type { Logger } from 'pino';
+import { Heartbeat } from '../../shared/messages.js';
+import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
+import type { Broker } from '../broker/broker.js';
+import type { Store } from '../db/open.js';
+import { shops } from './schema.js';
+
+/**
+ * Heartbeat ingest: head office subscribes inside the broker to `ff/+/+/up/heartbeat`. The broker's topic rule
+ * guarantees that only the shop's own login can publish there, so the topic names the shop. A heartbeat that does
+ * not parse is logged and dropped. Returns a function that stops the ingest.
+ */
+export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log: Logger }): Promise<() => Promise<void>> {
+  const { store, broker, log } = deps;
+  const topic = upFilterAllShops('heartbeat');
+  const deliver = (packet: AedesPublishPacket, done: () => void) => {
+    try {
+      record(packet);
+    } catch (err) {
+      log.error({ err, topic: packet.topic }, 'heartbeat not recorded');
+    } finally {
+      done();
+    }
+  };
+  const record = (packet: AedesPublishPacket) => {
+    const parsed = parseTopic(packet.topic);
+    if (!parsed) return;
+    let json: unknown;
+    try {
+      json = JSON.parse(Buffer.from(packet.payload).toString('utf8'));
+    } catch {
+      log.warn({ topic: packet.topic }, 'heartbeat is not JSON');
+      return;
+    }
+    const hb = Heartbeat.safeParse(json);
+    if (!hb.success) {
+      log.warn({ topic: packet.topic, issues: hb.error.issues.slice(0, 3) }, 'heartbeat does not match the contract');
+      return;
+    }
+    const h = hb.data;
+    store.db
+      .update(shops)
+      .set({
+        lastHeartbeatAt: new Date().toISOString(),
+        agentVersion: h.agent_version,
+        recognitionModel: h.recognition_model,
+        recognitionRunning: h.recognition_running,
+        recognitionProblem: h.recognition_problem ?? null,
+        camerasUp: h.cameras_up,
+        camerasTotal: h.cameras_total,
+        queued: h.queued,
+        dropped: h.dropped,
+        fractionBelowGate: h.fraction_below_gate,
+        worstCameraId: h.worst_camera_id ?? null,
+      })
+      .where(eq(shops.brokerUsername, brokerUsername(parsed.companySlug, parsed.shopSlug)))
+      .run();
+  };
+  await new Promise<void>((resolve) => broker.aedes.subscribe(topic, deliver, resolve));
+  return () => new Promise<void>((resolve) => broker.aedes.unsubscribe(topic, deliver, resolve));
+}

@@ -1,0 +1,45 @@
+import type { Config } from '../config.js';
+import type { EnrolmentCodeRow, ShopRow } from './service.js';
+import { isOnline } from './service.js';
+import type { Step } from './check.js';
+
+/** The spec's Shop. Timestamps never reported are null; fraction_below_gate is null until a face is seen. */
+export function presentShop(shop: ShopRow, config: Config, now = Date.now()) {
+  return {
+    site_id: shop.id,
+    slug: shop.slug,
+    name: shop.name,
+    timezone: shop.timezone,
+    online: isOnline(shop, config, now),
+    last_heartbeat_at: shop.lastHeartbeatAt,
+    last_event_at: shop.lastEventAt,
+    recognition_model: shop.recognitionModel,
+    agent_version: shop.agentVersion,
+    cameras_up: shop.camerasUp,
+    cameras_total: shop.camerasTotal,
+    fraction_below_gate: shop.fractionBelowGate,
+    queued: shop.queued,
+    dropped: shop.dropped,
+    broker_username: shop.brokerUsername,
+    enrolled_at: shop.enrolledAt,
+    created_at: shop.createdAt,
+  };
+}
+
+/** POST /api/sites answer. */
+export function presentOpenedShop(shop: ShopRow) {
+  return { site_id: shop.id, slug: shop.slug, name: shop.name, timezone: shop.timezone, broker_username: shop.brokerUsername };
+}
+
+export function presentEnrolmentCode(code: string, row: EnrolmentCodeRow, shop: ShopRow) {
+  return { code, site_id: shop.id, site_name: shop.name, label: row.label, expires_at: row.expiresAt };
+}
+
+export function presentShopCheck(shop: ShopRow, result: { ok: boolean; steps: Step[] }) {
+  return {
+    site_id: shop.id,
+    site: shop.name,
+    ok: result.ok,
+    steps: result.steps.map((s) => ({ name: s.name, status: s.status, detail: s.detail, ...(s.advice ? { advice: s.advice } : {}) })),
+  };
+}

@@ -1,0 +1,147 @@
+import Router from '@koa/router';
+import { z } from 'zod';
+import { audit } from '../audit/service.js';
+import { shopCameraStates } from '../cameras/service.js';
+import { slugProblem, slugify } from '../clients/slug.js';
+import { actorOf, tenantOf, type AppRouter, type Ctx } from '../context.js';
+import { auth } from '../http/auth.js';
+import { badRequest, conflict, notFound } from '../http/errors.js';
+import { bodyOf, validate } from '../http/pipeline.js';
+import { shopRef } from '../references/shops.js';
+import { resolve } from '../references/resolver.js';
+import { checkShop } from './check.js';
+import { mapInfraErrors, requireKey } from './errors.js';
+import { clearRetained, shopAddress } from './notices.js';
+import { shopsPolicy } from './policy.js';
+import { presentEnrolmentCode, presentOpenedShop, presentShop, presentShopCheck } from './presenter.js';
+import {
+  DEFAULT_TIMEZONE,
+  canonicalTimezone,
+  companySlugOf,
+  createEnrolmentCode,
+  createShop,
+  deleteShop,
+  freeShopSlug,
+  getShop,
+  listShops,
+  shopBlockers,
+  type ShopRow,
+} from './service.js';
+
+export const CreateShopBody = z.object({
+  name: z.string().trim().min(1, 'is required').max(200),
+  slug: z.string().trim().max(200).optional(),
+  timezone: z.string().trim().max(64).optional(),
+});
+
+export const EnrolmentCodeBody = z.object({
+  label: z.string().trim().max(100).optional(),
+  days: z.number().int('must be a whole number').min(1, 'must be at least 1').optional(),
+});
+
+/** The shop named in the path (slug or uuid), in the caller's company; 404 otherwise. */
+export function shopInPath(ctx: Ctx): ShopRow {
+  const db = ctx.deps.store.db;
+  const id = resolve(db, shopRef, tenantOf(ctx), String(ctx.params.site), 'path');
+  const shop = getShop(db, id);
+  if (!shop) throw notFound('That shop');
+  return shop;
+}
+
+export function shopsRoutes(): AppRouter {
+  const r: AppRouter = new Router({ prefix: '/api/sites' });
+
+  r.get('/', auth(shopsPolicy.view), (ctx) => {
+    const now = Date.now();
+    ctx.body = listShops(ctx.deps.store.db, tenantOf(ctx)).map((s) => presentShop(s, ctx.deps.config, now));
+  });
+
+  r.post('/', auth(shopsPolicy.open), validate({ body: CreateShopBody }), (ctx) => {
+    const body = bodyOf(ctx, CreateShopBody);
+    const { config, store, shopLogins } = ctx.deps;
+    const companyId = tenantOf(ctx);
+    requireKey(ctx, 'open shops');
+    const min = config.FOOTFALL_SLUG_MIN_LENGTH;
+    const max = config.FOOTFALL_SLUG_MAX_LENGTH;
+    let slug: string | undefined;
+    let derived: string | undefined;
+    if (body.slug) {
+      slug = body.slug.toLowerCase().replace(/[/+#]/g, '');
+      const problem = slugProblem(slug, min, max);
+      if (problem) throw badRequest(`slug: ${problem}`);
+    } else {
+      derived = slugify(body.name, max);
+      if (derived.length < min) throw badRequest(`slug: could not derive one from "${body.name}"; send a slug of ${min} to ${max} lower-case letters, digits and dashes`);
+    }
+    const timezone = body.timezone ? canonicalTimezone(body.timezone) : DEFAULT_TIMEZONE;
+    if (!timezone) throw badRequest(`timezone: "${body.timezone}" is not an IANA time zone name (for example Asia/Kolkata or Europe/London)`);
+    try {
+      const { sealed } = shopLogins.newSecret();
+      const shop = store.tx(() => {
+        const made = createShop(store.db, {
+          companyId,
+          companySlug: companySlugOf(store.db, companyId),
+          name: body.name,
+          slug: slug ?? freeShopSlug(store.db, companyId, derived!, max),
+          timezone,
+          sealedSecret: sealed,
+        });
+        audit(ctx, { action: 'shop.open', target: made.id, detail: { slug: made.slug, broker_username: made.brokerUsername } });
+        // Registration with the broker is the last step: if it refuses, the transaction (shop and login) rolls back.
+        shopLogins.assertAccepting();
+        return made;
+      });
+      ctx.status = 201;
+      ctx.body = presentOpenedShop(shop);
+    } catch (err) {
+      throw mapInfraErrors(err, 'open shops');
+    }
+  });
+
+  r.delete('/:site', auth(shopsPolicy.remove), (ctx) => {
+    const { store, shopLogins, broker, log } = ctx.deps;
+    const shop = store.tx(() => {
+      const found = shopInPath(ctx);
+      const blockers = shopBlockers(store.db, found.id);
+      if (blockers.length > 0) throw conflict(`${found.name} cannot be removed: ${blockers.join('; ')}.`, 'site_not_empty');
+      const address = shopAddress(store.db, found.id);
+      deleteShop(store.db, found.id);
+      audit(ctx, { action: 'shop.remove', target: found.id, detail: { slug: found.slug, broker_username: found.brokerUsername } });
+      return { ...found, address };
+    });
+    // Committed: the login is gone from the database; now end its connections.
+    const closed = shopLogins.drop(shop.brokerUsername);
+    if (shop.address) clearRetained(broker, shop.address);
+    log.info({ shop_id: shop.id, connections_closed: closed }, 'shop removed');
+    ctx.body = { deleted: shop.slug, site_id: shop.id };
+  });
+
+  r.get('/:site/check', auth(shopsPolicy.view), (ctx) => {
+    const shop = shopInPath(ctx);
+    const cams = shopCameraStates(ctx.deps.store.db, shop.id);
+    ctx.body = presentShopCheck(shop, checkShop(shop, cams, ctx.deps.config));
+  });
+
+  r.post('/:site/enrolment-code', auth(shopsPolicy.enrolmentCode), validate({ body: EnrolmentCodeBody }), (ctx) => {
+    const body = bodyOf(ctx, EnrolmentCodeBody);
+    const { config, store, keys } = ctx.deps;
+    const max = config.FOOTFALL_ENROLMENT_CODE_DAYS_MAX;
+    const days = body.days ?? config.FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT;
+    if (days > max) throw badRequest(`days: must be at most ${max}`);
+    requireKey(ctx, 'create enrolment codes');
+    const actor = actorOf(ctx);
+    try {
+      ctx.body = store.tx(() => {
+        const shop = shopInPath(ctx);
+        const { code, row } = createEnrolmentCode(store.db, keys, { shop, label: body.label ?? '', days, requestedBy: actor.userId, requestedByEmail: actor.email });
+        audit(ctx, { action: 'shop.enrolment_code', target: shop.id, detail: { code_id: row.id, slug: shop.slug, label: row.label, expires_at: row.expiresAt } });
+        return presentEnrolmentCode(code, row, shop);
+      });
+      ctx.status = 201;
+    } catch (err) {
+      throw mapInfraErrors(err, 'create enrolment codes');
+    }
+  });
+
+  return r;
+}

@@ -1,0 +1,179 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import { and, asc, count, eq, isNull } from 'drizzle-orm';
+import { ENROLMENT_CODE_ALPHABET, normaliseEnrolmentCode } from '../../shared/agent-api.js';
+import { brokerUsername } from '../../shared/topics.js';
+import { cameras } from '../cameras/schema.js';
+import { companies } from '../clients/schema.js';
+import type { Config } from '../config.js';
+import type { Keys } from '../crypto/keys.js';
+import type { Db } from '../db/open.js';
+import { conflict } from '../http/errors.js';
+import { enrolmentCodes, shops } from './schema.js';
+
+export type ShopRow = typeof shops.$inferSelect;
+export type EnrolmentCodeRow = typeof enrolmentCodes.$inferSelect;
+
+export const DEFAULT_TIMEZONE = 'Asia/Kolkata';
+
+/** Zone names ICU lists, by lower-case spelling (it lists some under old names: Asia/Calcutta, Europe/Kiev). */
+const listedZones = new Map(Intl.supportedValuesOf('timeZone').map((z) => [z.toLowerCase(), z]));
+
+/**
+ * An IANA zone name ("Area/Location", or UTC) that this server can compute with, in its usual spelling; undefined
+ * otherwise. Abbreviations and offsets ("IST", "+05:30", "EST5EDT") are refused even where Intl accepts them. The
+ * caller's spelling is kept (Asia/Kolkata stays Asia/Kolkata); letter case is fixed for names ICU lists.
+ */
+export function canonicalTimezone(zone: string): string | undefined {
+  const name = listedZones.get(zone.toLowerCase()) ?? zone;
+  if (name !== 'UTC' && !/^[A-Z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+)+$/.test(name)) return undefined;
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: name });
+    return name;
+  } catch {
+    return undefined;
+  }
+}
+
+export function listShops(db: Db, companyId: string): ShopRow[] {
+  return db.select().from(shops).where(eq(shops.companyId, companyId)).orderBy(asc(shops.name), asc(shops.slug)).all();
+}
+
+export function getShop(db: Db, id: string): ShopRow | undefined {
+  return db.select().from(shops).where(eq(shops.id, id)).get();
+}
+
+export function shopSlugTaken(db: Db, companyId: string, slug: string): boolean {
+  return db.select({ id: shops.id }).from(shops).where(and(eq(shops.companyId, companyId), eq(shops.slug, slug))).get() !== undefined;
+}
+
+/** The derived slug, or it with -2, -3... (cut so it still fits) when the company already has it. */
+export function freeShopSlug(db: Db, companyId: string, base: string, max: number): string {
+  if (!shopSlugTaken(db, companyId, base)) return base;
+  for (let n = 2; ; n++) {
+    const suffix = `-${n}`;
+    const candidate = base.slice(0, max - suffix.length).replace(/-+$/, '') + suffix;
+    if (!shopSlugTaken(db, companyId, candidate)) return candidate;
+  }
+}
+
+/** Shops per company (for the admin's company list). */
+export function shopCounts(db: Db): Map<string, number> {
+  const rows = db.select({ companyId: shops.companyId, n: count() }).from(shops).groupBy(shops.companyId).all();
+  return new Map(rows.map((r) => [r.companyId, r.n]));
+}
+
+/** Opens a shop with its broker login. Call inside a transaction; a taken slug is 409 conflict. */
+export function createShop(
+  db: Db,
+  input: { companyId: string; companySlug: string; name: string; slug: string; timezone: string; sealedSecret: string },
+): ShopRow {
+  if (shopSlugTaken(db, input.companyId, input.slug)) throw conflict(`Your company already has a shop with the slug "${input.slug}".`);
+  return db
+    .insert(shops)
+    .values({
+      id: randomUUID(),
+      companyId: input.companyId,
+      slug: input.slug,
+      name: input.name,
+      timezone: input.timezone,
+      createdAt: new Date().toISOString(),
+      brokerUsername: brokerUsername(input.companySlug, input.slug),
+      brokerSecret: input.sealedSecret,
+    })
+    .returning()
+    .get();
+}
+
+export function companySlugOf(db: Db, companyId: string): string {
+  const row = db.select({ slug: companies.slug }).from(companies).where(eq(companies.id, companyId)).get();
+  if (!row) throw new Error(`company ${companyId} not found`);
+  return row.slug;
+}
+
+/**
+ * Why a shop cannot be removed, as sentences; empty when it can. The spec allows removing only an empty shop:
+ * no cameras (tombstones do not count) and no visits.
+ * HOOK for the visits issue: add "it has N visits" here once visits are stored.
+ */
+export function shopBlockers(db: Db, shopId: string): string[] {
+  const reasons: string[] = [];
+  const n = db
+    .select({ n: count() })
+    .from(cameras)
+    .where(and(eq(cameras.shopId, shopId), isNull(cameras.deletedAt)))
+    .get()!.n;
+  if (n > 0) reasons.push(`it has ${n} camera${n === 1 ? '' : 's'} (remove them first)`);
+  return reasons;
+}
+
+export function deleteShop(db: Db, shopId: string): void {
+  db.delete(shops).where(eq(shops.id, shopId)).run();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Enrolment codes
+
+/** Four groups of six upper-case letters and digits (~124 bits), from the CSPRNG without modulo bias. */
+export function generateEnrolmentCode(): string {
+  const groups: string[] = [];
+  for (let g = 0; g < 4; g++) {
+    let group = '';
+    for (let i = 0; i < 6; i++) group += ENROLMENT_CODE_ALPHABET[randomInt(ENROLMENT_CODE_ALPHABET.length)];
+    groups.push(group);
+  }
+  return groups.join('-');
+}
+
+/** Stores a new code (only its HMAC). Call inside a transaction. */
+export function createEnrolmentCode(
+  db: Db,
+  keys: Keys,
+  input: { shop: ShopRow; label: string; days: number; requestedBy: string; requestedByEmail: string },
+): { code: string; row: EnrolmentCodeRow } {
+  const code = generateEnrolmentCode();
+  const now = Date.now();
+  const row = db
+    .insert(enrolmentCodes)
+    .values({
+      id: randomUUID(),
+      companyId: input.shop.companyId,
+      shopId: input.shop.id,
+      codeHash: keys.codeHash(normaliseEnrolmentCode(code)),
+      label: input.label,
+      requestedBy: input.requestedBy,
+      requestedByEmail: input.requestedByEmail,
+      createdAt: new Date(now).toISOString(),
+      expiresAt: new Date(now + input.days * 86_400_000).toISOString(),
+    })
+    .returning()
+    .get();
+  return { code, row };
+}
+
+/**
+ * Spends a code: the live (unused, unexpired) code row and its shop, or undefined for unknown, expired and spent
+ * codes alike. Call inside a transaction; the code is marked used there.
+ */
+export function spendEnrolmentCode(db: Db, keys: Keys, presented: string): { code: EnrolmentCodeRow; shop: ShopRow } | undefined {
+  const normal = normaliseEnrolmentCode(presented);
+  if (!/^[A-Z0-9]{24}$/.test(normal)) return undefined;
+  const row = db
+    .select({ code: enrolmentCodes, shop: shops })
+    .from(enrolmentCodes)
+    .innerJoin(shops, eq(shops.id, enrolmentCodes.shopId))
+    .where(eq(enrolmentCodes.codeHash, keys.codeHash(normal)))
+    .get();
+  const now = new Date().toISOString();
+  if (!row || row.code.usedAt || row.code.expiresAt <= now) return undefined;
+  db.update(enrolmentCodes).set({ usedAt: now }).where(eq(enrolmentCodes.id, row.code.id)).run();
+  return row;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Liveness
+
+/** Online: a heartbeat arrived within the last three intervals (three missed heartbeats make it offline). */
+export function isOnline(shop: Pick<ShopRow, 'lastHeartbeatAt'>, config: Config, now = Date.now()): boolean {
+  if (!shop.lastHeartbeatAt) return false;
+  return now - Date.parse(shop.lastHeartbeatAt) <= 3 * config.FOOTFALL_HEARTBEAT_INTERVAL_S * 1000;
+}
