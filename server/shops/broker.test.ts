@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MqttClient } from 'mqtt';
+import { downFilter, upTopic } from '../../shared/topics.js';
+import { startHarness, type Harness } from '../../test/support/harness.js';
+import { addCamera, closed, connectPc, enrol, heartbeat, openShop, waitFor } from '../../test/support/shop-pc.js';
+
+describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () => {
+  let h: Harness;
+  let owner: string;
+  let company: string;
+  const clients: MqttClient[] = [];
+  const track = (c: MqttClient) => (clients.push(c), c);
+
+  beforeAll(async () => {
+    h = await startHarness({ FOOTFALL_HEARTBEAT_INTERVAL_S: 1 });
+    const c = await h.company('Mqtt Co');
+    owner = c.ownerToken;
+    company = c.slug;
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.endAsync(true).catch(() => {})));
+    await h.close();
+  });
+
+  const shopRow = async (slug: string) => (await h.request('GET', '/api/sites', { token: owner })).body.find((s: any) => s.slug === slug);
+
+  it('heartbeat -> online with the reported fields -> offline after three missed heartbeats', async () => {
+    const shop = await openShop(h, owner, { name: 'Beat' });
+    const e = await enrol(h, owner, shop.slug);
+    expect(e.broker).toMatchObject({ username: `${company}.beat`, topic_prefix: `ff/${company}/beat/`, host: null, port: h.server.mqttPort });
+    expect(e.timing.heartbeat_interval_s).toBe(1);
+    const pc = track(await connectPc(h, e));
+    await pc.publishAsync(upTopic(company, 'beat', 'heartbeat'), JSON.stringify(heartbeat({ cameras_up: 2, cameras_total: 3, queued: 5, dropped: 1, fraction_below_gate: 0.25, agent_version: '9.9.9' })));
+    const row = await waitFor(async () => {
+      const s = await shopRow('beat');
+      return s.online ? s : undefined;
+    });
+    expect(row).toMatchObject({ online: true, agent_version: '9.9.9', recognition_model: 'arcface-test', cameras_up: 2, cameras_total: 3, queued: 5, dropped: 1, fraction_below_gate: 0.25 });
+    expect(Date.parse(row.last_heartbeat_at)).toBeGreaterThan(Date.now() - 5000);
+    // Still online two seconds later (within three intervals), offline after more than three.
+    const last = Date.parse(row.last_heartbeat_at);
+    await new Promise((r) => setTimeout(r, Math.max(0, last + 2000 - Date.now())));
+    expect((await shopRow('beat')).online).toBe(true);
+    await new Promise((r) => setTimeout(r, Math.max(0, last + 3100 - Date.now())));
+    expect((await shopRow('beat')).online).toBe(false);
+  });
+
+  it('a heartbeat that breaks the contract is dropped; the connection and the shop stay as they were', async () => {
+    const shop = await openShop(h, owner, { name: 'Garbage' });
+    const e = await enrol(h, owner, shop.slug);
+    const pc = track(await connectPc(h, e));
+    const topic = upTopic(company, 'garbage', 'heartbeat');
+    await pc.publishAsync(topic, 'not json');
+    await pc.publishAsync(topic, JSON.stringify({ ...heartbeat(), cameras_up: 5, cameras_total: 1 }));
+    await pc.publishAsync(topic, JSON.stringify({ ...heartbeat(), fraction_below_gate: 2 }));
+    await new Promise((r) => setTimeout(r, 150));
+    expect((await shopRow('garbage')).last_heartbeat_at).toBeNull();
+    expect(pc.connected).toBe(true);
+  });
+
+  it('ACL: a shop PC cannot subscribe to or publish on another shop’s topics', async () => {
+    const a = await openShop(h, owner, { name: 'Shop A' });
+    const b = await openShop(h, owner, { name: 'Shop B' });
+    const ea = await enrol(h, owner, a.slug);
+    const eb = await enrol(h, owner, b.slug);
+    const pcA = track(await connectPc(h, ea));
+    const pcB = track(await connectPc(h, eb));
+
+    // Own notices: granted.
+    const own = await pcA.subscribeAsync(downFilter(company, 'shop-a'), { qos: 1 });
+    expect(own[0]!.qos).toBe(1);
+    // Someone else's, wide filters, its own upward topics: refused (0x80).
+    for (const filter of [downFilter(company, 'shop-b'), `ff/${company}/+/down/#`, '#', `ff/${company}/shop-a/#`, `ff/${company}/shop-a/up/heartbeat`, '$SYS/#']) {
+      // mqtt.js turns the SUBACK failure code (0x80) into an error.
+      const granted = await pcA.subscribeAsync(filter, { qos: 1 }).then(
+        (g) => g[0]!.qos,
+        (err: Error) => (/Unspecified error/.test(err.message) ? 128 : err.message),
+      );
+      expect(granted, filter).toBe(128);
+    }
+    expect(pcA.connected).toBe(true);
+
+    // B listens to its own notices; A publishing on B's topics is refused and A is disconnected.
+    const got: string[] = [];
+    await pcB.subscribeAsync(downFilter(company, 'shop-b'), { qos: 0 });
+    pcB.on('message', (t) => got.push(t));
+    const gone = closed(pcA);
+    pcA.publish(upTopic(company, 'shop-b', 'heartbeat'), JSON.stringify(heartbeat()), { qos: 0 });
+    await gone;
+    expect((await shopRow('shop-b')).last_heartbeat_at).toBeNull();
+
+    // A publishing on its own down topic (pretending to be head office) is refused too.
+    const pcA2 = track(await connectPc(h, ea));
+    const gone2 = closed(pcA2);
+    pcA2.publish(`ff/${company}/shop-b/down/cameras`, JSON.stringify({ kind: 'cameras_changed', at: new Date().toISOString() }), { qos: 0 });
+    pcA2.publish(`ff/${company}/shop-a/down/cameras`, JSON.stringify({ kind: 'cameras_changed', at: new Date().toISOString() }), { qos: 0 });
+    await gone2;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(got).toEqual([]);
+  });
+
+  it('wrong secret, unknown login and another shop’s secret are refused at connect', async () => {
+    const a = await openShop(h, owner, { name: 'Login A' });
+    const b = await openShop(h, owner, { name: 'Login B' });
+    const ea = await enrol(h, owner, a.slug);
+    const eb = await enrol(h, owner, b.slug);
+    await expect(connectPc(h, { broker: { ...ea.broker, password: 'wrong' } })).rejects.toThrow();
+    await expect(connectPc(h, { broker: { ...ea.broker, password: eb.broker.password } })).rejects.toThrow();
+    await expect(connectPc(h, { broker: { ...ea.broker, username: 'nobody.here' } })).rejects.toThrow();
+    await expect(connectPc(h, { broker: { ...ea.broker, password: '' } })).rejects.toThrow();
+  });
+
+  it('re-enrolment: the old token and broker secret stop working and the old connection is closed', async () => {
+    const shop = await openShop(h, owner, { name: 'Again' });
+    const first = await enrol(h, owner, shop.slug);
+    const oldPc = track(await connectPc(h, first));
+    const gone = closed(oldPc);
+    const second = await enrol(h, owner, shop.slug);
+    await gone;
+    expect(second.token).not.toBe(first.token);
+    expect(second.broker.password).not.toBe(first.broker.password);
+    expect((await h.request('GET', '/api/agent/me', { token: first.token })).status).toBe(401);
+    expect((await h.request('GET', '/api/agent/me', { token: second.token })).status).toBe(200);
+    await expect(connectPc(h, first)).rejects.toThrow();
+    track(await connectPc(h, second));
+  });
+
+  it('removing a shop disconnects its shop PC and removes the login', async () => {
+    const shop = await openShop(h, owner, { name: 'Goner' });
+    const e = await enrol(h, owner, shop.slug);
+    const pc = track(await connectPc(h, e));
+    const gone = closed(pc);
+    expect((await h.request('DELETE', `/api/sites/${shop.slug}`, { token: owner })).status).toBe(200);
+    await gone;
+    await expect(connectPc(h, e)).rejects.toThrow();
+    expect((await h.request('GET', '/api/agent/cameras', { token: e.token })).status).toBe(401);
+  });
+
+  it('shop check: five steps in order, stopping at the first failure', async () => {
+    const shop = await openShop(h, owner, { name: 'Checked' });
+    const check = async () => (await h.request('GET', `/api/sites/${shop.slug}/check`, { token: owner })).body;
+    const statuses = (c: any) => c.steps.map((s: any) => s.status);
+
+    let c = await check();
+    expect(c).toMatchObject({ site_id: shop.site_id, site: 'Checked', ok: false });
+    expect(c.steps.map((s: any) => s.name)).toEqual([
+      "The shop's PC is online",
+      'Recognition is running',
+      'Cameras are connected',
+      'Cameras can recognise faces',
+      'Visits are reaching head office',
+    ]);
+    expect(statuses(c)).toEqual(['fail', 'unknown', 'unknown', 'unknown', 'unknown']);
+    expect(c.steps[0].advice).toMatch(/enrolment code/);
+
+    const e = await enrol(h, owner, shop.slug);
+    const pc = track(await connectPc(h, e));
+    const beat = async (over = {}) => {
+      await pc.publishAsync(upTopic(company, 'checked', 'heartbeat'), JSON.stringify(heartbeat(over)));
+      await new Promise((r) => setTimeout(r, 60));
+    };
+    await beat({ recognition_running: false, recognition_model: '', recognition_problem: 'model file missing' });
+    c = await check();
+    expect(statuses(c)).toEqual(['pass', 'fail', 'unknown', 'unknown', 'unknown']);
+    expect(c.steps[1].detail).toMatch(/model file missing/);
+
+    await beat();
+    expect(statuses(await check())).toEqual(['pass', 'pass', 'fail', 'unknown', 'unknown']); // no cameras
+
+    const cam = await addCamera(h, owner, shop.slug, { camera_id: 'door', label: 'Door' });
+    c = await check();
+    expect(statuses(c)).toEqual(['pass', 'pass', 'fail', 'unknown', 'unknown']);
+    expect(c.steps[2].detail).toMatch(/not set up/);
+    await h.request('POST', '/api/agent/cameras/state', { token: e.token, body: { cameras: [{ camera: cam.id, connected: false, reason: 'auth_failed' }] } });
+    expect((await check()).steps[2].detail).toMatch(/Door \(auth failed\)/);
+    await h.request('POST', '/api/agent/cameras/state', { token: e.token, body: { cameras: [{ camera: 'door', connected: true }] } });
+
+    await beat({ fraction_below_gate: 0.3, worst_camera_id: 'door' });
+    c = await check();
+    expect(statuses(c)).toEqual(['pass', 'pass', 'pass', 'fail', 'unknown']);
+    expect(c.steps[3].detail).toMatch(/marginal/);
+
+    await beat({ fraction_below_gate: 0.05 });
+    c = await check();
+    expect(statuses(c)).toEqual(['pass', 'pass', 'pass', 'pass', 'warn']); // no visit yet
+    expect(c.ok).toBe(true);
+
+    await beat({ dropped: 3 });
+    c = await check();
+    expect(statuses(c)).toEqual(['pass', 'pass', 'pass', 'pass', 'fail']);
+    expect(c.ok).toBe(false);
+  });
+});

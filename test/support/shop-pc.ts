@@ -1,0 +1,136 @@
+import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
+import sharp from 'sharp';
+import type { EnrolResponse } from '../../shared/agent-api.js';
+import type { Heartbeat } from '../../shared/messages.js';
+import type { Harness } from './harness.js';
+
+/**
+ * Test helpers that act as a shop PC (real HTTP, real MQTT client over TCP) and as people of a company.
+ */
+
+let seq = 0;
+
+/** A small real JPEG. */
+export function jpeg(width = 64, height = 48, shade = 120): Promise<Buffer> {
+  return sharp({ create: { width, height, channels: 3, background: { r: shade, g: 90, b: 40 } } })
+    .jpeg()
+    .toBuffer();
+}
+
+/** A member of the owner's company with this role; returns their access token. */
+export async function memberToken(h: Harness, ownerToken: string, role: 'staff' | 'manager' | 'owner'): Promise<string> {
+  seq++;
+  const email = `${role}-${process.pid}-${seq}@shop.test`;
+  const r = await h.request('POST', '/api/team/members', { token: ownerToken, body: { email, full_name: `${role} ${seq}`, role, password: 'member-password-1' } });
+  if (r.status !== 201) throw new Error(`member create failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return (await h.login(email, 'member-password-1')).access_token;
+}
+
+export async function openShop(h: Harness, token: string, body: Record<string, unknown>): Promise<any> {
+  const r = await h.request('POST', '/api/sites', { token, body });
+  if (r.status !== 201) throw new Error(`shop open failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+export async function addCamera(h: Harness, token: string, site: string, body: Record<string, unknown>): Promise<any> {
+  const r = await h.request('POST', `/api/sites/${site}/cameras`, { token, body: { host: '192.168.1.64', ...body } });
+  if (r.status !== 201) throw new Error(`camera add failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+export async function enrolmentCode(h: Harness, token: string, site: string, body: Record<string, unknown> = {}): Promise<string> {
+  const r = await h.request('POST', `/api/sites/${site}/enrolment-code`, { token, body });
+  if (r.status !== 201) throw new Error(`enrolment code failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.code;
+}
+
+/** Creates a code and enrols with it: what the installer does. */
+export async function enrol(h: Harness, token: string, site: string): Promise<EnrolResponse> {
+  const code = await enrolmentCode(h, token, site);
+  const r = await h.request('POST', '/api/agent/enrol', { body: { code, hostname: 'till-pc', agent_version: '1.0.0' } });
+  if (r.status !== 201) throw new Error(`enrol failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+/** The shop PC's broker connection (no automatic reconnect, so a refusal or a kick is visible). */
+export function connectPc(h: Harness, e: Pick<EnrolResponse, 'broker'>, over: Partial<IClientOptions> = {}): Promise<MqttClient> {
+  return connectAsync(`mqtt://127.0.0.1:${h.server.mqttPort}`, {
+    username: e.broker.username,
+    password: e.broker.password,
+    clientId: `${e.broker.client_id}-${++seq}`,
+    reconnectPeriod: 0,
+    connectTimeout: 5000,
+    ...over,
+  });
+}
+
+export function heartbeat(over: Partial<Heartbeat> = {}): Heartbeat {
+  return {
+    sent_at: new Date().toISOString(),
+    agent_version: '1.2.3',
+    recognition_model: 'arcface-test',
+    recognition_running: true,
+    cameras_up: 1,
+    cameras_total: 1,
+    queued: 0,
+    dropped: 0,
+    fraction_below_gate: 0.1,
+    ...over,
+  };
+}
+
+/** Raw body request (pictures). */
+export async function upload(h: Harness, method: string, path: string, token: string | undefined, body: Buffer | string, type = 'image/jpeg') {
+  const headers: Record<string, string> = { 'Content-Type': type };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const res = await fetch(h.url + path, { method, headers, body });
+  const text = await res.text();
+  const json = (res.headers.get('content-type') ?? '').includes('json') && text ? JSON.parse(text) : text;
+  return { status: res.status, body: json as any, headers: res.headers };
+}
+
+/** Collects a client's messages (JSON payloads) and waits for one that matches. */
+export function inbox(client: MqttClient) {
+  const seen: { topic: string; body: any }[] = [];
+  const waiters: { match: (m: { topic: string; body: any }) => boolean; resolve: (m: { topic: string; body: any }) => void }[] = [];
+  client.on('message', (topic, payload) => {
+    const m = { topic, body: payload.length ? JSON.parse(payload.toString('utf8')) : null };
+    seen.push(m);
+    for (const w of [...waiters]) {
+      if (w.match(m)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(m);
+      }
+    }
+  });
+  return {
+    seen,
+    next(match: (m: { topic: string; body: any }) => boolean, timeoutMs = 3000, since = 0): Promise<{ topic: string; body: any }> {
+      const already = seen.slice(since).find(match);
+      if (already) return Promise.resolve(already);
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error('no matching MQTT message in time')), timeoutMs);
+        waiters.push({ match, resolve: (m) => (clearTimeout(t), resolve(m)) });
+      });
+    },
+  };
+}
+
+/** Polls until fn returns something truthy. */
+export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 3000, everyMs = 25): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Resolves when the client is closed by the other side. */
+export function closed(client: MqttClient): Promise<void> {
+  return new Promise((resolve) => {
+    if (!client.connected) return resolve();
+    client.once('close', () => resolve());
+  });
+}
