@@ -1,0 +1,318 @@
+import { CODE_BYTES, SignCoder } from './signcode.js';
+import { DIM, dot, normalizeInto, templateFromBlob, unitCopy } from './vector.js';
+import { PAGE, hammingKernel, newMemory, type HammingExports, type WasmMemory } from './wasm.js';
+
+/**
+ * One company's face gallery, in memory: ranks customer templates by cosine similarity to an embedding.
+ * Thresholds are the caller's business (see `matcher.ts`); the gallery only ranks.
+ *
+ * Search is a two-stage scan (measurements in docs/benchmarks.md, reasoning in docs/identity.md):
+ * 1. prefilter: every template has a 512-bit sign code (`signcode.ts`); a WebAssembly SIMD kernel computes the
+ *    Hamming distance of the query's code to all codes (64 bytes per customer instead of 2 KiB of float32) and a
+ *    histogram of the distances, which gives the distance threshold that keeps the `candidates` closest codes;
+ * 2. exact re-rank: those candidates are scored with the float32 templates, so every similarity returned is the
+ *    exact cosine (the same number a full scan gives).
+ * The codes need no training, so add, update and remove are O(1) and the index never needs rebuilding.
+ */
+export interface GalleryRow {
+  customerId: string;
+  /** L2-normalised template: a Float32Array, or the stored BLOB (512 little-endian float32). */
+  template: Float32Array | Uint8Array;
+  /** How many good embeddings the template averages (the running mean's weight); 1 if absent. */
+  count?: number;
+}
+
+export interface Match {
+  customerId: string;
+  /** Exact cosine similarity of the query to the customer's template. */
+  similarity: number;
+}
+
+export interface GalleryOptions {
+  /** Codes kept by the prefilter for the exact re-rank (default 100; more: higher recall, slower). */
+  candidates?: number;
+}
+
+export const DEFAULT_CANDIDATES = 100;
+
+/** Templates per float32 chunk (2 MiB): growing never copies the whole gallery. */
+const CHUNK = 1024;
+/** Queries scanned together by `searchBatch` (each tile of codes is read once for all of them). */
+const BATCH = 8;
+/** Codes per tile of a batched scan (128 KiB: stays in L2 while each query of the batch runs over it). */
+const TILE = 2048;
+/** Largest candidate list the re-rank reads (ties at the threshold distance are cut here). */
+const MAX_CAND = 4096;
+
+// WebAssembly memory layout: a 64 KiB header of scratch, then the codes, then the distance rows of a batch.
+const HIST_STRIDE = 2064; // 513 i32 counters, rounded up
+const HIST = 0;
+const QUERY = HIST + BATCH * HIST_STRIDE;
+const CAND = QUERY + BATCH * CODE_BYTES;
+const CODES = PAGE;
+if (CAND + MAX_CAND * 4 > CODES) throw new Error('gallery: header overflow');
+
+const coder = new SignCoder();
+const scratch = new Float32Array(DIM);
+
+export class Gallery {
+  private n = 0;
+  private cap = 0;
+  private readonly ids: string[] = [];
+  private readonly slotOf = new Map<string, number>();
+  private readonly chunks: Float32Array[] = [];
+  private counts = new Uint32Array(0);
+  private readonly memory: WasmMemory;
+  private readonly kernel: HammingExports;
+  private u8!: Uint8Array;
+  private i32!: Int32Array;
+  private readonly candidates: number;
+
+  constructor(options: GalleryOptions = {}) {
+    this.candidates = Math.max(1, Math.min(MAX_CAND, Math.floor(options.candidates ?? DEFAULT_CANDIDATES)));
+    this.memory = newMemory(1);
+    this.kernel = hammingKernel(this.memory);
+    this.views();
+    this.reserve(256);
+  }
+
+  /** Builds a gallery from stored templates (rows from the database). */
+  static load(rows: Iterable<GalleryRow>, options?: GalleryOptions): Gallery {
+    const g = new Gallery(options);
+    if (Array.isArray(rows)) g.reserve(rows.length);
+    for (const row of rows) {
+      const t = row.template instanceof Float32Array ? row.template : templateFromBlob(row.template);
+      g.add(row.customerId, t, row.count ?? 1);
+    }
+    return g;
+  }
+
+  get size(): number {
+    return this.n;
+  }
+
+  has(customerId: string): boolean {
+    return this.slotOf.has(customerId);
+  }
+
+  /** A copy of the customer's template and its weight, or undefined. */
+  entry(customerId: string): { template: Float32Array; count: number } | undefined {
+    const s = this.slotOf.get(customerId);
+    if (s === undefined) return undefined;
+    const o = (s % CHUNK) * DIM;
+    return { template: this.chunks[Math.floor(s / CHUNK)]!.slice(o, o + DIM), count: this.counts[s]! };
+  }
+
+  /** Exact cosine similarity of `embedding` to one customer's template; undefined if not enrolled. */
+  similarity(customerId: string, embedding: ArrayLike<number>): number | undefined {
+    const s = this.slotOf.get(customerId);
+    if (s === undefined) return undefined;
+    return dot(normalizeInto(embedding, scratch), this.chunks[Math.floor(s / CHUNK)]!, (s % CHUNK) * DIM);
+  }
+
+  /** Adds a customer (the embedding is normalised). Throws if the customer is already in the gallery. */
+  add(customerId: string, embedding: ArrayLike<number>, count = 1): void {
+    if (this.slotOf.has(customerId)) throw new Error(`gallery: customer ${customerId} is already enrolled`);
+    const t = normalizeInto(embedding, scratch);
+    if (this.n === this.cap) this.reserve(this.cap * 2);
+    const s = this.n++;
+    this.ids[s] = customerId;
+    this.slotOf.set(customerId, s);
+    this.write(s, t, count);
+  }
+
+  /** Replaces a customer's template (e.g. the new running mean; normalised here) and optionally its weight. */
+  update(customerId: string, template: ArrayLike<number>, count?: number): void {
+    const s = this.slotOf.get(customerId);
+    if (s === undefined) throw new Error(`gallery: customer ${customerId} is not enrolled`);
+    this.write(s, normalizeInto(template, scratch), count ?? this.counts[s]!);
+  }
+
+  /** Removes a customer (erasure, merge): never returned by a search again. False if it was not there. */
+  remove(customerId: string): boolean {
+    const s = this.slotOf.get(customerId);
+    if (s === undefined) return false;
+    const last = --this.n;
+    this.slotOf.delete(customerId);
+    if (s !== last) {
+      // Keep slots dense: the last customer moves into the hole.
+      const moved = this.ids[last]!;
+      this.ids[s] = moved;
+      this.slotOf.set(moved, s);
+      const from = this.chunks[Math.floor(last / CHUNK)]!;
+      const fo = (last % CHUNK) * DIM;
+      this.chunks[Math.floor(s / CHUNK)]!.set(from.subarray(fo, fo + DIM), (s % CHUNK) * DIM);
+      this.counts[s] = this.counts[last]!;
+      this.u8.copyWithin(CODES + s * CODE_BYTES, CODES + last * CODE_BYTES, CODES + (last + 1) * CODE_BYTES);
+    }
+    this.ids.length = last;
+    // Wipe the vacated template: erased faces should not linger in memory.
+    const lc = this.chunks[Math.floor(last / CHUNK)]!;
+    lc.fill(0, (last % CHUNK) * DIM, (last % CHUNK + 1) * DIM);
+    this.u8.fill(0, CODES + last * CODE_BYTES, CODES + (last + 1) * CODE_BYTES);
+    return true;
+  }
+
+  /** The k customers most similar to `embedding`, best first, with exact cosine similarities. */
+  search(embedding: ArrayLike<number>, k = 1): Match[] {
+    const q = unitCopy(embedding);
+    if (this.n <= Math.max(k, this.candidates)) return this.scanExact(q, k);
+    coder.encode(q, 0, this.u8, QUERY);
+    this.i32.fill(0, HIST >> 2, (HIST >> 2) + 513);
+    this.kernel.scan(CODES, this.n, QUERY, this.outRow(0), HIST);
+    return this.rerank(q, 0, k);
+  }
+
+  /** `search` for many embeddings at once (an ingest burst): same results, less memory traffic per query. */
+  searchBatch(embeddings: readonly ArrayLike<number>[], k = 1): Match[][] {
+    const qs = embeddings.map((e) => unitCopy(e));
+    if (this.n <= Math.max(k, this.candidates)) return qs.map((q) => this.scanExact(q, k));
+    const results: Match[][] = [];
+    for (let b0 = 0; b0 < qs.length; b0 += BATCH) {
+      const batch = qs.slice(b0, b0 + BATCH);
+      batch.forEach((q, j) => {
+        coder.encode(q, 0, this.u8, QUERY + j * CODE_BYTES);
+        const h = (HIST + j * HIST_STRIDE) >> 2;
+        this.i32.fill(0, h, h + 513);
+      });
+      for (let t = 0; t < this.n; t += TILE) {
+        const len = Math.min(TILE, this.n - t);
+        for (let j = 0; j < batch.length; j++) {
+          this.kernel.scan(CODES + t * CODE_BYTES, len, QUERY + j * CODE_BYTES, this.outRow(j) + t * 2, HIST + j * HIST_STRIDE);
+        }
+      }
+      batch.forEach((q, j) => results.push(this.rerank(q, j, k)));
+    }
+    return results;
+  }
+
+  /** Reference full scan in float32 (O(n)): for tests and benchmarks. */
+  searchExact(embedding: ArrayLike<number>, k = 1): Match[] {
+    return this.scanExact(unitCopy(embedding), k);
+  }
+
+  /** Bytes held in typed arrays and WebAssembly memory (excludes the id strings and the id map). */
+  get bytes(): number {
+    return this.chunks.reduce((s, c) => s + c.byteLength, 0) + this.counts.byteLength + this.memory.buffer.byteLength;
+  }
+
+  private rerank(q: Float32Array, row: number, k: number): Match[] {
+    const want = Math.max(k, this.candidates);
+    const h = (HIST + row * HIST_STRIDE) >> 2;
+    let thr = 0;
+    for (let seen = 0; thr < 512; thr++) {
+      seen += this.i32[h + thr]!;
+      if (seen >= want) break;
+    }
+    const c = this.kernel.collect(this.outRow(row), this.n, thr, CAND, MAX_CAND);
+    const top = new TopK(k);
+    for (let i = 0; i < c; i++) {
+      const s = this.i32[(CAND >> 2) + i]!;
+      top.offer(s, dot(q, this.chunks[Math.floor(s / CHUNK)]!, (s % CHUNK) * DIM));
+    }
+    return top.matches(this.ids);
+  }
+
+  private scanExact(q: Float32Array, k: number): Match[] {
+    const top = new TopK(k);
+    for (let s = 0; s < this.n; s++) top.offer(s, dot(q, this.chunks[Math.floor(s / CHUNK)]!, (s % CHUNK) * DIM));
+    return top.matches(this.ids);
+  }
+
+  private write(s: number, t: Float32Array, count: number): void {
+    const chunk = this.chunks[Math.floor(s / CHUNK)]!;
+    const o = (s % CHUNK) * DIM;
+    chunk.set(t, o);
+    this.counts[s] = count;
+    coder.encode(chunk, o, this.u8, CODES + s * CODE_BYTES);
+  }
+
+  private outRow(j: number): number {
+    return CODES + this.cap * CODE_BYTES + j * this.cap * 2;
+  }
+
+  /** Makes room for `cap` customers: float32 chunks, weights, codes and distance rows. */
+  private reserve(cap: number): void {
+    if (cap <= this.cap) return;
+    cap = Math.max(cap, 256);
+    // Float32: fill the last chunk up to CHUNK templates (doubling while small), then add whole chunks.
+    for (let base = 0; base < cap; base += CHUNK) {
+      const i = base / CHUNK;
+      const want = Math.min(CHUNK, cap - base) * DIM;
+      const have = this.chunks[i];
+      if (have && have.length >= want) continue;
+      const next = new Float32Array(want);
+      if (have) next.set(have);
+      this.chunks[i] = next;
+    }
+    const counts = new Uint32Array(cap);
+    counts.set(this.counts);
+    this.counts = counts;
+    const bytes = CODES + cap * CODE_BYTES + BATCH * cap * 2;
+    const pages = Math.ceil(bytes / PAGE) - this.memory.buffer.byteLength / PAGE;
+    if (pages > 0) {
+      this.memory.grow(pages);
+      this.views();
+    }
+    this.cap = cap;
+  }
+
+  private views(): void {
+    this.u8 = new Uint8Array(this.memory.buffer);
+    this.i32 = new Int32Array(this.memory.buffer);
+  }
+}
+
+/** Builds a company's gallery from its stored templates. */
+export function loadCompany(rows: Iterable<GalleryRow>, options?: GalleryOptions): Gallery {
+  return Gallery.load(rows, options);
+}
+
+/** The galleries of all companies, each loaded on first use (never searched across companies). */
+export class Galleries {
+  private readonly byCompany = new Map<string, Gallery>();
+
+  constructor(
+    private readonly rowsOf: (companyId: string) => Iterable<GalleryRow>,
+    private readonly options?: GalleryOptions,
+  ) {}
+
+  of(companyId: string): Gallery {
+    let g = this.byCompany.get(companyId);
+    if (!g) {
+      g = loadCompany(this.rowsOf(companyId), this.options);
+      this.byCompany.set(companyId, g);
+    }
+    return g;
+  }
+
+  /** Forgets a company's gallery (company deleted, or to reload it from the database). */
+  drop(companyId: string): void {
+    this.byCompany.delete(companyId);
+  }
+}
+
+/** The k best (slot, similarity) pairs seen, kept sorted; ties keep the lower slot. */
+class TopK {
+  private readonly slots: number[] = [];
+  private readonly sims: number[] = [];
+
+  constructor(private readonly k: number) {}
+
+  offer(slot: number, sim: number): void {
+    const n = this.sims.length;
+    if (n === this.k && sim <= this.sims[n - 1]!) return;
+    let i = n === this.k ? n - 1 : n;
+    while (i > 0 && this.sims[i - 1]! < sim) {
+      this.sims[i] = this.sims[i - 1]!;
+      this.slots[i] = this.slots[i - 1]!;
+      i--;
+    }
+    this.sims[i] = sim;
+    this.slots[i] = slot;
+  }
+
+  matches(ids: readonly string[]): Match[] {
+    return this.slots.map((s, i) => ({ customerId: ids[s]!, similarity: this.sims[i]! }));
+  }
+}

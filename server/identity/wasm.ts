@@ -1,0 +1,222 @@
+/**
+ * The Hamming kernel: a tiny WebAssembly module, assembled here byte by byte (no toolchain, no file).
+ * Equivalent text format, for review:
+ *
+ *   (module
+ *     (import "k" "mem" (memory 1))
+ *     ;; For each of n 64-byte codes from `codes`: d = popcount(code xor query); out[i] = d (u16); hist[d] += 1 (i32).
+ *     (func (export "scan") (param $codes i32) (param $n i32) (param $q i32) (param $out i32) (param $hist i32)
+ *       (local $w0 i64) ... (local $w7 i64) (local $end i32) (local $d i32) (local $h i32)
+ *       (local.set $w0 (i64.load offset=0 (local.get $q)))  ... $w1 .. $w7 at offsets 8 .. 56
+ *       (local.set $end (i32.add (local.get $codes) (i32.shl (local.get $n) (i32.const 6))))
+ *       (block (loop
+ *         (br_if 1 (i32.ge_u (local.get $codes) (local.get $end)))
+ *         (local.set $d (i32.wrap_i64 (i64.add
+ *           (i64.add (i64.add (i64.popcnt (i64.xor (i64.load offset=0 (local.get $codes)) (local.get $w0)))
+ *                             (i64.popcnt (i64.xor (i64.load offset=8 (local.get $codes)) (local.get $w1))))
+ *                    (i64.add (i64.popcnt ... offset=16 ... $w2) (i64.popcnt ... offset=24 ... $w3)))
+ *           (i64.add (i64.add (i64.popcnt ... offset=32 ... $w4) (i64.popcnt ... offset=40 ... $w5))
+ *                    (i64.add (i64.popcnt ... offset=48 ... $w6) (i64.popcnt ... offset=56 ... $w7))))))
+ *         (i32.store16 (local.get $out) (local.get $d))
+ *         (local.set $h (i32.add (local.get $hist) (i32.shl (local.get $d) (i32.const 2))))
+ *         (i32.store (local.get $h) (i32.add (i32.load (local.get $h)) (i32.const 1)))
+ *         (local.set $out (i32.add (local.get $out) (i32.const 2)))
+ *         (local.set $codes (i32.add (local.get $codes) (i32.const 64)))
+ *         (br 0))))
+ *     ;; Writes to cand (i32) the indexes i < n with out[i] <= thr, at most max of them; returns how many.
+ *     (func (export "collect") (param $out i32) (param $n i32) (param $thr i32) (param $cand i32) (param $max i32)
+ *       (result i32) (local $i i32) (local $c i32)
+ *       (block (loop
+ *         (br_if 1 (i32.ge_u (local.get $i) (local.get $n)))
+ *         (br_if 1 (i32.ge_u (local.get $c) (local.get $max)))
+ *         (if (i32.le_u (i32.load16_u (i32.add (local.get $out) (i32.shl (local.get $i) (i32.const 1)))) (local.get $thr))
+ *           (then (i32.store (i32.add (local.get $cand) (i32.shl (local.get $c) (i32.const 2))) (local.get $i))
+ *                 (local.set $c (i32.add (local.get $c) (i32.const 1)))))
+ *         (local.set $i (i32.add (local.get $i) (i32.const 1)))
+ *         (br 0)))
+ *       (local.get $c))
+ *     ;; "scanSimd": the same as "scan" with v128 loads, v128.xor, i8x16.popcnt, i8x16.add and a horizontal sum.
+ *     (func (export "scanSimd") ...))
+ *
+ * Scalar i64.popcnt (one POPCNT instruction) beat 128-bit i8x16.popcnt (a shuffle sequence on x64) by about 1.6x
+ * here: see docs/benchmarks.md.
+ */
+export interface HammingExports {
+  scan(codes: number, n: number, query: number, out: number, hist: number): void;
+  collect(out: number, n: number, thr: number, cand: number, max: number): number;
+  /** `scan` with 128-bit SIMD (i8x16.popcnt): slower here than scalar i64.popcnt; kept for the benchmark. */
+  scanSimd(codes: number, n: number, query: number, out: number, hist: number): void;
+}
+
+const uleb = (n: number): number[] => {
+  const o: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n) b |= 0x80;
+    o.push(b);
+  } while (n);
+  return o;
+};
+const sleb = (n: number): number[] => {
+  const o: number[] = [];
+  for (;;) {
+    const b = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && !(b & 0x40)) || (n === -1 && b & 0x40)) return [...o, b];
+    o.push(b | 0x80);
+  }
+};
+const vec = (items: number[][]): number[] => [...uleb(items.length), ...items.flat()];
+const section = (id: number, body: number[]): number[] => [id, ...uleb(body.length), ...body];
+const name = (s: string): number[] => [...uleb(s.length), ...Buffer.from(s, 'utf8')];
+
+const I32 = 0x7f;
+const V128 = 0x7b;
+const get = (i: number) => [0x20, ...uleb(i)];
+const set = (i: number) => [0x21, ...uleb(i)];
+const tee = (i: number) => [0x22, ...uleb(i)];
+const i32 = (n: number) => [0x41, ...sleb(n)];
+const ADD = [0x6a];
+const SHL = [0x74];
+const GE_U = [0x4f];
+const LE_U = [0x4d];
+const BLOCK = [0x02, 0x40];
+const LOOP = [0x03, 0x40];
+const IF = [0x04, 0x40];
+const END = [0x0b];
+const BR_IF = (d: number) => [0x0d, d];
+const BR = (d: number) => [0x0c, d];
+const LOAD = [0x28, 2, 0];
+const STORE = [0x36, 2, 0];
+const LOAD16_U = [0x2f, 1, 0];
+const STORE16 = [0x3b, 1, 0];
+const simd = (op: number) => [0xfd, ...uleb(op)];
+const V_LOAD = (offset: number) => [...simd(0x00), 4, ...uleb(offset)];
+const V_XOR = simd(0x51);
+const I8_POPCNT = simd(0x62);
+const I8_ADD = simd(0x6e);
+const I16_EXTADD_U = simd(0x7d);
+const I32_EXTADD_U = simd(0x7f);
+const LANE = (l: number) => [...simd(0x1b), l];
+
+function scanSimdBody(): number[] {
+  const [codes, n, q, out, hist] = [0, 1, 2, 3, 4];
+  const [q0, end, v, d, h] = [5, 9, 10, 11, 12];
+  const block = (k: number) => [...get(codes), ...V_LOAD(16 * k), ...get(q0 + k), ...V_XOR, ...I8_POPCNT];
+  return [
+    ...[0, 1, 2, 3].flatMap((k) => [...get(q), ...V_LOAD(16 * k), ...set(q0 + k)]),
+    ...get(codes), ...get(n), ...i32(6), ...SHL, ...ADD, ...set(end),
+    ...BLOCK, ...LOOP,
+    ...get(codes), ...get(end), ...GE_U, ...BR_IF(1),
+    ...block(0), ...block(1), ...I8_ADD, ...block(2), ...I8_ADD, ...block(3), ...I8_ADD,
+    ...I16_EXTADD_U, ...I32_EXTADD_U, ...tee(v),
+    ...LANE(0), ...get(v), ...LANE(1), ...ADD, ...get(v), ...LANE(2), ...ADD, ...get(v), ...LANE(3), ...ADD, ...set(d),
+    ...get(out), ...get(d), ...STORE16,
+    ...get(hist), ...get(d), ...i32(2), ...SHL, ...ADD, ...tee(h), ...get(h), ...LOAD, ...i32(1), ...ADD, ...STORE,
+    ...get(out), ...i32(2), ...ADD, ...set(out),
+    ...get(codes), ...i32(64), ...ADD, ...set(codes),
+    ...BR(0), ...END, ...END,
+    ...END,
+  ];
+}
+
+const I64 = 0x7e;
+const I64_LOAD = (offset: number) => [0x29, 3, ...uleb(offset)];
+const I64_XOR = [0x85];
+const I64_POPCNT = [0x7b];
+const I64_ADD = [0x7c];
+const WRAP = [0xa7];
+
+function scanBody(): number[] {
+  const [codes, n, q, out, hist] = [0, 1, 2, 3, 4];
+  const [w0, end, d, h] = [5, 13, 14, 15];
+  const word = (k: number) => [...get(codes), ...I64_LOAD(8 * k), ...get(w0 + k), ...I64_XOR, ...I64_POPCNT];
+  return [
+    ...[0, 1, 2, 3, 4, 5, 6, 7].flatMap((k) => [...get(q), ...I64_LOAD(8 * k), ...set(w0 + k)]),
+    ...get(codes), ...get(n), ...i32(6), ...SHL, ...ADD, ...set(end),
+    ...BLOCK, ...LOOP,
+    ...get(codes), ...get(end), ...GE_U, ...BR_IF(1),
+    ...word(0), ...word(1), ...I64_ADD, ...word(2), ...word(3), ...I64_ADD, ...I64_ADD,
+    ...word(4), ...word(5), ...I64_ADD, ...word(6), ...word(7), ...I64_ADD, ...I64_ADD, ...I64_ADD,
+    ...WRAP, ...set(d),
+    ...get(out), ...get(d), ...STORE16,
+    ...get(hist), ...get(d), ...i32(2), ...SHL, ...ADD, ...tee(h), ...get(h), ...LOAD, ...i32(1), ...ADD, ...STORE,
+    ...get(out), ...i32(2), ...ADD, ...set(out),
+    ...get(codes), ...i32(64), ...ADD, ...set(codes),
+    ...BR(0), ...END, ...END,
+    ...END,
+  ];
+}
+
+function collectBody(): number[] {
+  const [out, n, thr, cand, max, i, c] = [0, 1, 2, 3, 4, 5, 6];
+  return [
+    ...BLOCK, ...LOOP,
+    ...get(i), ...get(n), ...GE_U, ...BR_IF(1),
+    ...get(c), ...get(max), ...GE_U, ...BR_IF(1),
+    ...get(out), ...get(i), ...i32(1), ...SHL, ...ADD, ...LOAD16_U, ...get(thr), ...LE_U,
+    ...IF,
+    ...get(cand), ...get(c), ...i32(2), ...SHL, ...ADD, ...get(i), ...STORE,
+    ...get(c), ...i32(1), ...ADD, ...set(c),
+    ...END,
+    ...get(i), ...i32(1), ...ADD, ...set(i),
+    ...BR(0), ...END, ...END,
+    ...get(c),
+    ...END,
+  ];
+}
+
+const fn = (locals: number[][], body: number[]) => {
+  const b = [...vec(locals), ...body];
+  return [...uleb(b.length), ...b];
+};
+
+/** The module's bytes. */
+export function hammingModuleBytes(): Uint8Array {
+  const five = vec([[I32], [I32], [I32], [I32], [I32]]);
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, vec([[0x60, ...five, 0x00], [0x60, ...five, ...vec([[I32]])]])),
+    ...section(2, vec([[...name('k'), ...name('mem'), 0x02, 0x00, 0x01]])),
+    ...section(3, vec([[0], [1], [0]])),
+    ...section(7, vec([[...name('scan'), 0x00, 0], [...name('collect'), 0x00, 1], [...name('scanSimd'), 0x00, 2]])),
+    ...section(10, vec([
+      fn([[8, I64], [3, I32]], scanBody()),
+      fn([[2, I32]], collectBody()),
+      fn([[4, V128], [1, I32], [1, V128], [2, I32]], scanSimdBody()),
+    ])),
+  ]);
+}
+
+/** The part of the WebAssembly API used here (the project's `lib` has no DOM, so no WebAssembly types). */
+export interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+interface WasmApi {
+  Memory: new (descriptor: { initial: number; maximum?: number }) => WasmMemory;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { exports: object };
+  validate(bytes: Uint8Array): boolean;
+}
+const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+
+/** WebAssembly pages are 64 KiB. */
+export const PAGE = 65536;
+
+export function newMemory(pages: number): WasmMemory {
+  return new wasm.Memory({ initial: pages, maximum: 65536 });
+}
+
+let compiled: object | undefined;
+
+/** An instance of the kernel over `memory` (each gallery has its own memory). */
+export function hammingKernel(memory: WasmMemory): HammingExports {
+  if (!compiled) {
+    const bytes = hammingModuleBytes();
+    if (!wasm.validate(bytes)) throw new Error('this runtime cannot run the face gallery kernel (WebAssembly with SIMD)');
+    compiled = new wasm.Module(bytes);
+  }
+  return new wasm.Instance(compiled, { k: { mem: memory } }).exports as HammingExports;
+}
