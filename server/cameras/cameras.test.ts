@@ -124,6 +124,7 @@ describe('cameras', () => {
 
   it('DELETE leaves a tombstone the shop PC is told about; the camera_id can be reused', async () => {
     const cam = await addCamera(h, manager, shop.slug, { camera_id: 'back', password: 'pw' });
+    const open = await h.request('POST', `/api/cameras/${cam.id}/check`, { token: manager, body: { kind: 'connection' } });
     const since = box.seen.length;
     const r = await h.request('DELETE', `/api/cameras/${cam.id}`, { token: manager });
     expect(r.status).toBe(200);
@@ -143,6 +144,9 @@ describe('cameras', () => {
       const body = method === 'PATCH' ? { label: 'x' } : method === 'POST' ? { kind: 'connection' } : undefined;
       expect((await h.request(method, p, { token: manager, body })).status, `${method} ${p}`).toBe(404);
     }
+    // Its open check was released with it: nothing to claim, a late answer is refused.
+    expect((await h.request('POST', '/api/agent/checks/claim', { token: e.token })).body).toEqual({ job: null });
+    expect((await h.request('POST', `/api/agent/checks/${open.body.id}/answer`, { token: e.token, body: { verdict: 'good' } })).status).toBe(409);
     const again = await addCamera(h, manager, shop.slug, { camera_id: 'back' });
     expect(again.id).not.toBe(cam.id);
     // A retained notice is waiting for a shop PC that connects later.

@@ -120,12 +120,19 @@ export function updateCamera(db: Db, camera: CameraRow, changes: Partial<CameraF
     .get();
 }
 
-/** DELETE: the row stays as a tombstone for the shop PC; its camera_id is free again. */
+/**
+ * DELETE: the row stays as a tombstone for the shop PC (its password dropped); its camera_id is free again. An open
+ * check of it is released at once, so a late answer is refused rather than stored for a camera that is gone.
+ */
 export function tombstoneCamera(db: Db, camera: CameraRow): void {
   const now = new Date().toISOString();
   db.update(cameras)
     .set({ deletedAt: now, updatedAt: now, revision: camera.revision + 1, password: null })
     .where(eq(cameras.id, camera.id))
+    .run();
+  db.update(cameraChecks)
+    .set({ state: 'timed_out' })
+    .where(and(eq(cameraChecks.cameraUuid, camera.id), eq(cameraChecks.state, 'requested')))
     .run();
 }
 
