@@ -1,0 +1,182 @@
+import type { DoNotEnrolList, DoNotEnrolMarker } from './erasure.js';
+import type { Gallery, Match } from './gallery.js';
+import { mergedTemplate, runningMean, type TemplateState } from './template.js';
+import { unitCopy } from './vector.js';
+
+/**
+ * Who is this face? The decision on top of a company's gallery, with no I/O: the caller (the visits ingest)
+ * stores what it decides, in the same synchronous transaction.
+ *
+ * - The best gallery match at or above `matchThreshold` links the visit to that customer.
+ * - Burst protection: customers enrolled within `burstWindowMs` (of capture time) are also checked, at the looser
+ *   `burstThreshold`: the list is a handful of faces, so a looser threshold costs few false links, and it catches
+ *   the second camera's (worse) view of the person enrolled a second ago. Enrolment is synchronous (the `enrol`
+ *   callback creates the customer row and the gallery add follows before `decide` returns), so the next visit
+ *   always sees the new customer.
+ * - Otherwise a face that passed the quality gate becomes a new customer, unless a do-not-enrol marker (an erased
+ *   customer's face) blocks it; a face under the gate is footfall without identity.
+ * - A good embedding (gate passed) at or above `updateThreshold` updates the template: a running mean whose
+ *   weight is capped at `templateWeightCap`, so templates follow ageing.
+ */
+export interface MatcherOptions {
+  matchThreshold: number;
+  burstThreshold: number;
+  burstWindowMs: number;
+  updateThreshold: number;
+  templateWeightCap: number;
+  /** Recently enrolled customers remembered for burst protection (the oldest are dropped first). */
+  recentMax: number;
+}
+
+/**
+ * Starting values from the measured `fr_feature` separation (same person >= 0.47, different people <= 0.16 on
+ * pairs): the match threshold sits in the gap with room for the 1:N tail (a company of 100k faces sees impostor
+ * scores far out in the tail that pairs never show). The caller owns the thresholds; re-measure on real photos.
+ */
+export const DEFAULT_MATCHER_OPTIONS: MatcherOptions = {
+  matchThreshold: 0.36,
+  burstThreshold: 0.3,
+  burstWindowMs: 20_000,
+  updateThreshold: 0.5,
+  templateWeightCap: 20,
+  recentMax: 256,
+};
+
+export interface Visit {
+  embedding: ArrayLike<number>;
+  /** The face passed the quality gate (size, sharpness, pose): good enough to enrol or to update a template. */
+  passedGate: boolean;
+  /** Capture time, epoch milliseconds (visits can arrive late, bursts are judged on capture time). */
+  at: number;
+}
+
+export type Decision =
+  | {
+      kind: 'match';
+      customerId: string;
+      similarity: number;
+      /** `burst`: linked only thanks to the recently enrolled list's looser threshold. */
+      via: 'gallery' | 'burst';
+      /** Set when this visit updated the template: store it. */
+      template?: TemplateState;
+    }
+  | { kind: 'new'; customerId: string; template: TemplateState }
+  | { kind: 'footfall'; reason: 'below_gate' | 'do_not_enrol' };
+
+/** Creates the customer row (synchronously, inside the caller's transaction) and returns its id. */
+export type Enrol = (visit: Visit, index: number) => string;
+
+interface Recent {
+  customerId: string;
+  at: number;
+}
+
+export class Matcher {
+  private readonly options: MatcherOptions;
+  private recent: Recent[] = [];
+  private latest = -Infinity;
+
+  constructor(
+    readonly gallery: Gallery,
+    options: Partial<MatcherOptions> = {},
+    private readonly doNotEnrol?: DoNotEnrolList,
+  ) {
+    this.options = { ...DEFAULT_MATCHER_OPTIONS, ...options };
+  }
+
+  /** Decides one visit; a new customer is created through `enrol` and is in the gallery when this returns. */
+  decide(visit: Visit, enrol: Enrol): Decision {
+    const q = unitCopy(visit.embedding);
+    return this.resolve(visit, 0, q, this.gallery.search(q, 1)[0], enrol);
+  }
+
+  /**
+   * Decides a burst of visits in order, with one batched gallery search. A customer enrolled by an earlier visit
+   * of the batch is found through the recently enrolled list (checked for every visit), so the batch enrols a
+   * face once, as `decide` one by one would.
+   */
+  decideBatch(visits: readonly Visit[], enrol: Enrol): Decision[] {
+    const qs = visits.map((v) => unitCopy(v.embedding));
+    const found = this.gallery.searchBatch(qs, 1);
+    return visits.map((v, i) => {
+      const best = found[i]![0];
+      // Re-score against the current template: an earlier visit of the batch may have updated it or merged it away.
+      const sim = best && this.gallery.similarity(best.customerId, qs[i]!);
+      return this.resolve(v, i, qs[i]!, sim === undefined ? undefined : { customerId: best!.customerId, similarity: sim }, enrol);
+    });
+  }
+
+  /** Takes back an enrolment whose transaction failed: the customer leaves the gallery and the recent list. */
+  forget(customerId: string): void {
+    this.gallery.remove(customerId);
+    this.recent = this.recent.filter((r) => r.customerId !== customerId);
+  }
+
+  /**
+   * Erasure: the template leaves memory; with a do-not-enrol list, returns the marker to store (no customer id in
+   * it). Undefined if the customer had no template in the gallery or there is no list.
+   */
+  erase(customerId: string, now: number): DoNotEnrolMarker | undefined {
+    const entry = this.gallery.entry(customerId);
+    this.forget(customerId);
+    if (!entry || !this.doNotEnrol) return undefined;
+    const marker = this.doNotEnrol.mark(entry.template, now);
+    entry.template.fill(0);
+    return marker;
+  }
+
+  /** Merges `dropId` into `keepId`: the kept template becomes the weighted mean of both. Returns it to store. */
+  merge(keepId: string, dropId: string): TemplateState | undefined {
+    const keep = this.gallery.entry(keepId);
+    const drop = this.gallery.entry(dropId);
+    if (!keep || !drop) return undefined;
+    const merged = mergedTemplate(keep, drop, this.options.templateWeightCap);
+    this.gallery.update(keepId, merged.template, merged.count);
+    this.gallery.remove(dropId);
+    for (const r of this.recent) if (r.customerId === dropId) r.customerId = keepId;
+    return merged;
+  }
+
+  private resolve(visit: Visit, index: number, q: Float32Array, found: Match | undefined, enrol: Enrol): Decision {
+    const o = this.options;
+    let best: { customerId: string; similarity: number; via: 'gallery' | 'burst' } | undefined;
+    if (found && found.similarity >= o.matchThreshold) best = { ...found, via: 'gallery' };
+    const burst = this.bestRecent(q, visit.at);
+    if (burst && burst.similarity >= o.burstThreshold && (!best || burst.similarity > best.similarity)) {
+      best = { ...burst, via: burst.similarity >= o.matchThreshold ? 'gallery' : 'burst' };
+    }
+    if (best) {
+      const decision: Decision = { kind: 'match', ...best };
+      if (visit.passedGate && best.similarity >= o.updateThreshold) {
+        const entry = this.gallery.entry(best.customerId)!;
+        decision.template = runningMean(entry, q, o.templateWeightCap);
+        this.gallery.update(best.customerId, decision.template.template, decision.template.count);
+      }
+      return decision;
+    }
+    if (!visit.passedGate) return { kind: 'footfall', reason: 'below_gate' };
+    if (this.doNotEnrol?.blocks(q, visit.at)) return { kind: 'footfall', reason: 'do_not_enrol' };
+    const customerId = enrol(visit, index);
+    this.gallery.add(customerId, q, 1);
+    this.remember(customerId, visit.at);
+    return { kind: 'new', customerId, template: { template: q, count: 1 } };
+  }
+
+  private bestRecent(q: Float32Array, at: number): Match | undefined {
+    let best: Match | undefined;
+    for (const r of this.recent) {
+      if (Math.abs(at - r.at) > this.options.burstWindowMs) continue;
+      const similarity = this.gallery.similarity(r.customerId, q);
+      if (similarity !== undefined && (!best || similarity > best.similarity)) best = { customerId: r.customerId, similarity };
+    }
+    return best;
+  }
+
+  private remember(customerId: string, at: number): void {
+    this.latest = Math.max(this.latest, at);
+    const horizon = this.latest - this.options.burstWindowMs;
+    this.recent = this.recent.filter((r) => r.at >= horizon);
+    this.recent.push({ customerId, at });
+    if (this.recent.length > this.options.recentMax) this.recent.splice(0, this.recent.length - this.options.recentMax);
+  }
+}
