@@ -26,13 +26,15 @@ const denyAll: BrokerAuth = { authenticate: () => false, canPublish: () => false
 export async function startBroker(opts: { host: string; port: number; log: Logger }): Promise<Broker> {
   const aedes = await Aedes.createBroker();
   let auth = denyAll;
-  const usernames = new Map<string, string>(); // client id -> username
+  // Keyed by the connection, not the client id: a reconnect with the same id takes over before the old
+  // connection's clientDisconnect fires, and must keep its own login.
+  const usernames = new Map<Client, string>();
 
   aedes.authenticate = (client: Client, username: string | undefined, password: Buffer | undefined, done: (error: AuthenticateError | null, success: boolean | null) => void) => {
     Promise.resolve(username && password ? auth.authenticate(username, password.toString('utf8')) : false)
       .then((ok) => {
         if (ok && username) {
-          usernames.set(client.id, username);
+          usernames.set(client, username);
           done(null, true);
         } else {
           const err = new Error('bad username or password') as AuthenticateError;
@@ -46,17 +48,17 @@ export async function startBroker(opts: { host: string; port: number; log: Logge
       });
   };
   aedes.authorizePublish = (client: Client | null, packet: PublishPacket, done: (error?: Error | null) => void) => {
-    const username = client ? usernames.get(client.id) : undefined;
+    const username = client ? usernames.get(client) : undefined;
     if (username && auth.canPublish(username, packet.topic)) done(null);
     else done(new Error(`not allowed to publish on ${packet.topic}`));
   };
   aedes.authorizeSubscribe = (client: Client | null, sub: Subscription, done: (error: Error | null, subscription?: Subscription | null) => void) => {
-    const username = client ? usernames.get(client.id) : undefined;
+    const username = client ? usernames.get(client) : undefined;
     // A refused filter gets the SUBACK failure code (0x80); the connection and its other subscriptions stay.
     if (username && auth.canSubscribe(username, sub.topic)) done(null, sub);
     else done(null, null);
   };
-  aedes.on('clientDisconnect', (client) => usernames.delete(client.id));
+  aedes.on('clientDisconnect', (client) => usernames.delete(client));
 
   const server = net.createServer(aedes.handle);
   await new Promise<void>((resolve, reject) => {
@@ -74,10 +76,10 @@ export async function startBroker(opts: { host: string; port: number; log: Logge
     },
     disconnect(username) {
       let n = 0;
-      for (const [id, name] of usernames) {
+      for (const [client, name] of usernames) {
         if (name !== username) continue;
-        const client = (aedes as unknown as { clients: Record<string, Client> }).clients[id];
-        client?.close();
+        usernames.delete(client);
+        client.close();
         n++;
       }
       return n;

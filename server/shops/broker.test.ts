@@ -99,6 +99,19 @@ describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () =>
     expect(got).toEqual([]);
   });
 
+  it('a reconnect with the same client id takes over and keeps working', async () => {
+    const shop = await openShop(h, owner, { name: 'Takeover' });
+    const e = await enrol(h, owner, shop.slug);
+    const first = track(await connectPc(h, e, { clientId: e.broker.client_id }));
+    const gone = closed(first);
+    const second = track(await connectPc(h, e, { clientId: e.broker.client_id }));
+    await gone;
+    await second.publishAsync(upTopic(company, 'takeover', 'heartbeat'), JSON.stringify(heartbeat()));
+    await waitFor(async () => (await shopRow('takeover')).online);
+    expect(second.connected).toBe(true);
+    expect((await second.subscribeAsync(downFilter(company, 'takeover'), { qos: 1 }))[0]!.qos).toBe(1);
+  });
+
   it('wrong secret, unknown login and another shop’s secret are refused at connect', async () => {
     const a = await openShop(h, owner, { name: 'Login A' });
     const b = await openShop(h, owner, { name: 'Login B' });
