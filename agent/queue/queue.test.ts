@@ -1,0 +1,293 @@
+/**
+ * The durable queue and its publisher against a real aedes broker over TCP with the real mqtt client: nothing is
+ * lost when the broker goes away mid-stream, overflow is counted, and the file survives a restart.
+ */
+import { statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Aedes } from 'aedes';
+import Database from 'better-sqlite3';
+import { connect, type MqttClient } from 'mqtt';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Publisher } from './publisher.js';
+import { DurableQueue } from './queue.js';
+
+const TOPIC = 'ff/acme/andheri/up/visit';
+
+let dir: string;
+const cleanups: (() => Promise<void> | void)[] = [];
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'footfall-queue-'));
+});
+
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Every message a broker accepted, in arrival order, across broker restarts. */
+type Received = number[];
+
+interface TestBroker {
+  port: number;
+  /** Closes the listener, cuts every connection, closes aedes. */
+  kill(): Promise<void>;
+}
+
+/**
+ * A real aedes broker on 127.0.0.1. Messages are recorded in authorizePublish, which aedes runs before it sends the
+ * PUBACK: a message the client saw acknowledged is certainly recorded.
+ */
+interface BrokerOptions {
+  port?: number;
+  /** Called after each message is recorded, before it is acknowledged (a test may kill the broker there). */
+  onRecord?: (broker: TestBroker) => void;
+  /** false: record messages and never acknowledge them. */
+  ack?: boolean;
+}
+
+async function startBroker(received: Received, { port = 0, onRecord, ack = true }: BrokerOptions = {}): Promise<TestBroker> {
+  const aedes = await Aedes.createBroker();
+  aedes.authorizePublish = (_client, packet, done) => {
+    received.push(JSON.parse(packet.payload.toString()).n);
+    onRecord?.(broker);
+    if (ack && !killed) done(null); // killed right here: recorded, but the PUBACK never leaves
+  };
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    aedes.handle(socket);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  let killed = false;
+  const broker: TestBroker = {
+    port: (server.address() as net.AddressInfo).port,
+    async kill() {
+      if (killed) return;
+      killed = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of sockets) s.destroy();
+      await closed;
+      await new Promise<void>((resolve) => aedes.close(() => resolve()));
+    },
+  };
+  cleanups.push(() => broker.kill());
+  return broker;
+}
+
+function client(port: number): MqttClient {
+  const c = connect({ host: '127.0.0.1', port, clientId: 'shop-pc-andheri', clean: true, reconnectPeriod: 100, connectTimeout: 2000, keepalive: 30 });
+  c.on('error', () => {}); // connection refused while the broker is down: retried by reconnectPeriod
+  cleanups.push(() => new Promise<void>((resolve) => c.end(true, {}, () => resolve())));
+  return c;
+}
+
+function openQueue(maxItems = 10_000, log?: pino.Logger): DurableQueue {
+  const q = new DurableQueue({ file: path.join(dir, 'data', 'queue.sqlite'), maxItems, ...(log ? { log } : {}) });
+  cleanups.push(() => q.close());
+  return q;
+}
+
+const payload = (n: number) => JSON.stringify({ n, visit_id: `v-${n}` });
+
+async function until(what: string, fn: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!fn()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Checks that 1..n each arrived, and that first arrivals came in order. Returns the number of duplicates. */
+function expectEachOnceInOrder(received: Received, n: number, from = 1): number {
+  const firsts: number[] = [];
+  const seen = new Set<number>();
+  for (const x of received) {
+    if (seen.has(x)) continue;
+    seen.add(x);
+    firsts.push(x);
+  }
+  expect(firsts).toEqual(Array.from({ length: n - from + 1 }, (_, i) => from + i));
+  return received.length - seen.size;
+}
+
+describe('DurableQueue', () => {
+  it('keeps items until acknowledged, in order; in-flight items wait again after a restart', () => {
+    const q = openQueue();
+    for (let n = 1; n <= 5; n++) q.enqueue(TOPIC, payload(n));
+    expect(q.stats()).toEqual({ queued: 5, dropped: 0 });
+
+    const first = q.peek(2);
+    expect(first.map((i) => JSON.parse(i.payload.toString()).n)).toEqual([1, 2]);
+    expect(q.peek(2).map((i) => i.id)).toEqual([first[1]!.id + 1, first[1]!.id + 2]); // in flight ones are skipped
+    expect(q.ack(first[0]!.id)).toBe(true);
+    expect(q.ack(first[0]!.id)).toBe(false);
+    q.release(first[1]!.id);
+    expect(q.peek(10).map((i) => JSON.parse(i.payload.toString()).n)).toEqual([2, 5]);
+    expect(q.stats()).toEqual({ queued: 4, dropped: 0 });
+    q.close();
+
+    const again = openQueue();
+    expect(again.stats()).toEqual({ queued: 4, dropped: 0 });
+    const items = again.peek(10);
+    expect(items.map((i) => JSON.parse(i.payload.toString()).n)).toEqual([2, 3, 4, 5]);
+    expect(items[0]).toMatchObject({ topic: TOPIC });
+    expect(items[0]!.createdAt).toMatch(/^\d{4}-\d\d-\d\dT.*Z$/);
+    // ids keep growing after deletions (never reused)
+    expect(again.enqueue(TOPIC, payload(6)).id).toBeGreaterThan(items.at(-1)!.id);
+  });
+
+  it('is a WAL-mode SQLite file only its owner can read', () => {
+    const q = openQueue();
+    q.enqueue(TOPIC, payload(1));
+    expect(statSync(q.file).mode & 0o777).toBe(0o600);
+    expect(statSync(path.dirname(q.file)).mode & 0o777).toBe(0o700);
+    const other = new Database(q.file, { readonly: true });
+    expect(other.pragma('journal_mode', { simple: true })).toBe('wal');
+    other.close();
+  });
+
+  it('overflow drops the oldest, counts them persistently and says so in the log', () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (s: string) => lines.push(s) });
+    const q = openQueue(50, log);
+    for (let n = 1; n <= 80; n++) q.enqueue(TOPIC, payload(n));
+    expect(q.stats()).toEqual({ queued: 50, dropped: 30 });
+    expect(lines).toHaveLength(30);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, dropped: 1, bound: 50, msg: 'queue full: dropped the oldest messages' });
+    q.peek(5); // in flight when the agent stops
+    q.close();
+
+    const again = openQueue(50);
+    expect(again.stats()).toEqual({ queued: 50, dropped: 30 });
+    expect(again.peek(100).map((i) => JSON.parse(i.payload.toString()).n)).toEqual(Array.from({ length: 50 }, (_, i) => 31 + i));
+    again.close();
+
+    // A smaller bound on the next start trims the file at once, counted too.
+    const smaller = openQueue(40);
+    expect(smaller.stats()).toEqual({ queued: 40, dropped: 40 });
+  });
+
+  it('drops waiting items before in-flight ones (those are already on the wire)', () => {
+    const q = openQueue(3);
+    for (let n = 1; n <= 3; n++) q.enqueue(TOPIC, payload(n));
+    q.peek(1); // 1 in flight
+    q.enqueue(TOPIC, payload(4));
+    expect(q.stats()).toEqual({ queued: 3, dropped: 1 });
+    q.releaseAll();
+    expect(q.peek(10).map((i) => JSON.parse(i.payload.toString()).n)).toEqual([1, 3, 4]);
+  });
+});
+
+describe('Publisher', () => {
+  it('loses nothing when the broker dies mid-stream and comes back', async () => {
+    const received: Received = [];
+    // The broker dies right after taking message 100, before it acknowledges it.
+    let dead: Promise<void> | undefined;
+    let broker = await startBroker(received, {
+      onRecord: (b) => {
+        if (received.length === 100) dead = b.kill();
+      },
+    });
+    const port = broker.port;
+    const q = openQueue();
+    const publisher = new Publisher({ queue: q, client: client(port), window: 8 });
+    publisher.start();
+    cleanups.push(() => publisher.stop());
+
+    const N = 400;
+    let produced = 0;
+    const producing = (async () => {
+      while (produced < N) {
+        q.enqueue(TOPIC, payload(++produced));
+        if (produced % 4 === 0) await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+
+    await until('the broker died', () => dead !== undefined);
+    await dead;
+    expect(produced).toBeLessThan(N); // mid-stream
+    const atKill = received.length;
+    await new Promise((r) => setTimeout(r, 300)); // visits keep coming while the broker is away
+    expect(received.length).toBe(atKill);
+    expect(q.stats().queued).toBeGreaterThan(0);
+    broker = await startBroker(received, { port });
+
+    await producing;
+    await until('all delivered', () => new Set(received).size === N && q.stats().queued === 0);
+    await publisher.idle();
+    const duplicates = expectEachOnceInOrder(received, N);
+    expect(duplicates).toBeGreaterThanOrEqual(1); // message 100 was taken but never acknowledged: sent again
+    expect(duplicates).toBeLessThanOrEqual(8); // at most one window
+    expect(q.stats()).toEqual({ queued: 0, dropped: 0 });
+  });
+
+  it('holds everything while the broker is down from the start, then delivers it in order', async () => {
+    const received: Received = [];
+    const port = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as net.AddressInfo).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const q = openQueue();
+    const mqtt = client(port);
+    const publisher = new Publisher({ queue: q, client: mqtt });
+    publisher.start();
+    cleanups.push(() => publisher.stop());
+    for (let n = 1; n <= 30; n++) q.enqueue(TOPIC, payload(n));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(publisher.pending).toBe(0);
+    expect(q.stats().queued).toBe(30);
+
+    await startBroker(received, { port });
+    await until('delivered', () => q.stats().queued === 0);
+    expect(expectEachOnceInOrder(received, 30)).toBe(0);
+  });
+
+  it('a full queue during an outage: the survivors arrive after a restart, dropped stays counted', async () => {
+    const q = openQueue(50);
+    for (let n = 1; n <= 80; n++) q.enqueue(TOPIC, payload(n));
+    q.close(); // the agent restarts during the outage
+
+    const received: Received = [];
+    const broker = await startBroker(received);
+    const again = openQueue(50);
+    const publisher = new Publisher({ queue: again, client: client(broker.port) });
+    publisher.start();
+    cleanups.push(() => publisher.stop());
+    await until('delivered', () => again.stats().queued === 0);
+    expect(expectEachOnceInOrder(received, 80, 31)).toBe(0);
+    expect(again.stats()).toEqual({ queued: 0, dropped: 30 });
+  });
+
+  it('items in flight when the agent stops are sent again by the next publisher', async () => {
+    const received: Received = [];
+    const q = openQueue();
+    for (let n = 1; n <= 10; n++) q.enqueue(TOPIC, payload(n));
+    // A broker that takes messages and never acknowledges them.
+    const silent = await startBroker([], { ack: false });
+    const first = new Publisher({ queue: q, client: client(silent.port), window: 4 });
+    first.start();
+    await until('four in flight', () => first.pending === 4);
+    first.stop();
+    q.close();
+
+    const again = openQueue();
+    expect(again.stats().queued).toBe(10);
+    const broker = await startBroker(received);
+    const second = new Publisher({ queue: again, client: client(broker.port) });
+    second.start();
+    cleanups.push(() => second.stop());
+    await until('delivered', () => again.stats().queued === 0);
+    expect(expectEachOnceInOrder(received, 10)).toBe(0);
+  });
+});

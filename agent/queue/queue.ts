@@ -1,0 +1,195 @@
+/**
+ * The shop PC's durable outbox: messages that must reach head office at least once (visits) wait here, in a
+ * SQLite file, until the broker acknowledges them.
+ *
+ * - Written with WAL and synchronous=FULL: an enqueue that returned survives a power cut.
+ * - `peek(n)` hands out the oldest waiting items and marks them in flight; `ack(id)` deletes one (only then is it
+ *   gone); `release(id)` puts it back. In-flight marks live in memory only, so after a restart (or a crash) every
+ *   item not acknowledged is waiting again: nothing is lost, some may be sent twice (receivers de-duplicate).
+ * - Bounded by `maxItems`: when full, the oldest waiting items are dropped and counted in `dropped`, which is
+ *   stored in the same file and never decreases; each drop is logged as a warning.
+ * - Item ids only grow (AUTOINCREMENT), so order is the order of enqueueing and an old id is never reused.
+ */
+import { EventEmitter } from 'node:events';
+import { chmodSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { pino, type Logger } from 'pino';
+
+export type Log = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
+
+export interface QueueItem {
+  id: number;
+  topic: string;
+  payload: Buffer;
+  /** When it was enqueued (RFC 3339 UTC). */
+  createdAt: string;
+}
+
+export interface QueueStats {
+  /** Items on disk not yet acknowledged (waiting or in flight). */
+  queued: number;
+  /** Items lost to overflow since the file was created; never decreases. */
+  dropped: number;
+}
+
+export interface DurableQueueOptions {
+  /** The SQLite file, e.g. `<data dir>/queue.sqlite`; its folder is created (mode 0700) when missing. */
+  file: string;
+  /** At most this many items; default 100 000. */
+  maxItems?: number;
+  log?: Log;
+}
+
+interface QueueEvents {
+  /** An item was added (a publisher wakes up). */
+  enqueued: [item: QueueItem];
+}
+
+interface Row {
+  id: number;
+  topic: string;
+  payload: Buffer;
+  created_at: string;
+}
+
+export const DEFAULT_MAX_ITEMS = 100_000;
+
+export class DurableQueue extends EventEmitter<QueueEvents> {
+  readonly file: string;
+  readonly maxItems: number;
+  private readonly db: Database.Database;
+  private readonly log: Log;
+  private readonly inFlight = new Set<number>();
+  private count: number;
+  private readonly sql: {
+    insert: Database.Statement<[string, Buffer, string]>;
+    oldest: Database.Statement<[number], Row>;
+    oldestIds: Database.Statement<[number], { id: number }>;
+    remove: Database.Statement<[number]>;
+    addDropped: Database.Statement<[number]>;
+    dropped: Database.Statement<[], { value: number }>;
+  };
+
+  constructor(options: DurableQueueOptions) {
+    super();
+    this.file = options.file;
+    this.maxItems = options.maxItems ?? DEFAULT_MAX_ITEMS;
+    if (!Number.isInteger(this.maxItems) || this.maxItems < 1) throw new Error(`queue bound must be a whole number of at least 1, not ${this.maxItems}`);
+    this.log = options.log ?? pino({ level: 'silent' });
+
+    mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
+    this.db = new Database(this.file);
+    try {
+      // Visits carry face embeddings: only the agent's user may read the file (WAL and SHM files inherit this).
+      if (process.platform !== 'win32') chmodSync(this.file, 0o600);
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = FULL');
+      this.db.pragma('busy_timeout = 5000');
+      this.db.exec(`
+        CREATE TABLE IF NOT EXISTS items (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          topic TEXT NOT NULL,
+          payload BLOB NOT NULL,
+          created_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        INSERT OR IGNORE INTO counters (name, value) VALUES ('dropped', 0);
+      `);
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
+    this.sql = {
+      insert: this.db.prepare('INSERT INTO items (topic, payload, created_at) VALUES (?, ?, ?)'),
+      oldest: this.db.prepare('SELECT id, topic, payload, created_at FROM items ORDER BY id LIMIT ?'),
+      oldestIds: this.db.prepare('SELECT id FROM items ORDER BY id LIMIT ?'),
+      remove: this.db.prepare('DELETE FROM items WHERE id = ?'),
+      addDropped: this.db.prepare("UPDATE counters SET value = value + ? WHERE name = 'dropped'"),
+      dropped: this.db.prepare("SELECT value FROM counters WHERE name = 'dropped'"),
+    };
+    this.count = (this.db.prepare('SELECT COUNT(*) AS n FROM items').get() as { n: number }).n;
+    // A smaller bound than last time: the file shrinks to it now, counted like any overflow.
+    if (this.count > this.maxItems) this.db.transaction(() => this.dropOldest(this.count - this.maxItems))();
+  }
+
+  /** Stores a message durably (the call returns after the data is on disk); may drop the oldest to make room. */
+  enqueue(topic: string, payload: string | Uint8Array): QueueItem {
+    const body = typeof payload === 'string' ? Buffer.from(payload, 'utf8') : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+    const createdAt = new Date().toISOString();
+    const id = this.db.transaction(() => {
+      const { lastInsertRowid } = this.sql.insert.run(topic, body, createdAt);
+      this.count++;
+      if (this.count > this.maxItems) this.dropOldest(this.count - this.maxItems);
+      return Number(lastInsertRowid);
+    })();
+    const item: QueueItem = { id, topic, payload: body, createdAt };
+    this.emit('enqueued', item);
+    return item;
+  }
+
+  /** The oldest `n` items that are not in flight, now marked in flight (oldest first). */
+  peek(n: number): QueueItem[] {
+    if (n <= 0) return [];
+    const rows = this.sql.oldest.all(n + this.inFlight.size);
+    const items: QueueItem[] = [];
+    for (const row of rows) {
+      if (this.inFlight.has(row.id)) continue;
+      this.inFlight.add(row.id);
+      items.push({ id: row.id, topic: row.topic, payload: row.payload, createdAt: row.created_at });
+      if (items.length === n) break;
+    }
+    return items;
+  }
+
+  /** Acknowledged: deletes the item. False when it was not there (already acknowledged, or dropped). */
+  ack(id: number): boolean {
+    this.inFlight.delete(id);
+    const { changes } = this.sql.remove.run(id);
+    this.count -= changes;
+    return changes > 0;
+  }
+
+  /** Not acknowledged after all (the send failed): the item waits again, in its place. */
+  release(id: number): void {
+    this.inFlight.delete(id);
+  }
+
+  releaseAll(): void {
+    this.inFlight.clear();
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  stats(): QueueStats {
+    return { queued: this.count, dropped: this.sql.dropped.get()!.value };
+  }
+
+  /** Checkpoints the WAL into the main file and closes it. */
+  close(): void {
+    if (!this.db.open) return;
+    this.inFlight.clear();
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    this.db.close();
+  }
+
+  get open(): boolean {
+    return this.db.open;
+  }
+
+  /** Inside a transaction: deletes `n` of the oldest items, waiting ones first (in-flight ones are on the wire). */
+  private dropOldest(n: number): void {
+    const candidates = this.sql.oldestIds.all(n + this.inFlight.size).map((r) => r.id);
+    const waiting = candidates.filter((id) => !this.inFlight.has(id));
+    const victims = waiting.length >= n ? waiting.slice(0, n) : [...waiting, ...candidates.filter((id) => this.inFlight.has(id))].slice(0, n);
+    for (const id of victims) {
+      this.sql.remove.run(id);
+      this.inFlight.delete(id);
+    }
+    this.count -= victims.length;
+    this.sql.addDropped.run(victims.length);
+    this.log.warn({ dropped: victims.length, bound: this.maxItems, file: this.file }, 'queue full: dropped the oldest messages');
+  }
+}
