@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Mw } from '../context.js';
+import { NoEncryptionKeyError } from '../crypto/keys.js';
 import { HttpError } from './errors.js';
 
 const validRequestId = /^[\w.:-]{1,128}$/;
@@ -47,6 +48,9 @@ export const errors: Mw = async (ctx, next) => {
 
 function toHttpError(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
+  if (err instanceof NoEncryptionKeyError) {
+    return new HttpError(503, 'no_encryption_key', 'This server has no usable encryption key, so it cannot do this now. Ask whoever runs head office to restore the key file (the server log says what is wrong) and restart it.');
+  }
   const e = err as { status?: number; type?: string; expose?: boolean; message?: string };
   switch (e?.status) {
     case 400:
