@@ -1,0 +1,297 @@
+/**
+ * Where the face analysis runs. onnxruntime-node's `session.run` blocks the
+ * calling thread for the whole inference (it is a synchronous native call
+ * deferred with setImmediate), so the agent runs FaceAnalyzer in a small pool
+ * of worker threads and keeps the event loop free for capture, MQTT and HTTP.
+ * The CLI and some tests use the same FaceAnalyzer inline.
+ */
+import { availableParallelism } from 'node:os';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { FaceAnalyzer, resolveAnalyzerConfig } from './analyzer.js';
+import type { AnalyzerConfig, AnalyzerConfigInput, AttributeParts, ContextRegions, FrameAnalysis, StageTimes } from './analyzer.js';
+import { ModelSessions } from './models.js';
+import type { ModelTimings } from './models.js';
+import type { FaceAttributes, RgbImage } from './types.js';
+
+export interface EngineStats {
+  /** Cumulative time per model inside `session.run` (ms), over all workers. */
+  models: ModelTimings;
+  /** Cumulative time per analysis stage (ms), over all workers. */
+  stages: StageTimes;
+}
+
+export interface VisionEngine {
+  /** Model set id from the manifest (the visit's `recognition_model`). */
+  readonly modelSet: string;
+  readonly config: AnalyzerConfig;
+  /** Number of worker threads (0: inline). */
+  readonly workers: number;
+  /** Faces in an RGB image, largest first. A worker engine takes over (detaches) `img.data`'s buffer when it owns it whole. */
+  analyze(img: RgbImage): Promise<FrameAnalysis>;
+  /** L2-normalised embedding of an aligned crop. */
+  embed(aligned: RgbImage): Promise<Float32Array>;
+  attributes(context: RgbImage, regions: ContextRegions, parts?: AttributeParts): Promise<FaceAttributes>;
+  stats(): Promise<EngineStats>;
+  close(): Promise<void>;
+}
+
+export interface EngineOptions {
+  /** Folder with manifest.json and the models (`footfall models fetch`). */
+  modelsDir: string;
+  /** Worker threads; 0 runs inline on the calling thread. Default defaultWorkerCount(). */
+  workers?: number;
+  /** onnxruntime intra-op threads per session (per worker); default 1. */
+  intraOpThreads?: number;
+  config?: AnalyzerConfigInput;
+}
+
+/**
+ * One worker per core but one, at least 1 and at most 4: the main thread needs
+ * a little CPU for capture and tracking, and each worker holds its own copy of
+ * the models (~150 MB resident).
+ */
+export function defaultWorkerCount(): number {
+  return Math.max(1, Math.min(4, availableParallelism() - 1));
+}
+
+export async function createVisionEngine(opts: EngineOptions): Promise<VisionEngine> {
+  const workers = opts.workers ?? defaultWorkerCount();
+  if (workers <= 0) return InlineEngine.create(opts);
+  return WorkerPoolEngine.create({ ...opts, workers });
+}
+
+function emptyStages(): StageTimes {
+  return { detectPrep: 0, detect: 0, landmarks: 0, align: 0, quality: 0, embed: 0, attributes: 0 };
+}
+
+function addStats(into: EngineStats, s: EngineStats): void {
+  for (const [k, v] of Object.entries(s.models)) {
+    const t = (into.models[k as keyof ModelTimings] ??= { runs: 0, ms: 0 });
+    t.runs += v.runs;
+    t.ms += v.ms;
+  }
+  for (const k of Object.keys(s.stages) as (keyof StageTimes)[]) into.stages[k] += s.stages[k];
+}
+
+/** FaceAnalyzer on the calling thread: blocks it during inference (fine for the CLI). */
+export class InlineEngine implements VisionEngine {
+  readonly workers = 0;
+  private constructor(readonly analyzer: FaceAnalyzer) {}
+
+  static async create(opts: EngineOptions): Promise<InlineEngine> {
+    const models = await ModelSessions.load({ modelsDir: opts.modelsDir, intraOpThreads: opts.intraOpThreads ?? 1 });
+    return new InlineEngine(new FaceAnalyzer(models, opts.config));
+  }
+
+  get modelSet(): string {
+    return this.analyzer.modelSet;
+  }
+  get config(): AnalyzerConfig {
+    return this.analyzer.config;
+  }
+  analyze(img: RgbImage): Promise<FrameAnalysis> {
+    return this.analyzer.analyze(img);
+  }
+  embed(aligned: RgbImage): Promise<Float32Array> {
+    return this.analyzer.embed(aligned);
+  }
+  attributes(context: RgbImage, regions: ContextRegions, parts?: AttributeParts): Promise<FaceAttributes> {
+    return this.analyzer.attributes(context, regions, parts);
+  }
+  async stats(): Promise<EngineStats> {
+    return structuredClone({ models: this.analyzer.models.timings, stages: this.analyzer.stageMs });
+  }
+  async close(): Promise<void> {
+    await this.analyzer.models.release();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Worker pool.
+
+export type WorkerRequest =
+  | { id: number; op: 'analyze'; img: RgbImage }
+  | { id: number; op: 'embed'; aligned: RgbImage }
+  | { id: number; op: 'attributes'; context: RgbImage; regions: ContextRegions; parts?: AttributeParts }
+  | { id: number; op: 'stats' };
+
+type RequestBody = WorkerRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never;
+
+export type WorkerReply =
+  | { type: 'ready'; modelSet: string }
+  | { type: 'init-error'; message: string }
+  | { type: 'result'; id: number; ok: true; value: unknown }
+  | { type: 'result'; id: number; ok: false; message: string };
+
+export interface WorkerInit {
+  modelsDir: string;
+  intraOpThreads: number;
+  config: AnalyzerConfig;
+}
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  pending: Map<number, Pending>;
+}
+
+/**
+ * Start the worker module next to this one: worker.js when built. When running
+ * from TypeScript sources (vitest, tsx) it is worker.ts, loaded through tsx's
+ * CommonJS require hook: Node 20 does not apply ESM loader hooks (`--import tsx`,
+ * module.register) inside worker threads.
+ */
+function spawnWorker(init: WorkerInit): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData: init });
+  const require = createRequire(import.meta.url);
+  const tsxCjs = require.resolve('tsx/cjs');
+  const entry = fileURLToPath(new URL('./worker.ts', import.meta.url));
+  const boot = `require(${JSON.stringify(tsxCjs)}); require(${JSON.stringify(entry)});`;
+  return new Worker(boot, { eval: true, workerData: init });
+}
+
+/** Does `data` own its whole ArrayBuffer (so it can be transferred without taking anything else with it)? */
+function ownsBuffer(data: Uint8Array): boolean {
+  return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer;
+}
+
+export class WorkerPoolEngine implements VisionEngine {
+  private nextId = 1;
+  private closed = false;
+  private readonly slots: Slot[] = [];
+
+  private constructor(
+    private readonly init: WorkerInit,
+    readonly modelSet: string,
+  ) {}
+
+  get config(): AnalyzerConfig {
+    return this.init.config;
+  }
+  get workers(): number {
+    return this.slots.length;
+  }
+
+  static async create(opts: EngineOptions & { workers: number }): Promise<WorkerPoolEngine> {
+    const init: WorkerInit = {
+      modelsDir: opts.modelsDir,
+      intraOpThreads: opts.intraOpThreads ?? 1,
+      config: resolveAnalyzerConfig(opts.config),
+    };
+    const started = await Promise.allSettled(Array.from({ length: opts.workers }, () => WorkerPoolEngine.start(init)));
+    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    const ok = started.filter((s): s is PromiseFulfilledResult<{ worker: Worker; modelSet: string }> => s.status === 'fulfilled');
+    if (failed) {
+      await Promise.all(ok.map((s) => s.value.worker.terminate()));
+      throw failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason));
+    }
+    const engine = new WorkerPoolEngine(init, ok[0]!.value.modelSet);
+    for (const s of ok) engine.adopt(s.value.worker);
+    return engine;
+  }
+
+  private static start(init: WorkerInit): Promise<{ worker: Worker; modelSet: string }> {
+    const worker = spawnWorker(init);
+    return new Promise((resolve, reject) => {
+      const onMessage = (msg: WorkerReply): void => {
+        if (msg.type === 'ready') {
+          cleanup();
+          resolve({ worker, modelSet: msg.modelSet });
+        } else if (msg.type === 'init-error') {
+          cleanup();
+          void worker.terminate();
+          reject(new Error(msg.message));
+        }
+      };
+      const onError = (err: Error): void => {
+        cleanup();
+        reject(err);
+      };
+      const onExit = (code: number): void => {
+        cleanup();
+        reject(new Error(`vision worker exited with code ${code} while starting`));
+      };
+      const cleanup = (): void => {
+        worker.off('message', onMessage);
+        worker.off('error', onError);
+        worker.off('exit', onExit);
+      };
+      worker.on('message', onMessage);
+      worker.on('error', onError);
+      worker.on('exit', onExit);
+    });
+  }
+
+  private adopt(worker: Worker): void {
+    const slot: Slot = { worker, pending: new Map() };
+    this.slots.push(slot);
+    worker.on('message', (msg: WorkerReply) => {
+      if (msg.type !== 'result') return;
+      const p = slot.pending.get(msg.id);
+      if (!p) return;
+      slot.pending.delete(msg.id);
+      if (msg.ok) p.resolve(msg.value);
+      else p.reject(new Error(msg.message));
+    });
+    const fail = (err: Error): void => {
+      for (const p of slot.pending.values()) p.reject(err);
+      slot.pending.clear();
+      const i = this.slots.indexOf(slot);
+      if (i >= 0) this.slots.splice(i, 1);
+      if (!this.closed) {
+        // Replace a crashed worker so one bad frame does not stop recognition for good.
+        WorkerPoolEngine.start(this.init).then(
+          (s) => (this.closed ? void s.worker.terminate() : this.adopt(s.worker)),
+          () => undefined,
+        );
+      }
+    };
+    worker.on('error', (err) => fail(err));
+    worker.on('exit', (code) => fail(new Error(`vision worker exited with code ${code}`)));
+  }
+
+  private call<T>(req: RequestBody, transfer: ArrayBuffer[] = [], slot?: Slot): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('The vision engine is closed.'));
+    const target = slot ?? this.slots.reduce<Slot | undefined>((best, s) => (!best || s.pending.size < best.pending.size ? s : best), undefined);
+    if (!target) return Promise.reject(new Error('No vision worker is running (a worker crashed and is being restarted).'));
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      target.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      target.worker.postMessage({ ...req, id } as WorkerRequest, transfer);
+    });
+  }
+
+  analyze(img: RgbImage): Promise<FrameAnalysis> {
+    return this.call({ op: 'analyze', img }, ownsBuffer(img.data) ? [img.data.buffer as ArrayBuffer] : []);
+  }
+  embed(aligned: RgbImage): Promise<Float32Array> {
+    return this.call({ op: 'embed', aligned });
+  }
+  attributes(context: RgbImage, regions: ContextRegions, parts?: AttributeParts): Promise<FaceAttributes> {
+    return this.call({ op: 'attributes', context, regions, ...(parts ? { parts } : {}) });
+  }
+  async stats(): Promise<EngineStats> {
+    const all = await Promise.all(this.slots.map((s) => this.call<EngineStats>({ op: 'stats' }, [], s)));
+    const total: EngineStats = { models: {}, stages: emptyStages() };
+    for (const s of all) addStats(total, s);
+    return total;
+  }
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const slots = this.slots.splice(0);
+    for (const s of slots) {
+      for (const p of s.pending.values()) p.reject(new Error('The vision engine was closed.'));
+      s.pending.clear();
+      s.worker.removeAllListeners('exit');
+      s.worker.removeAllListeners('error');
+    }
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+  }
+}

@@ -1,0 +1,485 @@
+/**
+ * Pixel operations of the pipeline in plain TypedArray code: resizing a frame
+ * into a model tensor, affine warps (bilinear, supersampled when shrinking),
+ * grey conversion and the variance of the Laplacian. They work on tiny images
+ * (64x64, 112x112) or once per frame (640x360 -> 320x240), where plain code is
+ * as fast as calling out to sharp or OpenCV (measurements in docs/decisions.md).
+ */
+import type { RgbImage } from './types.js';
+
+/** Row-major 2x3 affine matrix [a, b, c, d, e, f]: x' = a*x + b*y + c, y' = d*x + e*y + f. */
+export type Affine = readonly [number, number, number, number, number, number];
+
+export interface Rect {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+/** How a model wants its input tensor: NCHW float32, value = (pixel - mean[c]) / std[c]. */
+export interface TensorFormat {
+  colour: 'RGB' | 'BGR' | 'grey';
+  mean: readonly number[];
+  std: readonly number[];
+}
+
+export function rgbImage(width: number, height: number, data?: Uint8Array): RgbImage {
+  const size = width * height * 3;
+  if (data && data.length < size) throw new Error(`image data has ${data.length} bytes, ${width}x${height} RGB needs ${size}`);
+  return { width, height, data: data ?? new Uint8Array(size) };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Whole-frame resize (area average) straight into a tensor: the detector's input, once per frame.
+
+interface Taps {
+  /** Per output index: first source index, tap count, offset into `weights`. */
+  start: Int32Array;
+  count: Int32Array;
+  offset: Int32Array;
+  weights: Float32Array;
+}
+
+/** Exact area-average weights for resizing `src` samples to `dst` (each output covers src/dst inputs). */
+function areaTaps(src: number, dst: number): Taps {
+  const scale = src / dst;
+  const start = new Int32Array(dst);
+  const count = new Int32Array(dst);
+  const offset = new Int32Array(dst);
+  const weights: number[] = [];
+  for (let o = 0; o < dst; o++) {
+    let lo = o * scale;
+    let hi = (o + 1) * scale;
+    if (scale < 1) {
+      // Upscaling: fall back to linear interpolation between the two nearest samples.
+      const x = Math.min(Math.max((o + 0.5) * scale - 0.5, 0), src - 1);
+      const i = Math.min(Math.floor(x), src - 2 < 0 ? 0 : src - 2);
+      const w = x - i;
+      start[o] = i;
+      offset[o] = weights.length;
+      if (src === 1) {
+        count[o] = 1;
+        weights.push(1);
+      } else {
+        count[o] = 2;
+        weights.push(1 - w, w);
+      }
+      continue;
+    }
+    lo = Math.max(0, lo);
+    hi = Math.min(src, hi);
+    const first = Math.floor(lo);
+    const last = Math.min(src - 1, Math.ceil(hi) - 1);
+    start[o] = first;
+    offset[o] = weights.length;
+    count[o] = last - first + 1;
+    for (let i = first; i <= last; i++) weights.push((Math.min(hi, i + 1) - Math.max(lo, i)) / (hi - lo));
+  }
+  return { start, count, offset, weights: Float32Array.from(weights) };
+}
+
+const tapCache = new Map<string, Taps>();
+function cachedTaps(src: number, dst: number): Taps {
+  const key = `${src}>${dst}`;
+  let t = tapCache.get(key);
+  if (!t) {
+    if (tapCache.size > 64) tapCache.clear();
+    t = areaTaps(src, dst);
+    tapCache.set(key, t);
+  }
+  return t;
+}
+
+interface BilinearTaps {
+  /** Per output index: offset of the first sample, of the second, and the second's weight in 1/256. */
+  i0: Int32Array;
+  i1: Int32Array;
+  w256: Int32Array;
+}
+
+/** Centre-aligned linear interpolation taps (as OpenCV's INTER_LINEAR); `stride` multiplies the indices. */
+function bilinearTaps(src: number, dst: number, stride: number): BilinearTaps {
+  const i0 = new Int32Array(dst);
+  const i1 = new Int32Array(dst);
+  const w256 = new Int32Array(dst);
+  const scale = src / dst;
+  for (let o = 0; o < dst; o++) {
+    const x = Math.min(Math.max((o + 0.5) * scale - 0.5, 0), src - 1);
+    const a = Math.floor(x);
+    const b = Math.min(a + 1, src - 1);
+    i0[o] = a * stride;
+    i1[o] = b * stride;
+    w256[o] = Math.round((x - a) * 256);
+  }
+  return { i0, i1, w256 };
+}
+
+const bilinearCache = new Map<string, BilinearTaps>();
+function cachedBilinear(src: number, dst: number, stride: number): BilinearTaps {
+  const key = `${src}>${dst}*${stride}`;
+  let t = bilinearCache.get(key);
+  if (!t) {
+    if (bilinearCache.size > 64) bilinearCache.clear();
+    t = bilinearTaps(src, dst, stride);
+    bilinearCache.set(key, t);
+  }
+  return t;
+}
+
+/**
+ * Resize a whole RGB image to `outW`x`outH` (stretched) and write it as a
+ * normalised NCHW tensor. Shrinking by at most 2x in each direction (a 640x360
+ * or 1280x720 camera frame into 320x240) is plain bilinear, which at these
+ * factors averages the covered pixels (2:1 is an exact 2-pixel mean); larger
+ * factors (photos) use an exact area average so small faces are not aliased away.
+ */
+export function resizeToTensor(img: RgbImage, outW: number, outH: number, fmt: TensorFormat, out?: Float32Array): Float32Array {
+  if (img.width <= 2 * outW && img.height <= 2 * outH) return resizeBilinearToTensor(img, outW, outH, fmt, out);
+  return resizeAreaToTensor(img, outW, outH, fmt, out);
+}
+
+function normaliser(fmt: TensorFormat): { bgr: boolean; k: Float32Array; c: Float32Array } {
+  // value = (p - mean) / std = p * k + c
+  const k = new Float32Array(3);
+  const c = new Float32Array(3);
+  for (let i = 0; i < 3; i++) {
+    const std = fmt.std[i] ?? fmt.std[0]!;
+    const mean = fmt.mean[i] ?? fmt.mean[0]!;
+    k[i] = 1 / std;
+    c[i] = -mean / std;
+  }
+  return { bgr: fmt.colour === 'BGR', k, c };
+}
+
+function resizeBilinearToTensor(img: RgbImage, outW: number, outH: number, fmt: TensorFormat, out?: Float32Array): Float32Array {
+  // Grey tensors (no model here takes a whole grey frame) go through the area path.
+  if (fmt.colour === 'grey') return resizeAreaToTensor(img, outW, outH, fmt, out);
+  const plane = outW * outH;
+  const tensor = out ?? new Float32Array(plane * 3);
+  const tx = cachedBilinear(img.width, outW, 3);
+  const ty = cachedBilinear(img.height, outH, img.width * 3);
+  const src = img.data;
+  const { bgr, k, c } = normaliser(fmt);
+  // Fixed point: weights in 1/256, so a sample sums to pixel * 65536. Tensor plane 0 gets R (B when BGR).
+  const kr = k[bgr ? 2 : 0]! / 65536;
+  const kg = k[1]! / 65536;
+  const kb = k[bgr ? 0 : 2]! / 65536;
+  const cr = c[bgr ? 2 : 0]!;
+  const cg = c[1]!;
+  const cb = c[bgr ? 0 : 2]!;
+  const outR = bgr ? 2 * plane : 0;
+  const outB = bgr ? 0 : 2 * plane;
+  const xi0 = tx.i0;
+  const xi1 = tx.i1;
+  const xw = tx.w256;
+  let i = 0;
+  for (let v = 0; v < outH; v++) {
+    const r0 = ty.i0[v]!;
+    const r1 = ty.i1[v]!;
+    const wy1 = ty.w256[v]!;
+    const wy0 = 256 - wy1;
+    for (let u = 0; u < outW; u++, i++) {
+      const wx1 = xw[u]!;
+      const wx0 = 256 - wx1;
+      const a = r0 + xi0[u]!;
+      const b = r0 + xi1[u]!;
+      const d = r1 + xi0[u]!;
+      const e = r1 + xi1[u]!;
+      const pr = (src[a]! * wx0 + src[b]! * wx1) * wy0 + (src[d]! * wx0 + src[e]! * wx1) * wy1;
+      const pg = (src[a + 1]! * wx0 + src[b + 1]! * wx1) * wy0 + (src[d + 1]! * wx0 + src[e + 1]! * wx1) * wy1;
+      const pb = (src[a + 2]! * wx0 + src[b + 2]! * wx1) * wy0 + (src[d + 2]! * wx0 + src[e + 2]! * wx1) * wy1;
+      tensor[outR + i] = pr * kr + cr;
+      tensor[plane + i] = pg * kg + cg;
+      tensor[outB + i] = pb * kb + cb;
+    }
+  }
+  return tensor;
+}
+
+/** Exact area average, separable; for large shrink factors. */
+function resizeAreaToTensor(img: RgbImage, outW: number, outH: number, fmt: TensorFormat, out?: Float32Array): Float32Array {
+  const channels = fmt.colour === 'grey' ? 1 : 3;
+  const plane = outW * outH;
+  const tensor = out ?? new Float32Array(plane * channels);
+  const tx = cachedTaps(img.width, outW);
+  const ty = cachedTaps(img.height, outH);
+  const src = img.data;
+  const sw = img.width;
+  // Horizontal pass for every source row into a float buffer (3 channels interleaved).
+  const rows = new Float32Array(img.height * outW * 3);
+  for (let y = 0; y < img.height; y++) {
+    const rowIn = y * sw * 3;
+    const rowOut = y * outW * 3;
+    for (let o = 0; o < outW; o++) {
+      const n = tx.count[o]!;
+      const off = tx.offset[o]!;
+      let p = rowIn + tx.start[o]! * 3;
+      let r = 0;
+      let g = 0;
+      let b = 0;
+      for (let q = 0; q < n; q++, p += 3) {
+        const w = tx.weights[off + q]!;
+        r += src[p]! * w;
+        g += src[p + 1]! * w;
+        b += src[p + 2]! * w;
+      }
+      const q = rowOut + o * 3;
+      rows[q] = r;
+      rows[q + 1] = g;
+      rows[q + 2] = b;
+    }
+  }
+  const { bgr, k, c } = normaliser(fmt);
+  const rowLen = outW * 3;
+  for (let v = 0; v < outH; v++) {
+    const n = ty.count[v]!;
+    const off = ty.offset[v]!;
+    const first = ty.start[v]!;
+    for (let o = 0; o < outW; o++) {
+      let r = 0;
+      let g = 0;
+      let b = 0;
+      let p = first * rowLen + o * 3;
+      for (let q = 0; q < n; q++, p += rowLen) {
+        const w = ty.weights[off + q]!;
+        r += rows[p]! * w;
+        g += rows[p + 1]! * w;
+        b += rows[p + 2]! * w;
+      }
+      const i = v * outW + o;
+      if (channels === 1) {
+        tensor[i] = grey(r, g, b) * k[0]! + c[0]!;
+      } else {
+        tensor[i] = (bgr ? b : r) * k[0]! + c[0]!;
+        tensor[plane + i] = g * k[1]! + c[1]!;
+        tensor[2 * plane + i] = (bgr ? r : b) * k[2]! + c[2]!;
+      }
+    }
+  }
+  return tensor;
+}
+
+/** Source channel (0 R, 1 G, 2 B) feeding tensor planes 0, 1, 2. */
+function channelOrder(fmt: TensorFormat): [number, number, number] {
+  return fmt.colour === 'BGR' ? [2, 1, 0] : [0, 1, 2];
+}
+
+/** ITU-R BT.601 luma, as OpenCV's and canvas' RGB -> grey. */
+export function grey(r: number, g: number, b: number): number {
+  return 0.299 * r + 0.587 * g + 0.114 * b;
+}
+
+/** A small RGB image as a normalised NCHW tensor (the whole image, no resizing). */
+export function imageToTensor(img: RgbImage, fmt: TensorFormat, out?: Float32Array): Float32Array {
+  const channels = fmt.colour === 'grey' ? 1 : 3;
+  const plane = img.width * img.height;
+  const tensor = out ?? new Float32Array(plane * channels);
+  const [m0, m1, m2] = channelOrder(fmt);
+  const d = img.data;
+  if (channels === 1) {
+    const mean = fmt.mean[0]!;
+    const std = fmt.std[0]!;
+    for (let i = 0, p = 0; i < plane; i++, p += 3) tensor[i] = (grey(d[p]!, d[p + 1]!, d[p + 2]!) - mean) / std;
+    return tensor;
+  }
+  const s0 = fmt.std[0]!;
+  const s1 = fmt.std[1]!;
+  const s2 = fmt.std[2]!;
+  const a0 = fmt.mean[0]!;
+  const a1 = fmt.mean[1]!;
+  const a2 = fmt.mean[2]!;
+  for (let i = 0, p = 0; i < plane; i++, p += 3) {
+    tensor[i] = (d[p + m0]! - a0) / s0;
+    tensor[plane + i] = (d[p + m1]! - a1) / s1;
+    tensor[2 * plane + i] = (d[p + m2]! - a2) / s2;
+  }
+  return tensor;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Affine warps.
+
+/**
+ * Warp `img` into a new `outW`x`outH` RGB image. `toSource` maps output pixel
+ * coordinates to source coordinates (pixel centres at integers, as OpenCV's
+ * warpAffine with WARP_INVERSE_MAP). Bilinear; when the map shrinks by more
+ * than 2x each output pixel averages k x k bilinear samples, k = ceil(scale/2),
+ * so large faces in photos are not aliased. Outside the image the edge pixels
+ * are repeated.
+ */
+export function warpAffine(img: RgbImage, toSource: Affine, outW: number, outH: number): RgbImage {
+  const [a, b, c, d, e, f] = toSource;
+  const scale = Math.sqrt(Math.max(a * a + d * d, b * b + e * e));
+  // One bilinear sample already averages a 2x2 neighbourhood, so up to 2x shrink needs no more; beyond that
+  // k x k samples, each spanning ~2 source pixels, cover the output pixel's footprint.
+  const k = scale > 2 ? Math.min(6, Math.ceil(scale / 2)) : 1;
+  if (k === 1) return warpBilinear(img, toSource, outW, outH);
+  const out = new Uint8Array(outW * outH * 3);
+  const src = img.data;
+  const w = img.width;
+  const h = img.height;
+  const maxX = w - 1;
+  const maxY = h - 1;
+  const inv = 1 / (k * k);
+  for (let v = 0; v < outH; v++) {
+    for (let u = 0; u < outW; u++) {
+      let r = 0;
+      let g = 0;
+      let bl = 0;
+      for (let sy = 0; sy < k; sy++) {
+        const vv = k === 1 ? v : v + (sy + 0.5) / k - 0.5;
+        for (let sx = 0; sx < k; sx++) {
+          const uu = k === 1 ? u : u + (sx + 0.5) / k - 0.5;
+          let x = a * uu + b * vv + c;
+          let y = d * uu + e * vv + f;
+          if (x < 0) x = 0;
+          else if (x > maxX) x = maxX;
+          if (y < 0) y = 0;
+          else if (y > maxY) y = maxY;
+          const x0 = x | 0;
+          const y0 = y | 0;
+          const fx = x - x0;
+          const fy = y - y0;
+          const x1 = x0 < maxX ? x0 + 1 : x0;
+          const y1 = y0 < maxY ? y0 + 1 : y0;
+          const p00 = (y0 * w + x0) * 3;
+          const p01 = (y0 * w + x1) * 3;
+          const p10 = (y1 * w + x0) * 3;
+          const p11 = (y1 * w + x1) * 3;
+          const w00 = (1 - fx) * (1 - fy);
+          const w01 = fx * (1 - fy);
+          const w10 = (1 - fx) * fy;
+          const w11 = fx * fy;
+          r += src[p00]! * w00 + src[p01]! * w01 + src[p10]! * w10 + src[p11]! * w11;
+          g += src[p00 + 1]! * w00 + src[p01 + 1]! * w01 + src[p10 + 1]! * w10 + src[p11 + 1]! * w11;
+          bl += src[p00 + 2]! * w00 + src[p01 + 2]! * w01 + src[p10 + 2]! * w10 + src[p11 + 2]! * w11;
+        }
+      }
+      const q = (v * outW + u) * 3;
+      out[q] = r * inv + 0.5;
+      out[q + 1] = g * inv + 0.5;
+      out[q + 2] = bl * inv + 0.5;
+    }
+  }
+  return { width: outW, height: outH, data: out };
+}
+
+/** warpAffine without supersampling: one bilinear sample per output pixel, walking the source along each row. */
+function warpBilinear(img: RgbImage, toSource: Affine, outW: number, outH: number): RgbImage {
+  const [a, b, c, d, e, f] = toSource;
+  const out = new Uint8Array(outW * outH * 3);
+  const src = img.data;
+  const w = img.width;
+  const maxX = w - 1;
+  const maxY = img.height - 1;
+  const stride = w * 3;
+  let q = 0;
+  for (let v = 0; v < outH; v++) {
+    let x = b * v + c;
+    let y = e * v + f;
+    for (let u = 0; u < outW; u++, x += a, y += d, q += 3) {
+      const xc = x < 0 ? 0 : x > maxX ? maxX : x;
+      const yc = y < 0 ? 0 : y > maxY ? maxY : y;
+      const x0 = xc | 0;
+      const y0 = yc | 0;
+      const fx = xc - x0;
+      const fy = yc - y0;
+      const dx = x0 < maxX ? 3 : 0;
+      const dy = y0 < maxY ? stride : 0;
+      const p = y0 * stride + x0 * 3;
+      const w00 = (1 - fx) * (1 - fy);
+      const w01 = fx * (1 - fy);
+      const w10 = (1 - fx) * fy;
+      const w11 = fx * fy;
+      out[q] = src[p]! * w00 + src[p + dx]! * w01 + src[p + dy]! * w10 + src[p + dy + dx]! * w11 + 0.5;
+      out[q + 1] = src[p + 1]! * w00 + src[p + dx + 1]! * w01 + src[p + dy + 1]! * w10 + src[p + dy + dx + 1]! * w11 + 0.5;
+      out[q + 2] = src[p + 2]! * w00 + src[p + dx + 2]! * w01 + src[p + dy + 2]! * w10 + src[p + dy + dx + 2]! * w11 + 0.5;
+    }
+  }
+  return { width: outW, height: outH, data: out };
+}
+
+/** The affine map that stretches `rect` (in source pixels) onto an `outW`x`outH` image (pixel-centre aligned). */
+export function rectToSource(rect: Rect, outW: number, outH: number): Affine {
+  const sx = rect.w / outW;
+  const sy = rect.h / outH;
+  return [sx, 0, rect.x + 0.5 * sx - 0.5, 0, sy, rect.y + 0.5 * sy - 0.5];
+}
+
+/** Crop `rect` and stretch it to `outW`x`outH` (bilinear, supersampled when shrinking). */
+export function cropResize(img: RgbImage, rect: Rect, outW: number, outH: number): RgbImage {
+  return warpAffine(img, rectToSource(rect, outW, outH), outW, outH);
+}
+
+/** Copy a region (clamped to the image) without resampling. */
+export function cropRgb(img: RgbImage, rect: Rect): RgbImage & { x: number; y: number } {
+  const x = Math.max(0, Math.floor(rect.x));
+  const y = Math.max(0, Math.floor(rect.y));
+  const x2 = Math.min(img.width, Math.ceil(rect.x + rect.w));
+  const y2 = Math.min(img.height, Math.ceil(rect.y + rect.h));
+  const w = Math.max(1, x2 - x);
+  const h = Math.max(1, y2 - y);
+  const out = new Uint8Array(w * h * 3);
+  for (let row = 0; row < h; row++) {
+    const from = ((y + row) * img.width + x) * 3;
+    out.set(img.data.subarray(from, from + w * 3), row * w * 3);
+  }
+  return { width: w, height: h, data: out, x, y };
+}
+
+/** Move `rect` so it lies inside a `width`x`height` image (shrinking it only if it is larger than the image). */
+export function shiftInside(rect: Rect, width: number, height: number): Rect {
+  const w = Math.min(rect.w, width);
+  const h = Math.min(rect.h, height);
+  const x = Math.min(Math.max(rect.x, 0), width - w);
+  const y = Math.min(Math.max(rect.y, 0), height - h);
+  return { x, y, w, h };
+}
+
+/** Clamp `rect` to the image (cut, not shifted). */
+export function clampRect(rect: Rect, width: number, height: number): Rect {
+  const x = Math.max(0, rect.x);
+  const y = Math.max(0, rect.y);
+  const x2 = Math.min(width, rect.x + rect.w);
+  const y2 = Math.min(height, rect.y + rect.h);
+  return { x, y, w: Math.max(1, x2 - x), h: Math.max(1, y2 - y) };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sharpness.
+
+/** BT.601 grey of an RGB image, as floats 0..255. */
+export function toGrey(img: RgbImage): Float32Array {
+  const n = img.width * img.height;
+  const out = new Float32Array(n);
+  const d = img.data;
+  for (let i = 0, p = 0; i < n; i++, p += 3) out[i] = 0.299 * d[p]! + 0.587 * d[p + 1]! + 0.114 * d[p + 2]!;
+  return out;
+}
+
+/**
+ * Variance of the 4-neighbour Laplacian (kernel [0 1 0; 1 -4 1; 0 1 0], as
+ * OpenCV's Laplacian with ksize 1) over `roi` of a grey image.
+ */
+export function laplacianVariance(greyPixels: Float32Array, width: number, height: number, roi?: Rect): number {
+  const x0 = Math.max(1, Math.floor(roi?.x ?? 1));
+  const y0 = Math.max(1, Math.floor(roi?.y ?? 1));
+  const x1 = Math.min(width - 1, Math.ceil(roi ? roi.x + roi.w : width - 1));
+  const y1 = Math.min(height - 1, Math.ceil(roi ? roi.y + roi.h : height - 1));
+  let sum = 0;
+  let sumSq = 0;
+  let n = 0;
+  for (let y = y0; y < y1; y++) {
+    let i = y * width + x0;
+    for (let x = x0; x < x1; x++, i++) {
+      const l = greyPixels[i - 1]! + greyPixels[i + 1]! + greyPixels[i - width]! + greyPixels[i + width]! - 4 * greyPixels[i]!;
+      sum += l;
+      sumSq += l * l;
+      n++;
+    }
+  }
+  if (n === 0) return 0;
+  const mean = sum / n;
+  return sumSq / n - mean * mean;
+}

@@ -1,0 +1,67 @@
+/**
+ * A vision worker thread: loads the models once and serves analyze / embed /
+ * attributes requests from WorkerPoolEngine (engine.ts), one at a time.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { FaceAnalyzer } from './analyzer.js';
+import type { WorkerInit, WorkerReply, WorkerRequest } from './engine.js';
+import { ModelSessions } from './models.js';
+
+const port = parentPort;
+if (!port) throw new Error('agent/vision/worker must run in a worker thread');
+const init = workerData as WorkerInit;
+
+function reply(msg: WorkerReply, transfer: ArrayBuffer[] = []): void {
+  port!.postMessage(msg, transfer);
+}
+
+// Requests are served strictly in order (ORT blocks this thread while it runs anyway), after the models load.
+// No top-level await: in tests and dev this file is loaded through tsx's CommonJS hook (see engine.ts).
+let queue: Promise<FaceAnalyzer | undefined> = ModelSessions.load({ modelsDir: init.modelsDir, intraOpThreads: init.intraOpThreads }).then(
+  (models) => {
+    const analyzer = new FaceAnalyzer(models, init.config);
+    reply({ type: 'ready', modelSet: analyzer.modelSet });
+    return analyzer;
+  },
+  (err: unknown) => {
+    reply({ type: 'init-error', message: err instanceof Error ? err.message : String(err) });
+    return undefined;
+  },
+);
+
+port.on('message', (req: WorkerRequest) => {
+  queue = queue.then(async (analyzer) => {
+    if (analyzer) await serve(analyzer, req);
+    return analyzer;
+  });
+});
+
+async function serve(analyzer: FaceAnalyzer, req: WorkerRequest): Promise<void> {
+  try {
+    switch (req.op) {
+      case 'analyze': {
+        const result = await analyzer.analyze(req.img);
+        const transfer: ArrayBuffer[] = [];
+        const input = result.input;
+        if (input && input.byteOffset === 0 && input.byteLength === input.buffer.byteLength) transfer.push(input.buffer as ArrayBuffer);
+        else delete result.input;
+        for (const f of result.faces) transfer.push(f.aligned.data.buffer as ArrayBuffer, f.context.data.buffer as ArrayBuffer);
+        reply({ type: 'result', id: req.id, ok: true, value: result }, transfer);
+        return;
+      }
+      case 'embed': {
+        const e = await analyzer.embed(req.aligned);
+        reply({ type: 'result', id: req.id, ok: true, value: e }, [e.buffer as ArrayBuffer]);
+        return;
+      }
+      case 'attributes':
+        reply({ type: 'result', id: req.id, ok: true, value: await analyzer.attributes(req.context, req.regions, req.parts) });
+        return;
+      case 'stats':
+        reply({ type: 'result', id: req.id, ok: true, value: { models: analyzer.models.timings, stages: analyzer.stageMs } });
+        return;
+    }
+  } catch (err) {
+    reply({ type: 'result', id: req.id, ok: false, message: err instanceof Error ? err.message : String(err) });
+  }
+}
