@@ -5,3 +5,6 @@ export * from '../audit/schema.js';
 export * from '../team/schema.js';
 export * from '../shops/schema.js';
 export * from '../cameras/schema.js';
+export * from '../customers/schema.js';
+export * from '../visits/schema.js';
+export * from '../purchases/schema.js';
