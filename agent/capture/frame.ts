@@ -9,7 +9,10 @@ export interface Frame extends RawImage {
   at: Date;
 }
 
-/** Whoever looks at the frames (recognition, a placement check). Called synchronously; must not keep `data` long. */
+/**
+ * Whoever looks at the frames (recognition, a placement check). Called synchronously on the capture path, so heavy
+ * work belongs elsewhere; a thrown error is logged and does not stop the camera. `data` is never reused by capture.
+ */
 export type FrameConsumer = (frame: Frame) => void;
 
 export interface JpegOptions {

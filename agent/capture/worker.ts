@@ -171,7 +171,8 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
 
   private adjustRate(): void {
     const run = this.run;
-    if (!this.running || !run || run.restart || run.fps === this.wantedFps()) return;
+    // No process (waiting to retry) or one being killed: the next start picks the wanted rate.
+    if (!this.running || !run || run.restart || run.killedFor || run.fps === this.wantedFps()) return;
     run.restart = true;
     void stopFfmpeg(run.child, this.opts.stopGraceMs ?? 2000);
   }
