@@ -104,6 +104,13 @@ export function l2normalize(v: Float32Array): Float32Array {
   return out;
 }
 
+/**
+ * Cosine similarity at or above which two faces count as the same person
+ * (docs/recognition.md): every confirmed pair of different people measured
+ * here is at most 0.40, every same-person pair of photos at least 0.55.
+ */
+export const DEFAULT_MATCH_THRESHOLD = 0.45;
+
 /** Cosine similarity; for L2-normalised vectors the dot product. */
 export function cosine(a: Float32Array, b: Float32Array): number {
   let dot = 0;

@@ -20,6 +20,8 @@ export interface EngineStats {
   models: ModelTimings;
   /** Cumulative time per analysis stage (ms), over all workers. */
   stages: StageTimes;
+  /** CPU time of the threads the analysis ran on (ms, summed; Linux only). */
+  cpuMs?: number;
 }
 
 export interface VisionEngine {
@@ -73,6 +75,7 @@ function addStats(into: EngineStats, s: EngineStats): void {
     t.ms += v.ms;
   }
   for (const k of Object.keys(s.stages) as (keyof StageTimes)[]) into.stages[k] += s.stages[k];
+  if (s.cpuMs !== undefined) into.cpuMs = (into.cpuMs ?? 0) + s.cpuMs;
 }
 
 /** FaceAnalyzer on the calling thread: blocks it during inference (fine for the CLI). */
@@ -103,6 +106,7 @@ export class InlineEngine implements VisionEngine {
   async stats(): Promise<EngineStats> {
     return structuredClone({ models: this.analyzer.models.timings, stages: this.analyzer.stageMs });
   }
+
   async close(): Promise<void> {
     await this.analyzer.models.release();
   }

@@ -167,6 +167,8 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly timer: NodeJS.Timeout;
   private closed = false;
+  /** Time spent on this thread per stage (ms): copying frames in, tracking, encoding face JPEGs. */
+  readonly timings = { intake: 0, tracking: 0, faceImages: 0 };
 
   constructor(opts: FramePipelineOptions) {
     super();
@@ -180,6 +182,15 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
   /** The frame consumer: hand it every decoded frame. Never throws; never blocks on inference. */
   readonly consume = (frame: Frame): void => {
     if (this.closed) return;
+    const t0 = performance.now();
+    try {
+      this.intake(frame);
+    } finally {
+      this.timings.intake += performance.now() - t0;
+    }
+  };
+
+  private intake(frame: Frame): void {
     const cam = this.camera(frame.cameraId);
     cam.stats.frames_received++;
     cam.lastArrival = Date.now();
@@ -204,7 +215,7 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
       return;
     }
     this.track(this.run(cam, img, at));
-  };
+  }
 
   private camera(id: string): CameraState {
     let cam = this.cameras.get(id);
@@ -260,8 +271,10 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
       while (next) {
         try {
           const analysis = await this.engine.analyze(next.img);
+          const t0 = performance.now();
           if (analysis.input) this.recycle(cam, analysis.input);
           this.onFrame(cam, next.at, analysis);
+          this.timings.tracking += performance.now() - t0;
         } catch (err) {
           this.fail(err);
         }
@@ -371,7 +384,9 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
       if (age !== undefined) attributes.age = Math.round(Math.min(130, Math.max(0, age)) * 10) / 10;
       if (expr?.emotion) attributes.emotion = expr.emotion;
     }
+    const t0 = performance.now();
     const faceJpeg = cfg.faceImages ? await encodeJpeg(best.context, best.regions.image) : undefined;
+    this.timings.faceImages += performance.now() - t0;
     const visit: Visit = {
       visit_id: randomUUID(),
       occurred_at: new Date(track.firstAt).toISOString(),

@@ -5,6 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { FaceAnalyzer } from './analyzer.js';
 import type { WorkerInit, WorkerReply, WorkerRequest } from './engine.js';
+import { threadCpuMs } from './cpu.js';
 import { ModelSessions } from './models.js';
 
 const port = parentPort;
@@ -58,7 +59,7 @@ async function serve(analyzer: FaceAnalyzer, req: WorkerRequest): Promise<void> 
         reply({ type: 'result', id: req.id, ok: true, value: await analyzer.attributes(req.context, req.regions, req.parts) });
         return;
       case 'stats':
-        reply({ type: 'result', id: req.id, ok: true, value: { models: analyzer.models.timings, stages: analyzer.stageMs } });
+        reply({ type: 'result', id: req.id, ok: true, value: { models: analyzer.models.timings, stages: analyzer.stageMs, cpuMs: threadCpuMs() } });
         return;
     }
   } catch (err) {
