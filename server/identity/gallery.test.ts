@@ -115,7 +115,7 @@ describe('Gallery search', () => {
     expect(right / queries.length).toBeGreaterThanOrEqual(0.99);
   });
 
-  it('batched search returns exactly what single searches return (several batches, several tiles)', () => {
+  it('batched search returns exactly what single searches return', () => {
     const qs = queries.slice(0, 21);
     expect(gallery.searchBatch(qs, 3)).toEqual(qs.map((q) => gallery.search(q, 3)));
     expect(gallery.searchBatch([], 1)).toEqual([]);

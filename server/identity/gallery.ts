@@ -1,5 +1,5 @@
 import { CODE_BYTES, SignCoder } from './signcode.js';
-import { DIM, dot, normalizeInto, templateFromBlob, unitCopy } from './vector.js';
+import { DIM, dot, normalizeInto, templateView } from './vector.js';
 import { PAGE, hammingKernel, newMemory, type HammingExports, type WasmMemory } from './wasm.js';
 
 /**
@@ -37,18 +37,14 @@ export const DEFAULT_CANDIDATES = 100;
 
 /** Templates per float32 chunk (2 MiB): growing never copies the whole gallery. */
 const CHUNK = 1024;
-/** Queries scanned together by `searchBatch` (each tile of codes is read once for all of them). */
-const BATCH = 8;
-/** Codes per tile of a batched scan (128 KiB: stays in L2 while each query of the batch runs over it). */
-const TILE = 2048;
 /** Largest candidate list the re-rank reads (ties at the threshold distance are cut here). */
 const MAX_CAND = 4096;
 
-// WebAssembly memory layout: a 64 KiB header of scratch, then the codes, then the distance rows of a batch.
-const HIST_STRIDE = 2064; // 513 i32 counters, rounded up
+// WebAssembly memory layout: a 64 KiB header (histogram of 513 i32, query code, candidate list), the codes
+// (64 bytes per slot), then the distances of the last scan (u16 per slot).
 const HIST = 0;
-const QUERY = HIST + BATCH * HIST_STRIDE;
-const CAND = QUERY + BATCH * CODE_BYTES;
+const QUERY = 4096;
+const CAND = QUERY + CODE_BYTES;
 const CODES = PAGE;
 if (CAND + MAX_CAND * 4 > CODES) throw new Error('gallery: header overflow');
 
@@ -66,10 +62,12 @@ export class Gallery {
   private readonly kernel: HammingExports;
   private u8!: Uint8Array;
   private i32!: Int32Array;
-  private readonly candidates: number;
+  private cands = DEFAULT_CANDIDATES;
+  /** The normalised query of the search under way (no allocation per search). */
+  private readonly query = new Float32Array(DIM);
 
   constructor(options: GalleryOptions = {}) {
-    this.candidates = Math.max(1, Math.min(MAX_CAND, Math.floor(options.candidates ?? DEFAULT_CANDIDATES)));
+    this.candidates = options.candidates ?? DEFAULT_CANDIDATES;
     this.memory = newMemory(1);
     this.kernel = hammingKernel(this.memory);
     this.views();
@@ -81,10 +79,19 @@ export class Gallery {
     const g = new Gallery(options);
     if (Array.isArray(rows)) g.reserve(rows.length);
     for (const row of rows) {
-      const t = row.template instanceof Float32Array ? row.template : templateFromBlob(row.template);
+      const t = row.template instanceof Float32Array ? row.template : templateView(row.template);
       g.add(row.customerId, t, row.count ?? 1);
     }
     return g;
+  }
+
+  /** Codes kept by the prefilter for the exact re-rank (1 .. 4096). */
+  get candidates(): number {
+    return this.cands;
+  }
+
+  set candidates(c: number) {
+    this.cands = Math.max(1, Math.min(MAX_CAND, Math.floor(c)));
   }
 
   get size(): number {
@@ -155,40 +162,25 @@ export class Gallery {
 
   /** The k customers most similar to `embedding`, best first, with exact cosine similarities. */
   search(embedding: ArrayLike<number>, k = 1): Match[] {
-    const q = unitCopy(embedding);
-    if (this.n <= Math.max(k, this.candidates)) return this.scanExact(q, k);
+    const q = normalizeInto(embedding, this.query);
+    if (this.n <= Math.max(k, this.cands)) return this.scanExact(q, k);
     coder.encode(q, 0, this.u8, QUERY);
     this.i32.fill(0, HIST >> 2, (HIST >> 2) + 513);
-    this.kernel.scan(CODES, this.n, QUERY, this.outRow(0), HIST);
-    return this.rerank(q, 0, k);
+    this.kernel.scan(CODES, this.n, QUERY, this.outRow(), HIST);
+    return this.rerank(q, k);
   }
 
-  /** `search` for many embeddings at once (an ingest burst): same results, less memory traffic per query. */
+  /**
+   * `search` for many embeddings (an ingest burst). One query at a time: the scan is compute-bound (popcount),
+   * not memory-bound, so scanning a tile of codes for several queries at once measured slower (docs/identity.md).
+   */
   searchBatch(embeddings: readonly ArrayLike<number>[], k = 1): Match[][] {
-    const qs = embeddings.map((e) => unitCopy(e));
-    if (this.n <= Math.max(k, this.candidates)) return qs.map((q) => this.scanExact(q, k));
-    const results: Match[][] = [];
-    for (let b0 = 0; b0 < qs.length; b0 += BATCH) {
-      const batch = qs.slice(b0, b0 + BATCH);
-      batch.forEach((q, j) => {
-        coder.encode(q, 0, this.u8, QUERY + j * CODE_BYTES);
-        const h = (HIST + j * HIST_STRIDE) >> 2;
-        this.i32.fill(0, h, h + 513);
-      });
-      for (let t = 0; t < this.n; t += TILE) {
-        const len = Math.min(TILE, this.n - t);
-        for (let j = 0; j < batch.length; j++) {
-          this.kernel.scan(CODES + t * CODE_BYTES, len, QUERY + j * CODE_BYTES, this.outRow(j) + t * 2, HIST + j * HIST_STRIDE);
-        }
-      }
-      batch.forEach((q, j) => results.push(this.rerank(q, j, k)));
-    }
-    return results;
+    return embeddings.map((e) => this.search(e, k));
   }
 
   /** Reference full scan in float32 (O(n)): for tests and benchmarks. */
   searchExact(embedding: ArrayLike<number>, k = 1): Match[] {
-    return this.scanExact(unitCopy(embedding), k);
+    return this.scanExact(normalizeInto(embedding, this.query), k);
   }
 
   /** Bytes held in typed arrays and WebAssembly memory (excludes the id strings and the id map). */
@@ -196,15 +188,15 @@ export class Gallery {
     return this.chunks.reduce((s, c) => s + c.byteLength, 0) + this.counts.byteLength + this.memory.buffer.byteLength;
   }
 
-  private rerank(q: Float32Array, row: number, k: number): Match[] {
-    const want = Math.max(k, this.candidates);
-    const h = (HIST + row * HIST_STRIDE) >> 2;
+  private rerank(q: Float32Array, k: number): Match[] {
+    const want = Math.max(k, this.cands);
+    const h = HIST >> 2;
     let thr = 0;
     for (let seen = 0; thr < 512; thr++) {
       seen += this.i32[h + thr]!;
       if (seen >= want) break;
     }
-    const c = this.kernel.collect(this.outRow(row), this.n, thr, CAND, MAX_CAND);
+    const c = this.kernel.collect(this.outRow(), this.n, thr, CAND, MAX_CAND);
     const top = new TopK(k);
     for (let i = 0; i < c; i++) {
       const s = this.i32[(CAND >> 2) + i]!;
@@ -227,8 +219,8 @@ export class Gallery {
     coder.encode(chunk, o, this.u8, CODES + s * CODE_BYTES);
   }
 
-  private outRow(j: number): number {
-    return CODES + this.cap * CODE_BYTES + j * this.cap * 2;
+  private outRow(): number {
+    return CODES + this.cap * CODE_BYTES;
   }
 
   /** Makes room for `cap` customers: float32 chunks, weights, codes and distance rows. */
@@ -248,7 +240,7 @@ export class Gallery {
     const counts = new Uint32Array(cap);
     counts.set(this.counts);
     this.counts = counts;
-    const bytes = CODES + cap * CODE_BYTES + BATCH * cap * 2;
+    const bytes = CODES + cap * CODE_BYTES + cap * 2;
     const pages = Math.ceil(bytes / PAGE) - this.memory.buffer.byteLength / PAGE;
     if (pages > 0) {
       this.memory.grow(pages);

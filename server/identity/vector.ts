@@ -31,12 +31,21 @@ export function dot(a: Float32Array, b: Float32Array, bo = 0): number {
   return s;
 }
 
-/** Template from a stored BLOB of little-endian float32 (x64 and arm64 are little-endian; better-sqlite3 gives a Buffer that may not be 4-byte aligned: always copied). */
+/**
+ * Template from a stored BLOB of little-endian float32 (x64 and arm64 are little-endian). better-sqlite3 gives a
+ * Buffer that may not be 4-byte aligned, so this copies.
+ */
 export function templateFromBlob(blob: Uint8Array): Float32Array {
   if (blob.byteLength !== TEMPLATE_BYTES) throw new RangeError(`a template BLOB has ${TEMPLATE_BYTES} bytes, got ${blob.byteLength}`);
   const out = new Float32Array(DIM);
   new Uint8Array(out.buffer).set(blob);
   return out;
+}
+
+/** Like `templateFromBlob`, but a view without a copy when the BLOB is 4-byte aligned (read it before reusing). */
+export function templateView(blob: Uint8Array): Float32Array {
+  if (blob.byteLength === TEMPLATE_BYTES && blob.byteOffset % 4 === 0) return new Float32Array(blob.buffer, blob.byteOffset, DIM);
+  return templateFromBlob(blob);
 }
 
 /** BLOB to store for a template (a Buffer over a copy). */
