@@ -1,0 +1,75 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { machine } from './util.js';
+
+/**
+ * Benchmark dispatcher: `node dist/bench/run.js [name...]` (or `npm run bench -- [name...]`) runs the named
+ * benchmarks, or all of them, prints each result and rewrites that benchmark's section of docs/benchmarks.md
+ * between `<!-- bench:<name> -->` and `<!-- /bench:<name> -->` (appended if the markers are missing).
+ *
+ * A benchmark is a module under bench/ exporting `run(): Promise<string>` that returns a markdown section
+ * (starting with its `##` heading). To add one, add a line to `benchmarks`.
+ */
+export interface Benchmark {
+  run(): Promise<string>;
+}
+
+const benchmarks: Record<string, () => Promise<Benchmark>> = {
+  gallery: () => import('./gallery.js'),
+};
+
+const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
+
+const HEADER = `# Benchmarks
+
+Measured numbers only, written by \`npm run bench\` (all) or \`npm run bench -- <name>\` (one): each section is
+replaced between its markers by the last run of that benchmark, with the date and the machine it ran on.
+`;
+
+/** `doc` with the section of `name` replaced by (or, if missing, appended as) `body`. */
+export function replaceSection(doc: string, name: string, body: string): string {
+  const open = `<!-- bench:${name} -->`;
+  const close = `<!-- /bench:${name} -->`;
+  const block = `${open}\n${body.trim()}\n${close}`;
+  const a = doc.indexOf(open);
+  const b = doc.indexOf(close);
+  if (a >= 0 && b > a) return doc.slice(0, a) + block + doc.slice(b + close.length);
+  return `${doc.trimEnd()}\n\n${block}\n`;
+}
+
+/** The section body: the benchmark's markdown with a line naming the date, machine and command after its heading. */
+export function stamp(markdown: string, name: string, date = new Date()): string {
+  const line = `_${date.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${machine()} · \`npm run bench -- ${name}\`_`;
+  const lines = markdown.trim().split('\n');
+  if (lines[0]?.startsWith('#')) return [lines[0], '', line, ...lines.slice(1)].join('\n');
+  return [line, '', ...lines].join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const names = argv.length > 0 ? argv : Object.keys(benchmarks);
+  const unknown = names.filter((n) => !(n in benchmarks));
+  if (unknown.length > 0) {
+    console.error(`Unknown benchmark: ${unknown.join(', ')}. Known: ${Object.keys(benchmarks).join(', ')}.`);
+    return 2;
+  }
+  for (const name of names) {
+    console.error(`bench ${name}: running`);
+    const started = performance.now();
+    const section = stamp(await (await benchmarks[name]!()).run(), name);
+    console.log(`${section}\n`);
+    const doc = fs.existsSync(docs) ? fs.readFileSync(docs, 'utf8') : HEADER;
+    fs.writeFileSync(docs, replaceSection(doc, name, section));
+    console.error(`bench ${name}: done in ${((performance.now() - started) / 1000).toFixed(0)} s, docs/benchmarks.md updated`);
+  }
+  return 0;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
