@@ -6,12 +6,11 @@
  * temporary file in the same folder, fsync, rename, fsync of the folder): a power cut leaves either the old file
  * or the new one, never half of one. Errors name the file and the field, never a secret's value.
  */
-import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
-import { chmod, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { BrokerLogin, Site, Timing, type EnrolResponse } from '../../shared/agent-api.js';
+import { writePrivateFile } from './private-file.js';
 
 const windows = process.platform === 'win32';
 const programData = process.env.ProgramData ?? 'C:\\ProgramData';
@@ -129,24 +128,7 @@ export async function saveAgentConfig(file: string, config: AgentConfigInput, op
   if (!options.overwrite && (await agentConfigExists(file))) {
     throw new AgentConfigError(`${file} already exists: this PC is already enrolled. Use --force to replace it.`);
   }
-  const dir = path.dirname(file);
-  await mkdir(dir, { recursive: true, mode: 0o750 });
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  try {
-    const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-    try {
-      await handle.writeFile(JSON.stringify(valid, null, 2) + '\n', 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    if (!windows) await chmod(tmp, 0o600); // whatever the umask
-    await rename(tmp, file);
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
-  await syncDir(dir);
+  await writePrivateFile(file, JSON.stringify(valid, null, 2) + '\n', { dirMode: 0o750 });
   return valid;
 }
 
@@ -174,14 +156,4 @@ function parse(input: unknown, source: string): AgentConfig {
   // Paths and expectations only: zod's messages do not repeat the values, so no secret ends up in the message.
   const problems = result.error.issues.map((i) => `${i.path.join('.') || '(top level)'}: ${i.message}`);
   throw new AgentConfigError(`Invalid agent configuration in ${source}:\n  ${problems.join('\n  ')}`);
-}
-
-async function syncDir(dir: string): Promise<void> {
-  if (windows) return; // directories cannot be opened for fsync there; NTFS journals the rename
-  const handle = await open(dir, constants.O_RDONLY);
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
