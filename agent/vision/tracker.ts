@@ -70,6 +70,7 @@ export class FaceTracker<T> {
    */
   update(at: number, boxes: readonly Box[]): { assigned: Track<T>[]; ended: Track<T>[] } {
     const cfg = this.config;
+    const ended = this.expire(at);
     const pairs: { t: number; d: number; score: number }[] = [];
     const predicted = this.live.map((t) => predict(t, at));
     for (let ti = 0; ti < this.live.length; ti++) {
@@ -124,7 +125,7 @@ export class FaceTracker<T> {
       }
       result.push(track);
     }
-    return { assigned: result, ended: this.expire(at) };
+    return { assigned: result, ended };
   }
 
   /** Remove and return the tracks unseen since before `at - maxLostMs`. */

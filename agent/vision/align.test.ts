@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import { ARCFACE_112, alignmentTransform, applyAffine, estimatePose, fivePointsFrom68, invertAffine, similarityTransform } from './align.js';
+import { decodeDetections, iou, nms } from './detect.js';
+import { cropResize, laplacianVariance, resizeToTensor, toGrey, warpAffine } from './image.js';
+import type { Affine } from './image.js';
+import type { FivePoints, Point, RgbImage } from './types.js';
+
+/** Rotate by `deg`, scale by `s`, then translate: the similarity we expect to recover. */
+function similarity(deg: number, s: number, tx: number, ty: number): Affine {
+  const a = s * Math.cos((deg * Math.PI) / 180);
+  const b = s * Math.sin((deg * Math.PI) / 180);
+  return [a, -b, tx, b, a, ty];
+}
+
+function close(a: readonly number[], b: readonly number[], eps = 1e-6): void {
+  expect(a.length).toBe(b.length);
+  a.forEach((x, i) => expect(x).toBeCloseTo(b[i]!, -Math.log10(eps)));
+}
+
+describe('alignment geometry', () => {
+  it('recovers a known similarity transform exactly from five points', () => {
+    const m = similarity(23, 2.5, 140, -30);
+    const from = ARCFACE_112;
+    const to = from.map((p) => applyAffine(m, p));
+    close(similarityTransform(from, to), m);
+  });
+
+  it('is the least-squares fit when the points are noisy (residual orthogonal to the fit)', () => {
+    const m = similarity(-12, 0.8, 10, 20);
+    const noise: Point[] = [[0.4, -0.3], [-0.2, 0.5], [0.1, 0.1], [-0.5, -0.2], [0.3, 0.4]];
+    const to = ARCFACE_112.map((p, i) => {
+      const q = applyAffine(m, p);
+      return [q[0] + noise[i]![0], q[1] + noise[i]![1]] as const;
+    });
+    const fit = similarityTransform(ARCFACE_112, to);
+    // Perturbing any of the 4 parameters must not lower the squared error.
+    const err = (t: Affine): number => ARCFACE_112.reduce((s, p, i) => s + (applyAffine(t, p)[0] - to[i]![0]) ** 2 + (applyAffine(t, p)[1] - to[i]![1]) ** 2, 0);
+    const base = err(fit);
+    for (const d of [[1e-3, 0, 0, 0], [0, 1e-3, 0, 0], [0, 0, 1e-2, 0], [0, 0, 0, 1e-2]] as const) {
+      for (const sign of [1, -1]) {
+        const [da, db, dx, dy] = d.map((v) => v * sign) as [number, number, number, number];
+        const t: Affine = [fit[0] + da, fit[1] - db, fit[2] + dx, fit[3] + db, fit[4] + da, fit[5] + dy];
+        expect(err(t)).toBeGreaterThanOrEqual(base);
+      }
+    }
+    // And it stays close to the true transform.
+    expect(Math.hypot(fit[0] - m[0], fit[3] - m[3])).toBeLessThan(0.02);
+  });
+
+  it('maps a face\'s five points onto the ArcFace template, and back with the inverse', () => {
+    const m = similarity(30, 3.2, 400, 250);
+    const face = ARCFACE_112.map((p) => applyAffine(m, p)) as unknown as FivePoints;
+    const { toAligned, toFrame } = alignmentTransform(face);
+    face.forEach((p, i) => close(applyAffine(toAligned, p), ARCFACE_112[i]!, 1e-4));
+    ARCFACE_112.forEach((p, i) => close(applyAffine(toFrame, p), face[i]!, 1e-4));
+    close(invertAffine(invertAffine(m)), m);
+  });
+
+  it('takes eye centres, nose tip and mouth corners from the 68 iBUG landmarks', () => {
+    const pts = new Float32Array(136);
+    for (let i = 0; i < 68; i++) {
+      pts[2 * i] = i;
+      pts[2 * i + 1] = 100 + i;
+    }
+    const five = fivePointsFrom68(pts);
+    close(five[0], [(37 + 38 + 40 + 41) / 4, 100 + (37 + 38 + 40 + 41) / 4]);
+    close(five[1], [(43 + 44 + 46 + 47) / 4, 100 + (43 + 44 + 46 + 47) / 4]);
+    close(five[2], [30, 130]);
+    close(five[3], [(48 + 60) / 2, 100 + (48 + 60) / 2]);
+    close(five[4], [(54 + 64) / 2, 100 + (54 + 64) / 2]);
+  });
+
+  it('estimates roll from the eye line and yaw from the nose offset', () => {
+    const frontal = ARCFACE_112;
+    const p0 = estimatePose(frontal);
+    expect(Math.abs(p0.yaw)).toBeLessThan(3);
+    expect(Math.abs(p0.roll)).toBeLessThan(1);
+    const rolled = frontal.map((p) => applyAffine(similarity(20, 1, 0, 0), p)) as unknown as FivePoints;
+    expect(estimatePose(rolled).roll).toBeCloseTo(20 + p0.roll, 5);
+    expect(estimatePose(rolled).yaw).toBeCloseTo(p0.yaw, 5);
+    // Nose moved right by half an eye distance: ~45 degrees towards the image right.
+    const half = p0.eyeDistance / 2;
+    const turned = [frontal[0], frontal[1], [frontal[2][0] + half, frontal[2][1]], frontal[3], frontal[4]] as unknown as FivePoints;
+    expect(estimatePose(turned).yaw).toBeGreaterThan(40);
+    expect(estimatePose(turned).yaw).toBeLessThan(50);
+  });
+});
+
+function gradientImage(w: number, h: number): RgbImage {
+  const data = new Uint8Array(w * h * 3);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = (y * w + x) * 3;
+      data[i] = x % 256;
+      data[i + 1] = y % 256;
+      data[i + 2] = (x + y) % 256;
+    }
+  }
+  return { width: w, height: h, data };
+}
+
+describe('pixel operations', () => {
+  it('warps with a pure translation to the shifted pixels', () => {
+    const img = gradientImage(64, 48);
+    const out = warpAffine(img, [1, 0, 10, 0, 1, 5], 20, 10);
+    for (const [u, v] of [[0, 0], [7, 3], [19, 9]] as const) {
+      const o = (v * 20 + u) * 3;
+      const s = ((v + 5) * 64 + (u + 10)) * 3;
+      expect([out.data[o], out.data[o + 1], out.data[o + 2]]).toEqual([img.data[s], img.data[s + 1], img.data[s + 2]]);
+    }
+  });
+
+  it('interpolates bilinearly between pixels and repeats the edge outside', () => {
+    const img = gradientImage(64, 48);
+    const half = warpAffine(img, [1, 0, 10.5, 0, 1, 5], 4, 1);
+    expect(half.data[0]).toBe(11); // 10.5 rounds half up
+    const outside = warpAffine(img, [1, 0, -20, 0, 1, -20], 2, 2);
+    expect([outside.data[0], outside.data[1]]).toEqual([0, 0]);
+  });
+
+  it('a 2:1 stretch of a whole frame into a tensor averages pixel pairs and normalises', () => {
+    const img = gradientImage(8, 4);
+    const t = resizeToTensor(img, 4, 2, { colour: 'RGB', mean: [127, 127, 127], std: [128, 128, 128] });
+    // Output (0,0) covers source x 0..1, y 0..1: R mean 0.5, G mean 0.5.
+    expect(t[0]).toBeCloseTo((0.5 - 127) / 128, 2);
+    expect(t[8]).toBeCloseTo((0.5 - 127) / 128, 2);
+    const bgr = resizeToTensor(img, 4, 2, { colour: 'BGR', mean: [0, 0, 0], std: [1, 1, 1] });
+    expect(bgr[0]).toBeCloseTo(1, 2); // plane 0 is blue: (x+y) averaged over the 2x2 block = 1
+  });
+
+  it('crops and resizes a rectangle', () => {
+    const img = gradientImage(100, 100);
+    const c = cropResize(img, { x: 20, y: 30, w: 40, h: 40 }, 20, 20);
+    expect(c.width).toBe(20);
+    // First output pixel covers source 20..21 x 30..31: R ~ 20.5, G ~ 30.5.
+    expect(Math.abs(c.data[0]! - 20.5)).toBeLessThanOrEqual(1);
+    expect(Math.abs(c.data[1]! - 30.5)).toBeLessThanOrEqual(1);
+  });
+
+  it('the Laplacian variance is 0 on flat and linear images and large on a checkerboard', () => {
+    const flat = new Float32Array(32 * 32).fill(100);
+    expect(laplacianVariance(flat, 32, 32)).toBe(0);
+    expect(laplacianVariance(toGrey(gradientImage(32, 32)), 32, 32)).toBeCloseTo(0, 3);
+    const check = new Float32Array(32 * 32);
+    for (let i = 0; i < check.length; i++) check[i] = ((i % 32) + Math.floor(i / 32)) % 2 ? 255 : 0;
+    expect(laplacianVariance(check, 32, 32)).toBeGreaterThan(1e5);
+  });
+});
+
+describe('detection post-processing', () => {
+  it('IoU and greedy NMS keep the best of overlapping boxes', () => {
+    const a = { x1: 0, y1: 0, x2: 10, y2: 10 };
+    const b = { x1: 5, y1: 0, x2: 15, y2: 10 };
+    expect(iou(a, b)).toBeCloseTo(50 / 150);
+    expect(iou(a, { x1: 20, y1: 20, x2: 30, y2: 30 })).toBe(0);
+    const kept = nms([{ box: a, score: 0.8 }, { box: { x1: 1, y1: 1, x2: 11, y2: 11 }, score: 0.9 }, { box: { x1: 50, y1: 50, x2: 60, y2: 60 }, score: 0.7 }], 0.4);
+    expect(kept.map((k) => k.score)).toEqual([0.9, 0.7]);
+  });
+
+  it('decodes scores and normalised boxes into frame pixels above the threshold', () => {
+    const scores = new Float32Array([0.9, 0.1, 0.05, 0.95, 0.2, 0.8]);
+    const boxes = new Float32Array([0, 0, 0.1, 0.1, 0.5, 0.25, 0.75, 0.75, 0.5, 0.26, 0.75, 0.76]);
+    const d = decodeDetections(scores, boxes, 640, 360, { scoreThreshold: 0.7, nmsIou: 0.4, topK: 10, minSize: 8 });
+    expect(d).toHaveLength(1);
+    expect(d[0]!.score).toBeCloseTo(0.95);
+    expect(d[0]!.box).toEqual({ x1: 320, y1: 90, x2: 480, y2: 270 });
+  });
+});

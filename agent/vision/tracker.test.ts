@@ -1,0 +1,251 @@
+import { describe, expect, it } from 'vitest';
+import type { AttributeParts, ContextRegions, FrameAnalysis, ObservedFace } from './analyzer.js';
+import { resolveAnalyzerConfig } from './analyzer.js';
+import type { EngineStats, VisionEngine } from './engine.js';
+import { FramePipeline, consensus } from './pipeline.js';
+import { GateWindow } from './quality.js';
+import { DEFAULT_TRACKER, FaceTracker } from './tracker.js';
+import type { Box, FaceAttributes, RgbImage, Visit } from './types.js';
+
+function box(cx: number, cy: number, s = 60): Box {
+  return { x1: cx - s / 2, y1: cy - s / 2, x2: cx + s / 2, y2: cy + s / 2 };
+}
+
+function tracker(): FaceTracker<{ n: number }> {
+  let id = 0;
+  return new FaceTracker(DEFAULT_TRACKER, () => ({ n: 0 }), () => `t${++id}`);
+}
+
+describe('FaceTracker', () => {
+  it('follows one person walking across the frame as one track, through missed detections', () => {
+    const t = tracker();
+    const ids = new Set<string>();
+    const ended: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const at = i * 200;
+      // 5 fps, 25 px per frame (more than the IoU can bridge at times), missed on frames 12-14.
+      const boxes = i >= 12 && i <= 14 ? [] : [box(40 + 25 * i, 180 + 2 * i, 60 + i)];
+      const r = t.update(at, boxes);
+      r.assigned.forEach((tr) => ids.add(tr.id));
+      ended.push(...r.ended.map((e) => e.id));
+    }
+    expect(ids.size).toBe(1);
+    expect(ended).toEqual([]);
+    expect(t.update(40 * 200 + DEFAULT_TRACKER.maxLostMs + 1, []).ended.map((e) => e.frames)).toEqual([37]);
+  });
+
+  it('keeps two people crossing each other apart', () => {
+    const t = tracker();
+    const byTrack = new Map<string, number[]>();
+    for (let i = 0; i < 30; i++) {
+      const a = box(50 + 20 * i, 150);
+      const b = box(630 - 20 * i, 200);
+      const r = t.update(i * 200, [a, b]);
+      r.assigned.forEach((tr, k) => byTrack.set(tr.id, [...(byTrack.get(tr.id) ?? []), k]));
+    }
+    expect(byTrack.size).toBe(2);
+    // Each track kept the same person (detection index) throughout.
+    for (const ks of byTrack.values()) expect(new Set(ks).size).toBe(1);
+  });
+
+  it('starts a new track when a face reappears after the lost-track tolerance, or far away', () => {
+    const t = tracker();
+    const first = t.update(0, [box(100, 100)]).assigned[0]!.id;
+    const later = t.update(DEFAULT_TRACKER.maxLostMs + 400, [box(100, 100)]);
+    expect(later.ended.map((e) => e.id)).toEqual([first]);
+    expect(later.assigned[0]!.id).not.toBe(first);
+    const far = t.update(DEFAULT_TRACKER.maxLostMs + 600, [box(500, 300)]);
+    expect(far.assigned[0]!.id).not.toBe(later.assigned[0]!.id);
+  });
+});
+
+describe('GateWindow', () => {
+  it('gives the share of faces below the gate over a rolling window', () => {
+    const w = new GateWindow(10_000, 1_000);
+    expect(w.fraction(0)).toBeNull();
+    for (let i = 0; i < 10; i++) w.add(i * 100, i < 3);
+    expect(w.fraction(1_000)).toBeCloseTo(0.3);
+    for (let i = 0; i < 10; i++) w.add(20_000 + i * 100, false);
+    expect(w.fraction(20_500)).toBe(0);
+    expect(w.counts(40_000)).toEqual({ seen: 0, below: 0 });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// FramePipeline with a scripted engine: the frame's first pixel says which synthetic faces it holds.
+
+const DIM = 512;
+function unit(seed: number): Float32Array {
+  const v = new Float32Array(DIM);
+  let x = seed * 9301 + 49297;
+  for (let i = 0; i < DIM; i++) {
+    x = (x * 9301 + 49297) % 233280;
+    v[i] = x / 233280 - 0.5;
+  }
+  const n = Math.hypot(...v);
+  return v.map((y) => y / n);
+}
+
+interface ScriptedFace {
+  person: number;
+  box: Box;
+  quality: number;
+}
+
+class ScriptedEngine implements VisionEngine {
+  readonly modelSet = 'scripted';
+  readonly workers = 0;
+  readonly config = resolveAnalyzerConfig();
+  embeds = 0;
+  attributeCalls = 0;
+  delayMs = 0;
+  constructor(private readonly script: Map<number, ScriptedFace[]>) {}
+
+  async analyze(img: RgbImage): Promise<FrameAnalysis> {
+    if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
+    const frame = img.data[0]! + 256 * img.data[1]!;
+    const faces = (this.script.get(frame) ?? []).map((f): ObservedFace => {
+      const aligned = { width: 2, height: 2, data: new Uint8Array(12).fill(f.person) };
+      return {
+        box: f.box,
+        score: 0.99,
+        landmarks: [[0, 0], [1, 0], [0.5, 0.5], [0, 1], [1, 1]],
+        quality: f.quality,
+        qualityParts: { eyeDistance: 30, size: 1, laplacianVariance: 100, sharpness: 1, yaw: 0, roll: 0, pose: 1, detector: 1 },
+        passesGate: f.quality >= this.config.quality.gate,
+        aligned,
+        context: { width: 4, height: 4, data: new Uint8Array(48).fill(f.person), x: 0, y: 0 },
+        regions: { ssr: { x: 0, y: 0, w: 4, h: 4 }, expression: { x: 0, y: 0, w: 4, h: 4 }, image: { x: 0, y: 0, w: 4, h: 4 } },
+      };
+    });
+    return { faces, input: img.data };
+  }
+  async embed(aligned: RgbImage): Promise<Float32Array> {
+    this.embeds++;
+    return unit(aligned.data[0]!);
+  }
+  async attributes(context: RgbImage, _regions: ContextRegions, parts: AttributeParts = {}): Promise<FaceAttributes> {
+    this.attributeCalls++;
+    return {
+      ...(parts.ageGender !== false ? { gender: 'female', age: 30, raw: { genderScore: 0.2, age: 30 } } : {}),
+      ...(parts.expression !== false ? { emotion: context.data[0] === 1 ? 'happy' : 'neutral' } : {}),
+    };
+  }
+  async stats(): Promise<EngineStats> {
+    return { models: {}, stages: { detectPrep: 0, detect: 0, landmarks: 0, align: 0, quality: 0, embed: 0, attributes: 0 } };
+  }
+  async close(): Promise<void> {}
+}
+
+function frameBuffer(n: number): Buffer {
+  const b = Buffer.alloc(8 * 4 * 3);
+  b[0] = n % 256;
+  b[1] = Math.floor(n / 256);
+  return b;
+}
+
+async function feed(p: FramePipeline, frames: number, cameraId = 'door', drain = true): Promise<void> {
+  for (let i = 0; i < frames; i++) {
+    p.consume({ cameraId, width: 8, height: 4, data: frameBuffer(i), at: new Date(Date.UTC(2026, 0, 1) + i * 200) });
+    if (drain) await p.drain();
+  }
+}
+
+describe('FramePipeline (scripted engine)', () => {
+  it('emits one visit per person pass with the mean of a few best faces, not one per frame', async () => {
+    const script = new Map<number, ScriptedFace[]>();
+    // Person 1 walks through frames 0-19 (quality rising then falling), person 2 frames 30-34 below the gate.
+    for (let i = 0; i < 20; i++) script.set(i, [{ person: 1, box: box(50 + 20 * i, 100), quality: 0.55 + 0.4 * Math.sin((i / 19) * Math.PI) }]);
+    for (let i = 30; i < 35; i++) script.set(i, [{ person: 2, box: box(300, 200), quality: 0.25 }]);
+    const engine = new ScriptedEngine(script);
+    const p = new FramePipeline({ engine, config: { faceImages: false } });
+    const visits: Visit[] = [];
+    p.on('visit', (v) => visits.push(v));
+    await feed(p, 50);
+    await p.flush();
+    expect(visits).toHaveLength(2);
+    const [a, b] = visits.sort((x, y) => x.occurred_at.localeCompare(y.occurred_at)) as [Visit, Visit];
+    expect(a.passed_gate).toBe(true);
+    expect(a.track.frames).toBe(20);
+    expect(a.track.faces_embedded).toBe(3);
+    expect(a.embedding).toBeInstanceOf(Float32Array);
+    expect(Math.hypot(...a.embedding!)).toBeCloseTo(1, 5);
+    unit(1).forEach((x, i) => expect(a.embedding![i]).toBeCloseTo(x, 6));
+    expect(a.recognition_model).toBe('scripted');
+    expect(a.quality).toBeGreaterThan(0.9);
+    expect(a.attributes).toEqual({ gender: 'female', age: 30, emotion: 'happy' });
+    expect(a.occurred_at).toBe('2026-01-01T00:00:00.000Z');
+    expect(a.track.last_seen_at).toBe('2026-01-01T00:00:03.800Z');
+    // A pass whose faces never passed the gate is still footfall: a visit without identity.
+    expect(b.passed_gate).toBe(false);
+    expect(b.embedding).toBeUndefined();
+    expect(b.recognition_model).toBeUndefined();
+    expect(b.quality).toBe(0.25);
+    expect(b.attributes).toBeUndefined(); // below attributesMinQuality (0.3)
+    expect(engine.embeds).toBe(3);
+    const s = p.stats();
+    expect(s.frames_processed).toBe(50);
+    expect(s.visits).toBe(2);
+    expect(s.cameras.door!.fraction_below_gate).toBeCloseTo(5 / 25);
+    expect(s.fraction_below_gate).toBeCloseTo(5 / 25);
+    expect(s.worst_camera_id).toBe('door');
+    await p.close();
+  });
+
+  it('reports a long stay once, at the cap, and not again when it ends', async () => {
+    const script = new Map<number, ScriptedFace[]>();
+    for (let i = 0; i < 60; i++) script.set(i, [{ person: 3, box: box(200, 150), quality: 0.9 }]);
+    const p = new FramePipeline({ engine: new ScriptedEngine(script), config: { capMs: 5_000, faceImages: false } });
+    const visits: Visit[] = [];
+    p.on('visit', (v) => visits.push(v));
+    await feed(p, 70);
+    await p.flush();
+    expect(visits).toHaveLength(1);
+    expect(visits[0]!.track.ended_by).toBe('cap');
+    expect(visits[0]!.track.frames).toBe(26); // frames 0..25: 25 * 200 ms = the 5 s cap
+    await p.close();
+  });
+
+  it('drops frames instead of queueing them when analysis falls behind', async () => {
+    const engine = new ScriptedEngine(new Map());
+    engine.delayMs = 30;
+    const p = new FramePipeline({ engine });
+    await feed(p, 20, 'busy', false);
+    await p.flush();
+    const s = p.stats();
+    expect(s.frames_received).toBe(20);
+    // One in analysis, one waiting (the newest); the 18 in between were dropped.
+    expect(s.frames_processed).toBe(2);
+    expect(s.frames_dropped).toBe(18);
+    expect(s.fraction_below_gate).toBeNull();
+    await p.close();
+  });
+
+  it('drops tracks seen in a single frame as noise and attaches a JPEG of the best face', async () => {
+    const script = new Map<number, ScriptedFace[]>([
+      [0, [{ person: 4, box: box(100, 100), quality: 0.9 }]],
+      [10, [{ person: 5, box: box(100, 100), quality: 0.8 }]],
+      [11, [{ person: 5, box: box(102, 100), quality: 0.85 }]],
+    ]);
+    const p = new FramePipeline({ engine: new ScriptedEngine(script) });
+    const visits: Visit[] = [];
+    p.on('visit', (v) => visits.push(v));
+    await feed(p, 20);
+    await p.flush();
+    expect(visits).toHaveLength(1);
+    expect(visits[0]!.track.frames).toBe(2);
+    expect(p.stats().tracks_discarded).toBe(1);
+    const jpeg = visits[0]!.face_jpeg!;
+    expect(jpeg.subarray(0, 2)).toEqual(Buffer.from([0xff, 0xd8]));
+    await p.close();
+  });
+
+  it('leaves out of the average an embedding that disagrees with the others (the tracker switched people)', () => {
+    const a = unit(1);
+    const a2 = unit(1).map((x, i) => x + (i % 7 === 0 ? 0.01 : 0));
+    const b = unit(2);
+    expect(consensus([a, a2, b], 0.3)).toEqual([a, a2]);
+    expect(consensus([a, b], 0.3)).toEqual([a]);
+    expect(consensus([a], 0.3)).toEqual([a]);
+  });
+});
