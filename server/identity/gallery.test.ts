@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Galleries, Gallery, loadCompany } from './gallery.js';
+import { Gallery, loadCompany } from './gallery.js';
 import { CODE_BYTES, SignCoder } from './signcode.js';
 import { Faces } from './synthetic.js';
 import { DIM, templateFromBlob, templateToBlob, unitCopy } from './vector.js';
@@ -203,28 +203,5 @@ describe('Gallery maintenance', () => {
     const q = faces.sighting(ids, 0.6, 42);
     expect(g.search(q, 1)[0]!.customerId).toBe('c42');
     expect(() => templateFromBlob(new Uint8Array(100))).toThrow(/2048 bytes/);
-  });
-
-  it('keeps companies apart', () => {
-    const faces = new Faces(6);
-    const a = faces.identity();
-    const b = faces.identity();
-    const stored: Record<string, { customerId: string; template: Float32Array }[]> = {
-      one: [{ customerId: 'a', template: a }],
-      two: [{ customerId: 'b', template: b }],
-    };
-    let loads = 0;
-    const galleries = new Galleries((company) => {
-      loads++;
-      return stored[company] ?? [];
-    });
-    expect(galleries.of('one').search(b, 1)[0]!.customerId).toBe('a');
-    expect(galleries.of('two').search(a, 1)[0]!.customerId).toBe('b');
-    expect(galleries.of('one').has('b')).toBe(false);
-    galleries.of('one');
-    expect(loads).toBe(2);
-    galleries.drop('one');
-    galleries.of('one');
-    expect(loads).toBe(3);
   });
 });

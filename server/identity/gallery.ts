@@ -260,30 +260,6 @@ export function loadCompany(rows: Iterable<GalleryRow>, options?: GalleryOptions
   return Gallery.load(rows, options);
 }
 
-/** The galleries of all companies, each loaded on first use (never searched across companies). */
-export class Galleries {
-  private readonly byCompany = new Map<string, Gallery>();
-
-  constructor(
-    private readonly rowsOf: (companyId: string) => Iterable<GalleryRow>,
-    private readonly options?: GalleryOptions,
-  ) {}
-
-  of(companyId: string): Gallery {
-    let g = this.byCompany.get(companyId);
-    if (!g) {
-      g = loadCompany(this.rowsOf(companyId), this.options);
-      this.byCompany.set(companyId, g);
-    }
-    return g;
-  }
-
-  /** Forgets a company's gallery (company deleted, or to reload it from the database). */
-  drop(companyId: string): void {
-    this.byCompany.delete(companyId);
-  }
-}
-
 /** The k best (slot, similarity) pairs seen, kept sorted; ties keep the lower slot. */
 class TopK {
   private readonly slots: number[] = [];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DoNotEnrolList, SKETCH_BYTES, hamming } from './erasure.js';
 import { Gallery } from './gallery.js';
-import { Matcher, type Decision, type Visit } from './matcher.js';
+import { Matcher, Matchers, type Decision, type Visit } from './matcher.js';
 import { Faces } from './synthetic.js';
 import { runningMean } from './template.js';
 import { DIM, dot, unitCopy } from './vector.js';
@@ -243,5 +243,42 @@ describe('Erasure', () => {
     expect(matcher.erase('nobody', T0)).toBeUndefined();
     const d = matcher.decide(visit(faces.identity()), enrol);
     expect(matcher.erase(customerOf(d)!, T0)).toBeUndefined();
+  });
+});
+
+describe('Matchers', () => {
+  it('keeps companies apart, loads each once, and reloads after drop', () => {
+    const faces = new Faces(6);
+    const a = faces.identity();
+    const b = faces.identity();
+    const stored: Record<string, { customerId: string; template: Float32Array }[]> = {
+      one: [{ customerId: 'a', template: a }],
+      two: [{ customerId: 'b', template: b }],
+    };
+    let loads = 0;
+    const matchers = new Matchers((company) => {
+      loads++;
+      return { templates: stored[company] ?? [], markers: [], key: new TextEncoder().encode(`key of ${company}, 16+ bytes`) };
+    });
+    const enrol = () => 'new';
+    expect(matchers.of('one').decide({ embedding: faces.sighting(a, 0.7), passedGate: true, at: T0 }, enrol)).toMatchObject({ customerId: 'a' });
+    // b's face at company one is a stranger there, whatever company two knows
+    expect(matchers.of('one').decide({ embedding: faces.sighting(b, 0.7), passedGate: false, at: T0 }, enrol).kind).toBe('footfall');
+    expect(matchers.of('two').gallery.has('a')).toBe(false);
+    expect(loads).toBe(2);
+    matchers.drop('one');
+    expect(matchers.has('one')).toBe(false);
+    matchers.of('one');
+    expect(loads).toBe(3);
+  });
+
+  it('loads live do-not-enrol markers with the company key', () => {
+    const faces = new Faces(8);
+    const person = faces.identity();
+    const key = new Uint8Array(32).fill(3);
+    const marker = new DoNotEnrolList(key).mark(person, T0);
+    const matchers = new Matchers(() => ({ templates: [], markers: [marker], key }), { now: () => T0 + 1 });
+    const d = matchers.of('c').decide({ embedding: faces.sighting(person, 0.7), passedGate: true, at: T0 + 2 }, () => 'x');
+    expect(d).toEqual({ kind: 'footfall', reason: 'do_not_enrol' });
   });
 });

@@ -1,5 +1,5 @@
-import type { DoNotEnrolList, DoNotEnrolMarker } from './erasure.js';
-import type { Gallery, Match } from './gallery.js';
+import { DoNotEnrolList, type DoNotEnrolMarker, type DoNotEnrolOptions } from './erasure.js';
+import { Gallery, type GalleryOptions, type GalleryRow, type Match } from './gallery.js';
 import { mergedTemplate, runningMean, type TemplateState } from './template.js';
 import { unitCopy } from './vector.js';
 
@@ -178,5 +178,53 @@ export class Matcher {
     this.recent = this.recent.filter((r) => r.at >= horizon);
     this.recent.push({ customerId, at });
     if (this.recent.length > this.options.recentMax) this.recent.splice(0, this.recent.length - this.options.recentMax);
+  }
+}
+
+/** What a company's identity state is built from (its rows in the database). */
+export interface CompanyIdentity {
+  templates: Iterable<GalleryRow>;
+  /** Live do-not-enrol markers. */
+  markers: Iterable<DoNotEnrolMarker>;
+  /** The company's do-not-enrol key (>= 16 bytes; e.g. HKDF of the server key with the company id). */
+  key: Uint8Array;
+}
+
+/**
+ * One matcher (gallery, burst list, do-not-enrol list) per company, built from the database on first use and
+ * never shared across companies. `drop` forgets a company: deleted, or a transaction failed after the in-memory
+ * state changed, so the next use reloads it from the database.
+ */
+export class Matchers {
+  private readonly byCompany = new Map<string, Matcher>();
+
+  constructor(
+    private readonly load: (companyId: string) => CompanyIdentity,
+    private readonly options: {
+      matcher?: Partial<MatcherOptions>;
+      gallery?: GalleryOptions;
+      doNotEnrol?: DoNotEnrolOptions;
+      now?: () => number;
+    } = {},
+  ) {}
+
+  of(companyId: string): Matcher {
+    let m = this.byCompany.get(companyId);
+    if (!m) {
+      const state = this.load(companyId);
+      const list = new DoNotEnrolList(state.key, this.options.doNotEnrol);
+      list.load(state.markers, (this.options.now ?? Date.now)());
+      m = new Matcher(Gallery.load(state.templates, this.options.gallery), this.options.matcher, list);
+      this.byCompany.set(companyId, m);
+    }
+    return m;
+  }
+
+  has(companyId: string): boolean {
+    return this.byCompany.has(companyId);
+  }
+
+  drop(companyId: string): void {
+    this.byCompany.delete(companyId);
   }
 }
