@@ -13,8 +13,12 @@ import { repoRoot, testCacheRoot } from '../models/test-cache.js';
 
 const execFileP = promisify(execFile);
 
-/** `<repo>/../shared/faces` when it exists (file name = person), else undefined. */
+/**
+ * `<repo>/../shared/faces` when it exists (file name = person), else undefined.
+ * FOOTFALL_SHARED_FACES=off makes it absent (to run the suite as a clean machine would).
+ */
 export function sharedFacesDir(): string | undefined {
+  if (process.env.FOOTFALL_SHARED_FACES === 'off') return undefined;
   const dir = resolve(repoRoot(), '..', 'shared', 'faces');
   return existsSync(join(dir, 'obama-1.jpg')) ? dir : undefined;
 }
