@@ -212,7 +212,7 @@ export class Gallery {
   }
 
   private write(s: number, t: Float32Array, count: number): void {
-    const chunk = this.chunks[Math.floor(s / CHUNK)]!;
+    const chunk = this.chunkFor(s);
     const o = (s % CHUNK) * DIM;
     chunk.set(t, o);
     this.counts[s] = count;
@@ -223,20 +223,27 @@ export class Gallery {
     return CODES + this.cap * CODE_BYTES;
   }
 
-  /** Makes room for `cap` customers: float32 chunks, weights, codes and distance rows. */
+  /**
+   * The float32 chunk holding slot `s`, allocated on first use: chunks are added one at a time as slots fill (no
+   * slack beyond the last chunk), and the first chunk grows by doubling so that a small company stays small.
+   */
+  private chunkFor(s: number): Float32Array {
+    const i = Math.floor(s / CHUNK);
+    const have = this.chunks[i];
+    const need = ((s % CHUNK) + 1) * DIM;
+    if (have && have.length >= need) return have;
+    let size = Math.max(64 * DIM, have?.length ?? 0);
+    while (size < need) size *= 2;
+    const next = new Float32Array(Math.min(CHUNK * DIM, size));
+    if (have) next.set(have);
+    this.chunks[i] = next;
+    return next;
+  }
+
+  /** Makes room for `cap` customers in the weights, codes and distances (float32 chunks grow in `chunkFor`). */
   private reserve(cap: number): void {
     if (cap <= this.cap) return;
     cap = Math.max(cap, 256);
-    // Float32: fill the last chunk up to CHUNK templates (doubling while small), then add whole chunks.
-    for (let base = 0; base < cap; base += CHUNK) {
-      const i = base / CHUNK;
-      const want = Math.min(CHUNK, cap - base) * DIM;
-      const have = this.chunks[i];
-      if (have && have.length >= want) continue;
-      const next = new Float32Array(want);
-      if (have) next.set(have);
-      this.chunks[i] = next;
-    }
     const counts = new Uint32Array(cap);
     counts.set(this.counts);
     this.counts = counts;
