@@ -186,6 +186,7 @@ describe('Gallery maintenance', () => {
     expect(() => g.add('c', new Float32Array(DIM))).toThrow(/all zeros/);
     expect(() => g.search(new Float32Array(DIM).fill(Number.NaN))).toThrow(/non-finite/);
     expect(new Gallery().search(t, 3)).toEqual([]);
+    expect(g.search(t, 0)).toEqual([]);
   });
 
   it('loads a company from stored BLOBs (unaligned Buffers) and finds the same customers', () => {

@@ -7,9 +7,9 @@ import { PAGE, hammingKernel, newMemory, type HammingExports, type WasmMemory } 
  * Thresholds are the caller's business (see `matcher.ts`); the gallery only ranks.
  *
  * Search is a two-stage scan (measurements in docs/benchmarks.md, reasoning in docs/identity.md):
- * 1. prefilter: every template has a 512-bit sign code (`signcode.ts`); a WebAssembly SIMD kernel computes the
- *    Hamming distance of the query's code to all codes (64 bytes per customer instead of 2 KiB of float32) and a
- *    histogram of the distances, which gives the distance threshold that keeps the `candidates` closest codes;
+ * 1. prefilter: every template has a 512-bit sign code (`signcode.ts`); a WebAssembly kernel (`wasm.ts`) computes
+ *    the Hamming distance of the query's code to all codes (64 bytes per customer instead of 2 KiB of float32) and
+ *    a histogram of the distances, which gives the distance threshold that keeps the `candidates` closest codes;
  * 2. exact re-rank: those candidates are scored with the float32 templates, so every similarity returned is the
  *    exact cosine (the same number a full scan gives).
  * The codes need no training, so add, update and remove are O(1) and the index never needs rebuilding.
@@ -163,6 +163,7 @@ export class Gallery {
   /** The k customers most similar to `embedding`, best first, with exact cosine similarities. */
   search(embedding: ArrayLike<number>, k = 1): Match[] {
     const q = normalizeInto(embedding, this.query);
+    if (k < 1) return [];
     if (this.n <= Math.max(k, this.cands)) return this.scanExact(q, k);
     coder.encode(q, 0, this.u8, QUERY);
     this.i32.fill(0, HIST >> 2, (HIST >> 2) + 513);
@@ -180,7 +181,8 @@ export class Gallery {
 
   /** Reference full scan in float32 (O(n)): for tests and benchmarks. */
   searchExact(embedding: ArrayLike<number>, k = 1): Match[] {
-    return this.scanExact(normalizeInto(embedding, this.query), k);
+    const q = normalizeInto(embedding, this.query);
+    return k < 1 ? [] : this.scanExact(q, k);
   }
 
   /** Bytes held in typed arrays and WebAssembly memory (excludes the id strings and the id map). */
