@@ -20,6 +20,7 @@ import { count, heldBytes, loadAverage, ms, pct, percentile, progress, settle, t
 
 const SIZES = [10_000, 100_000, 1_000_000];
 const BATCH = 64;
+const PASSES = 3;
 const TRUTH_CHUNK = 131_072;
 
 interface Workload {
@@ -85,6 +86,8 @@ interface SizeResult {
   typedBytes: number;
   p50: number;
   p99: number;
+  /** p99 of each pass over the queries. */
+  passes: number[];
   recall: number;
   recallHard: number;
   queries: number;
@@ -102,13 +105,19 @@ async function measure(w: Workload): Promise<{ result: SizeResult; gallery: Gall
   const bytes = (heldBytes() - before) / w.n;
   for (const q of w.queries.slice(0, 50)) gallery.search(q, 1);
   const wall: number[] = [];
+  const passes: number[] = [];
   let ok = 0;
-  w.queries.forEach((q, j) => {
-    const t = performance.now();
-    const m = gallery.search(q, 1);
-    wall.push(performance.now() - t);
-    if (m[0]?.customerId === uuid(w.exact[j]!)) ok++;
-  });
+  for (let pass = 0; pass < PASSES; pass++) {
+    const these: number[] = [];
+    w.queries.forEach((q, j) => {
+      const t = performance.now();
+      const m = gallery.search(q, 1);
+      these.push(performance.now() - t);
+      if (pass === 0 && m[0]?.customerId === uuid(w.exact[j]!)) ok++;
+    });
+    wall.push(...these);
+    passes.push(percentile(these, 0.99));
+  }
   return {
     gallery,
     result: {
@@ -118,6 +127,7 @@ async function measure(w: Workload): Promise<{ result: SizeResult; gallery: Gall
       typedBytes: gallery.bytes / w.n,
       p50: percentile(wall, 0.5),
       p99: percentile(wall, 0.99),
+      passes,
       recall: ok / w.queries.length,
       recallHard: recall(gallery, w.hard, w.exactHard),
       queries: w.queries.length,
@@ -399,21 +409,23 @@ export async function run(): Promise<string> {
     `${DEFAULT_CANDIDATES} nearest codes; those are re-ranked with the float32 templates, so similarities are exact.`,
     `Synthetic faces: random unit identities in 512-d; queries at cosine U[0.5, 0.8] to a random customer, hard`,
     `queries at 0.47 (lowest measured same-person score). Recall@1 is against a full float32 scan (onnxruntime Gemm).`,
-    `Per query: wall time of one \`search\` call, after 50 warm-up queries. \`searchBatch\` is a loop of \`search\`.`,
-    `Load average (1 / 5 / 15 min) at the start: ${loadBefore}; at the end: ${loadAfter}: other work shared the`,
-    `2 cores, and a p99 of a sub-millisecond task mostly measures how often it was preempted.`,
+    `Per query: wall time of one \`search\` call, after 50 warm-up queries, ${PASSES} passes over the queries (p50 and p99`,
+    `over all passes, then the p99 of each pass). \`searchBatch\` is a loop of \`search\`. Load average (1 / 5 / 15 min)`,
+    `at the start: ${loadBefore}; at the end: ${loadAfter}. Other work shared the 2 cores: a p99 of a sub-millisecond`,
+    `call mostly measures how often it was preempted, hence the per-pass figures.`,
     `Bytes per customer: growth of JS heap + array buffers over the build (templates, codes, scratch, id strings, map);`,
     `"typed" is the gallery's typed arrays and WebAssembly memory, capacity included, divided by the customers.`,
-    `Build: \`Gallery.load\` from float32 rows, mostly first-touch page faults of the 2 KiB per customer.`,
+    `Build: \`Gallery.load\` from float32 rows (normalise, copy, encode; includes the first touch of the new memory).`,
     '',
     table(
-      ['customers', 'build', 'bytes / customer', 'p50 / query', 'p99 / query', 'recall@1 (U[0.5, 0.8])', 'recall@1 (hard, 0.47)'],
+      ['customers', 'build', 'bytes / customer', 'p50 / query', 'p99 / query', 'p99 per pass', 'recall@1 (U[0.5, 0.8])', 'recall@1 (hard, 0.47)'],
       results.map((r) => [
         count(r.n),
         `${ms(r.build / 1000)} s`,
         `${r.bytes.toFixed(0)} (typed: ${r.typedBytes.toFixed(0)})`,
         `${ms(r.p50)} ms`,
         `${ms(r.p99)} ms`,
+        r.passes.map((p) => ms(p)).join(' / ') + ' ms',
         `${pct(r.recall)} of ${r.queries}`,
         `${pct(r.recallHard)} of ${r.hard}`,
       ]),
