@@ -38,6 +38,8 @@ interface Session {
   /** Local clock (ms): stop when this passes without a renewal. */
   until: number;
   stopped: boolean;
+  /** Why it was stopped from outside (a notice, shutdown). */
+  why?: string;
   wake: () => void;
   done: Promise<void>;
 }
@@ -85,6 +87,7 @@ export class LiveRelay {
   async close(): Promise<void> {
     this.closed = true;
     const done = [...this.sessions.values()].map((s) => {
+      s.why ??= 'the agent stops';
       s.stopped = true;
       s.wake();
       return s.done;
@@ -143,45 +146,60 @@ export class LiveRelay {
   private end(camera: string, why: string): void {
     const session = this.sessions.get(camera);
     if (!session || session.stopped) return;
+    session.why = why;
     session.stopped = true;
     session.wake();
-    this.log.info({ camera: session.cameraId, why }, 'live view: stopped');
   }
 
   private async upload(session: Session, nextFrame: (after: Frame | undefined) => Promise<Frame | undefined>): Promise<void> {
     const interval = 1000 / (this.opts.fps ?? 13);
-    let last: Frame | undefined;
+    const width = this.opts.width ?? 640;
+    // The next picture is encoded while the previous one is on the wire (one request at a time, as the protocol asks).
+    const encodeAfter = async (after: Frame | undefined) => {
+      const frame = await nextFrame(after);
+      return frame ? { frame, jpeg: await pictureJpeg(frame, { width, quality: 70 }) } : undefined;
+    };
     let lastSentAt = 0;
-    let why = 'the demand expired';
-    while (!session.stopped) {
-      const frame = await nextFrame(last);
-      if (!frame) break;
-      last = frame;
-      const wait = lastSentAt + interval - Date.now();
-      if (wait > 0) await sleep(wait);
-      if (session.stopped || Date.now() >= session.until) break;
-      lastSentAt = Date.now();
-      try {
-        const jpeg = await pictureJpeg(frame, { width: this.opts.width ?? 640, quality: 70 });
-        const answer = await this.opts.api.liveFrame(session.camera, jpeg);
-        this.counters.uploads++;
-        this.counters.bytes += jpeg.length;
-        if (!answer.watching) {
-          why = 'head office says nobody watches';
-          break;
+    let why: string | undefined;
+    let pending = encodeAfter(undefined);
+    try {
+      while (!session.stopped) {
+        const next = await pending.catch((err: unknown) => {
+          this.log.warn({ camera: session.cameraId, err: (err as Error).message }, 'live picture not encoded');
+          return undefined;
+        });
+        if (!next) break;
+        const wait = lastSentAt + interval - Date.now();
+        if (wait > 0) await sleep(wait);
+        if (session.stopped || Date.now() >= session.until) break;
+        lastSentAt = Date.now();
+        const sent = this.opts.api.liveFrame(session.camera, next.jpeg);
+        pending = encodeAfter(next.frame);
+        try {
+          const answer = await sent;
+          this.counters.uploads++;
+          this.counters.bytes += next.jpeg.length;
+          if (!answer.watching) {
+            why = 'head office says nobody watches';
+            break;
+          }
+          // Someone watches right now: that renews the demand, whatever happened to the notices.
+          session.until = Math.max(session.until, Date.now() + this.ttl);
+        } catch (err) {
+          this.counters.failures++;
+          if (err instanceof AgentHttpError && (err.code === 'not_found' || err.status === 401)) {
+            why = err.message;
+            break;
+          }
+          this.log.debug({ camera: session.cameraId, err: (err as Error).message }, 'live frame not uploaded');
+          await sleep(500);
         }
-        // Someone watches right now: that renews the demand, whatever happened to the notices.
-        session.until = Math.max(session.until, Date.now() + this.ttl);
-      } catch (err) {
-        this.counters.failures++;
-        if (err instanceof AgentHttpError && (err.code === 'not_found' || err.status === 401)) {
-          why = err.message;
-          break;
-        }
-        this.log.debug({ camera: session.cameraId, err: (err as Error).message }, 'live frame not uploaded');
-        await sleep(500);
       }
+    } finally {
+      session.stopped = true;
+      session.wake();
+      await pending.catch(() => undefined);
     }
-    if (!session.stopped) this.log.info({ camera: session.cameraId, why }, 'live view: stopped');
+    this.log.info({ camera: session.cameraId, why: session.why ?? why ?? 'the demand expired', uploads: this.counters.uploads }, 'live view: stopped');
   }
 }
