@@ -8,6 +8,7 @@ import type { ModelId } from '../models/catalogue.js';
 import type { ManifestModel } from '../models/fetch.js';
 import { alignmentTransform, fivePointsFrom68 } from './align.js';
 import { decodeExpression, decodeSsrNet, genderFromScore } from './attributes.js';
+import { threadCpuMs } from './cpu.js';
 import { DEFAULT_DETECT_OPTIONS, decodeDetections } from './detect.js';
 import type { DetectOptions } from './detect.js';
 import { clampRect, cropResize, cropRgb, imageToTensor, resizeToTensor, shiftInside, warpAffine } from './image.js';
@@ -124,7 +125,7 @@ export function cosine(a: Float32Array, b: Float32Array): number {
   return dot / (Math.sqrt(na * nb) || 1);
 }
 
-/** Per-stage time of `analyze`, cumulative (ms), for the benchmark. */
+/** Per-stage time, cumulative (ms), for the benchmark: wall time, or thread CPU time with `measureCpu`. */
 export interface StageTimes {
   detectPrep: number;
   detect: number;
@@ -142,11 +143,17 @@ export class FaceAnalyzer {
   private readonly alignedSize: number;
   private spareDetectTensor: Float32Array | undefined;
 
+  /** Clock of the stage times: wall time, or this thread's CPU time when measuring (benchmark). */
+  private readonly clock: () => number;
+
   constructor(
     readonly models: ModelSessions,
     config: AnalyzerConfigInput = {},
+    opts: { measureCpu?: boolean } = {},
   ) {
     this.config = resolveAnalyzerConfig(config);
+    this.clock = opts.measureCpu && threadCpuMs() !== undefined ? () => threadCpuMs()! : () => performance.now();
+    models.setMeasureCpu(opts.measureCpu === true);
     const feature = models.spec('feature').preprocessing;
     if (!feature.alignment) throw new Error('The manifest\'s "feature" model has no alignment template.');
     if (feature.width !== feature.height) throw new Error('The "feature" model input must be square.');
@@ -170,14 +177,14 @@ export class FaceAnalyzer {
   /** Find the faces in an RGB image; largest first. */
   async analyze(img: RgbImage): Promise<FrameAnalysis> {
     const times = this.stageMs;
-    let t = performance.now();
+    let t = this.clock();
     const dspec = this.spec('detect');
     const dp = dspec.preprocessing;
     // One detector input buffer is reused while no other analyze() holds it (saves a 0.9 MB allocation per frame).
     const reuse = this.spareDetectTensor;
     this.spareDetectTensor = undefined;
     const tensor = resizeToTensor(img, dp.width, dp.height, this.inputFormat('detect'), reuse);
-    let now = performance.now();
+    let now = this.clock();
     times.detectPrep += now - t;
     t = now;
     let raw;
@@ -191,7 +198,7 @@ export class FaceAnalyzer {
     const boxes = raw[boxesName ?? 'boxes'];
     if (!scores || !boxes) throw new Error('The detector returned no scores/boxes outputs.');
     const dets = decodeDetections(scores, boxes, img.width, img.height, this.config.detect);
-    now = performance.now();
+    now = this.clock();
     times.detect += now - t;
 
     const faces: ObservedFace[] = [];
@@ -205,7 +212,7 @@ export class FaceAnalyzer {
   /** Landmarks, alignment, quality and context crop for one detected box. */
   async observe(img: RgbImage, box: Box, score: number): Promise<ObservedFace> {
     const times = this.stageMs;
-    let t = performance.now();
+    let t = this.clock();
     const lspec = this.spec('landmark');
     const lp = lspec.preprocessing;
     const rect = shiftInside(boxRect(box), img.width, img.height);
@@ -219,13 +226,13 @@ export class FaceAnalyzer {
       frame68[2 * i + 1] = rect.y + pts[2 * i + 1]! * rect.h;
     }
     const landmarks = fivePointsFrom68(frame68);
-    let now = performance.now();
+    let now = this.clock();
     times.landmarks += now - t;
     t = now;
 
     const { toFrame } = alignmentTransform(landmarks, this.template, this.alignedSize);
     const aligned = warpAffine(img, toFrame, this.alignedSize, this.alignedSize);
-    now = performance.now();
+    now = this.clock();
     times.align += now - t;
     t = now;
 
@@ -238,7 +245,7 @@ export class FaceAnalyzer {
     const image = clampRect(scaledAbout(box, 1.5), img.width, img.height);
     const context = cropRgb(img, union([ssr, expression, image]));
     const rel = (r: Rect): Rect => ({ x: r.x - context.x, y: r.y - context.y, w: r.w, h: r.h });
-    times.quality += performance.now() - t;
+    times.quality += this.clock() - t;
     return {
       box,
       score,
@@ -254,7 +261,7 @@ export class FaceAnalyzer {
 
   /** L2-normalised embedding of an aligned crop. */
   async embed(aligned: RgbImage): Promise<Float32Array> {
-    const t = performance.now();
+    const t = this.clock();
     const spec = this.spec('feature');
     if (aligned.width !== spec.preprocessing.width || aligned.height !== spec.preprocessing.height) {
       throw new Error(`embed: expected a ${spec.preprocessing.width}x${spec.preprocessing.height} aligned crop`);
@@ -263,13 +270,13 @@ export class FaceAnalyzer {
     const v = out[spec.outputs[0]?.name ?? 'output'];
     if (!v) throw new Error('The feature model returned no output.');
     const e = l2normalize(v);
-    this.stageMs.embed += performance.now() - t;
+    this.stageMs.embed += this.clock() - t;
     return e;
   }
 
   /** Gender, age and emotion from a face's context crop (`parts` picks the models). */
   async attributes(context: RgbImage, regions: ContextRegions, parts: AttributeParts = {}): Promise<FaceAttributes> {
-    const t = performance.now();
+    const t = this.clock();
     const result: FaceAttributes = {};
     const raw: NonNullable<FaceAttributes['raw']> = {};
     if (parts.ageGender !== false) {
@@ -297,7 +304,7 @@ export class FaceAnalyzer {
       raw.emotionProbabilities = expr.probabilities;
     }
     result.raw = raw;
-    this.stageMs.attributes += performance.now() - t;
+    this.stageMs.attributes += this.clock() - t;
     return result;
   }
 }

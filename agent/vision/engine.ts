@@ -47,6 +47,11 @@ export interface EngineOptions {
   /** onnxruntime intra-op threads per session (per worker); default 1. */
   intraOpThreads?: number;
   config?: AnalyzerConfigInput;
+  /**
+   * Benchmark mode: stage and model times are this thread's CPU time (Linux
+   * /proc/thread-self/schedstat, two reads per stage) instead of wall time.
+   */
+  measureCpu?: boolean;
 }
 
 /**
@@ -85,7 +90,7 @@ export class InlineEngine implements VisionEngine {
 
   static async create(opts: EngineOptions): Promise<InlineEngine> {
     const models = await ModelSessions.load({ modelsDir: opts.modelsDir, intraOpThreads: opts.intraOpThreads ?? 1 });
-    return new InlineEngine(new FaceAnalyzer(models, opts.config));
+    return new InlineEngine(new FaceAnalyzer(models, opts.config, { measureCpu: opts.measureCpu === true }));
   }
 
   get modelSet(): string {
@@ -133,6 +138,7 @@ export interface WorkerInit {
   modelsDir: string;
   intraOpThreads: number;
   config: AnalyzerConfig;
+  measureCpu: boolean;
 }
 
 interface Pending {
@@ -187,6 +193,7 @@ export class WorkerPoolEngine implements VisionEngine {
       modelsDir: opts.modelsDir,
       intraOpThreads: opts.intraOpThreads ?? 1,
       config: resolveAnalyzerConfig(opts.config),
+      measureCpu: opts.measureCpu === true,
     };
     const started = await Promise.allSettled(Array.from({ length: opts.workers }, () => WorkerPoolEngine.start(init)));
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');

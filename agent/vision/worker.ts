@@ -20,7 +20,7 @@ function reply(msg: WorkerReply, transfer: ArrayBuffer[] = []): void {
 // No top-level await: in tests and dev this file is loaded through tsx's CommonJS hook (see engine.ts).
 let queue: Promise<FaceAnalyzer | undefined> = ModelSessions.load({ modelsDir: init.modelsDir, intraOpThreads: init.intraOpThreads }).then(
   (models) => {
-    const analyzer = new FaceAnalyzer(models, init.config);
+    const analyzer = new FaceAnalyzer(models, init.config, { measureCpu: init.measureCpu });
     reply({ type: 'ready', modelSet: analyzer.modelSet });
     return analyzer;
   },
