@@ -7,7 +7,7 @@
  * viewer leaves, the shop is online; a wrong password and a wrong path show `connected: false` with a reason;
  * a placement check answers honestly; stopping leaves no ffmpeg behind.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadAgentConfig, saveAgentConfig, type AgentConfig } from '../agent/config/config.js';
+import { loadAgentConfig, type AgentConfig } from '../agent/config/config.js';
 import { EnrolError, enrolShopPc } from '../agent/enrol/enrol.js';
 import { testModelsDir } from '../agent/models/test-cache.js';
 import { AgentRuntime } from '../agent/runtime/runtime.js';
@@ -39,6 +39,7 @@ let owner: string;
 let shop: { site_id: string; slug: string; name: string };
 let tmp: string;
 let config: AgentConfig;
+let configFile: string;
 let runtime: AgentRuntime | undefined;
 const cameras: Record<string, { id: string }> = {};
 const t0 = Date.now();
@@ -234,8 +235,8 @@ describe('footfall enrol', () => {
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const exists = await enrolShopPc({ server: h.url, code, configPath: file }).catch((e: unknown) => e);
     expect((exists as EnrolError).problem).toBe('exists');
+    configFile = file;
     config = { ...(await loadAgentConfig(file)), log_level: 'silent' };
-    await saveAgentConfig(file, config, { overwrite: true });
     mark('enrolled');
   });
 });
@@ -375,5 +376,35 @@ describe('footfall agent', () => {
     expect(ffmpegs(rtsp.port)).toEqual([]);
     expect(runtime!.queue.open).toBe(false);
     runtime = undefined;
+  });
+
+  it('footfall agent (the built CLI) runs the cameras and stops cleanly on SIGTERM', async () => {
+    const child = spawn(process.execPath, [cli, 'agent', '--config', configFile, '--no-recognition'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    try {
+      // Three cameras: the good one and the two broken ones, each with its ffmpeg.
+      await waitFor(() => out.includes('"msg":"camera connected"') && ffmpegs(rtsp.port).length >= 1, 15_000, 100);
+      const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
+      const msgs = lines.map((l) => l.msg);
+      expect(msgs).toEqual(expect.arrayContaining(['agent starting', 'connected to the broker']));
+      // The list kept on disk by the previous run starts the cameras before head office answers.
+      expect(msgs).toContain('kept camera list applied');
+      expect(out).not.toContain(config.token);
+      expect(out).not.toContain(config.broker.password);
+      expect(out).not.toContain(PASSWORD);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const sent = Date.now();
+    const { code, signal } = await exited;
+    expect({ code, signal, err }).toEqual({ code: 0, signal: null, err: '' });
+    expect(Date.now() - sent).toBeLessThan(8000);
+    expect(out).toContain('"msg":"agent stopped"');
+    expect(ffmpegs(rtsp.port)).toEqual([]);
+    mark('cli agent stopped');
   });
 });
