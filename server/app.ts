@@ -10,6 +10,9 @@ import { teamRoutes } from './team/routes.js';
 import { shopsRoutes } from './shops/routes.js';
 import { camerasRoutes } from './cameras/routes.js';
 import { agentRoutes } from './agent-api/routes.js';
+import { visitsRoutes } from './visits/routes.js';
+import { customersRoutes } from './customers/routes.js';
+import { purchasesRoutes } from './purchases/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -29,7 +32,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
     }),
   );
 
-  const routers: AppRouter[] = [healthRoutes(), authRoutes(), clientsRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes()];
+  const routers: AppRouter[] = [healthRoutes(), authRoutes(), clientsRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes()];
   for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
   return app;
 }

@@ -9,6 +9,8 @@ import type { Role } from './policy.js';
 import type { CompanyPurger } from './clients/deletion.js';
 import type { ShopLogins } from './shops/broker-logins.js';
 import type { LiveHub } from './cameras/live.js';
+import type { Identities } from './visits/identities.js';
+import type { ArrivalsHub } from './visits/hub.js';
 
 /** What every request can reach: built once by startServer (or a test) and handed to buildApp. */
 export interface Deps {
@@ -23,6 +25,10 @@ export interface Deps {
   shopLogins: ShopLogins;
   /** Live camera view relay. */
   live: LiveHub;
+  /** Per-company face galleries and matchers (visit ingest, erasure, merge). */
+  identities: Identities;
+  /** Fan-out of committed visits to the open arrival streams. */
+  arrivals: ArrivalsHub;
 }
 
 /** The signed-in person making the request. companyId is null for the platform admin. */

@@ -18,6 +18,10 @@ import { ShopLogins, shopLoginsPurger } from './shops/broker-logins.js';
 import { ingestHeartbeats } from './shops/heartbeats.js';
 import { LiveHub } from './cameras/live.js';
 import { snapshotsPurger } from './cameras/snapshots.js';
+import { sweepUnlinkedFaces } from './customers/faces.js';
+import { ArrivalsHub } from './visits/hub.js';
+import { Identities } from './visits/identities.js';
+import { VisitIngest } from './visits/ingest.js';
 
 export interface RunningServer {
   url: string;
@@ -26,6 +30,8 @@ export interface RunningServer {
   deps: Deps;
   store: Store;
   broker: Broker;
+  /** Visit ingest (its counters; `drained()` for tests and the benchmark). */
+  ingest: VisitIngest;
   close(): Promise<void>;
 }
 
@@ -54,9 +60,15 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const shopLogins = new ShopLogins({ store, keys, broker, log });
   broker.setAuth(shopLogins);
   const live = new LiveHub(broker, log);
-  const purgers = [localImagesPurger(config.dataDir), shopLoginsPurger(store, shopLogins), snapshotsPurger(config.dataDir)];
-  const deps: Deps = { config, store, log, keys, broker, purgers, shopLogins, live };
+  const identities = new Identities({ store, keys, log });
+  const arrivals = new ArrivalsHub();
+  const purgers = [localImagesPurger(config.dataDir), shopLoginsPurger(store, shopLogins), snapshotsPurger(config.dataDir), identities.purger()];
+  const deps: Deps = { config, store, log, keys, broker, purgers, shopLogins, live, identities, arrivals };
   const stopHeartbeats = await ingestHeartbeats(deps);
+  const loaded = identities.loadAll();
+  log.info({ galleries: loaded.galleries, customers: loaded.customers, ms: Math.round(loaded.ms) }, 'face galleries loaded');
+  const ingest = new VisitIngest(deps);
+  await ingest.start();
 
   if (!adminExists(store)) {
     const email = config.FOOTFALL_ADMIN_EMAIL ?? DEFAULT_ADMIN_EMAIL;
@@ -89,6 +101,12 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const prune = setInterval(() => {
     pruneFailures(store.db, config);
     pruneEndedSessions(store.db);
+    try {
+      sweepUnlinkedFaces(deps);
+      identities.pruneMarkers();
+    } catch (err) {
+      log.error({ err }, 'face image sweep or marker prune failed');
+    }
   }, 10 * 60_000);
   prune.unref();
 
@@ -100,13 +118,16 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     deps,
     store,
     broker,
+    ingest,
     close() {
       closing ??= (async () => {
         clearInterval(prune);
         live.close();
+        arrivals.close();
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         await stopHeartbeats();
+        await ingest.stop();
         await broker.close();
         store.close();
       })();

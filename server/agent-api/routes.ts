@@ -15,7 +15,7 @@ import { mapInfraErrors, requireKey } from '../shops/errors.js';
 import { shops } from '../shops/schema.js';
 import { getShop, spendEnrolmentCode } from '../shops/service.js';
 import { agentAuth, agentOf } from './auth.js';
-import { storeFaceImage } from './faces.js';
+import { storeUploadedFace } from '../customers/faces.js';
 import { presentCameraList, presentIdentity } from './presenter.js';
 import { checkJpeg, looksLikeJpeg, readJpegBody } from './raw-body.js';
 
@@ -142,7 +142,7 @@ export function agentRoutes(): AppRouter {
     }
     const jpeg = await readJpegBody(ctx, LIMITS.faceBytes);
     await checkJpeg(jpeg);
-    const id = await storeFaceImage(config.dataDir, agentOf(ctx).companyId, jpeg);
+    const id = await storeUploadedFace(ctx.deps, agentOf(ctx), jpeg);
     ctx.status = 201;
     ctx.body = { face_image_id: id };
   });

@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import type { Keys } from '../crypto/keys.js';
 import type { Db } from '../db/open.js';
 import { conflict } from '../http/errors.js';
+import { shopVisitCount } from '../visits/service.js';
 import { enrolmentCodes, shops } from './schema.js';
 
 export type ShopRow = typeof shops.$inferSelect;
@@ -93,7 +94,6 @@ export function companySlugOf(db: Db, companyId: string): string {
 /**
  * Why a shop cannot be removed, as sentences; empty when it can. The spec allows removing only an empty shop:
  * no cameras (tombstones do not count) and no visits.
- * HOOK for the visits issue: add "it has N visits" here once visits are stored.
  */
 export function shopBlockers(db: Db, shopId: string): string[] {
   const reasons: string[] = [];
@@ -103,6 +103,8 @@ export function shopBlockers(db: Db, shopId: string): string[] {
     .where(and(eq(cameras.shopId, shopId), isNull(cameras.deletedAt)))
     .get()!.n;
   if (n > 0) reasons.push(`it has ${n} camera${n === 1 ? '' : 's'} (remove them first)`);
+  const v = shopVisitCount(db, shopId);
+  if (v > 0) reasons.push(`it has visit history (${v} visit${v === 1 ? '' : 's'}), which is kept`);
   return reasons;
 }
 

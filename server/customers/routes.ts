@@ -1,0 +1,164 @@
+import fs from 'node:fs/promises';
+import Router from '@koa/router';
+import { z } from 'zod';
+import { audit } from '../audit/service.js';
+import { tenantOf, type AppRouter, type Ctx } from '../context.js';
+import { auth } from '../http/auth.js';
+import { HttpError, badRequest, notFound } from '../http/errors.js';
+import { bodyOf, queryOf, validate } from '../http/pipeline.js';
+import { customerRef as customerRefKind } from '../references/customers.js';
+import { resolve } from '../references/resolver.js';
+import { presentAttributes, presentSimilarity } from '../visits/presenter.js';
+import { faceFile, findServableFace, latestFaceOf } from './faces.js';
+import { customersPolicy } from './policy.js';
+import { customerRef, faceUrl, presentCustomer, presentProfile, type CustomerRow } from './presenter.js';
+import { auditPhotoLinks, customerOr404, eraseCustomer, historyOf, mergeCustomers, replaceProfile, searchCustomers } from './service.js';
+
+const wholeNumber = z.string().trim().regex(/^\d{1,7}$/, 'must be a whole number').transform(Number);
+
+export const SearchQuery = z.object({
+  q: z.string().max(200).optional(),
+  limit: wholeNumber.optional(),
+});
+
+/** `+` and 7 to 15 digits after removing spaces, dashes, dots and brackets; a leading `00` counts as `+`. */
+export function normalisePhone(input: string): string | undefined {
+  const compact = input.replace(/[\s().-]/g, '').replace(/^00/, '+');
+  return /^\+[1-9][0-9]{6,14}$/.test(compact) ? compact : undefined;
+}
+
+/** A real calendar date as YYYY-MM-DD, from 1900-01-01 to today. */
+export function isBirthDate(v: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
+  if (!m) return false;
+  const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+  return d.toISOString().slice(0, 10) === v && v >= '1900-01-01' && v <= new Date().toISOString().slice(0, 10);
+}
+
+const text = (max: number) =>
+  z
+    .string()
+    .max(max, `must be at most ${max} characters`)
+    .nullish()
+    .transform((v) => (v ?? '').trim());
+
+export const ProfileBody = z.strictObject({
+  full_name: text(200),
+  phone: text(40).transform((v, c) => {
+    if (v === '') return '';
+    const p = normalisePhone(v);
+    if (!p) {
+      c.addIssue({ code: 'custom', message: 'must be an international number: + and the country code, then 7 to 15 digits in all (spaces and dashes allowed)' });
+      return z.NEVER;
+    }
+    return p;
+  }),
+  email: text(254).refine((v) => v === '' || z.email().safeParse(v).success, 'must be an email address').transform((v) => v.toLowerCase()),
+  gender: text(32),
+  date_of_birth: text(10).refine((v) => v === '' || isBirthDate(v), 'must be a real date as YYYY-MM-DD, not in the future'),
+  notes: text(2000),
+  consent: z.boolean({ error: (i) => (i.input === undefined ? 'is required (true or false): it records whether the customer agreed to be recognised' : 'must be true or false') }),
+});
+
+export const MergeBody = z.strictObject({
+  into: z.string().trim().min(1, 'is required: the customer (id or V-number) to keep').max(100),
+});
+
+/** The live customer named in the path (uuid, V-<n>, n); a merged-away one resolves to the survivor. 404 otherwise. */
+function customerInPath(ctx: Ctx): CustomerRow {
+  const db = ctx.deps.store.db;
+  const id = resolve(db, customerRefKind, tenantOf(ctx), String(ctx.params.id), 'path');
+  return customerOr404(db, tenantOf(ctx), id);
+}
+
+function imagesDisabled(): HttpError {
+  return new HttpError(404, 'images_disabled', 'This server stores no customer photos (FOOTFALL_IMAGES is off).');
+}
+
+export function customersRoutes(): AppRouter {
+  const r: AppRouter = new Router({ prefix: '/api' });
+
+  r.get('/visitors', auth(customersPolicy.view), validate({ query: SearchQuery }), (ctx) => {
+    const q = queryOf(ctx, SearchQuery);
+    const { config, store } = ctx.deps;
+    const max = config.FOOTFALL_VISITOR_SEARCH_LIMIT_MAX;
+    const limit = q.limit ?? config.FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT;
+    if (limit < 1 || limit > max) throw badRequest(`limit: must be from 1 to ${max}`);
+    ctx.body = searchCustomers(store.db, tenantOf(ctx), q.q, limit).map(presentCustomer);
+  });
+
+  r.get('/visitors/:id', auth(customersPolicy.view), (ctx) => {
+    const c = customerInPath(ctx);
+    ctx.body = { ...presentCustomer(c), profile: presentProfile(c) };
+  });
+
+  r.get('/visitors/:id/history', auth(customersPolicy.view), (ctx) => {
+    const c = customerInPath(ctx);
+    ctx.body = historyOf(ctx.deps.store.db, c.id).map((v) => ({
+      id: v.visitId,
+      occurred_at: v.occurredAt,
+      site: v.shopName,
+      site_id: v.shopId,
+      site_slug: v.shopSlug,
+      camera_id: v.cameraId,
+      is_new_visitor: v.isNewVisitor,
+      similarity: presentSimilarity(v),
+      quality: v.quality,
+      attributes: presentAttributes(v),
+    }));
+  });
+
+  r.put('/visitors/:id/profile', auth(customersPolicy.editProfile), validate({ body: ProfileBody }), (ctx) => {
+    const body = bodyOf(ctx, ProfileBody);
+    const { store } = ctx.deps;
+    const row = store.tx(() => replaceProfile(ctx, customerInPath(ctx), body));
+    ctx.body = { ...presentCustomer(row), profile: presentProfile(row) };
+  });
+
+  r.delete('/visitors/:id', auth(customersPolicy.erase), (ctx) => {
+    const c = customerInPath(ctx);
+    ctx.body = eraseCustomer(ctx, c.id);
+  });
+
+  r.post('/visitors/:id/merge', auth(customersPolicy.merge), validate({ body: MergeBody }), (ctx) => {
+    const { into } = bodyOf(ctx, MergeBody);
+    const { store, identities } = ctx.deps;
+    const companyId = tenantOf(ctx);
+    const out = store.tx(() => {
+      const drop = customerInPath(ctx);
+      const keepId = resolve(store.db, customerRefKind, companyId, into, 'path');
+      if (keepId === drop.id) throw badRequest('into: a customer cannot be merged into itself.');
+      const keep = customerOr404(store.db, companyId, keepId);
+      return { drop, ...mergeCustomers(ctx, keep, drop) };
+    });
+    if (out.sameModel) identities.afterMerge(companyId, out.row.recognitionModel, out.row.id, out.drop.id, out.merged);
+    else identities.afterErase(companyId, out.drop.recognitionModel, out.drop.id, undefined);
+    ctx.body = { ...presentCustomer(out.row), profile: presentProfile(out.row), merged: { id: out.drop.id, ref: customerRef(out.drop.number), visits_moved: out.visitsMoved } };
+  });
+
+  r.get('/visitors/:id/image', auth(customersPolicy.photos), (ctx) => {
+    const c = customerInPath(ctx);
+    if (ctx.deps.config.FOOTFALL_IMAGES === 'off') throw imagesDisabled();
+    const face = latestFaceOf(ctx.deps.store.db, c.id);
+    if (!face) throw new HttpError(404, 'no_image', 'No photo of this customer has been captured.');
+    auditPhotoLinks(ctx, 'GET /api/visitors/{id}/image', [{ faceImageId: face.id, customerId: c.id }]);
+    ctx.body = { available: true, url: faceUrl(face.id), auth: true };
+  });
+
+  r.get('/faces/:id', auth(customersPolicy.photos), async (ctx) => {
+    const { config, store } = ctx.deps;
+    if (config.FOOTFALL_IMAGES === 'off') throw imagesDisabled();
+    const face = findServableFace(store.db, tenantOf(ctx), String(ctx.params.id));
+    if (!face) throw notFound('That photo');
+    const jpeg = await fs.readFile(faceFile(config.dataDir, face)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') throw notFound('That photo');
+      throw err;
+    });
+    audit(ctx, { action: 'photo.view', target: face.id, detail: { visitor_id: face.customerId } });
+    ctx.set('Cache-Control', 'private, no-store');
+    ctx.type = 'image/jpeg';
+    ctx.body = jpeg;
+  });
+
+  return r;
+}

@@ -1,0 +1,311 @@
+import { and, asc, desc, eq, isNull, like, or, sql, type SQL } from 'drizzle-orm';
+import { audit } from '../audit/service.js';
+import type { Ctx } from '../context.js';
+import type { Db } from '../db/open.js';
+import { HttpError, notFound } from '../http/errors.js';
+import { DEFAULT_MATCHER_OPTIONS } from '../identity/matcher.js';
+import { mergedTemplate, type TemplateState } from '../identity/template.js';
+import { templateFromBlob, templateToBlob } from '../identity/vector.js';
+import { purchases } from '../purchases/schema.js';
+import { customerNumberOf } from '../references/customers.js';
+import { shops } from '../shops/schema.js';
+import { visits } from '../visits/schema.js';
+import { destroyMoved, facesOf, moveAside, putBack, StorageError } from './faces.js';
+import { customerRef, type CustomerRow } from './presenter.js';
+import { customerConsents, customers, doNotEnrol, faceImages } from './schema.js';
+
+/** A live (not erased, not merged-away) customer of the company, by id; 404 otherwise. */
+export function customerOr404(db: Db, companyId: string, id: string): CustomerRow {
+  const row = db.select().from(customers).where(and(eq(customers.id, id), eq(customers.companyId, companyId))).get();
+  if (!row || row.erasedAt || row.mergedInto) throw notFound('That customer');
+  return row;
+}
+
+function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/**
+ * Customer search. Without `q`: most recently seen first. With `q`: the name or email contains it (letter case
+ * ignored), the phone contains its digits (when it has at least three and looks like a phone number), or it is the
+ * customer number with or without `V-`; an exact number match comes first, then most recently seen. Erased and
+ * merged-away customers never appear.
+ */
+export function searchCustomers(db: Db, companyId: string, q: string | undefined, limit: number): CustomerRow[] {
+  const base = and(eq(customers.companyId, companyId), isNull(customers.erasedAt), isNull(customers.mergedInto))!;
+  const text = (q ?? '').trim();
+  const recent = [sql`${customers.lastSeenAt} is null`, desc(customers.lastSeenAt), desc(customers.number)];
+  if (text === '') return db.select().from(customers).where(base).orderBy(...recent).limit(limit).all();
+  const pattern = `%${escapeLike(text.toLowerCase())}%`;
+  const any: SQL[] = [
+    sql`lower(${customers.fullName}) like ${pattern} escape '\\'`,
+    sql`lower(${customers.email}) like ${pattern} escape '\\'`,
+  ];
+  const digits = text.replace(/\D/g, '');
+  if (/^[+\d\s().-]+$/.test(text) && digits.length >= 3) any.push(like(customers.phone, `%${digits}%`));
+  const n = customerNumberOf(text);
+  if (n !== undefined) any.push(eq(customers.number, n));
+  const order = n !== undefined ? [sql`case when ${customers.number} = ${n} then 0 else 1 end`, ...recent] : recent;
+  return db
+    .select()
+    .from(customers)
+    .where(and(base, or(...any)))
+    .orderBy(...order)
+    .limit(limit)
+    .all();
+}
+
+/** The customer's visits, newest first. */
+export function historyOf(db: Db, customerId: string) {
+  return db
+    .select({
+      visitId: visits.visitId,
+      occurredAt: visits.occurredAt,
+      shopId: visits.shopId,
+      shopName: shops.name,
+      shopSlug: shops.slug,
+      cameraId: visits.cameraId,
+      customerId: visits.customerId,
+      isNewVisitor: visits.isNewVisitor,
+      similarity: visits.similarity,
+      quality: visits.quality,
+      gender: visits.gender,
+      age: visits.age,
+      emotion: visits.emotion,
+    })
+    .from(visits)
+    .innerJoin(shops, eq(shops.id, visits.shopId))
+    .where(eq(visits.customerId, customerId))
+    .orderBy(desc(visits.occurredAt), desc(visits.seq))
+    .all();
+}
+
+export interface ProfileInput {
+  full_name: string;
+  phone: string;
+  email: string;
+  gender: string;
+  date_of_birth: string;
+  notes: string;
+  consent: boolean;
+}
+
+/** Whole-object replace of the profile; records a consent change. Call inside a transaction. */
+export function replaceProfile(ctx: Ctx, customer: CustomerRow, p: ProfileInput): CustomerRow {
+  const db = ctx.deps.store.db;
+  const now = new Date().toISOString();
+  const consentChanged = p.consent !== customer.consent;
+  const next = {
+    fullName: p.full_name,
+    phone: p.phone,
+    email: p.email,
+    gender: p.gender,
+    dateOfBirth: p.date_of_birth,
+    notes: p.notes,
+    consent: p.consent,
+    profileUpdatedAt: now,
+    ...(consentChanged ? { consentChangedAt: now } : {}),
+  };
+  const changed = (Object.keys(next) as (keyof typeof next)[]).filter((k) => k !== 'profileUpdatedAt' && k !== 'consentChangedAt' && next[k] !== customer[k]);
+  const row = db.update(customers).set(next).where(eq(customers.id, customer.id)).returning().get()!;
+  if (consentChanged) recordConsent(ctx, customer, p.consent, 'profile', now);
+  audit(ctx, { action: 'customer.profile', target: customer.id, detail: { ref: customerRef(customer.number), changed } });
+  return row;
+}
+
+function recordConsent(ctx: Ctx, customer: Pick<CustomerRow, 'id' | 'companyId'>, consent: boolean, reason: string, at: string): void {
+  const actor = ctx.state.actor;
+  ctx.deps.store.db
+    .insert(customerConsents)
+    .values({ companyId: customer.companyId, customerId: customer.id, consent, reason, at, actorId: actor?.userId ?? null, actorEmail: actor?.email ?? null })
+    .run();
+}
+
+export interface Erased {
+  erased: string;
+  ref: string;
+  visits_unlinked: number;
+  images_deleted: number;
+  consent_revoked: boolean;
+  /** Until when the same face is counted as footfall instead of being enrolled again (null: no template was kept). */
+  enrolment_blocked_until: string | null;
+}
+
+/**
+ * Erasure (spec: Customer present -> erased). In one transaction: every photo file is moved aside (a failure puts
+ * them back and answers 502 storage_error with nothing erased), a do-not-enrol marker of the template is stored,
+ * visits are unlinked, photo rows deleted, consent revoked and recorded, the row cleared and marked. After the commit
+ * the moved files are deleted and the template leaves memory.
+ */
+export function eraseCustomer(ctx: Ctx, customerId: string): Erased {
+  const { store, config, identities, log } = ctx.deps;
+  const db = store.db;
+  const companyId = ctx.state.actor!.companyId!;
+  if (!identities.canMark) {
+    throw new HttpError(503, 'no_encryption_key', 'Customers cannot be erased right now: this server cannot read its encryption key, which keeps an erased face from being enrolled again. Nothing was erased; ask the operator to restore the key.');
+  }
+  let moved: string[] = [];
+  let done: { result: Erased; model: string; marker: { sketch: Uint8Array; expiresAt: number } | undefined };
+  try {
+    done = store.tx(() => {
+      const c = customerOr404(db, companyId, customerId);
+      const nowMs = Date.now();
+      const now = new Date(nowMs).toISOString();
+      const faces = facesOf(db, c.id);
+      try {
+        moved = moveAside(config.dataDir, faces);
+      } catch (err) {
+        if (err instanceof StorageError) {
+          log.error({ err, customer_id: c.id }, 'erasure refused: a photo could not be deleted');
+          throw new HttpError(502, 'storage_error', 'A photo of this customer could not be deleted, so nothing was erased. Check the data folder and try again.');
+        }
+        throw err;
+      }
+      const marker = c.template ? identities.markerFor(companyId, c.recognitionModel, templateFromBlob(c.template), nowMs) : undefined;
+      if (marker) {
+        db.insert(doNotEnrol)
+          .values({ companyId, recognitionModel: c.recognitionModel, sketch: Buffer.from(marker.sketch), expiresAt: new Date(marker.expiresAt).toISOString() })
+          .run();
+      }
+      const unlinked = db
+        .update(visits)
+        .set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null })
+        .where(eq(visits.customerId, c.id))
+        .run().changes;
+      db.delete(faceImages).where(eq(faceImages.customerId, c.id)).run();
+      recordConsent(ctx, c, false, 'erasure', now);
+      db.update(customers)
+        .set({
+          template: null,
+          templateCount: 0,
+          fullName: '',
+          phone: '',
+          email: '',
+          gender: '',
+          dateOfBirth: '',
+          notes: '',
+          consent: false,
+          consentChangedAt: now,
+          profileUpdatedAt: null,
+          visitCount: 0,
+          firstSeenAt: null,
+          lastSeenAt: null,
+          erasedAt: now,
+        })
+        .where(eq(customers.id, c.id))
+        .run();
+      const result: Erased = {
+        erased: c.id,
+        ref: customerRef(c.number),
+        visits_unlinked: unlinked,
+        images_deleted: moved.length,
+        consent_revoked: true,
+        enrolment_blocked_until: marker ? new Date(marker.expiresAt).toISOString() : null,
+      };
+      audit(ctx, { action: 'customer.erase', target: c.id, detail: { ref: result.ref, visits_unlinked: unlinked, images_deleted: moved.length, marker: marker !== undefined } });
+      return { result, model: c.recognitionModel, marker };
+    });
+  } catch (err) {
+    putBack(moved);
+    throw err;
+  }
+  destroyMoved(moved, log);
+  identities.afterErase(companyId, done.model, customerId, done.marker);
+  return done.result;
+}
+
+/**
+ * Merges customer `drop` into `keep` (the same person enrolled twice): visits, photos and purchases move to `keep`
+ * (each re-linked visit remembers `drop` in merged_from), the earliest enrolling visit stays the only new-visitor row,
+ * stats add up, empty profile fields of `keep` are filled from `drop`, consent is kept if either gave it, and the
+ * templates are merged (weighted running means). `drop` stays as a row pointing at `keep`; its references resolve
+ * to `keep`. Call inside a transaction; returns what memory needs after the commit.
+ */
+export function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
+  const db = ctx.deps.store.db;
+  const now = new Date().toISOString();
+  const sameModel = keep.recognitionModel === drop.recognitionModel;
+  let merged: TemplateState | undefined;
+  if (sameModel && keep.template && drop.template) {
+    merged = mergedTemplate(
+      { template: templateFromBlob(keep.template), count: Math.max(1, keep.templateCount) },
+      { template: templateFromBlob(drop.template), count: Math.max(1, drop.templateCount) },
+      DEFAULT_MATCHER_OPTIONS.templateWeightCap,
+    );
+  }
+  const moved = db
+    .update(visits)
+    .set({ customerId: keep.id, mergedFrom: sql`coalesce(${visits.mergedFrom}, ${drop.id})` })
+    .where(eq(visits.customerId, drop.id))
+    .run().changes;
+  // Exactly one enrolling visit: the earliest.
+  const firsts = db
+    .select({ seq: visits.seq })
+    .from(visits)
+    .where(and(eq(visits.customerId, keep.id), eq(visits.isNewVisitor, true)))
+    .orderBy(asc(visits.occurredAt), asc(visits.seq))
+    .all();
+  for (const f of firsts.slice(1)) db.update(visits).set({ isNewVisitor: false }).where(eq(visits.seq, f.seq)).run();
+  db.update(faceImages).set({ customerId: keep.id }).where(eq(faceImages.customerId, drop.id)).run();
+  db.update(purchases).set({ customerId: keep.id }).where(eq(purchases.customerId, drop.id)).run();
+
+  const fill = (a: string, b: string) => (a.trim() !== '' ? a : b);
+  const consent = keep.consent || drop.consent;
+  const earliest = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a < b ? a : b);
+  const latest = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a > b ? a : b);
+  const row = db
+    .update(customers)
+    .set({
+      fullName: fill(keep.fullName, drop.fullName),
+      phone: fill(keep.phone, drop.phone),
+      email: fill(keep.email, drop.email),
+      gender: fill(keep.gender, drop.gender),
+      dateOfBirth: fill(keep.dateOfBirth, drop.dateOfBirth),
+      notes: keep.notes.trim() !== '' && drop.notes.trim() !== '' && keep.notes !== drop.notes ? `${keep.notes}\n${drop.notes}` : fill(keep.notes, drop.notes),
+      consent,
+      ...(consent !== keep.consent ? { consentChangedAt: now } : {}),
+      visitCount: keep.visitCount + drop.visitCount,
+      firstSeenAt: earliest(keep.firstSeenAt, drop.firstSeenAt),
+      lastSeenAt: latest(keep.lastSeenAt, drop.lastSeenAt),
+      ...(merged ? { template: templateToBlob(merged.template), templateCount: merged.count } : {}),
+    })
+    .where(eq(customers.id, keep.id))
+    .returning()
+    .get()!;
+  if (consent !== keep.consent) recordConsent(ctx, keep, consent, 'merge', now);
+  db.update(customers)
+    .set({
+      mergedInto: keep.id,
+      mergedAt: now,
+      template: null,
+      templateCount: 0,
+      fullName: '',
+      phone: '',
+      email: '',
+      gender: '',
+      dateOfBirth: '',
+      notes: '',
+      consent: false,
+      visitCount: 0,
+    })
+    .where(eq(customers.id, drop.id))
+    .run();
+  // Customers merged into `drop` earlier now point at `keep` directly.
+  db.update(customers).set({ mergedInto: keep.id }).where(eq(customers.mergedInto, drop.id)).run();
+  audit(ctx, {
+    action: 'customer.merge',
+    target: keep.id,
+    detail: { into: customerRef(keep.number), merged: customerRef(drop.number), merged_id: drop.id, visits_moved: moved },
+  });
+  return { row, merged, sameModel, visitsMoved: moved };
+}
+
+/** Writes the audit row for photo links handed out by one response (or one stream push). */
+export function auditPhotoLinks(ctx: Ctx, route: string, links: readonly { faceImageId: string; customerId: string | undefined }[]): void {
+  if (links.length === 0) return;
+  audit(ctx, {
+    action: 'photo.link',
+    target: links.length === 1 ? links[0]!.faceImageId : null,
+    detail: { route, faces: links.map((l) => ({ face_image_id: l.faceImageId, visitor_id: l.customerId ?? null })) },
+  });
+}

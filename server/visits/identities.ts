@@ -1,0 +1,183 @@
+import { and, eq, gt, isNotNull, isNull, lte } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { CompanyPurger } from '../clients/deletion.js';
+import type { Keys } from '../crypto/keys.js';
+import type { Store } from '../db/open.js';
+import { customers, doNotEnrol } from '../customers/schema.js';
+import { DoNotEnrolList, type DoNotEnrolMarker } from '../identity/erasure.js';
+import { Gallery } from '../identity/gallery.js';
+import { Matcher, type MatcherOptions } from '../identity/matcher.js';
+import type { TemplateState } from '../identity/template.js';
+
+interface Entry {
+  companyId: string;
+  model: string;
+  gallery: Gallery;
+  matcher: Matcher;
+  /** undefined when the server key is unusable (markers can be neither made nor checked). */
+  markers: DoNotEnrolList | undefined;
+}
+
+/**
+ * The in-memory identity state of every company: one gallery and matcher per (company, recognition model) (faces of
+ * different models never compare; companies never see each other's faces), built from the stored templates on first
+ * use and kept equal to the database:
+ *
+ * - ingest decides a batch inside its transaction (the matcher adds new customers and updates templates in memory
+ *   as it goes; everything is synchronous, so nothing else can observe the gallery before the commit), and calls
+ *   `discard` for every touched entry when the transaction fails, so the next use reloads it from the database;
+ * - erasure and merge compute what to store with pure functions inside their transaction and change memory only
+ *   after the commit (`afterErase`, `afterMerge`).
+ */
+export class Identities {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly deps: { store: Store; keys: Keys; log: Logger },
+    private readonly options: Partial<MatcherOptions> = {},
+  ) {}
+
+  private static key(companyId: string, model: string): string {
+    return `${companyId}\u0000${model}`;
+  }
+
+  /** The matcher of a company's faces made by one model (loaded from the database on first use). */
+  matcher(companyId: string, model: string): Matcher {
+    return this.entry(companyId, model).matcher;
+  }
+
+  /** True when erasure can store a do-not-enrol marker (the server key is usable). */
+  get canMark(): boolean {
+    return this.deps.keys.problem === undefined;
+  }
+
+  /** The marker an erasure stores for this template (pure: memory changes only in `afterErase`). */
+  markerFor(companyId: string, model: string, template: Float32Array, now: number, ttlMs?: number): DoNotEnrolMarker {
+    const list = this.entry(companyId, model).markers;
+    if (!list) throw new Error('do-not-enrol markers need the server key');
+    const marker = { sketch: list.sketch(template), expiresAt: now + (ttlMs ?? DEFAULT_MARKER_TTL_MS) };
+    return marker;
+  }
+
+  /** After an erasure committed: the customer leaves memory; its marker starts blocking. */
+  afterErase(companyId: string, model: string, customerId: string, marker: DoNotEnrolMarker | undefined): void {
+    const e = this.entries.get(Identities.key(companyId, model));
+    if (!e) return; // not loaded: the next load reads the database, which already has the change
+    e.matcher.forget(customerId);
+    if (marker && e.markers) e.markers.load([marker], Date.now());
+  }
+
+  /** After a merge committed: the survivor's template is the merged one, the merged-away customer is gone. */
+  afterMerge(companyId: string, model: string, keepId: string, dropId: string, merged: TemplateState | undefined): void {
+    const e = this.entries.get(Identities.key(companyId, model));
+    if (!e) return;
+    e.matcher.forget(dropId);
+    if (merged && e.gallery.has(keepId)) e.gallery.update(keepId, merged.template, merged.count);
+    else if (merged) e.gallery.add(keepId, merged.template, merged.count);
+  }
+
+  /** The current in-memory template of a customer (a copy), if loaded. */
+  template(companyId: string, model: string, customerId: string): TemplateState | undefined {
+    return this.entry(companyId, model).gallery.entry(customerId);
+  }
+
+  /** Forgets the memory of one (company, model): a failed transaction; the next use reloads it. */
+  discard(companyId: string, model: string): void {
+    this.entries.delete(Identities.key(companyId, model));
+  }
+
+  /** Forgets every gallery of a company (company deletion). */
+  dropCompany(companyId: string): void {
+    for (const [k, e] of this.entries) if (e.companyId === companyId) this.entries.delete(k);
+  }
+
+  /** Loads every company's galleries now (start-up), so the first visit does not pay for it. */
+  loadAll(): { galleries: number; customers: number; ms: number } {
+    const t = performance.now();
+    const pairs = this.deps.store.db
+      .selectDistinct({ companyId: customers.companyId, model: customers.recognitionModel })
+      .from(customers)
+      .where(isNotNull(customers.template))
+      .all();
+    let n = 0;
+    for (const p of pairs) n += this.entry(p.companyId, p.model).gallery.size;
+    return { galleries: pairs.length, customers: n, ms: performance.now() - t };
+  }
+
+  /** Deletes expired markers from the database and from memory. */
+  pruneMarkers(now = Date.now()): number {
+    const at = new Date(now).toISOString();
+    const removed = this.deps.store.db.delete(doNotEnrol).where(lte(doNotEnrol.expiresAt, at)).run().changes;
+    for (const e of this.entries.values()) e.markers?.prune(now);
+    return removed;
+  }
+
+  /** Company deletion step: drop the company's galleries from memory (its rows go with the company). */
+  purger(): CompanyPurger {
+    return {
+      name: 'identities',
+      failure: { status: 500, code: 'internal', message: 'The company could not be deleted.' },
+      purge: async (companyId) => {
+        this.dropCompany(companyId);
+        return 0;
+      },
+    };
+  }
+
+  private entry(companyId: string, model: string): Entry {
+    const k = Identities.key(companyId, model);
+    let e = this.entries.get(k);
+    if (!e) {
+      e = this.load(companyId, model);
+      this.entries.set(k, e);
+    }
+    return e;
+  }
+
+  private load(companyId: string, model: string): Entry {
+    const { store, keys, log } = this.deps;
+    const rows = store.db
+      .select({ customerId: customers.id, template: customers.template, count: customers.templateCount })
+      .from(customers)
+      .where(
+        and(
+          eq(customers.companyId, companyId),
+          eq(customers.recognitionModel, model),
+          isNotNull(customers.template),
+          isNull(customers.erasedAt),
+          isNull(customers.mergedInto),
+        ),
+      )
+      .all();
+    const gallery = Gallery.load(rows.map((r) => ({ customerId: r.customerId, template: r.template!, count: Math.max(1, r.count) })));
+    let markers: DoNotEnrolList | undefined;
+    if (keys.problem === undefined) {
+      markers = new DoNotEnrolList(markerKey(keys, companyId));
+      const now = Date.now();
+      const stored = store.db
+        .select({ sketch: doNotEnrol.sketch, expiresAt: doNotEnrol.expiresAt })
+        .from(doNotEnrol)
+        .where(and(eq(doNotEnrol.companyId, companyId), eq(doNotEnrol.recognitionModel, model), gt(doNotEnrol.expiresAt, new Date(now).toISOString())))
+        .all();
+      markers.load(
+        stored.map((m) => ({ sketch: new Uint8Array(m.sketch), expiresAt: Date.parse(m.expiresAt) })),
+        now,
+      );
+    } else {
+      log.warn({ company_id: companyId }, 'no usable server key: erased faces are not kept from being enrolled again until it is restored');
+    }
+    return { companyId, model, gallery, matcher: new Matcher(gallery, this.options, markers), markers };
+  }
+}
+
+/** How long an erased face is kept from being enrolled again (the marker's life). */
+export const DEFAULT_MARKER_TTL_MS = 180 * 24 * 3600 * 1000;
+
+/**
+ * The per-company key of the do-not-enrol sketches: the server's keyed code hash (HMAC-SHA-256 under an HKDF
+ * sub-key of the server key) of a purpose string with the company id. Without the server key a marker means nothing,
+ * and two companies' markers cannot be linked.
+ */
+function markerKey(keys: Keys, companyId: string): Uint8Array {
+  return Buffer.from(keys.codeHash(`footfall:do-not-enrol:${companyId}`), 'hex');
+}

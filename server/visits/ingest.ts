@@ -1,0 +1,476 @@
+import { randomUUID } from 'node:crypto';
+import { and, eq, inArray, max, sql } from 'drizzle-orm';
+import type { AedesPublishPacket } from 'aedes';
+import type { Logger } from 'pino';
+import { EMBEDDING_DIMS, VisitMessage, decodeEmbedding } from '../../shared/messages.js';
+import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
+import type { Broker } from '../broker/broker.js';
+import { companies } from '../clients/schema.js';
+import type { Config } from '../config.js';
+import { discardFaces, linkFace, unlinkedFaces, type FaceImageRow } from '../customers/faces.js';
+import { customers } from '../customers/schema.js';
+import type { Store } from '../db/open.js';
+import type { Decision, Visit } from '../identity/matcher.js';
+import { templateToBlob, unitCopy } from '../identity/vector.js';
+import { shops } from '../shops/schema.js';
+import type { ArrivalsHub, FeedItem } from './hub.js';
+import type { Identities } from './identities.js';
+import { presentArrival } from './presenter.js';
+import { visits } from './schema.js';
+import { feedRange } from './service.js';
+
+/** One visit message waiting for the next batch. */
+interface Pending {
+  username: string;
+  msg: VisitMessage;
+  /** Decoded and checked (finite, not all zeros); undefined: footfall without identity. */
+  embedding: Float32Array | undefined;
+  receivedAt: string;
+  /** The broker's callback, when it is held back (back-pressure). */
+  release?: () => void;
+}
+
+export interface IngestStats {
+  received: number;
+  stored: number;
+  duplicates: number;
+  invalid: number;
+  unknownShop: number;
+  suspended: number;
+  failed: number;
+  batches: number;
+  newCustomers: number;
+  matched: number;
+}
+
+/** Largest batch written in one transaction. */
+const MAX_BATCH = 512;
+/** Past this many visits waiting, the broker's callbacks are held until a batch is written (back-pressure). */
+const HIGH_WATER = 4096;
+
+interface Shop {
+  id: string;
+  companyId: string;
+  active: boolean;
+}
+
+/**
+ * Visit ingest: head office subscribes inside the broker to `ff/+/+/up/visit`. The broker's topic rule guarantees
+ * that only the shop's own login publishes there, so the topic names the company and the shop. Each message is
+ * validated with the shared schema (a bad one is logged and dropped), queued, and written with the others that
+ * arrived within FOOTFALL_INGEST_BATCH_MS in one transaction:
+ *
+ * - visits of a suspended company, or of a shop that no longer exists, are dropped;
+ * - a visit_id the company already has (at-least-once delivery re-sends) is dropped, also within the batch;
+ * - faces are matched against the company's gallery for the visit's recognition model (`Identities`), which may
+ *   enrol a new customer; templates are updated; stats, the shop's `last_event_at` and the face image link follow;
+ * - after the commit, the batch's rows are pushed to the open arrival streams and discarded uploads deleted.
+ *
+ * A failed transaction forgets the touched galleries (they reload from the database) and retries the batch one
+ * visit at a time, so one bad visit cannot take others with it.
+ *
+ * Delivery: aedes answers a QoS 1 PUBACK when it has received the message, before subscribers see it, so a visit is
+ * acknowledged to the shop PC up to one batch window before it is committed; a crash in that window loses it.
+ */
+export class VisitIngest {
+  readonly stats: IngestStats = { received: 0, stored: 0, duplicates: 0, invalid: 0, unknownShop: 0, suspended: 0, failed: 0, batches: 0, newCustomers: 0, matched: 0 };
+  private queue: Pending[] = [];
+  private timer: { kind: 'now'; handle: NodeJS.Immediate } | { kind: 'window'; handle: NodeJS.Timeout } | undefined;
+  private readonly topic = upFilterAllShops('visit');
+  private readonly warned = new Map<string, { at: number; suppressed: number }>();
+  private stopped = false;
+  private idle: (() => void)[] = [];
+
+  constructor(
+    private readonly deps: { store: Store; config: Config; log: Logger; broker: Broker; identities: Identities; arrivals: ArrivalsHub },
+  ) {}
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.deps.broker.aedes.subscribe(this.topic, this.deliver, resolve));
+  }
+
+  /** Stops listening and writes what is queued. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await new Promise<void>((resolve) => this.deps.broker.aedes.unsubscribe(this.topic, this.deliver, resolve));
+    this.clearTimer();
+    while (this.queue.length > 0) this.flush();
+  }
+
+  /** Resolves when nothing is queued (tests, benchmark). */
+  drained(): Promise<void> {
+    if (this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  private readonly deliver = (packet: AedesPublishPacket, done: () => void): void => {
+    let queued = false;
+    try {
+      queued = this.accept(packet, done);
+    } catch (err) {
+      this.deps.log.error({ err, topic: packet.topic }, 'visit not accepted');
+    } finally {
+      if (!queued) done();
+    }
+  };
+
+  /** Validates and queues one message; true when `done` is held by the queue. */
+  private accept(packet: AedesPublishPacket, done: () => void): boolean {
+    this.stats.received++;
+    const parsed = parseTopic(packet.topic);
+    if (!parsed || parsed.direction !== 'up' || parsed.name !== 'visit') return false;
+    let json: unknown;
+    try {
+      json = JSON.parse(Buffer.from(packet.payload).toString('utf8'));
+    } catch {
+      this.invalid(packet.topic, 'visit is not JSON');
+      return false;
+    }
+    const checked = VisitMessage.safeParse(json);
+    if (!checked.success) {
+      this.invalid(packet.topic, 'visit does not match the contract', checked.error.issues.slice(0, 3));
+      return false;
+    }
+    const msg = checked.data;
+    let embedding: Float32Array | undefined;
+    if (msg.embedding !== undefined) {
+      embedding = decodeEmbedding(msg.embedding);
+      if (!usable(embedding)) {
+        this.invalid(packet.topic, 'visit embedding is not finite or all zeros: counted without identity');
+        embedding = undefined;
+      }
+    }
+    const item: Pending = { username: brokerUsername(parsed.companySlug, parsed.shopSlug), msg, embedding, receivedAt: new Date().toISOString() };
+    const hold = this.queue.length >= HIGH_WATER;
+    if (hold) item.release = done;
+    this.queue.push(item);
+    this.schedule();
+    return hold;
+  }
+
+  private invalid(topic: string, what: string, issues?: unknown): void {
+    this.stats.invalid++;
+    const now = Date.now();
+    const w = this.warned.get(topic);
+    if (w && now - w.at < 10_000) {
+      w.suppressed++;
+      return;
+    }
+    this.deps.log.warn({ topic, issues, suppressed: w?.suppressed ?? 0 }, `${what}; dropped`);
+    this.warned.set(topic, { at: now, suppressed: 0 });
+  }
+
+  private schedule(): void {
+    if (this.queue.length >= MAX_BATCH) {
+      // A full batch: write it on the next turn of the event loop instead of waiting for the window.
+      if (this.timer?.kind !== 'now') {
+        this.clearTimer();
+        this.timer = { kind: 'now', handle: setImmediate(() => this.tick()) };
+      }
+      return;
+    }
+    if (this.timer !== undefined) return;
+    const ms = this.deps.config.FOOTFALL_INGEST_BATCH_MS;
+    this.timer = ms === 0 ? { kind: 'now', handle: setImmediate(() => this.tick()) } : { kind: 'window', handle: setTimeout(() => this.tick(), ms) };
+  }
+
+  private clearTimer(): void {
+    const t = this.timer;
+    if (t === undefined) return;
+    if (t.kind === 'now') clearImmediate(t.handle);
+    else clearTimeout(t.handle);
+    this.timer = undefined;
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    this.flush();
+    if (this.queue.length > 0) this.schedule();
+    else for (const f of this.idle.splice(0)) f();
+  }
+
+  /** Writes one batch (at most MAX_BATCH visits) now. */
+  flush(): void {
+    const batch = this.queue.splice(0, MAX_BATCH);
+    if (batch.length === 0) return;
+    const { store, log } = this.deps;
+    try {
+      const touched = new Set<string>();
+      try {
+        const out = store.tx(() => this.write(batch, touched));
+        this.after(out);
+      } catch (err) {
+        for (const k of touched) {
+          const [companyId, model] = k.split('\u0000') as [string, string];
+          this.deps.identities.discard(companyId, model);
+        }
+        if (batch.length === 1) {
+          this.stats.failed++;
+          log.error({ err, visit_id: batch[0]!.msg.visit_id, shop: batch[0]!.username }, 'visit not stored; dropped');
+          return;
+        }
+        log.warn({ err, visits: batch.length }, 'visit batch failed; retrying one by one');
+        for (const item of batch) {
+          const one = new Set<string>();
+          try {
+            this.after(store.tx(() => this.write([item], one)));
+          } catch (e) {
+            for (const k of one) {
+              const [companyId, model] = k.split('\u0000') as [string, string];
+              this.deps.identities.discard(companyId, model);
+            }
+            this.stats.failed++;
+            log.error({ err: e, visit_id: item.msg.visit_id, shop: item.username }, 'visit not stored; dropped');
+          }
+        }
+      }
+    } finally {
+      for (const item of batch) item.release?.();
+    }
+  }
+
+  /** The batch's writes; runs inside one transaction. */
+  private write(batch: readonly Pending[], touched: Set<string>): Written {
+    const { store, config, identities, arrivals } = this.deps;
+    const db = store.db;
+    const now = new Date().toISOString();
+    const out: Written = { items: new Map(), discard: [], counts: {} };
+    const count = (k: keyof IngestStats, n = 1) => (out.counts[k] = (out.counts[k] ?? 0) + n);
+
+    // Shops (and whether their company is active), by broker username.
+    const usernames = [...new Set(batch.map((b) => b.username))];
+    const shopRows = db
+      .select({ username: shops.brokerUsername, id: shops.id, companyId: shops.companyId, active: companies.active })
+      .from(shops)
+      .innerJoin(companies, eq(companies.id, shops.companyId))
+      .where(inArray(shops.brokerUsername, usernames))
+      .all();
+    const shopOf = new Map<string, Shop>(shopRows.map((s) => [s.username, s]));
+
+    // Keep what may be stored: a live shop, an active company, a visit_id not seen before.
+    const accepted: { item: Pending; shop: Shop }[] = [];
+    const dropFaces = new Map<string, string[]>();
+    const dropFace = (companyId: string, id: string | undefined) => {
+      if (!id) return;
+      const list = dropFaces.get(companyId) ?? [];
+      list.push(id);
+      dropFaces.set(companyId, list);
+    };
+    const byCompany = new Map<string, Pending[]>();
+    for (const item of batch) {
+      const shop = shopOf.get(item.username);
+      if (!shop) {
+        count('unknownShop');
+        continue;
+      }
+      if (!shop.active) {
+        count('suspended');
+        dropFace(shop.companyId, item.msg.face_image_id);
+        continue;
+      }
+      accepted.push({ item, shop });
+      const list = byCompany.get(shop.companyId) ?? [];
+      list.push(item);
+      byCompany.set(shop.companyId, list);
+    }
+    const seen = new Map<string, Set<string>>();
+    for (const [companyId, items] of byCompany) {
+      const ids = [...new Set(items.map((i) => i.msg.visit_id))];
+      const existing = new Set<string>();
+      for (let i = 0; i < ids.length; i += 500) {
+        for (const r of db
+          .select({ visitId: visits.visitId })
+          .from(visits)
+          .where(and(eq(visits.companyId, companyId), inArray(visits.visitId, ids.slice(i, i + 500))))
+          .all())
+          existing.add(r.visitId);
+      }
+      seen.set(companyId, existing);
+    }
+    const fresh = accepted.filter(({ item, shop }) => {
+      const s = seen.get(shop.companyId)!;
+      if (s.has(item.msg.visit_id)) {
+        count('duplicates');
+        return false;
+      }
+      s.add(item.msg.visit_id);
+      return true;
+    });
+
+    // Identity: one batched decision per (company, model), in arrival order.
+    const decisions = new Map<Pending, Decision>();
+    const groups = new Map<string, { companyId: string; model: string; items: Pending[] }>();
+    for (const { item, shop } of fresh) {
+      if (!item.embedding) continue;
+      const model = item.msg.recognition_model!;
+      const k = `${shop.companyId}\u0000${model}`;
+      const g = groups.get(k) ?? { companyId: shop.companyId, model, items: [] };
+      g.items.push(item);
+      groups.set(k, g);
+    }
+    for (const [k, g] of groups) {
+      touched.add(k);
+      const matcher = identities.matcher(g.companyId, g.model);
+      let next = (db.select({ n: max(customers.number) }).from(customers).where(eq(customers.companyId, g.companyId)).get()?.n ?? 0) + 1;
+      const vs: Visit[] = g.items.map((i) => ({ embedding: i.embedding!, passedGate: i.msg.passed_gate, at: Date.parse(i.msg.occurred_at) }));
+      const ds = matcher.decideBatch(vs, (v) => {
+        const id = randomUUID();
+        db.insert(customers)
+          .values({
+            id,
+            companyId: g.companyId,
+            number: next++,
+            recognitionModel: g.model,
+            template: templateToBlob(unitCopy(v.embedding)),
+            templateCount: 1,
+            createdAt: now,
+          })
+          .run();
+        count('newCustomers');
+        return id;
+      });
+      ds.forEach((d, i) => {
+        decisions.set(g.items[i]!, d);
+        if (d.kind === 'match') {
+          count('matched');
+          if (d.template) {
+            db.update(customers)
+              .set({ template: templateToBlob(d.template.template), templateCount: d.template.count })
+              .where(eq(customers.id, d.customerId))
+              .run();
+          }
+        }
+      });
+    }
+
+    // Face images: linked to an identified visit's customer; otherwise (or with photos off) discarded.
+    const faceOf = new Map<Pending, string>();
+    for (const { item, shop } of fresh) {
+      const faceId = item.msg.face_image_id;
+      if (!faceId) continue;
+      const d = decisions.get(item);
+      const customerId = d && d.kind !== 'footfall' ? d.customerId : undefined;
+      if (config.FOOTFALL_IMAGES === 'off' || !customerId) {
+        dropFace(shop.companyId, faceId);
+        continue;
+      }
+      if (linkFace(db, { id: faceId, companyId: shop.companyId, customerId, visitId: item.msg.visit_id, at: now })) faceOf.set(item, faceId);
+    }
+    for (const [companyId, ids] of dropFaces) out.discard.push(...unlinkedFaces(db, companyId, ids));
+
+    if (fresh.length === 0) return out;
+
+    // The visits, in arrival order.
+    const rows = fresh.map(({ item, shop }) => {
+      const d = decisions.get(item);
+      const m = item.msg;
+      return {
+        visitId: m.visit_id,
+        companyId: shop.companyId,
+        shopId: shop.id,
+        cameraId: m.camera_id,
+        occurredAt: new Date(m.occurred_at).toISOString(),
+        receivedAt: item.receivedAt,
+        customerId: d && d.kind !== 'footfall' ? d.customerId : null,
+        isNewVisitor: d?.kind === 'new',
+        similarity: d?.kind === 'match' ? d.similarity : null,
+        quality: m.quality,
+        passedGate: m.passed_gate,
+        recognitionModel: m.recognition_model ?? null,
+        gender: m.attributes?.gender ?? null,
+        age: m.attributes?.age ?? null,
+        emotion: m.attributes?.emotion ?? null,
+        faceImageId: faceOf.get(item) ?? null,
+        trackId: m.track?.id ?? null,
+      };
+    });
+    let first = Number.POSITIVE_INFINITY;
+    let last = 0;
+    for (let i = 0; i < rows.length; i += 200) {
+      for (const r of db.insert(visits).values(rows.slice(i, i + 200)).returning({ seq: visits.seq }).all()) {
+        first = Math.min(first, r.seq);
+        last = Math.max(last, r.seq);
+      }
+    }
+    count('stored', rows.length);
+
+    // Customer stats.
+    const stats = new Map<string, { n: number; first: string; last: string }>();
+    for (const r of rows) {
+      if (!r.customerId) continue;
+      const s = stats.get(r.customerId);
+      if (!s) stats.set(r.customerId, { n: 1, first: r.occurredAt, last: r.occurredAt });
+      else {
+        s.n++;
+        if (r.occurredAt < s.first) s.first = r.occurredAt;
+        if (r.occurredAt > s.last) s.last = r.occurredAt;
+      }
+    }
+    for (const [id, s] of stats) {
+      db.update(customers)
+        .set({
+          visitCount: sql`${customers.visitCount} + ${s.n}`,
+          firstSeenAt: sql`min(coalesce(${customers.firstSeenAt}, ${s.first}), ${s.first})`,
+          lastSeenAt: sql`max(coalesce(${customers.lastSeenAt}, ${s.last}), ${s.last})`,
+        })
+        .where(eq(customers.id, id))
+        .run();
+    }
+
+    // The shops' last visit.
+    for (const shopId of new Set(rows.map((r) => r.shopId))) db.update(shops).set({ lastEventAt: now }).where(eq(shops.id, shopId)).run();
+
+    // What the open streams get after the commit (only companies someone listens to).
+    const listening = [...new Set(rows.map((r) => r.companyId))].filter((c) => arrivals.listening(c));
+    if (listening.length > 0) {
+      const companyOfShop = new Map(rows.map((r) => [r.shopId, r.companyId]));
+      for (const f of feedRange(db, listening, first, last)) {
+        const companyId = companyOfShop.get(f.shopId)!;
+        const list = out.items.get(companyId) ?? [];
+        list.push({
+          seq: f.seq,
+          shopId: f.shopId,
+          arrival: presentArrival(f, config),
+          faceImageId: f.faceImageId ?? undefined,
+          customerId: f.customerId ?? undefined,
+        });
+        out.items.set(companyId, list);
+      }
+    }
+    return out;
+  }
+
+  /** After the commit: push to the streams, delete discarded uploads. */
+  private after(out: Written): void {
+    this.stats.batches++;
+    for (const [k, n] of Object.entries(out.counts) as [keyof IngestStats, number][]) this.stats[k] += n;
+    for (const [companyId, items] of out.items) {
+      try {
+        this.deps.arrivals.publish(companyId, items);
+      } catch (err) {
+        this.deps.log.error({ err }, 'arrival stream push failed');
+      }
+    }
+    if (out.discard.length > 0) discardFaces(this.deps, out.discard);
+  }
+}
+
+interface Written {
+  items: Map<string, FeedItem[]>;
+  discard: FaceImageRow[];
+  /** Counted only once committed. */
+  counts: Partial<IngestStats>;
+}
+
+/** Finite and not all zeros (the gallery refuses anything else). */
+function usable(e: Float32Array): boolean {
+  if (e.length !== EMBEDDING_DIMS) return false;
+  let s = 0;
+  for (let i = 0; i < e.length; i++) {
+    const x = e[i]!;
+    if (!Number.isFinite(x)) return false;
+    s += x * x;
+  }
+  return s > 0 && Number.isFinite(s);
+}

@@ -1,0 +1,131 @@
+import type { MqttClient } from 'mqtt';
+import type { EnrolResponse } from '../../shared/agent-api.js';
+import type { VisitMessage } from '../../shared/messages.js';
+import { upTopic } from '../../shared/topics.js';
+import type { Harness } from './harness.js';
+import { connectPc, enrol, openShop, upload, waitFor } from './shop-pc.js';
+
+/** An opened, enrolled shop whose PC is connected to the broker: publishes visits like the agent (QoS 1). */
+export interface ShopPc {
+  shop: { site_id: string; slug: string; name: string };
+  enrolment: EnrolResponse;
+  client: MqttClient;
+  companySlug: string;
+  publish(msg: VisitMessage | string): Promise<void>;
+  /** POST /api/agent/faces with the shop PC's token. */
+  uploadFace(jpeg: Buffer): Promise<{ status: number; body: any }>;
+  close(): Promise<void>;
+}
+
+export async function shopPc(h: Harness, ownerToken: string, companySlug: string, name: string): Promise<ShopPc> {
+  const shop = await openShop(h, ownerToken, { name });
+  const e = await enrol(h, ownerToken, shop.slug);
+  const client = await connectPc(h, e);
+  const topic = upTopic(companySlug, shop.slug, 'visit');
+  return {
+    shop,
+    enrolment: e,
+    client,
+    companySlug,
+    async publish(msg) {
+      await client.publishAsync(topic, typeof msg === 'string' ? msg : JSON.stringify(msg), { qos: 1 });
+    },
+    uploadFace: (jpeg) => upload(h, 'POST', '/api/agent/faces', e.token, jpeg),
+    close: () => client.endAsync(true).catch(() => {}),
+  };
+}
+
+/** Polls the feed until it holds `n` rows after `cursor` (or the tail), and returns them. */
+export async function arrivals(h: Harness, token: string, n: number, query = '', timeoutMs = 5000): Promise<any[]> {
+  let rows: any[] = [];
+  await waitFor(
+    async () => {
+      const r = await h.request('GET', `/api/visits?limit=1000${query}`, { token });
+      if (r.status !== 200) throw new Error(`feed: ${r.status} ${JSON.stringify(r.body)}`);
+      rows = r.body.arrivals;
+      return rows.length >= n;
+    },
+    timeoutMs,
+  );
+  return rows;
+}
+
+/** Waits until ingest has nothing queued, then a little more for the batch window. */
+export async function settled(h: Harness): Promise<void> {
+  await new Promise((r) => setTimeout(r, 30));
+  await h.server.ingest.drained();
+}
+
+/** Reads server-sent events from an open response: `next(n)` resolves with the next n events. */
+export function sseReader(res: Response) {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  const events: { id?: string; event?: string; data?: string; comment?: string }[] = [];
+  let waiter: (() => void) | undefined;
+  const pump = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (done) break;
+      buf += decoder.decode(value, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const ev: { id?: string; event?: string; data?: string; comment?: string } = {};
+        for (const line of block.split('\n')) {
+          if (line.startsWith(':')) ev.comment = line.slice(1).trim();
+          else {
+            const k = line.indexOf(':');
+            const key = line.slice(0, k);
+            const v = line.slice(k + 1).replace(/^ /, '');
+            if (key === 'id' || key === 'event' || key === 'data') ev[key] = v;
+          }
+        }
+        events.push(ev);
+        waiter?.();
+      }
+    }
+    waiter?.();
+  })();
+  let taken = 0;
+  return {
+    events,
+    /** The next n `arrival` events (parsed), in order. */
+    async next(n: number, timeoutMs = 5000): Promise<{ id: string; arrival: any }[]> {
+      const end = Date.now() + timeoutMs;
+      for (;;) {
+        const got = events.slice(taken).filter((e) => e.event === 'arrival');
+        if (got.length >= n) {
+          const picked = got.slice(0, n);
+          taken = events.indexOf(picked[picked.length - 1]!) + 1;
+          return picked.map((e) => ({ id: e.id!, arrival: JSON.parse(e.data!) }));
+        }
+        if (Date.now() > end) throw new Error(`only ${got.length} of ${n} arrival events in time`);
+        await new Promise<void>((r) => {
+          waiter = r;
+          setTimeout(r, 50);
+        });
+      }
+    },
+    async close() {
+      await reader.cancel().catch(() => {});
+      await pump;
+    },
+  };
+}
+
+/** Opens the arrival stream like `curl -N -H "Authorization: Bearer ..."`. */
+export async function openStream(h: Harness, token: string, query = '', headers: Record<string, string> = {}) {
+  const ac = new AbortController();
+  const res = await fetch(`${h.url}/api/visits/stream${query}`, { headers: { Authorization: `Bearer ${token}`, ...headers }, signal: ac.signal });
+  const reader = res.ok ? sseReader(res) : undefined;
+  return {
+    res,
+    reader: reader!,
+    async close() {
+      ac.abort();
+      await reader?.close();
+    },
+  };
+}
