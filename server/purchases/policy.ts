@@ -1,0 +1,6 @@
+import { rule } from '../policy.js';
+
+/** Purchases (spec: Customers and purchases). Any member records a sale. */
+export const purchasesPolicy = {
+  record: rule('staff', 'record purchases'),
+};

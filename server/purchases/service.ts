@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import type { Db } from '../db/open.js';
+import { purchases } from './schema.js';
+
+export type PurchaseRow = typeof purchases.$inferSelect;
+
+const currencies = new Set(Intl.supportedValuesOf('currency'));
+
+/** ISO 4217 codes this server's ICU knows (upper case). */
+export function isCurrency(code: string): boolean {
+  return currencies.has(code);
+}
+
+/** Digits after the decimal point in the currency's minor unit (INR 2, JPY 0, KWD 3). */
+export function minorDigits(currency: string): number {
+  return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+}
+
+/** The amount in minor units, or undefined when it has more decimals than the currency allows. */
+export function toMinor(amount: number, currency: string): number | undefined {
+  const scaled = amount * 10 ** minorDigits(currency);
+  const minor = Math.round(scaled);
+  return Math.abs(scaled - minor) < 1e-6 * Math.max(1, Math.abs(scaled)) ? minor : undefined;
+}
+
+export function fromMinor(minor: number, currency: string): number {
+  const d = minorDigits(currency);
+  return Number((minor / 10 ** d).toFixed(d));
+}
+
+export interface NewPurchase {
+  id?: string | undefined;
+  companyId: string;
+  customerId: string;
+  shopId: string;
+  amountMinor: number;
+  currency: string;
+  items: string[];
+  source: string;
+  notes: string;
+  createdBy: string;
+  createdByEmail: string;
+}
+
+export function findPurchase(db: Db, id: string): PurchaseRow | undefined {
+  return db.select().from(purchases).where(eq(purchases.id, id)).get();
+}
+
+/** Call inside a transaction. */
+export function insertPurchase(db: Db, p: NewPurchase): PurchaseRow {
+  return db
+    .insert(purchases)
+    .values({ ...p, id: p.id ?? randomUUID(), createdAt: new Date().toISOString() })
+    .returning()
+    .get();
+}
+
+/** Whether a stored purchase is the same sale as a retried request (same id, same content). */
+export function samePurchase(row: PurchaseRow, p: NewPurchase): boolean {
+  return (
+    row.companyId === p.companyId &&
+    row.customerId === p.customerId &&
+    row.shopId === p.shopId &&
+    row.amountMinor === p.amountMinor &&
+    row.currency === p.currency &&
+    JSON.stringify(row.items) === JSON.stringify(p.items) &&
+    row.source === p.source &&
+    row.notes === p.notes
+  );
+}
