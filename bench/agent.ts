@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import sharp from 'sharp';
 import type { ModelId } from '../agent/models/catalogue.js';
 import { ensureTestModels, testCacheRoot, testModelsDir } from '../agent/models/test-cache.js';
-import { threadCpuMs } from '../agent/vision/cpu.js';
+import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
 import { createVisionEngine } from '../agent/vision/engine.js';
 import type { EngineStats, VisionEngine } from '../agent/vision/engine.js';
 import { ensureRegistryVideo, sharedClip } from '../agent/vision/fixtures.js';
@@ -30,11 +30,7 @@ import { loadAverage, ms, progress, table } from './util.js';
 const execFileP = promisify(execFile);
 const FPS = 5;
 
-function processCpuMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-}
-
+/** This thread's CPU (sampled at scheduler ticks: used over whole runs only). */
 function mainCpuMs(): number {
   return threadCpuMs() ?? processCpuMs();
 }
@@ -56,9 +52,9 @@ async function bareModelCpu(modelsDir: string): Promise<Record<ModelId, number>>
     const input = new Float32Array(n);
     for (let i = 0; i < n; i++) input[i] = Math.random() * 2 - 1;
     for (let i = 0; i < 5; i++) await models.run(id, input);
-    const c0 = mainCpuMs();
+    const c0 = processCpuMs();
     for (let i = 0; i < runs[id]; i++) await models.run(id, input);
-    out[id] = (mainCpuMs() - c0) / runs[id];
+    out[id] = (processCpuMs() - c0) / runs[id];
   }
   await models.release();
   return out;
@@ -202,51 +198,42 @@ export async function run(): Promise<string> {
   const p = await runPipeline(prodEngine, decoded.frames, loops);
   const pe = await runPipeline(prodEngine, empty.frames, 1);
   await prodEngine.close();
-  progress(`pipeline again, measuring CPU per stage`);
-  const engine = await createVisionEngine({ modelsDir, workers: 1, intraOpThreads: 1, measureCpu: true });
-  await runPipeline(engine, decoded.frames.slice(0, 10), 1);
-  const r = await runPipeline(engine, decoded.frames, loops);
-  const e = await runPipeline(engine, empty.frames, 1);
-  await engine.close();
-
-  progress('inline (no worker), for the event-loop comparison');
+  progress('inline (no worker): CPU per stage, and the event loop without a worker');
   const inline = await createVisionEngine({ modelsDir, workers: 0, intraOpThreads: 1, measureCpu: true });
   await runPipeline(inline, decoded.frames.slice(0, 10), 1);
-  const ri = await runPipeline(inline, decoded.frames, 1);
+  const r = await runPipeline(inline, decoded.frames, loops);
   await inline.close();
 
   progress('pixel operations: own code and sharp');
   const ops = await pixelOps(decoded.frames[Math.floor(decoded.frames.length / 2)]!);
 
-  // ---- derived numbers
-  const F = r.frames;
+  // ---- derived numbers. p: production run (worker); r: the same frames inline with CPU time per stage.
+  const F = p.frames;
   const st = r.engine.stages;
-  const faces = r.stats.faces;
-  const visits = r.stats.visits;
-  const visitsId = r.stats.visits_with_identity;
-  const emb = r.stats.embeddings;
-  const runs = (id: ModelId): number => r.engine.models[id]?.runs ?? 0;
+  const faces = p.stats.faces;
+  const visits = p.stats.visits;
+  const visitsId = p.stats.visits_with_identity;
+  const emb = p.stats.embeddings;
+  const runs = (id: ModelId): number => p.engine.models[id]?.runs ?? 0;
   const bareTotal = bareMsOf(p, bare);
   const ratio = p.processCpuMs / bareTotal;
   const ratioWithDecode = (p.processCpuMs + F * decodePerFrame) / bareTotal;
   const emptyCpu = pe.processCpuMs / pe.frames;
   const emptyDecode = empty.decodeCpuMs / empty.frames.length;
   const emptyBare = bareMsOf(pe, bare) / pe.frames;
-  const measuredEmpty = e.processCpuMs / e.frames;
-  // Split the run's CPU (all of it) into per-frame, per-face and per-visit parts, from thread CPU stage times.
   const stageSum = Object.values(st).reduce((x, y) => x + y, 0);
-  const workerCpu = r.engine.cpuMs ?? stageSum;
-  const otherCpu = Math.max(0, r.processCpuMs - r.mainCpuMs - workerCpu); // sharp/libuv and V8 helper threads
-  const perFrame = (st.detectPrep + st.detect + (workerCpu - stageSum) + r.mainCpuMs + otherCpu) / F;
+  const inlineOther = r.processCpuMs - stageSum; // tracking, copies, JPEG, GC: what is not an analysis stage
+  const modelCpuInPipeline = Object.values(r.engine.models).reduce((x, v) => x + v.ms, 0);
+  // Split the production run's CPU into per-face and per-visit parts (stage CPU from the inline run) and the rest per frame.
   const faceCpu = (st.landmarks + st.align + st.quality) / Math.max(1, faces);
   const visitCpu = (st.embed + st.attributes) / Math.max(1, visits);
-  const modelCpuInPipeline = Object.values(r.engine.models).reduce((x, v) => x + v.ms, 0);
-  const tracks = visits + r.stats.tracks_discarded;
+  const perFrame = (p.processCpuMs - faces * faceCpu - visits * visitCpu) / F;
+  const tracks = visits + p.stats.tracks_discarded;
   const facesPerTrack = faces / Math.max(1, tracks);
   const per10s = 10 * FPS * (perFrame + decodePerFrame) + facesPerTrack * faceCpu + visitCpu;
   const camerasPerCore = 10_000 / per10s;
   const embeddedHist = new Map<number, number>();
-  for (const v of r.visits) embeddedHist.set(v.track.faces_embedded, (embeddedHist.get(v.track.faces_embedded) ?? 0) + 1);
+  for (const v of p.visits) embeddedHist.set(v.track.faces_embedded, (embeddedHist.get(v.track.faces_embedded) ?? 0) + 1);
 
   const lines: string[] = [];
   lines.push('## Recognition pipeline on the shop PC');
@@ -263,15 +250,15 @@ export async function run(): Promise<string> {
     table(
       ['', 'value'],
       [
-        ['frames processed', `${F} (${faces} faces, ${visits} visits of which ${visitsId} with an embedding, ${r.stats.tracks_discarded} one-frame tracks dropped)`],
+        ['frames processed', `${F} (${faces} faces, ${visits} visits of which ${visitsId} with an embedding, ${p.stats.tracks_discarded} one-frame tracks dropped)`],
         ['throughput, one worker', `${(F / (p.wallMs / 1000)).toFixed(1)} frames/s (${ms(p.wallMs / F)} ms wall per frame)`],
-        ['CPU per processed frame (pipeline, all threads)', `${ms(p.processCpuMs / F)} ms (main thread ${ms(p.mainCpuMs / F)} ms, vision worker ${p.engine.cpuMs !== undefined ? ms(p.engine.cpuMs / F) : '-'} ms)`],
+        ['CPU per processed frame (pipeline, all threads)', `${ms(p.processCpuMs / F)} ms (main thread ${ms(p.mainCpuMs / F)} ms, vision worker ${p.engine.cpuMs !== undefined ? ms(p.engine.cpuMs / F) : '-'} ms, the rest sharp and V8 helper threads)`],
         ['bare model inference per processed frame', `${ms(bareTotal / F)} ms (the same calls timed inside the pipeline: ${ms(modelCpuInPipeline / F)} ms)`],
         ['**CPU per processed frame / bare model inference**', `**${ratio.toFixed(2)}x** (goal <= 1.15x); with ffmpeg decoding: ${ratioWithDecode.toFixed(2)}x`],
         ['empty scene (no face), per frame', `CPU ${ms(emptyCpu)} ms + decode ${ms(emptyDecode)} ms; bare detector ${ms(emptyBare)} ms, so ${(emptyCpu / emptyBare).toFixed(2)}x`],
         ['embeddings per track (visits with identity)', `${(emb / Math.max(1, visitsId)).toFixed(2)} (${[...embeddedHist.entries()].sort((a, b) => a[0] - b[0]).map(([k, v]) => `${v} visits with ${k}`).join(', ')})`],
         ['event loop while processing, worker thread', `p99 ${ms(p.loopDelay.p99)} ms, max ${ms(p.loopDelay.max)} ms`],
-        ['event loop while processing, inline (no worker)', `p99 ${ms(ri.loopDelay.p99)} ms, max ${ms(ri.loopDelay.max)} ms`],
+        ['event loop while processing, inline (no worker)', `p99 ${ms(r.loopDelay.p99)} ms, max ${ms(r.loopDelay.max)} ms`],
       ],
     ),
   );
@@ -290,19 +277,20 @@ export async function run(): Promise<string> {
         ['quality (Laplacian, pose, context crop)', `${ms(st.quality / F)} ms`, `${ms(st.quality / Math.max(1, faces))} ms / face`, '', 'worker'],
         ['embed (best faces only)', `${ms(st.embed / F)} ms`, `${ms(st.embed / Math.max(1, emb))} ms / embedding`, `${ms(bare.feature)} ms / embedding`, 'worker'],
         ['attributes (once per visit)', `${ms(st.attributes / F)} ms`, `${ms(st.attributes / Math.max(1, visits))} ms / visit`, `${ms(bare.expression + (runs('age') / Math.max(1, visits)) * (bare.age + bare.gender))} ms / visit`, 'worker'],
-        ['worker: messages, copies, GC', `${ms((workerCpu - stageSum) / F)} ms`, '', '', 'worker'],
         ['frame intake (copy into a pooled buffer), wall', `${ms(r.timings.intake / F)} ms`, '', '', 'main thread'],
         ['tracking and bookkeeping, wall', `${ms(r.timings.tracking / F)} ms`, '', '', 'main thread'],
         ['face JPEG, wall', `${ms(r.timings.faceImages / F)} ms`, `${ms(r.timings.faceImages / Math.max(1, visits))} ms / visit`, '', 'main thread + libuv'],
-        ['main thread in all (CPU)', `${ms(r.mainCpuMs / F)} ms`, '', '', 'main thread'],
-        ['other threads (sharp, V8 helpers)', `${ms(otherCpu / F)} ms`, '', '', ''],
+        ['everything else inline (GC, copies, tracking, JPEG)', `${ms(inlineOther / F)} ms`, '', '', ''],
+        ['**inline total**', `**${ms(r.processCpuMs / F)} ms**`, '', `${ms(bareTotal / F)} ms`, ''],
+        ['**with the worker (production) total**', `**${ms(p.processCpuMs / F)} ms**`, '', `${ms(bareTotal / F)} ms`, 'messages to and from the worker add the difference'],
       ],
     ),
   );
   lines.push('');
   lines.push(
-    `From a second run that reads each thread's CPU time (/proc/thread-self/schedstat) around every stage, which itself costs CPU: ` +
-      `that run used ${ms(r.processCpuMs / F)} ms per frame against ${ms(p.processCpuMs / F)} ms without the readings. Rows marked wall are wall time.`,
+    'Stage rows: the same frames through the same pipeline with the analysis inline on one thread and the process CPU time ' +
+      '(getrusage) read around every stage, so they add up to the inline total; rows marked wall are wall time. The model ' +
+      `calls inside the pipeline took ${ms(modelCpuInPipeline / F)} ms per frame against ${ms(bareTotal / F)} ms for the same calls run bare.`,
   );
   lines.push('');
   lines.push('### Cameras per core');
@@ -311,9 +299,9 @@ export async function run(): Promise<string> {
     `One 5-fps 640x360 camera with one visitor every 10 s costs, per 10 s: 50 frames x (${ms(perFrame)} ms per frame + ${ms(decodePerFrame)} ms decode) ` +
       `+ ${facesPerTrack.toFixed(1)} face observations per pass (the average on the source) x ${ms(faceCpu)} ms + one visit ` +
       `(${(emb / Math.max(1, visitsId)).toFixed(1)} embeddings and the attributes) ${ms(visitCpu)} ms = **${ms(per10s)} ms of CPU**, so one core sustains ` +
-      `**${camerasPerCore.toFixed(1)} cameras** (goal >= 10). The per-frame part holds everything not tied to a face or a visit ` +
-      `(detection, messages, main thread, other threads), from the stage-timed run (an empty-scene frame took ${ms(measuredEmpty)} ms there, ` +
-      `${ms(emptyCpu)} ms without the readings, plus ${ms(emptyDecode)} ms decode).`,
+      `**${camerasPerCore.toFixed(1)} cameras** (goal >= 10). Per face and per visit are the stage CPU times above; per frame is the rest of the ` +
+      `production run's CPU (detection, messages, copies, tracking, JPEG, GC) divided by its frames; an empty-scene frame measured ${ms(emptyCpu)} ms ` +
+      `(+ ${ms(emptyDecode)} ms decode).`,
   );
   lines.push('');
   lines.push('### Small image operations: own TypedArray code or sharp (the OpenCV question)');

@@ -8,7 +8,7 @@ import type { ModelId } from '../models/catalogue.js';
 import type { ManifestModel } from '../models/fetch.js';
 import { alignmentTransform, fivePointsFrom68 } from './align.js';
 import { decodeExpression, decodeSsrNet, genderFromScore } from './attributes.js';
-import { threadCpuMs } from './cpu.js';
+import { processCpuMs } from './cpu.js';
 import { DEFAULT_DETECT_OPTIONS, decodeDetections } from './detect.js';
 import type { DetectOptions } from './detect.js';
 import { clampRect, cropResize, cropRgb, imageToTensor, resizeToTensor, shiftInside, warpAffine } from './image.js';
@@ -125,7 +125,7 @@ export function cosine(a: Float32Array, b: Float32Array): number {
   return dot / (Math.sqrt(na * nb) || 1);
 }
 
-/** Per-stage time, cumulative (ms), for the benchmark: wall time, or thread CPU time with `measureCpu`. */
+/** Per-stage time, cumulative (ms), for the benchmark: wall time, or process CPU time with `measureCpu`. */
 export interface StageTimes {
   detectPrep: number;
   detect: number;
@@ -143,7 +143,7 @@ export class FaceAnalyzer {
   private readonly alignedSize: number;
   private spareDetectTensor: Float32Array | undefined;
 
-  /** Clock of the stage times: wall time, or this thread's CPU time when measuring (benchmark). */
+  /** Clock of the stage times: wall time, or the process's CPU time when measuring (benchmark, inline engine). */
   private readonly clock: () => number;
 
   constructor(
@@ -152,7 +152,7 @@ export class FaceAnalyzer {
     opts: { measureCpu?: boolean } = {},
   ) {
     this.config = resolveAnalyzerConfig(config);
-    this.clock = opts.measureCpu && threadCpuMs() !== undefined ? () => threadCpuMs()! : () => performance.now();
+    this.clock = opts.measureCpu ? processCpuMs : () => performance.now();
     models.setMeasureCpu(opts.measureCpu === true);
     const feature = models.spec('feature').preprocessing;
     if (!feature.alignment) throw new Error('The manifest\'s "feature" model has no alignment template.');

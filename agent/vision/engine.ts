@@ -20,7 +20,7 @@ export interface EngineStats {
   models: ModelTimings;
   /** Cumulative time per analysis stage (ms), over all workers. */
   stages: StageTimes;
-  /** CPU time of the threads the analysis ran on (ms, summed; Linux only). */
+  /** CPU time of the worker threads (ms, summed; Linux only; sampled at scheduler ticks, exact over long runs). */
   cpuMs?: number;
 }
 
@@ -48,8 +48,9 @@ export interface EngineOptions {
   intraOpThreads?: number;
   config?: AnalyzerConfigInput;
   /**
-   * Benchmark mode: stage and model times are this thread's CPU time (Linux
-   * /proc/thread-self/schedstat, two reads per stage) instead of wall time.
+   * Benchmark mode: stage and model times are process CPU time (getrusage)
+   * instead of wall time; meaningful when the analysis is the only busy thread
+   * (the inline engine with nothing else running).
    */
   measureCpu?: boolean;
 }
@@ -83,10 +84,20 @@ function addStats(into: EngineStats, s: EngineStats): void {
   if (s.cpuMs !== undefined) into.cpuMs = (into.cpuMs ?? 0) + s.cpuMs;
 }
 
-/** FaceAnalyzer on the calling thread: blocks it during inference (fine for the CLI). */
+/**
+ * FaceAnalyzer on the calling thread: blocks it during inference (fine for the
+ * CLI). Calls run one at a time, in order, as in a worker.
+ */
 export class InlineEngine implements VisionEngine {
   readonly workers = 0;
+  private queue: Promise<unknown> = Promise.resolve();
   private constructor(readonly analyzer: FaceAnalyzer) {}
+
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const p = this.queue.then(f);
+    this.queue = p.catch(() => undefined);
+    return p;
+  }
 
   static async create(opts: EngineOptions): Promise<InlineEngine> {
     const models = await ModelSessions.load({ modelsDir: opts.modelsDir, intraOpThreads: opts.intraOpThreads ?? 1 });
@@ -100,19 +111,20 @@ export class InlineEngine implements VisionEngine {
     return this.analyzer.config;
   }
   analyze(img: RgbImage): Promise<FrameAnalysis> {
-    return this.analyzer.analyze(img);
+    return this.serial(() => this.analyzer.analyze(img));
   }
   embed(aligned: RgbImage): Promise<Float32Array> {
-    return this.analyzer.embed(aligned);
+    return this.serial(() => this.analyzer.embed(aligned));
   }
   attributes(context: RgbImage, regions: ContextRegions, parts?: AttributeParts): Promise<FaceAttributes> {
-    return this.analyzer.attributes(context, regions, parts);
+    return this.serial(() => this.analyzer.attributes(context, regions, parts));
   }
   async stats(): Promise<EngineStats> {
     return structuredClone({ models: this.analyzer.models.timings, stages: this.analyzer.stageMs });
   }
 
   async close(): Promise<void> {
+    await this.queue;
     await this.analyzer.models.release();
   }
 }

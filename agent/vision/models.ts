@@ -13,7 +13,7 @@ import { resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { ModelId } from '../models/catalogue.js';
 import { loadManifest, modelPath } from '../models/fetch.js';
-import { threadCpuMs } from './cpu.js';
+import { processCpuMs } from './cpu.js';
 import type { Manifest, ManifestModel } from '../models/fetch.js';
 
 export type Outputs = Record<string, Float32Array>;
@@ -29,16 +29,16 @@ export interface ModelLoadOptions {
 
 export const PIPELINE_MODELS: readonly ModelId[] = ['detect', 'landmark', 'feature', 'age', 'gender', 'expression'];
 
-/** Cumulative run count and time per model inside `run` (wall time, or thread CPU time when measuring). */
+/** Cumulative run count and time per model inside `run` (wall time, or process CPU time when measuring). */
 export type ModelTimings = Partial<Record<ModelId, { runs: number; ms: number }>>;
 
 export class ModelSessions {
   readonly timings: ModelTimings = {};
-  /** Clock of `timings`: wall time, or this thread's CPU time (setMeasureCpu, for the benchmark). */
+  /** Clock of `timings`: wall time, or the process's CPU time (setMeasureCpu, for the benchmark). */
   private clock: () => number = () => performance.now();
 
   setMeasureCpu(on: boolean): void {
-    this.clock = on && threadCpuMs() !== undefined ? () => threadCpuMs()! : () => performance.now();
+    this.clock = on ? processCpuMs : () => performance.now();
   }
 
   private constructor(
