@@ -16,6 +16,7 @@ export interface Benchmark {
 
 const benchmarks: Record<string, () => Promise<Benchmark>> = {
   gallery: () => import('./gallery.js'),
+  agent: () => import('./agent.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
