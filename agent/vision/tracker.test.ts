@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import type { FrameConsumer } from '../capture/frame.js';
 import type { AttributeParts, ContextRegions, FrameAnalysis, ObservedFace } from './analyzer.js';
 import { resolveAnalyzerConfig } from './analyzer.js';
 import type { EngineStats, VisionEngine } from './engine.js';
@@ -152,6 +153,10 @@ async function feed(p: FramePipeline, frames: number, cameraId = 'door', drain =
 }
 
 describe('FramePipeline (scripted engine)', () => {
+  it('is a capture frame consumer', () => {
+    expectTypeOf<FramePipeline['consume']>().toExtend<FrameConsumer>();
+  });
+
   it('emits one visit per person pass with the mean of a few best faces, not one per frame', async () => {
     const script = new Map<number, ScriptedFace[]>();
     // Person 1 walks through frames 0-19 (quality rising then falling), person 2 frames 30-34 below the gate.
