@@ -93,7 +93,8 @@ export class Matcher {
   /**
    * Decides a burst of visits in order, with one batched gallery search. A customer enrolled by an earlier visit
    * of the batch is found through the recently enrolled list (checked for every visit), so the batch enrols a
-   * face once, as `decide` one by one would.
+   * face once, as `decide` one by one would. The ranking is the one from the start of the batch, re-scored
+   * against the current templates (a template update within the batch does not re-rank later visits).
    */
   decideBatch(visits: readonly Visit[], enrol: Enrol): Decision[] {
     const qs = visits.map((v) => unitCopy(v.embedding));
