@@ -358,48 +358,50 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     best: FaceKeep,
   ): Promise<Visit> {
     const cfg = this.config;
+    // A visit is footfall first: if a model call fails (a worker crashed), the visit goes out without that part.
     let embedding: Float32Array | undefined;
+    let embedded = 0;
     if (candidates.length > 0) {
-      const embeddings = await Promise.all(candidates.map((k) => this.engine.embed(k.aligned)));
-      cam.stats.embeddings += embeddings.length;
-      embedding = averageEmbeddings(consensus(embeddings, cfg.embedConsensus));
+      try {
+        const embeddings = await Promise.all(candidates.map((k) => this.engine.embed(k.aligned)));
+        cam.stats.embeddings += embeddings.length;
+        embedded = embeddings.length;
+        embedding = averageEmbeddings(consensus(embeddings, cfg.embedConsensus));
+      } catch (err) {
+        this.fail(err);
+      }
     }
     let attributes: FaceAttributes | undefined;
     if (best.quality >= cfg.attributesMinQuality) {
-      // Age and gender are cheap and noisy from one frame: average them over the embedded faces (or the best
-      // face alone). Expression (~30 ms) runs once, on the best face.
-      const faces = candidates.length > 0 ? candidates : [best];
-      const [expr, ...ag] = await Promise.all([
-        this.engine.attributes(best.context, best.regions, { ageGender: false }),
-        ...faces.map((f) => this.engine.attributes(f.context, f.regions, { expression: false })),
-      ]);
-      const mean = (xs: (number | undefined)[]): number | undefined => {
-        const v = xs.filter((x): x is number => x !== undefined);
-        return v.length ? v.reduce((a, b) => a + b, 0) / v.length : undefined;
-      };
-      const genderScore = mean(ag.map((a) => a.raw?.genderScore));
-      const age = mean(ag.map((a) => a.raw?.age));
-      attributes = {};
-      if (genderScore !== undefined) attributes.gender = genderFromScore(genderScore);
-      if (age !== undefined) attributes.age = Math.round(Math.min(130, Math.max(0, age)) * 10) / 10;
-      if (expr?.emotion) attributes.emotion = expr.emotion;
+      try {
+        attributes = await this.visitAttributes(candidates.length > 0 ? candidates : [best], best);
+      } catch (err) {
+        this.fail(err);
+      }
     }
-    const t0 = performance.now();
-    const faceJpeg = cfg.faceImages ? await encodeJpeg(best.context, best.regions.image) : undefined;
-    this.timings.faceImages += performance.now() - t0;
+    let faceJpeg: Buffer | undefined;
+    if (cfg.faceImages) {
+      const t0 = performance.now();
+      try {
+        faceJpeg = await encodeJpeg(best.context, best.regions.image);
+      } catch (err) {
+        this.fail(err);
+      }
+      this.timings.faceImages += performance.now() - t0;
+    }
     const visit: Visit = {
       visit_id: randomUUID(),
       occurred_at: new Date(track.firstAt).toISOString(),
       camera_id: cam.id,
       quality: best.quality,
-      passed_gate: embedding !== undefined,
+      passed_gate: best.passed,
       track: {
         id: track.id,
         first_seen_at: new Date(track.firstAt).toISOString(),
         last_seen_at: new Date(track.lastAt).toISOString(),
         frames: track.frames,
         faces_passed: track.data.facesPassed,
-        faces_embedded: candidates.length,
+        faces_embedded: embedded,
         ended_by: endedBy,
       },
     };
@@ -410,6 +412,28 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     if (attributes) visit.attributes = attributes;
     if (faceJpeg) visit.face_jpeg = faceJpeg;
     return visit;
+  }
+
+  /**
+   * Age and gender are cheap and noisy from one frame: averaged over `faces` (the embedded ones, or the best face
+   * alone). Expression (~30 ms) runs once, on the best face.
+   */
+  private async visitAttributes(faces: FaceKeep[], best: FaceKeep): Promise<FaceAttributes> {
+    const [expr, ...ag] = await Promise.all([
+      this.engine.attributes(best.context, best.regions, { ageGender: false }),
+      ...faces.map((f) => this.engine.attributes(f.context, f.regions, { expression: false })),
+    ]);
+    const mean = (xs: (number | undefined)[]): number | undefined => {
+      const v = xs.filter((x): x is number => x !== undefined);
+      return v.length ? v.reduce((a, b) => a + b, 0) / v.length : undefined;
+    };
+    const genderScore = mean(ag.map((a) => a.raw?.genderScore));
+    const age = mean(ag.map((a) => a.raw?.age));
+    const attributes: FaceAttributes = {};
+    if (genderScore !== undefined) attributes.gender = genderFromScore(genderScore);
+    if (age !== undefined) attributes.age = Math.round(Math.min(130, Math.max(0, age)) * 10) / 10;
+    if (expr?.emotion) attributes.emotion = expr.emotion;
+    return attributes;
   }
 
   /** End the tracks of cameras that stopped sending frames. */

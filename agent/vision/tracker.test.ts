@@ -100,6 +100,7 @@ class ScriptedEngine implements VisionEngine {
   embeds = 0;
   attributeCalls = 0;
   delayMs = 0;
+  failEmbed = false;
   constructor(private readonly script: Map<number, ScriptedFace[]>) {}
 
   async analyze(img: RgbImage): Promise<FrameAnalysis> {
@@ -122,6 +123,7 @@ class ScriptedEngine implements VisionEngine {
     return { faces, input: img.data };
   }
   async embed(aligned: RgbImage): Promise<Float32Array> {
+    if (this.failEmbed) throw new Error('vision worker exited with code 1');
     this.embeds++;
     return unit(aligned.data[0]!);
   }
@@ -242,6 +244,29 @@ describe('FramePipeline (scripted engine)', () => {
     expect(p.stats().tracks_discarded).toBe(1);
     const jpeg = visits[0]!.face_jpeg!;
     expect(jpeg.subarray(0, 2)).toEqual(Buffer.from([0xff, 0xd8]));
+    await p.close();
+  });
+
+  it('still counts the visit when embedding fails, and reports the error', async () => {
+    const script = new Map<number, ScriptedFace[]>([
+      [0, [{ person: 6, box: box(100, 100), quality: 0.9 }]],
+      [1, [{ person: 6, box: box(104, 100), quality: 0.9 }]],
+    ]);
+    const engine = new ScriptedEngine(script);
+    engine.failEmbed = true;
+    const p = new FramePipeline({ engine, config: { faceImages: false } });
+    const visits: Visit[] = [];
+    const errors: Error[] = [];
+    p.on('visit', (v) => visits.push(v));
+    p.on('error', (e) => errors.push(e));
+    await feed(p, 10);
+    await p.flush();
+    expect(visits).toHaveLength(1);
+    expect(visits[0]!.passed_gate).toBe(true);
+    expect(visits[0]!.embedding).toBeUndefined();
+    expect(visits[0]!.track.faces_embedded).toBe(0);
+    expect(visits[0]!.attributes?.emotion).toBe('neutral');
+    expect(errors.map((e) => e.message)).toEqual(['vision worker exited with code 1']);
     await p.close();
   });
 

@@ -96,7 +96,7 @@ export interface Visit {
   recognition_model?: string;
   /** Best face quality seen on the track, 0..1. */
   quality: number;
-  /** Whether at least one face of the track passed the quality gate (then `embedding` is present). */
+  /** Whether at least one face of the track passed the quality gate (then `embedding` is present, unless embedding failed). */
   passed_gate: boolean;
   /** From the best face, when it was good enough for attributes. */
   attributes?: FaceAttributes;
