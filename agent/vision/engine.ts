@@ -266,17 +266,25 @@ export class WorkerPoolEngine implements VisionEngine {
       for (const p of slot.pending.values()) p.reject(err);
       slot.pending.clear();
       const i = this.slots.indexOf(slot);
-      if (i >= 0) this.slots.splice(i, 1);
-      if (!this.closed) {
-        // Replace a crashed worker so one bad frame does not stop recognition for good.
-        WorkerPoolEngine.start(this.init).then(
-          (s) => (this.closed ? void s.worker.terminate() : this.adopt(s.worker)),
-          () => undefined,
-        );
-      }
+      if (i < 0) return; // already handled ('error' is followed by 'exit')
+      this.slots.splice(i, 1);
+      void worker.terminate();
+      // Replace a crashed worker so one bad frame does not stop recognition for good.
+      this.replace();
     };
     worker.on('error', (err) => fail(err));
     worker.on('exit', (code) => fail(new Error(`vision worker exited with code ${code}`)));
+  }
+
+  /** Start a worker in place of one that died; retried every 5 s while it fails (models being repaired...). */
+  private replace(): void {
+    if (this.closed) return;
+    WorkerPoolEngine.start(this.init).then(
+      (s) => (this.closed ? void s.worker.terminate() : this.adopt(s.worker)),
+      () => {
+        if (!this.closed) setTimeout(() => this.replace(), 5000).unref();
+      },
+    );
   }
 
   private call<T>(req: RequestBody, transfer: ArrayBuffer[] = [], slot?: Slot): Promise<T> {

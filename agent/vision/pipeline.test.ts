@@ -91,6 +91,18 @@ describe.skipIf(!clip)('the stage clip, looped twice', () => {
   });
 });
 
+describe('the worker pool', () => {
+  it('replaces a vision worker that dies', async () => {
+    const pool = engine as unknown as { slots: { worker: { terminate(): Promise<number> } }[] };
+    expect(engine.workers).toBe(1);
+    await pool.slots[0]!.worker.terminate();
+    await expect(engine.analyze({ width: 8, height: 8, data: new Uint8Array(192) })).rejects.toThrow(/No vision worker is running/);
+    for (let i = 0; i < 200 && engine.workers === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(engine.workers).toBe(1);
+    expect((await engine.analyze({ width: 64, height: 48, data: new Uint8Array(64 * 48 * 3) })).faces).toEqual([]);
+  });
+});
+
 describe('a video made from the registry photos (each held 2 s, then 2 s blank; twice)', () => {
   it('gives one visit per face per showing, and the same people match across showings and photos', async () => {
     const { visits, pipeline } = await run(await ensureRegistryVideo(), 1);
