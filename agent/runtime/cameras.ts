@@ -103,6 +103,8 @@ export class CameraSync {
         this.log.warn({ file: this.opts.cacheFile }, 'kept camera list is unreadable; waiting for head office');
         return false;
       }
+      // Head office answered first: its list is newer.
+      if (this.current) return false;
       this.log.info({ cameras: parsed.data.cameras.length, synced_at: parsed.data.synced_at }, 'starting the cameras of the last known list');
       await this.apply(parsed.data, false);
       return true;

@@ -10,8 +10,8 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Frame } from '../capture/frame.js';
 import { loadManifest } from '../models/fetch.js';
-import { createVisionEngine, type VisionEngine } from '../vision/engine.js';
-import { FramePipeline } from '../vision/pipeline.js';
+import type { VisionEngine } from '../vision/engine.js';
+import type { FramePipeline } from '../vision/pipeline.js';
 import type { Visit } from '../vision/types.js';
 
 export type Cause = 'size' | 'sharpness' | 'pose' | 'detector';
@@ -103,10 +103,10 @@ export class VisionRecognition extends Recognition {
   constructor(
     readonly engine: VisionEngine,
     log: Logger,
-    options: { faceImages: boolean },
+    options: { faceImages: boolean; Pipeline: typeof FramePipeline },
   ) {
     super();
-    this.pipeline = new FramePipeline({ engine, config: { faceImages: options.faceImages } });
+    this.pipeline = new options.Pipeline({ engine, config: { faceImages: options.faceImages } });
     this.pipeline.on('visit', (visit) => this.emit('visit', visit));
     this.pipeline.on('error', (err) => log.warn({ err: err.message }, 'recognition problem'));
   }
@@ -225,9 +225,11 @@ export async function loadRecognition(options: LoadRecognitionOptions): Promise<
   }
   try {
     const started = Date.now();
+    // Loaded only now: onnxruntime and the vision code cost ~25 MB that a PC without models does not need.
+    const [{ createVisionEngine }, { FramePipeline: Pipeline }] = await Promise.all([import('../vision/engine.js'), import('../vision/pipeline.js')]);
     const engine = await createVisionEngine({ modelsDir: dir, ...(options.workers !== undefined ? { workers: options.workers } : {}) });
     log.info({ model: engine.modelSet, workers: engine.workers, ms: Date.now() - started }, 'recognition running');
-    return new VisionRecognition(engine, log, { faceImages: options.faceImages });
+    return new VisionRecognition(engine, log, { faceImages: options.faceImages, Pipeline });
   } catch (err) {
     const problem = `face models would not load: ${(err as Error).message}`.slice(0, 300);
     log.error({ problem }, 'recognition not running: counting frames only');

@@ -93,6 +93,7 @@ export class VisitSink {
     if (!this.opts.queue.open) throw new Error('the queue is closed');
     this.opts.queue.enqueue(this.topic, JSON.stringify(parsed.data));
     this.counters.queued++;
+    this.opts.log.debug({ visit_id: visit.visit_id, camera: visit.camera_id, identified: parsed.data.embedding !== undefined, face_image: faceImageId !== undefined }, 'visit queued');
   }
 
   private async uploadFace(visit: Visit): Promise<string | undefined> {
