@@ -211,6 +211,13 @@ describe('footfall enrol', () => {
     expect(dns.problem).toBe('unreachable');
     expect(dns.message).toMatch(/could not be found|did not answer/);
 
+    const silent = net.createServer(() => {}); // accepts, never answers
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const slow = await fails({ server: `127.0.0.1:${(silent.address() as net.AddressInfo).port}`, code, configPath: file, timeoutMs: 500 });
+    silent.close();
+    expect(slow.problem).toBe('unreachable');
+    expect(slow.message).toMatch(/did not answer within 0.5 s/);
+
     const wrong = await fails({ server: h.url, code: 'AAAAAA-BBBBBB-CCCCCC-DDDDDD', configPath: file });
     expect(wrong.problem).toBe('invalid_code');
     expect(wrong.message).toMatch(/wrong, expired or already used/);
