@@ -152,7 +152,8 @@ function manifestMatchesSet(manifest: Manifest, set: ModelSet): boolean {
   if (manifest.integrity !== set.package.integrity || manifest.models.length !== set.models.length) return false;
   return set.models.every((m) => {
     const e = manifest.models.find((x) => x.id === m.id);
-    return e !== undefined && e.file === m.file && e.sha256 === m.sha256 && e.bytes === m.bytes;
+    // Preprocessing is compared too, so a catalogue correction (e.g. colour order) rewrites older manifests.
+    return e !== undefined && e.file === m.file && e.sha256 === m.sha256 && e.bytes === m.bytes && JSON.stringify(e.preprocessing) === JSON.stringify(m.preprocessing);
   });
 }
 

@@ -35,19 +35,6 @@ export function resolveAnalyzerConfig(input: AnalyzerConfigInput = {}): Analyzer
   return { detect: { ...DEFAULT_DETECT_OPTIONS, ...input.detect }, quality: { ...DEFAULT_QUALITY, ...input.quality } };
 }
 
-/**
- * Channel-order corrections to an installed manifest, by model set. For
- * faceplugin-0.0.1 the manifest (taken from the package's JavaScript) says RGB
- * for every model, but the embedding and SSR-Net models were measured to
- * expect BGR: with BGR, 23 of 24 same-person pairs in ../shared/faces score
- * higher (mean 0.72 -> 0.78, different people unchanged, d' 7.3 -> 8.2) and
- * the gender score separates men from women (AUC 0.93 -> 1.00). Details in
- * docs/recognition.md. The detector is indifferent and stays RGB.
- */
-export const COLOUR_FIXES: Readonly<Record<string, Partial<Record<ModelId, 'RGB' | 'BGR'>>>> = {
-  'faceplugin-0.0.1': { feature: 'BGR', age: 'BGR', gender: 'BGR' },
-};
-
 /** Regions of a face's context crop (context coordinates) that the attribute models and the face image use. */
 export interface ContextRegions {
   /** SSR-Net age/gender crop: box x1.4 about its centre, shifted inside the frame. */
@@ -92,8 +79,8 @@ function union(rects: Rect[]): Rect {
   return { x: x1, y: y1, w: x2 - x1, h: y2 - y1 };
 }
 
-function formatOf(spec: ManifestModel, colour?: 'RGB' | 'BGR'): TensorFormat {
-  return { colour: colour ?? spec.preprocessing.colour, mean: spec.preprocessing.mean, std: spec.preprocessing.std };
+function formatOf(spec: ManifestModel): TensorFormat {
+  return { colour: spec.preprocessing.colour, mean: spec.preprocessing.mean, std: spec.preprocessing.std };
 }
 
 export function l2normalize(v: Float32Array): Float32Array {
@@ -169,9 +156,9 @@ export class FaceAnalyzer {
     return this.models.spec(id);
   }
 
-  /** The input format of a model: the manifest's, with COLOUR_FIXES applied. */
+  /** The input format of a model, as its manifest says (the catalogue holds the measured colour order). */
   inputFormat(id: ModelId): TensorFormat {
-    return formatOf(this.spec(id), COLOUR_FIXES[this.modelSet]?.[id]);
+    return formatOf(this.spec(id));
   }
 
   /** Find the faces in an RGB image; largest first. */
