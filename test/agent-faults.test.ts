@@ -219,4 +219,20 @@ describe('agent faults', () => {
     await waitFor(() => produced.slice(50).every((id) => arrivals.has(id)), 10_000, 50);
     expect(produced.slice(0, 50).filter((id) => arrivals.has(id))).toEqual([]);
   });
+
+  it('another PC enrolled for the shop: this one is refused by the broker and head office, and keeps its queue', async () => {
+    const agent = running[0]!;
+    await waitFor(() => agent.broker.connected, 10_000);
+    const other = path.join(tmp, 'other', 'agent.json');
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: other });
+    // Head office closes the old login's connection; reconnecting with the old secret is refused (CONNACK 4).
+    await waitFor(() => agent.broker.refusedLogin, 10_000, 50);
+    expect(agent.broker.connected).toBe(false);
+    const err = await agent.api.claimCheck().catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 401, code: 'unauthorized' });
+    // Visits are still kept on disk (re-enrolling this PC for the shop delivers them).
+    const before = agent.queue.stats().queued;
+    await agent.submitVisit(visit());
+    expect(agent.queue.stats().queued).toBe(before + 1);
+  });
 });

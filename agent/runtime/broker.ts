@@ -85,6 +85,11 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
     return this.client.connected;
   }
 
+  /** The broker refused the login (shop removed, or another PC enrolled for it): re-enrolment needed. */
+  get refusedLogin(): boolean {
+    return this.refused;
+  }
+
   get stats(): { connects: number; notices: number } {
     return { ...this.counters };
   }
