@@ -330,6 +330,20 @@ describe('footfall agent', () => {
     expect(done.advice.join(' ')).toContain('The shop PC says: Wrong password.');
   });
 
+  it('an edit restarts only that camera; a removal stops it', async () => {
+    const entrance = runtime!.capture.worker(cameras.entrance!.id)!;
+    const pid = entrance.pid;
+    const fixed = await h.request('PATCH', `/api/cameras/${cameras.badPassword!.id}`, { token: owner, body: { password: PASSWORD } });
+    expect(fixed.status).toBe(200);
+    const removed = await h.request('DELETE', `/api/cameras/${cameras.badPath!.id}`, { token: owner });
+    expect(removed.status).toBe(200);
+    await waitFor(async () => (await camera(cameras.badPassword!.id)).connected === true, 20_000, 100);
+    await waitFor(() => runtime!.capture.worker(cameras.badPath!.id) === undefined, 10_000, 50);
+    mark('edit and removal applied');
+    expect(runtime!.capture.worker(cameras.entrance!.id)).toBe(entrance);
+    expect(entrance.pid).toBe(pid);
+  });
+
   it('live view: frames reach the viewer at about 13 a second, 640 wide; the upload stops after the viewer leaves', async () => {
     const id = cameras.entrance!.id;
     const worker = runtime!.capture.worker(id)!;
@@ -383,15 +397,16 @@ describe('footfall agent', () => {
   it('the shop is online with its camera counts; stopping leaves no ffmpeg behind', async () => {
     const s = await waitFor(async () => {
       const x = await site();
-      return x.online && x.cameras_total === 3 ? x : undefined;
+      return x.online && x.cameras_total === 2 && x.cameras_up === 2 ? x : undefined;
     }, 10_000, 100);
-    expect(s).toMatchObject({ online: true, cameras_up: 1, cameras_total: 3, queued: 0, dropped: 0 });
+    expect(s).toMatchObject({ online: true, cameras_up: 2, cameras_total: 2, queued: 0, dropped: 0 });
     expect(s.agent_version).toBe(runtime!.version);
     if (modelsDir) {
       // Recognition ran on the clip's faces: visits went through the queue to the broker, as the contract says.
       expect(s.recognition_model).toBe(runtime!.recognition.model);
       await waitFor(() => visits.length > 0, 15_000, 100);
-      expect(visits[0]).toMatchObject({ camera_id: 'entrance', track: { frames: expect.any(Number) } });
+      expect(['entrance', 'till']).toContain(visits[0].camera_id);
+      expect(visits[0].track.frames).toBeGreaterThan(0);
       if (visits[0].embedding) expect(visits[0].recognition_model).toBe(runtime!.recognition.model);
     }
 
@@ -413,7 +428,6 @@ describe('footfall agent', () => {
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     try {
-      // Three cameras: the good one and the two broken ones, each with its ffmpeg.
       await waitFor(() => out.includes('"msg":"camera connected"') && ffmpegs(rtsp.port).length >= 1, 15_000, 100);
       const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
       const msgs = lines.map((l) => l.msg);
