@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ARCFACE_112, alignmentTransform, applyAffine, estimatePose, fivePointsFrom68, invertAffine, similarityTransform } from './align.js';
 import { decodeDetections, iou, nms } from './detect.js';
-import { cropResize, laplacianVariance, resizeToTensor, toGrey, warpAffine } from './image.js';
-import type { Affine } from './image.js';
+import { cropResize, cropToTensor, imageToTensor, laplacianVariance, rectToSource, resizeToTensor, rgbLaplacianVariance, toGrey, warpAffine } from './image.js';
+import type { Affine, Rect, TensorFormat } from './image.js';
+import { SimdTensors } from './simd.js';
 import type { FivePoints, Point, RgbImage } from './types.js';
 
 /** Rotate by `deg`, scale by `s`, then translate: the similarity we expect to recover. */
@@ -144,6 +145,117 @@ describe('pixel operations', () => {
     const check = new Float32Array(32 * 32);
     for (let i = 0; i < check.length; i++) check[i] = ((i % 32) + Math.floor(i / 32)) % 2 ? 255 : 0;
     expect(laplacianVariance(check, 32, 32)).toBeGreaterThan(1e5);
+  });
+});
+
+/** Deterministic pseudo-random numbers (a fixed LCG), so failures reproduce. */
+function lcg(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+function noiseImage(w: number, h: number, rand: () => number): RgbImage {
+  const data = new Uint8Array(w * h * 3);
+  for (let i = 0; i < data.length; i++) data[i] = Math.floor(rand() * 256);
+  return { width: w, height: h, data };
+}
+
+/** The bilinear warp as first written (clamping every sample): what the faster paths must reproduce bit for bit. */
+function referenceWarp(img: RgbImage, m: Affine, outW: number, outH: number): Uint8Array {
+  const [a, b, c, d, e, f] = m;
+  const out = new Uint8Array(outW * outH * 3);
+  const src = img.data;
+  const maxX = img.width - 1;
+  const maxY = img.height - 1;
+  const stride = img.width * 3;
+  let q = 0;
+  for (let v = 0; v < outH; v++) {
+    let x = b * v + c;
+    let y = e * v + f;
+    for (let u = 0; u < outW; u++, x += a, y += d, q += 3) {
+      const xc = x < 0 ? 0 : x > maxX ? maxX : x;
+      const yc = y < 0 ? 0 : y > maxY ? maxY : y;
+      const x0 = xc | 0;
+      const y0 = yc | 0;
+      const fx = xc - x0;
+      const fy = yc - y0;
+      const dx = x0 < maxX ? 3 : 0;
+      const dy = y0 < maxY ? stride : 0;
+      const p = y0 * stride + x0 * 3;
+      const w00 = (1 - fx) * (1 - fy);
+      const w01 = fx * (1 - fy);
+      const w10 = (1 - fx) * fy;
+      const w11 = fx * fy;
+      for (let ch = 0; ch < 3; ch++) out[q + ch] = src[p + ch]! * w00 + src[p + dx + ch]! * w01 + src[p + dy + ch]! * w10 + src[p + dy + dx + ch]! * w11 + 0.5;
+    }
+  }
+  return out;
+}
+
+function sameBits(a: Float32Array | Uint8Array, b: Float32Array | Uint8Array): void {
+  expect(a.length).toBe(b.length);
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) diff++;
+  expect(diff).toBe(0);
+}
+
+describe('the fast pixel paths give exactly the results of the plain ones', () => {
+  const rand = lcg(7);
+  const img = noiseImage(160, 90, rand);
+  const formats: TensorFormat[] = [
+    { colour: 'grey', mean: [0], std: [256] },
+    { colour: 'RGB', mean: [127.5, 127.5, 127.5], std: [128, 128, 128] },
+    { colour: 'BGR', mean: [103.9, 116.8, 123.7], std: [57.4, 57.1, 58.4] },
+  ];
+
+  it('warpAffine (rows inside the image and rows crossing its edge)', () => {
+    for (let i = 0; i < 60; i++) {
+      const angle = (rand() - 0.5) * 1.2;
+      const scale = 0.3 + rand() * 1.6; // up to 1.9: the bilinear path
+      const m: Affine = [scale * Math.cos(angle), -scale * Math.sin(angle), rand() * 200 - 40, scale * Math.sin(angle), scale * Math.cos(angle), rand() * 120 - 30];
+      sameBits(warpAffine(img, m, 37, 29).data, referenceWarp(img, m, 37, 29));
+    }
+  });
+
+  it('cropToTensor against cropping, then converting (grey, RGB, BGR; inside, across the edge, up- and downscaled)', () => {
+    const rects: Rect[] = [
+      { x: 20.3, y: 10.7, w: 50.2, h: 61.9 },
+      { x: -12.5, y: -8, w: 40, h: 40 },
+      { x: 130.2, y: 60.1, w: 45, h: 45 },
+      { x: 40, y: 20, w: 9.5, h: 12.25 },
+      { x: 0, y: 0, w: 160, h: 90 },
+      { x: 3, y: 4, w: 150, h: 80 }, // more than 2x smaller at 64x32: the supersampled path
+    ];
+    for (const fmt of formats) {
+      for (const r of rects) {
+        const channels = fmt.colour === 'grey' ? 1 : 3;
+        const two = imageToTensor({ width: 64, height: 32, data: r.w / 64 > 2 ? warpAffine(img, rectToSource(r, 64, 32), 64, 32).data : referenceWarp(img, rectToSource(r, 64, 32), 64, 32) }, fmt);
+        const one = cropToTensor(img, r, 64, 32, fmt, new Float32Array(64 * 32 * channels));
+        sameBits(one, two);
+      }
+    }
+  });
+
+  it('rgbLaplacianVariance against grey conversion of the whole image', () => {
+    for (const roi of [undefined, { x: 24, y: 36, w: 64, h: 68 }, { x: 100, y: 50, w: 100, h: 100 }]) {
+      expect(rgbLaplacianVariance(img, roi)).toBe(laplacianVariance(toGrey(img), img.width, img.height, roi));
+    }
+  });
+
+  const simd = SimdTensors.create();
+  it.skipIf(!simd)('the WebAssembly SIMD detector tensor against resizeToTensor', () => {
+    for (const [w, h] of [[640, 360], [640, 480], [640, 240], [16, 7]] as const) {
+      const frame = noiseImage(w, h, rand);
+      const [ow, oh] = w === 16 ? [8, 4] : [320, 240];
+      for (const fmt of formats.slice(1)) {
+        expect(SimdTensors.handles(frame, ow, oh, fmt)).toBe(true);
+        sameBits(simd!.detectorTensor(frame, ow, oh, fmt), resizeToTensor(frame, ow, oh, fmt));
+      }
+    }
+    expect(SimdTensors.handles(noiseImage(704, 576, rand), 320, 240, formats[1]!)).toBe(false);
   });
 });
 

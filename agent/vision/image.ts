@@ -345,16 +345,18 @@ export function imageToTensor(img: RgbImage, fmt: TensorFormat, out?: Float32Arr
  * are repeated.
  */
 export function warpAffine(img: RgbImage, toSource: Affine, outW: number, outH: number): RgbImage {
-  const [a, b, c, d, e, f] = toSource;
-  const scale = Math.sqrt(Math.max(a * a + d * d, b * b + e * e));
   // One bilinear sample already averages a 2x2 neighbourhood, so up to 2x shrink needs no more; beyond that
   // k x k samples, each spanning ~2 source pixels, cover the output pixel's footprint.
-  const k = scale > 2 ? Math.min(6, Math.ceil(scale / 2)) : 1;
+  const k = supersampling(toSource);
   if (k === 1) return warpBilinear(img, toSource, outW, outH);
   const out = new Uint8Array(outW * outH * 3);
-  const src = img.data;
-  const w = img.width;
-  const h = img.height;
+  warpSupersampled(img.data, img.width, img.height, toSource, k, out, outW, outH);
+  return { width: outW, height: outH, data: out };
+}
+
+/** warpAffine with k x k bilinear samples per output pixel (k > 1), averaged. */
+function warpSupersampled(src: Uint8Array, w: number, h: number, toSource: Affine, k: number, out: Uint8Array, outW: number, outH: number): void {
+  const [a, b, c, d, e, f] = toSource;
   const maxX = w - 1;
   const maxY = h - 1;
   const inv = 1 / (k * k);
@@ -364,9 +366,9 @@ export function warpAffine(img: RgbImage, toSource: Affine, outW: number, outH: 
       let g = 0;
       let bl = 0;
       for (let sy = 0; sy < k; sy++) {
-        const vv = k === 1 ? v : v + (sy + 0.5) / k - 0.5;
+        const vv = v + (sy + 0.5) / k - 0.5;
         for (let sx = 0; sx < k; sx++) {
-          const uu = k === 1 ? u : u + (sx + 0.5) / k - 0.5;
+          const uu = u + (sx + 0.5) / k - 0.5;
           let x = a * uu + b * vv + c;
           let y = d * uu + e * vv + f;
           if (x < 0) x = 0;
@@ -398,42 +400,101 @@ export function warpAffine(img: RgbImage, toSource: Affine, outW: number, outH: 
       out[q + 2] = bl * inv + 0.5;
     }
   }
+}
+
+/**
+ * Supersampling factor of a warp: 1 (one bilinear sample per output pixel) up to a 2x shrink, else k x k samples.
+ */
+function supersampling(toSource: Affine): number {
+  const [a, b, , d, e] = toSource;
+  const scale = Math.sqrt(Math.max(a * a + d * d, b * b + e * e));
+  return scale > 2 ? Math.min(6, Math.ceil(scale / 2)) : 1;
+}
+
+/** Margin (source pixels) that keeps the rounding of a row walk from crossing the image edge. */
+const EDGE_MARGIN = 1e-6;
+
+/**
+ * warpAffine without supersampling: one bilinear sample per output pixel, walking the source along each row.
+ * A row whose samples all fall inside the image (the usual case for faces) skips the edge clamping; the
+ * arithmetic per pixel is the same either way, so the result is too.
+ */
+function warpBilinear(img: RgbImage, toSource: Affine, outW: number, outH: number, into?: Uint8Array): RgbImage {
+  const [a, b, c, d, e, f] = toSource;
+  const out = into ?? new Uint8Array(outW * outH * 3);
+  const src = img.data;
+  const maxX = img.width - 1;
+  const maxY = img.height - 1;
+  const stride = img.width * 3;
+  const spanX = a * (outW - 1);
+  const spanY = d * (outW - 1);
+  for (let v = 0, q = 0; v < outH; v++, q += outW * 3) {
+    const x = b * v + c;
+    const y = e * v + f;
+    const inside =
+      Math.min(x, x + spanX) >= EDGE_MARGIN &&
+      Math.max(x, x + spanX) < maxX - EDGE_MARGIN &&
+      Math.min(y, y + spanY) >= EDGE_MARGIN &&
+      Math.max(y, y + spanY) < maxY - EDGE_MARGIN;
+    // Two functions, not two branches of one loop: a branch that is rarely taken would leave the optimised loop
+    // without type feedback for it, and V8 would finish such rows in the interpreter.
+    if (inside) bilinearRowInside(src, stride, out, q, x, y, a, d, outW);
+    else bilinearRowClamped(src, stride, maxX, maxY, out, q, x, y, a, d, outW);
+  }
   return { width: outW, height: outH, data: out };
 }
 
-/** warpAffine without supersampling: one bilinear sample per output pixel, walking the source along each row. */
-function warpBilinear(img: RgbImage, toSource: Affine, outW: number, outH: number): RgbImage {
-  const [a, b, c, d, e, f] = toSource;
-  const out = new Uint8Array(outW * outH * 3);
-  const src = img.data;
-  const w = img.width;
-  const maxX = w - 1;
-  const maxY = img.height - 1;
-  const stride = w * 3;
-  let q = 0;
-  for (let v = 0; v < outH; v++) {
-    let x = b * v + c;
-    let y = e * v + f;
-    for (let u = 0; u < outW; u++, x += a, y += d, q += 3) {
-      const xc = x < 0 ? 0 : x > maxX ? maxX : x;
-      const yc = y < 0 ? 0 : y > maxY ? maxY : y;
-      const x0 = xc | 0;
-      const y0 = yc | 0;
-      const fx = xc - x0;
-      const fy = yc - y0;
-      const dx = x0 < maxX ? 3 : 0;
-      const dy = y0 < maxY ? stride : 0;
-      const p = y0 * stride + x0 * 3;
-      const w00 = (1 - fx) * (1 - fy);
-      const w01 = fx * (1 - fy);
-      const w10 = (1 - fx) * fy;
-      const w11 = fx * fy;
-      out[q] = src[p]! * w00 + src[p + dx]! * w01 + src[p + dy]! * w10 + src[p + dy + dx]! * w11 + 0.5;
-      out[q + 1] = src[p + 1]! * w00 + src[p + dx + 1]! * w01 + src[p + dy + 1]! * w10 + src[p + dy + dx + 1]! * w11 + 0.5;
-      out[q + 2] = src[p + 2]! * w00 + src[p + dx + 2]! * w01 + src[p + dy + 2]! * w10 + src[p + dy + dx + 2]! * w11 + 0.5;
-    }
+/** One output row of warpBilinear whose samples all lie inside the image: 0 < x < maxX, 0 < y < maxY. */
+function bilinearRowInside(src: Uint8Array, stride: number, out: Uint8Array, q: number, x: number, y: number, a: number, d: number, n: number): void {
+  for (let u = 0; u < n; u++, x += a, y += d, q += 3) {
+    const x0 = x | 0;
+    const y0 = y | 0;
+    const fx = x - x0;
+    const fy = y - y0;
+    const p = y0 * stride + x0 * 3;
+    const p2 = p + stride;
+    const w00 = (1 - fx) * (1 - fy);
+    const w01 = fx * (1 - fy);
+    const w10 = (1 - fx) * fy;
+    const w11 = fx * fy;
+    out[q] = src[p]! * w00 + src[p + 3]! * w01 + src[p2]! * w10 + src[p2 + 3]! * w11 + 0.5;
+    out[q + 1] = src[p + 1]! * w00 + src[p + 4]! * w01 + src[p2 + 1]! * w10 + src[p2 + 4]! * w11 + 0.5;
+    out[q + 2] = src[p + 2]! * w00 + src[p + 5]! * w01 + src[p2 + 2]! * w10 + src[p2 + 5]! * w11 + 0.5;
   }
-  return { width: outW, height: outH, data: out };
+}
+
+/** One output row of warpBilinear, clamping samples to the image (edge pixels repeated). */
+function bilinearRowClamped(
+  src: Uint8Array,
+  stride: number,
+  maxX: number,
+  maxY: number,
+  out: Uint8Array,
+  q: number,
+  x: number,
+  y: number,
+  a: number,
+  d: number,
+  n: number,
+): void {
+  for (let u = 0; u < n; u++, x += a, y += d, q += 3) {
+    const xc = x < 0 ? 0 : x > maxX ? maxX : x;
+    const yc = y < 0 ? 0 : y > maxY ? maxY : y;
+    const x0 = xc | 0;
+    const y0 = yc | 0;
+    const fx = xc - x0;
+    const fy = yc - y0;
+    const dx = x0 < maxX ? 3 : 0;
+    const dy = y0 < maxY ? stride : 0;
+    const p = y0 * stride + x0 * 3;
+    const w00 = (1 - fx) * (1 - fy);
+    const w01 = fx * (1 - fy);
+    const w10 = (1 - fx) * fy;
+    const w11 = fx * fy;
+    out[q] = src[p]! * w00 + src[p + dx]! * w01 + src[p + dy]! * w10 + src[p + dy + dx]! * w11 + 0.5;
+    out[q + 1] = src[p + 1]! * w00 + src[p + dx + 1]! * w01 + src[p + dy + 1]! * w10 + src[p + dy + dx + 1]! * w11 + 0.5;
+    out[q + 2] = src[p + 2]! * w00 + src[p + dx + 2]! * w01 + src[p + dy + 2]! * w10 + src[p + dy + dx + 2]! * w11 + 0.5;
+  }
 }
 
 /** The affine map that stretches `rect` (in source pixels) onto an `outW`x`outH` image (pixel-centre aligned). */
@@ -446,6 +507,160 @@ export function rectToSource(rect: Rect, outW: number, outH: number): Affine {
 /** Crop `rect` and stretch it to `outW`x`outH` (bilinear, supersampled when shrinking). */
 export function cropResize(img: RgbImage, rect: Rect, outW: number, outH: number): RgbImage {
   return warpAffine(img, rectToSource(rect, outW, outH), outW, outH);
+}
+
+/** Per output column (or row) of an axis-aligned bilinear crop: source offset, neighbour step, weights. */
+interface AxisTaps {
+  offset: Int32Array;
+  step: Int32Array;
+  near: Float64Array;
+  far: Float64Array;
+}
+
+const axisScratch = new Map<string, AxisTaps>();
+function axisTaps(key: string, n: number): AxisTaps {
+  let t = axisScratch.get(key);
+  if (!t || t.offset.length < n) {
+    t = { offset: new Int32Array(n), step: new Int32Array(n), near: new Float64Array(n), far: new Float64Array(n) };
+    axisScratch.set(key, t);
+  }
+  return t;
+}
+
+/**
+ * `imageToTensor(cropResize(img, rect, outW, outH), fmt, out)` in one pass, without the intermediate image: the
+ * model input for a face crop (landmarks, age, gender, expression). An axis-aligned bilinear crop is separable, so
+ * the clamping and weights are worked out once per column and row; each pixel is still rounded to 8 bits before
+ * the normalisation, exactly as the two-step version, so the tensor is identical. Crops that shrink by more than 2x
+ * (supersampled) take the two-step path.
+ */
+export function cropToTensor(img: RgbImage, rect: Rect, outW: number, outH: number, fmt: TensorFormat, out?: Float32Array): Float32Array {
+  const m = rectToSource(rect, outW, outH);
+  if (supersampling(m) !== 1) return imageToTensor(warpAffine(img, m, outW, outH), fmt, out);
+  const channels = fmt.colour === 'grey' ? 1 : 3;
+  const plane = outW * outH;
+  const tensor = out ?? new Float32Array(plane * channels);
+  const [a, , c, , e, f] = m;
+  const src = img.data;
+  const maxX = img.width - 1;
+  const maxY = img.height - 1;
+  const stride = img.width * 3;
+  // Columns: x walks from c in steps of a, as warpBilinear's row walk (b = 0, so every row sees the same x).
+  const cols = axisTaps('x', outW);
+  let x = c + 0; // b * v + c with b = 0
+  for (let u = 0; u < outW; u++, x += a) {
+    const xc = x < 0 ? 0 : x > maxX ? maxX : x;
+    const x0 = xc | 0;
+    const fx = xc - x0;
+    cols.offset[u] = x0 * 3;
+    cols.step[u] = x0 < maxX ? 3 : 0;
+    cols.near[u] = 1 - fx;
+    cols.far[u] = fx;
+  }
+  const [m0, , m2] = channelOrder(fmt);
+  const mean0 = fmt.mean[0]!;
+  const std0 = fmt.std[0]!;
+  // Separate loops for grey and colour: one loop with both would be optimised for whichever came first, and V8
+  // would run the other kind in the interpreter.
+  if (channels === 1) cropGreyRows(src, stride, maxY, cols, e, f, outW, outH, mean0, std0, tensor);
+  else {
+    const means = [mean0, fmt.mean[1] ?? mean0, fmt.mean[2] ?? mean0] as const;
+    const stds = [std0, fmt.std[1] ?? std0, fmt.std[2] ?? std0] as const;
+    cropColourRows(src, stride, maxY, cols, e, f, outW, outH, m0 === 2, m2 === 0, means, stds, tensor);
+  }
+  return tensor;
+}
+
+/**
+ * Rows of cropToTensor into a grey tensor. Each sample is first rounded to the 8-bit pixel the two-step version
+ * would store (the sum lies within 0.5..255.5, so `| 0` truncates exactly as a Uint8Array store does).
+ */
+function cropGreyRows(
+  src: Uint8Array,
+  stride: number,
+  maxY: number,
+  cols: AxisTaps,
+  e: number,
+  f: number,
+  outW: number,
+  outH: number,
+  mean: number,
+  std: number,
+  tensor: Float32Array,
+): void {
+  const { offset, step, near, far } = cols;
+  let i = 0;
+  for (let v = 0; v < outH; v++) {
+    const y = e * v + f;
+    const yc = y < 0 ? 0 : y > maxY ? maxY : y;
+    const y0 = yc | 0;
+    const fy = yc - y0;
+    const dy = y0 < maxY ? stride : 0;
+    const row = y0 * stride;
+    const ofy = 1 - fy;
+    for (let u = 0; u < outW; u++, i++) {
+      const p = row + offset[u]!;
+      const dx = step[u]!;
+      const ofx = near[u]!;
+      const fx = far[u]!;
+      const w00 = ofx * ofy;
+      const w01 = fx * ofy;
+      const w10 = ofx * fy;
+      const w11 = fx * fy;
+      const r = (src[p]! * w00 + src[p + dx]! * w01 + src[p + dy]! * w10 + src[p + dy + dx]! * w11 + 0.5) | 0;
+      const g = (src[p + 1]! * w00 + src[p + dx + 1]! * w01 + src[p + dy + 1]! * w10 + src[p + dy + dx + 1]! * w11 + 0.5) | 0;
+      const b = (src[p + 2]! * w00 + src[p + dx + 2]! * w01 + src[p + dy + 2]! * w10 + src[p + dy + dx + 2]! * w11 + 0.5) | 0;
+      tensor[i] = (0.299 * r + 0.587 * g + 0.114 * b - mean) / std;
+    }
+  }
+}
+
+/** cropGreyRows for colour tensors: planes R, G, B (or B, G, R when `bgr`). */
+function cropColourRows(
+  src: Uint8Array,
+  stride: number,
+  maxY: number,
+  cols: AxisTaps,
+  e: number,
+  f: number,
+  outW: number,
+  outH: number,
+  firstIsBlue: boolean,
+  lastIsRed: boolean,
+  means: readonly [number, number, number],
+  stds: readonly [number, number, number],
+  tensor: Float32Array,
+): void {
+  const { offset, step, near, far } = cols;
+  const plane = outW * outH;
+  const [mean0, mean1, mean2] = means;
+  const [std0, std1, std2] = stds;
+  let i = 0;
+  for (let v = 0; v < outH; v++) {
+    const y = e * v + f;
+    const yc = y < 0 ? 0 : y > maxY ? maxY : y;
+    const y0 = yc | 0;
+    const fy = yc - y0;
+    const dy = y0 < maxY ? stride : 0;
+    const row = y0 * stride;
+    const ofy = 1 - fy;
+    for (let u = 0; u < outW; u++, i++) {
+      const p = row + offset[u]!;
+      const dx = step[u]!;
+      const ofx = near[u]!;
+      const fx = far[u]!;
+      const w00 = ofx * ofy;
+      const w01 = fx * ofy;
+      const w10 = ofx * fy;
+      const w11 = fx * fy;
+      const r = (src[p]! * w00 + src[p + dx]! * w01 + src[p + dy]! * w10 + src[p + dy + dx]! * w11 + 0.5) | 0;
+      const g = (src[p + 1]! * w00 + src[p + dx + 1]! * w01 + src[p + dy + 1]! * w10 + src[p + dy + dx + 1]! * w11 + 0.5) | 0;
+      const b = (src[p + 2]! * w00 + src[p + dx + 2]! * w01 + src[p + dy + 2]! * w10 + src[p + dy + dx + 2]! * w11 + 0.5) | 0;
+      tensor[i] = ((firstIsBlue ? b : r) - mean0) / std0;
+      tensor[plane + i] = (g - mean1) / std1;
+      tensor[2 * plane + i] = ((lastIsRed ? r : b) - mean2) / std2;
+    }
+  }
 }
 
 /** Copy a region (clamped to the image) without resampling. */
@@ -518,4 +733,26 @@ export function laplacianVariance(greyPixels: Float32Array, width: number, heigh
   if (n === 0) return 0;
   const mean = sum / n;
   return sumSq / n - mean * mean;
+}
+
+let greyScratch = new Float32Array(0);
+
+/**
+ * `laplacianVariance(toGrey(img), img.width, img.height, roi)` without converting the whole image: only the ROI
+ * and the one-pixel ring the Laplacian reads are made grey (into a reused buffer). Same values, same result.
+ */
+export function rgbLaplacianVariance(img: RgbImage, roi?: Rect): number {
+  const { width, height } = img;
+  const x0 = Math.max(1, Math.floor(roi?.x ?? 1));
+  const y0 = Math.max(1, Math.floor(roi?.y ?? 1));
+  const x1 = Math.min(width - 1, Math.ceil(roi ? roi.x + roi.w : width - 1));
+  const y1 = Math.min(height - 1, Math.ceil(roi ? roi.y + roi.h : height - 1));
+  if (greyScratch.length < width * height) greyScratch = new Float32Array(width * height);
+  const g = greyScratch;
+  const d = img.data;
+  for (let y = y0 - 1; y <= y1; y++) {
+    let i = y * width + x0 - 1;
+    for (let x = x0 - 1, p = i * 3; x <= x1; x++, i++, p += 3) g[i] = 0.299 * d[p]! + 0.587 * d[p + 1]! + 0.114 * d[p + 2]!;
+  }
+  return laplacianVariance(g, width, height, roi);
 }

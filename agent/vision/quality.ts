@@ -4,7 +4,7 @@
  * someone. How the constants were chosen: docs/recognition.md.
  */
 import { estimatePose } from './align.js';
-import { laplacianVariance, toGrey } from './image.js';
+import { rgbLaplacianVariance } from './image.js';
 import type { FivePoints, QualityParts, RgbImage } from './types.js';
 
 export interface QualityConfig {
@@ -64,7 +64,7 @@ export function qualityOf(
   const { yaw, roll, eyeDistance } = estimatePose(landmarks);
   const k = aligned.width / 112;
   const roi = { x: SHARPNESS_ROI.x * k, y: SHARPNESS_ROI.y * k, w: SHARPNESS_ROI.w * k, h: SHARPNESS_ROI.h * k };
-  const lv = laplacianVariance(toGrey(aligned), aligned.width, aligned.height, roi);
+  const lv = rgbLaplacianVariance(aligned, roi);
   const size = clamp01((eyeDistance - cfg.minEyeDistance) / (cfg.goodEyeDistance - cfg.minEyeDistance));
   const sharpness = lv <= 0 ? 0 : clamp01(Math.log(lv / cfg.blurredVariance) / Math.log(cfg.sharpVariance / cfg.blurredVariance));
   const pose = clamp01(1 - (yaw / cfg.maxYaw) ** 2) * clamp01(1 - (roll / cfg.maxRoll) ** 2);
