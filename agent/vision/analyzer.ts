@@ -11,10 +11,11 @@ import { decodeExpression, decodeSsrNet, genderFromScore } from './attributes.js
 import { processCpuMs } from './cpu.js';
 import { DEFAULT_DETECT_OPTIONS, decodeDetections } from './detect.js';
 import type { DetectOptions } from './detect.js';
-import { clampRect, cropResize, cropRgb, imageToTensor, resizeToTensor, shiftInside, warpAffine } from './image.js';
+import { clampRect, cropRgb, cropToTensor, imageToTensor, resizeToTensor, shiftInside, warpAffine } from './image.js';
 import type { Rect, TensorFormat } from './image.js';
-import type { ModelSessions } from './models.js';
+import type { ModelSessions, Outputs } from './models.js';
 import { DEFAULT_QUALITY, qualityOf } from './quality.js';
+import { SimdTensors } from './simd.js';
 import type { QualityConfig } from './quality.js';
 import type { Box, FaceAttributes, FaceObservation, Point, RgbImage } from './types.js';
 
@@ -128,7 +129,14 @@ export class FaceAnalyzer {
   readonly stageMs: StageTimes = { detectPrep: 0, detect: 0, landmarks: 0, align: 0, quality: 0, embed: 0, attributes: 0 };
   private readonly template: readonly Point[];
   private readonly alignedSize: number;
-  private spareDetectTensor: Float32Array | undefined;
+  /**
+   * Model input buffers, reused (the detector's alone is 0.9 MB): one is taken for a model call and given back
+   * when the call is over, so calls that overlap (on one analyzer without an engine) never share one.
+   */
+  private readonly spareTensors = new Map<ModelId, Float32Array[]>();
+  /** The detector's input made with WebAssembly SIMD (same values as resizeToTensor), where available. */
+  private readonly simd = SimdTensors.create();
+  private simdBusy = false;
 
   /** Clock of the stage times: wall time, or the process's CPU time when measuring (benchmark, inline engine). */
   private readonly clock: () => number;
@@ -161,24 +169,61 @@ export class FaceAnalyzer {
     return formatOf(this.spec(id));
   }
 
+  /** An input buffer for model `id` (its manifest shape), from the spares when one is free. */
+  private takeTensor(id: ModelId): Float32Array {
+    const spare = this.spareTensors.get(id)?.pop();
+    return spare ?? new Float32Array(this.spec(id).input.shape.reduce((a, b) => a * b, 1));
+  }
+
+  private giveTensor(id: ModelId, t: Float32Array): void {
+    let list = this.spareTensors.get(id);
+    if (!list) this.spareTensors.set(id, (list = []));
+    if (list.length < 2) list.push(t);
+  }
+
+  /** Run model `id` on a tensor filled by `fill` in a reused input buffer. */
+  private async runOn(id: ModelId, fill: (t: Float32Array) => void): Promise<Outputs> {
+    const t = this.takeTensor(id);
+    try {
+      fill(t);
+      return await this.models.run(id, t);
+    } finally {
+      this.giveTensor(id, t);
+    }
+  }
+
   /** Find the faces in an RGB image; largest first. */
   async analyze(img: RgbImage): Promise<FrameAnalysis> {
     const times = this.stageMs;
     let t = this.clock();
     const dspec = this.spec('detect');
     const dp = dspec.preprocessing;
-    // One detector input buffer is reused while no other analyze() holds it (saves a 0.9 MB allocation per frame).
-    const reuse = this.spareDetectTensor;
-    this.spareDetectTensor = undefined;
-    const tensor = resizeToTensor(img, dp.width, dp.height, this.inputFormat('detect'), reuse);
-    let now = this.clock();
-    times.detectPrep += now - t;
-    t = now;
+    const fmt = this.inputFormat('detect');
     let raw;
-    try {
-      raw = await this.models.run('detect', tensor);
-    } finally {
-      this.spareDetectTensor = tensor;
+    let now;
+    if (this.simd && !this.simdBusy && SimdTensors.handles(img, dp.width, dp.height, fmt)) {
+      // The tensor is a view into the SIMD kernel's memory: no other frame may use it until the detector is done.
+      this.simdBusy = true;
+      try {
+        const tensor = this.simd.detectorTensor(img, dp.width, dp.height, fmt);
+        now = this.clock();
+        times.detectPrep += now - t;
+        t = now;
+        raw = await this.models.run('detect', tensor);
+      } finally {
+        this.simdBusy = false;
+      }
+    } else {
+      const tensor = this.takeTensor('detect');
+      try {
+        resizeToTensor(img, dp.width, dp.height, fmt, tensor);
+        now = this.clock();
+        times.detectPrep += now - t;
+        t = now;
+        raw = await this.models.run('detect', tensor);
+      } finally {
+        this.giveTensor('detect', tensor);
+      }
     }
     const [scoresName, boxesName] = dspec.outputs.map((o) => o.name);
     const scores = raw[scoresName ?? 'scores'];
@@ -203,8 +248,7 @@ export class FaceAnalyzer {
     const lspec = this.spec('landmark');
     const lp = lspec.preprocessing;
     const rect = shiftInside(boxRect(box), img.width, img.height);
-    const lin = imageToTensor(cropResize(img, rect, lp.width, lp.height), this.inputFormat('landmark'));
-    const lout = await this.models.run('landmark', lin);
+    const lout = await this.runOn('landmark', (t) => cropToTensor(img, rect, lp.width, lp.height, this.inputFormat('landmark'), t));
     const pts = lout[lspec.outputs[0]?.name ?? 'output'];
     if (!pts) throw new Error('The landmark model returned no output.');
     const frame68 = new Float32Array(136);
@@ -253,7 +297,7 @@ export class FaceAnalyzer {
     if (aligned.width !== spec.preprocessing.width || aligned.height !== spec.preprocessing.height) {
       throw new Error(`embed: expected a ${spec.preprocessing.width}x${spec.preprocessing.height} aligned crop`);
     }
-    const out = await this.models.run('feature', imageToTensor(aligned, this.inputFormat('feature')));
+    const out = await this.runOn('feature', (t) => imageToTensor(aligned, this.inputFormat('feature'), t));
     const v = out[spec.outputs[0]?.name ?? 'output'];
     if (!v) throw new Error('The feature model returned no output.');
     const e = l2normalize(v);
@@ -269,13 +313,21 @@ export class FaceAnalyzer {
     if (parts.ageGender !== false) {
       const ap = this.spec('age').preprocessing;
       const af = this.inputFormat('age');
-      const ssrTensor = imageToTensor(cropResize(context, regions.ssr, ap.width, ap.height), af);
-      const age = decodeSsrNet(await this.models.run('age', ssrTensor), 101);
-      const gp = this.spec('gender').preprocessing;
-      const gf = this.inputFormat('gender');
-      const same = gp.width === ap.width && gp.height === ap.height && gf.colour === af.colour && gf.mean.join() === af.mean.join() && gf.std.join() === af.std.join();
-      const gTensor = same ? ssrTensor : imageToTensor(cropResize(context, regions.ssr, gp.width, gp.height), gf);
-      const genderScore = decodeSsrNet(await this.models.run('gender', gTensor), 1);
+      const ssrTensor = this.takeTensor('age');
+      let age: number;
+      let genderScore: number;
+      try {
+        cropToTensor(context, regions.ssr, ap.width, ap.height, af, ssrTensor);
+        age = decodeSsrNet(await this.models.run('age', ssrTensor), 101);
+        const gp = this.spec('gender').preprocessing;
+        const gf = this.inputFormat('gender');
+        const same = gp.width === ap.width && gp.height === ap.height && gf.colour === af.colour && gf.mean.join() === af.mean.join() && gf.std.join() === af.std.join();
+        genderScore = same
+          ? decodeSsrNet(await this.models.run('gender', ssrTensor), 1)
+          : decodeSsrNet(await this.runOn('gender', (t) => cropToTensor(context, regions.ssr, gp.width, gp.height, gf, t)), 1);
+      } finally {
+        this.giveTensor('age', ssrTensor);
+      }
       result.gender = genderFromScore(genderScore);
       result.age = Math.round(Math.min(130, Math.max(0, age)) * 10) / 10;
       raw.genderScore = genderScore;
@@ -283,7 +335,7 @@ export class FaceAnalyzer {
     }
     if (parts.expression !== false) {
       const ep = this.spec('expression').preprocessing;
-      const eout = await this.models.run('expression', imageToTensor(cropResize(context, regions.expression, ep.width, ep.height), this.inputFormat('expression')));
+      const eout = await this.runOn('expression', (t) => cropToTensor(context, regions.expression, ep.width, ep.height, this.inputFormat('expression'), t));
       const logits = eout[this.spec('expression').outputs[0]?.name ?? 'output'];
       if (!logits) throw new Error('The expression model returned no output.');
       const expr = decodeExpression(logits);
