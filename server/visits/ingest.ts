@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { and, eq, inArray, max, sql } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import type { AedesPublishPacket } from 'aedes';
 import type { Logger } from 'pino';
 import { EMBEDDING_DIMS, VisitMessage, decodeEmbedding } from '../../shared/messages.js';
@@ -8,7 +8,6 @@ import type { Broker } from '../broker/broker.js';
 import { companies } from '../clients/schema.js';
 import type { Config } from '../config.js';
 import { discardFaces, linkFace, unlinkedFaces, type FaceImageRow } from '../customers/faces.js';
-import { customers } from '../customers/schema.js';
 import type { Store } from '../db/open.js';
 import type { Decision, Visit } from '../identity/matcher.js';
 import { templateToBlob, unitCopy } from '../identity/vector.js';
@@ -234,6 +233,7 @@ export class VisitIngest {
   private write(batch: readonly Pending[], touched: Set<string>): Written {
     const { store, config, identities, arrivals } = this.deps;
     const db = store.db;
+    const q = statements(store);
     const now = new Date().toISOString();
     const out: Written = { items: new Map(), discard: [], counts: {} };
     const count = (k: keyof IngestStats, n = 1) => (out.counts[k] = (out.counts[k] ?? 0) + n);
@@ -309,24 +309,15 @@ export class VisitIngest {
       g.items.push(item);
       groups.set(k, g);
     }
+    const templates = new Map<string, Buffer>();
     for (const [k, g] of groups) {
       touched.add(k);
       const matcher = identities.matcher(g.companyId, g.model);
-      let next = (db.select({ n: max(customers.number) }).from(customers).where(eq(customers.companyId, g.companyId)).get()?.n ?? 0) + 1;
+      let next = (q.maxNumber.get(g.companyId) as { n: number | null } | undefined)?.n ?? 0;
       const vs: Visit[] = g.items.map((i) => ({ embedding: i.embedding!, passedGate: i.msg.passed_gate, at: Date.parse(i.msg.occurred_at) }));
       const ds = matcher.decideBatch(vs, (v) => {
         const id = randomUUID();
-        db.insert(customers)
-          .values({
-            id,
-            companyId: g.companyId,
-            number: next++,
-            recognitionModel: g.model,
-            template: templateToBlob(unitCopy(v.embedding)),
-            templateCount: 1,
-            createdAt: now,
-          })
-          .run();
+        q.insertCustomer.run(id, g.companyId, ++next, g.model, templateToBlob(unitCopy(v.embedding)), now);
         count('newCustomers');
         return id;
       });
@@ -334,15 +325,12 @@ export class VisitIngest {
         decisions.set(g.items[i]!, d);
         if (d.kind === 'match') {
           count('matched');
-          if (d.template) {
-            db.update(customers)
-              .set({ template: templateToBlob(d.template.template), templateCount: d.template.count })
-              .where(eq(customers.id, d.customerId))
-              .run();
-          }
+          if (d.template) templates.set(d.customerId, templateToBlob(d.template.template));
         }
       });
     }
+    const templateCounts = new Map<string, number>();
+    for (const d of decisions.values()) if (d.kind === 'match' && d.template) templateCounts.set(d.customerId, d.template.count);
 
     // Face images: linked to an identified visit's customer; otherwise (or with photos off) discarded.
     const faceOf = new Map<Pending, string>();
@@ -387,15 +375,34 @@ export class VisitIngest {
     });
     let first = Number.POSITIVE_INFINITY;
     let last = 0;
-    for (let i = 0; i < rows.length; i += 200) {
-      for (const r of db.insert(visits).values(rows.slice(i, i + 200)).returning({ seq: visits.seq }).all()) {
-        first = Math.min(first, r.seq);
-        last = Math.max(last, r.seq);
-      }
+    for (const r of rows) {
+      const seq = Number(
+        q.insertVisit.run(
+          r.visitId,
+          r.companyId,
+          r.shopId,
+          r.cameraId,
+          r.occurredAt,
+          r.receivedAt,
+          r.customerId,
+          r.isNewVisitor ? 1 : 0,
+          r.similarity,
+          r.quality,
+          r.passedGate ? 1 : 0,
+          r.recognitionModel,
+          r.gender,
+          r.age,
+          r.emotion,
+          r.faceImageId,
+          r.trackId,
+        ).lastInsertRowid,
+      );
+      first = Math.min(first, seq);
+      last = Math.max(last, seq);
     }
     count('stored', rows.length);
 
-    // Customer stats.
+    // Customer stats and templates: one update per customer.
     const stats = new Map<string, { n: number; first: string; last: string }>();
     for (const r of rows) {
       if (!r.customerId) continue;
@@ -407,19 +414,10 @@ export class VisitIngest {
         if (r.occurredAt > s.last) s.last = r.occurredAt;
       }
     }
-    for (const [id, s] of stats) {
-      db.update(customers)
-        .set({
-          visitCount: sql`${customers.visitCount} + ${s.n}`,
-          firstSeenAt: sql`min(coalesce(${customers.firstSeenAt}, ${s.first}), ${s.first})`,
-          lastSeenAt: sql`max(coalesce(${customers.lastSeenAt}, ${s.last}), ${s.last})`,
-        })
-        .where(eq(customers.id, id))
-        .run();
-    }
+    for (const [id, st] of stats) q.updateCustomer.run({ n: st.n, first: st.first, last: st.last, template: templates.get(id) ?? null, count: templateCounts.get(id) ?? null, id });
 
     // The shops' last visit.
-    for (const shopId of new Set(rows.map((r) => r.shopId))) db.update(shops).set({ lastEventAt: now }).where(eq(shops.id, shopId)).run();
+    for (const shopId of new Set(rows.map((r) => r.shopId))) q.touchShop.run(now, shopId);
 
     // What the open streams get after the commit (only companies someone listens to).
     const listening = [...new Set(rows.map((r) => r.companyId))].filter((c) => arrivals.listening(c));
@@ -454,6 +452,35 @@ export class VisitIngest {
     }
     if (out.discard.length > 0) discardFaces(this.deps, out.discard);
   }
+}
+
+/**
+ * The hot statements of ingest, prepared once per database (plain SQL through better-sqlite3: building them through
+ * drizzle for every row cost more than running them).
+ */
+const prepared = new WeakMap<Store['sqlite'], ReturnType<typeof prepare>>();
+function prepare(sqlite: Store['sqlite']) {
+  return {
+    maxNumber: sqlite.prepare('select max(number) as n from customers where company_id = ?'),
+    insertCustomer: sqlite.prepare(
+      'insert into customers (id, company_id, number, recognition_model, template, template_count, created_at) values (?, ?, ?, ?, ?, 1, ?)',
+    ),
+    insertVisit: sqlite.prepare(
+      'insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, received_at, customer_id, is_new_visitor, similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    updateCustomer: sqlite.prepare(
+      `update customers set visit_count = visit_count + @n,
+         first_seen_at = min(coalesce(first_seen_at, @first), @first), last_seen_at = max(coalesce(last_seen_at, @last), @last),
+         template = coalesce(@template, template), template_count = coalesce(@count, template_count)
+       where id = @id`,
+    ),
+    touchShop: sqlite.prepare('update shops set last_event_at = ? where id = ?'),
+  };
+}
+function statements(store: Store): ReturnType<typeof prepare> {
+  let q = prepared.get(store.sqlite);
+  if (!q) prepared.set(store.sqlite, (q = prepare(store.sqlite)));
+  return q;
 }
 
 interface Written {
