@@ -9,7 +9,7 @@ import type { Role } from './policy.js';
 import type { CompanyPurger } from './clients/deletion.js';
 import type { ShopLogins } from './shops/broker-logins.js';
 import type { LiveHub } from './cameras/live.js';
-import type { Identities } from './visits/identities.js';
+import type { IdentityControl } from './visits/identity-control.js';
 import type { ArrivalsHub } from './visits/hub.js';
 
 /** What every request can reach: built once by startServer (or a test) and handed to buildApp. */
@@ -25,8 +25,8 @@ export interface Deps {
   shopLogins: ShopLogins;
   /** Live camera view relay. */
   live: LiveHub;
-  /** Per-company face galleries and matchers (visit ingest, erasure, merge). */
-  identities: Identities;
+  /** The main thread's side of the face galleries (which live on the ingest thread): erasure, merge, deletion. */
+  identities: IdentityControl;
   /** Fan-out of committed visits to the open arrival streams. */
   arrivals: ArrivalsHub;
 }

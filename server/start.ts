@@ -20,7 +20,7 @@ import { LiveHub } from './cameras/live.js';
 import { snapshotsPurger } from './cameras/snapshots.js';
 import { sweepUnlinkedFaces } from './customers/faces.js';
 import { ArrivalsHub } from './visits/hub.js';
-import { Identities } from './visits/identities.js';
+import { IdentityControl } from './visits/identity-control.js';
 import { VisitIngest } from './visits/ingest.js';
 
 export interface RunningServer {
@@ -60,13 +60,11 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const shopLogins = new ShopLogins({ store, keys, broker, log });
   broker.setAuth(shopLogins);
   const live = new LiveHub(broker, log);
-  const identities = new Identities({ store, keys, log });
+  const identities = new IdentityControl(keys);
   const arrivals = new ArrivalsHub();
   const purgers = [localImagesPurger(config.dataDir), shopLoginsPurger(store, shopLogins), snapshotsPurger(config.dataDir), identities.purger()];
   const deps: Deps = { config, store, log, keys, broker, purgers, shopLogins, live, identities, arrivals };
   const stopHeartbeats = await ingestHeartbeats(deps);
-  const loaded = identities.loadAll();
-  log.info({ galleries: loaded.galleries, customers: loaded.customers, ms: Math.round(loaded.ms) }, 'face galleries loaded');
   const ingest = new VisitIngest(deps);
   await ingest.start();
 
@@ -103,7 +101,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     pruneEndedSessions(store.db);
     try {
       sweepUnlinkedFaces(deps);
-      identities.pruneMarkers();
+      identities.pruneMarkers(store.db);
     } catch (err) {
       log.error({ err }, 'face image sweep or marker prune failed');
     }

@@ -161,7 +161,7 @@ export function eraseCustomer(ctx: Ctx, customerId: string): Erased {
         }
         throw err;
       }
-      const marker = c.template ? identities.markerFor(companyId, c.recognitionModel, templateFromBlob(c.template), nowMs) : undefined;
+      const marker = c.template ? identities.markerFor(companyId, templateFromBlob(c.template), nowMs) : undefined;
       if (marker) {
         db.insert(doNotEnrol)
           .values({ companyId, recognitionModel: c.recognitionModel, sketch: Buffer.from(marker.sketch), expiresAt: new Date(marker.expiresAt).toISOString() })

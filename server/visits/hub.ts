@@ -20,16 +20,33 @@ export type Listener = (items: readonly FeedItem[]) => void;
 export class ArrivalsHub {
   private readonly byCompany = new Map<string, Set<Listener>>();
   private readonly closers = new Set<() => void>();
+  private changed: ((companies: string[]) => void) | undefined;
+
+  /** Told the companies listened to whenever that set changes (ingest presents rows only for them). */
+  onCompanies(f: (companies: string[]) => void): void {
+    this.changed = f;
+    f(this.companies());
+  }
+
+  companies(): string[] {
+    return [...this.byCompany.keys()];
+  }
 
   /** Listens to a company's new visits; returns the function that stops listening. */
   subscribe(companyId: string, listener: Listener, onClose?: () => void): () => void {
     let set = this.byCompany.get(companyId);
-    if (!set) this.byCompany.set(companyId, (set = new Set()));
+    if (!set) {
+      this.byCompany.set(companyId, (set = new Set()));
+      this.changed?.(this.companies());
+    }
     set.add(listener);
     if (onClose) this.closers.add(onClose);
     return () => {
       set.delete(listener);
-      if (set.size === 0 && this.byCompany.get(companyId) === set) this.byCompany.delete(companyId);
+      if (set.size === 0 && this.byCompany.get(companyId) === set) {
+        this.byCompany.delete(companyId);
+        this.changed?.(this.companies());
+      }
       if (onClose) this.closers.delete(onClose);
     };
   }

@@ -1,6 +1,5 @@
-import { and, eq, gt, isNotNull, isNull, lte } from 'drizzle-orm';
+import { and, eq, gt, isNotNull, isNull } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import type { CompanyPurger } from '../clients/deletion.js';
 import type { Keys } from '../crypto/keys.js';
 import type { Store } from '../db/open.js';
 import { customers, doNotEnrol } from '../customers/schema.js';
@@ -19,15 +18,19 @@ interface Entry {
 }
 
 /**
- * The in-memory identity state of every company: one gallery and matcher per (company, recognition model) (faces of
- * different models never compare; companies never see each other's faces), built from the stored templates on first
- * use and kept equal to the database:
+ * The in-memory identity state of every company, on the ingest thread: one gallery and matcher per (company,
+ * recognition model) (faces of different models never compare; companies never see each other's faces), built from
+ * the stored templates on first use and kept equal to the database:
  *
  * - ingest decides a batch inside its transaction (the matcher adds new customers and updates templates in memory
  *   as it goes; everything is synchronous, so nothing else can observe the gallery before the commit), and calls
  *   `discard` for every touched entry when the transaction fails, so the next use reloads it from the database;
- * - erasure and merge compute what to store with pure functions inside their transaction and change memory only
- *   after the commit (`afterErase`, `afterMerge`).
+ * - erasure and merge run on the main thread (IdentityControl): they store what pure functions computed and, after
+ *   their commit, tell this thread (`afterErase`, `afterMerge`); a batch decided in between is caught by ingest's
+ *   check against the database and decided again on a reloaded gallery.
+ *
+ * Why not the identity module's `Matchers` (one matcher per company): a company's faces of two recognition models
+ * must not share a gallery, so the key here is (company, model).
  */
 export class Identities {
   private readonly entries = new Map<string, Entry>();
@@ -48,19 +51,6 @@ export class Identities {
   /** The matcher of a company's faces made by one model (loaded from the database on first use). */
   matcher(companyId: string, model: string): Matcher {
     return this.entry(companyId, model).matcher;
-  }
-
-  /** True when erasure can store a do-not-enrol marker (the server key is usable). */
-  get canMark(): boolean {
-    return this.deps.keys.problem === undefined;
-  }
-
-  /** The marker an erasure stores for this template (pure: memory changes only in `afterErase`). */
-  markerFor(companyId: string, model: string, template: Float32Array, now: number, ttlMs?: number): DoNotEnrolMarker {
-    const list = this.entry(companyId, model).markers;
-    if (!list) throw new Error('do-not-enrol markers need the server key');
-    const marker = { sketch: list.sketch(template), expiresAt: now + (ttlMs ?? DEFAULT_MARKER_TTL_MS) };
-    return marker;
   }
 
   /** After an erasure committed: the customer leaves memory; its marker starts blocking. */
@@ -106,26 +96,6 @@ export class Identities {
     let n = 0;
     for (const p of pairs) n += this.entry(p.companyId, p.model).gallery.size;
     return { galleries: pairs.length, customers: n, ms: performance.now() - t };
-  }
-
-  /** Deletes expired markers from the database and from memory. */
-  pruneMarkers(now = Date.now()): number {
-    const at = new Date(now).toISOString();
-    const removed = this.deps.store.db.delete(doNotEnrol).where(lte(doNotEnrol.expiresAt, at)).run().changes;
-    for (const e of this.entries.values()) e.markers?.prune(now);
-    return removed;
-  }
-
-  /** Company deletion step: drop the company's galleries from memory (its rows go with the company). */
-  purger(): CompanyPurger {
-    return {
-      name: 'identities',
-      failure: { status: 500, code: 'internal', message: 'The company could not be deleted.' },
-      purge: async (companyId) => {
-        this.dropCompany(companyId);
-        return 0;
-      },
-    };
   }
 
   private entry(companyId: string, model: string): Entry {
@@ -191,6 +161,6 @@ export const DEFAULT_MARKER_TTL_MS = 180 * 24 * 3600 * 1000;
  * sub-key of the server key) of a purpose string with the company id. Without the server key a marker means nothing,
  * and two companies' markers cannot be linked.
  */
-function markerKey(keys: Keys, companyId: string): Uint8Array {
+export function markerKey(keys: Keys, companyId: string): Uint8Array {
   return Buffer.from(keys.codeHash(`footfall:do-not-enrol:${companyId}`), 'hex');
 }

@@ -1,503 +1,180 @@
-import { randomUUID } from 'node:crypto';
-import { and, eq, inArray } from 'drizzle-orm';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { AedesPublishPacket } from 'aedes';
 import type { Logger } from 'pino';
-import { EMBEDDING_DIMS, VisitMessage, decodeEmbedding } from '../../shared/messages.js';
-import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
+import { upFilterAllShops } from '../../shared/topics.js';
 import type { Broker } from '../broker/broker.js';
-import { companies } from '../clients/schema.js';
 import type { Config } from '../config.js';
-import { discardFaces, linkFace, unlinkedFaces, type FaceImageRow } from '../customers/faces.js';
-import type { Store } from '../db/open.js';
-import type { Decision, Visit } from '../identity/matcher.js';
-import { templateToBlob, unitCopy } from '../identity/vector.js';
-import { shops } from '../shops/schema.js';
-import type { ArrivalsHub, FeedItem } from './hub.js';
-import type { Identities } from './identities.js';
-import { presentArrival } from './presenter.js';
-import { visits } from './schema.js';
-import { feedRange } from './service.js';
+import type { ArrivalsHub } from './hub.js';
+import type { IdentityControl } from './identity-control.js';
+import { EMPTY_STATS, type IngestStats } from './ingest-core.js';
+import type { FromWorker, ToWorker, WorkerInit } from './ingest-protocol.js';
 
-/** One visit message waiting for the next batch. */
-interface Pending {
-  username: string;
-  msg: VisitMessage;
-  /** Decoded and checked (finite, not all zeros); undefined: footfall without identity. */
-  embedding: Float32Array | undefined;
-  receivedAt: string;
-  /** The broker's callback, when it is held back (back-pressure). */
-  release?: () => void;
-}
+export type { IngestStats } from './ingest-core.js';
 
-export interface IngestStats {
-  received: number;
-  stored: number;
-  duplicates: number;
-  invalid: number;
-  unknownShop: number;
-  suspended: number;
-  failed: number;
-  batches: number;
-  newCustomers: number;
-  matched: number;
-}
-
-/** Largest batch written in one transaction. */
-const MAX_BATCH = 512;
-/** Past this many visits waiting, the broker's callbacks are held until a batch is written (back-pressure). */
+/** Past this many visits handed over and not yet written, the broker's callbacks are held (back-pressure). */
 const HIGH_WATER = 4096;
 
-interface Shop {
-  id: string;
-  companyId: string;
-  active: boolean;
-}
-
 /**
- * Visit ingest: head office subscribes inside the broker to `ff/+/+/up/visit`. The broker's topic rule guarantees
- * that only the shop's own login publishes there, so the topic names the company and the shop. Each message is
- * validated with the shared schema (a bad one is logged and dropped), queued, and written with the others that
- * arrived within FOOTFALL_INGEST_BATCH_MS in one transaction:
- *
- * - visits of a suspended company, or of a shop that no longer exists, are dropped;
- * - a visit_id the company already has (at-least-once delivery re-sends) is dropped, also within the batch;
- * - faces are matched against the company's gallery for the visit's recognition model (`Identities`), which may
- *   enrol a new customer; templates are updated; stats, the shop's `last_event_at` and the face image link follow;
- * - after the commit, the batch's rows are pushed to the open arrival streams and discarded uploads deleted.
- *
- * A failed transaction forgets the touched galleries (they reload from the database) and retries the batch one
- * visit at a time, so one bad visit cannot take others with it.
+ * Visit ingest, main-thread side: head office subscribes inside the broker to `ff/+/+/up/visit` (the broker's topic
+ * rule guarantees that only the shop's own login publishes there, so the topic names the company and the shop) and
+ * hands every message to the ingest thread (ingest-worker.ts, IngestCore: validation, de-duplication, matching,
+ * the batched transaction). Matching and writing take most of the CPU of ingest, so they run next to the HTTP
+ * server and the broker instead of between their events; the committed rows come back here for the arrival streams.
  *
  * Delivery: aedes answers a QoS 1 PUBACK when it has received the message, before subscribers see it, so a visit is
- * acknowledged to the shop PC up to one batch window before it is committed; a crash in that window loses it.
+ * acknowledged to the shop PC up to one batch window before it is committed; a crash in that window loses it. So does
+ * a crash of the ingest thread (it is started again, and logged).
  */
 export class VisitIngest {
-  readonly stats: IngestStats = { received: 0, stored: 0, duplicates: 0, invalid: 0, unknownShop: 0, suspended: 0, failed: 0, batches: 0, newCustomers: 0, matched: 0 };
-  private queue: Pending[] = [];
-  private timer: { kind: 'now'; handle: NodeJS.Immediate } | { kind: 'window'; handle: NodeJS.Timeout } | undefined;
   private readonly topic = upFilterAllShops('visit');
-  private readonly warned = new Map<string, { at: number; suppressed: number }>();
-  private stopped = false;
-  private idle: (() => void)[] = [];
+  private worker: Worker | undefined;
+  private posted = 0;
+  private processed = 0;
+  private workerBase = 0;
+  private held: (() => void)[] = [];
+  private readonly drains = new Map<number, () => void>();
+  private nextDrain = 0;
+  private stopping = false;
+  private stopped: (() => void) | undefined;
+  private counters: IngestStats = { ...EMPTY_STATS };
+  private earlier: IngestStats = { ...EMPTY_STATS };
 
   constructor(
-    private readonly deps: { store: Store; config: Config; log: Logger; broker: Broker; identities: Identities; arrivals: ArrivalsHub },
+    private readonly deps: { config: Config; log: Logger; broker: Broker; arrivals: ArrivalsHub; identities: IdentityControl },
   ) {}
 
+  /** Counters over the server's life: `received` by the broker subscription, the rest from the ingest thread. */
+  get stats(): IngestStats {
+    const s = { ...EMPTY_STATS };
+    for (const k of Object.keys(s) as (keyof IngestStats)[]) s[k] = this.earlier[k] + this.counters[k];
+    s.received = this.posted;
+    return s;
+  }
+
   async start(): Promise<void> {
+    this.spawn();
+    this.deps.identities.attach((m) => this.post(m));
+    this.deps.arrivals.onCompanies((companies) => this.post({ t: 'listening', companies }));
     await new Promise<void>((resolve) => this.deps.broker.aedes.subscribe(this.topic, this.deliver, resolve));
   }
 
-  /** Stops listening and writes what is queued. */
+  /** Stops listening, lets the ingest thread write what it holds, and ends it. */
   async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
+    if (this.stopping) return;
+    this.stopping = true;
     await new Promise<void>((resolve) => this.deps.broker.aedes.unsubscribe(this.topic, this.deliver, resolve));
-    this.clearTimer();
-    while (this.queue.length > 0) this.flush();
+    const w = this.worker;
+    if (!w) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 10_000);
+      this.stopped = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      w.postMessage({ t: 'stop' } satisfies ToWorker);
+    });
+    await w.terminate();
+    this.release();
+    for (const f of this.drains.values()) f();
   }
 
-  /** Resolves when nothing is queued (tests, benchmark). */
+  /** Resolves when everything handed over so far is written (tests, benchmark). */
   drained(): Promise<void> {
-    if (this.queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idle.push(resolve));
+    const id = ++this.nextDrain;
+    return new Promise((resolve) => {
+      this.drains.set(id, resolve);
+      this.post({ t: 'drain', id });
+    });
+  }
+
+  private post(m: ToWorker, transfer?: ArrayBuffer[]): void {
+    this.worker?.postMessage(m, transfer);
+  }
+
+  private spawn(): void {
+    const init: WorkerInit = { config: this.deps.config };
+    const w = spawnIngestWorker(init);
+    this.worker = w;
+    this.workerBase = this.processed;
+    w.on('message', (m: FromWorker) => this.onMessage(m));
+    w.on('error', (err) => this.deps.log.error({ err }, 'visit ingest thread failed'));
+    w.on('exit', (code) => {
+      if (this.stopping || this.worker !== w) return;
+      this.deps.log.error({ code }, 'visit ingest thread ended; starting it again (visits it held are lost)');
+      // What it held is gone: count it as processed so back-pressure does not wait for it.
+      this.earlier = this.stats;
+      this.counters = { ...EMPTY_STATS };
+      this.processed = this.posted;
+      this.release();
+      this.spawn();
+      this.post({ t: 'listening', companies: this.deps.arrivals.companies() });
+    });
   }
 
   private readonly deliver = (packet: AedesPublishPacket, done: () => void): void => {
-    let queued = false;
     try {
-      queued = this.accept(packet, done);
+      // A copy with its own ArrayBuffer, moved (not copied again) to the ingest thread.
+      const payload = new Uint8Array(typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload);
+      this.posted++;
+      this.post({ t: 'visit', topic: packet.topic, payload, at: new Date().toISOString() }, [payload.buffer]);
     } catch (err) {
-      this.deps.log.error({ err, topic: packet.topic }, 'visit not accepted');
-    } finally {
-      if (!queued) done();
+      this.deps.log.error({ err, topic: packet.topic }, 'visit not handed to the ingest thread');
     }
+    if (this.posted - this.processed > HIGH_WATER) this.held.push(done);
+    else done();
   };
 
-  /** Validates and queues one message; true when `done` is held by the queue. */
-  private accept(packet: AedesPublishPacket, done: () => void): boolean {
-    this.stats.received++;
-    const parsed = parseTopic(packet.topic);
-    if (!parsed || parsed.direction !== 'up' || parsed.name !== 'visit') return false;
-    let json: unknown;
-    try {
-      json = JSON.parse(Buffer.from(packet.payload).toString('utf8'));
-    } catch {
-      this.invalid(packet.topic, 'visit is not JSON');
-      return false;
-    }
-    const checked = VisitMessage.safeParse(json);
-    if (!checked.success) {
-      this.invalid(packet.topic, 'visit does not match the contract', checked.error.issues.slice(0, 3));
-      return false;
-    }
-    const msg = checked.data;
-    let embedding: Float32Array | undefined;
-    if (msg.embedding !== undefined) {
-      embedding = decodeEmbedding(msg.embedding);
-      if (!usable(embedding)) {
-        this.invalid(packet.topic, 'visit embedding is not finite or all zeros: counted without identity');
-        embedding = undefined;
-      }
-    }
-    const item: Pending = { username: brokerUsername(parsed.companySlug, parsed.shopSlug), msg, embedding, receivedAt: new Date().toISOString() };
-    const hold = this.queue.length >= HIGH_WATER;
-    if (hold) item.release = done;
-    this.queue.push(item);
-    this.schedule();
-    return hold;
+  private release(): void {
+    while (this.held.length > 0 && this.posted - this.processed <= HIGH_WATER) this.held.shift()!();
+    if (this.stopping) for (const f of this.held.splice(0)) f();
   }
 
-  private invalid(topic: string, what: string, issues?: unknown): void {
-    this.stats.invalid++;
-    const now = Date.now();
-    const w = this.warned.get(topic);
-    if (w && now - w.at < 10_000) {
-      w.suppressed++;
-      return;
-    }
-    this.deps.log.warn({ topic, issues, suppressed: w?.suppressed ?? 0 }, `${what}; dropped`);
-    this.warned.set(topic, { at: now, suppressed: 0 });
-  }
-
-  private schedule(): void {
-    if (this.queue.length >= MAX_BATCH) {
-      // A full batch: write it on the next turn of the event loop instead of waiting for the window.
-      if (this.timer?.kind !== 'now') {
-        this.clearTimer();
-        this.timer = { kind: 'now', handle: setImmediate(() => this.tick()) };
-      }
-      return;
-    }
-    if (this.timer !== undefined) return;
-    const ms = this.deps.config.FOOTFALL_INGEST_BATCH_MS;
-    this.timer = ms === 0 ? { kind: 'now', handle: setImmediate(() => this.tick()) } : { kind: 'window', handle: setTimeout(() => this.tick(), ms) };
-  }
-
-  private clearTimer(): void {
-    const t = this.timer;
-    if (t === undefined) return;
-    if (t.kind === 'now') clearImmediate(t.handle);
-    else clearTimeout(t.handle);
-    this.timer = undefined;
-  }
-
-  private tick(): void {
-    this.timer = undefined;
-    this.flush();
-    if (this.queue.length > 0) this.schedule();
-    else for (const f of this.idle.splice(0)) f();
-  }
-
-  /** Writes one batch (at most MAX_BATCH visits) now. */
-  flush(): void {
-    const batch = this.queue.splice(0, MAX_BATCH);
-    if (batch.length === 0) return;
-    const { store, log } = this.deps;
-    try {
-      const touched = new Set<string>();
-      try {
-        const out = store.tx(() => this.write(batch, touched));
-        this.after(out);
-      } catch (err) {
-        for (const k of touched) {
-          const [companyId, model] = k.split('\u0000') as [string, string];
-          this.deps.identities.discard(companyId, model);
-        }
-        if (batch.length === 1) {
-          this.stats.failed++;
-          log.error({ err, visit_id: batch[0]!.msg.visit_id, shop: batch[0]!.username }, 'visit not stored; dropped');
-          return;
-        }
-        log.warn({ err, visits: batch.length }, 'visit batch failed; retrying one by one');
-        for (const item of batch) {
-          const one = new Set<string>();
+  private onMessage(m: FromWorker): void {
+    switch (m.t) {
+      case 'committed':
+        for (const [companyId, items] of m.items) {
           try {
-            this.after(store.tx(() => this.write([item], one)));
-          } catch (e) {
-            for (const k of one) {
-              const [companyId, model] = k.split('\u0000') as [string, string];
-              this.deps.identities.discard(companyId, model);
-            }
-            this.stats.failed++;
-            log.error({ err: e, visit_id: item.msg.visit_id, shop: item.username }, 'visit not stored; dropped');
+            this.deps.arrivals.publish(companyId, items);
+          } catch (err) {
+            this.deps.log.error({ err }, 'arrival stream push failed');
           }
         }
-      }
-    } finally {
-      for (const item of batch) item.release?.();
+        break;
+      case 'ack':
+        this.processed = this.workerBase + m.processed;
+        this.counters = m.stats;
+        this.release();
+        break;
+      case 'drained':
+        this.counters = m.stats;
+        this.drains.get(m.id)?.();
+        this.drains.delete(m.id);
+        break;
+      case 'stopped':
+        this.counters = m.stats;
+        this.stopped?.();
+        break;
+      case 'ready':
+        this.deps.log.info({ galleries: m.galleries, customers: m.customers, ms: Math.round(m.ms) }, 'visit ingest thread ready');
+        break;
+      case 'failed':
+        this.deps.log.error({ error: m.error }, 'visit ingest thread could not start');
+        break;
     }
-  }
-
-  /** The batch's writes; runs inside one transaction. */
-  private write(batch: readonly Pending[], touched: Set<string>): Written {
-    const { store, config, identities, arrivals } = this.deps;
-    const db = store.db;
-    const q = statements(store);
-    const now = new Date().toISOString();
-    const out: Written = { items: new Map(), discard: [], counts: {} };
-    const count = (k: keyof IngestStats, n = 1) => (out.counts[k] = (out.counts[k] ?? 0) + n);
-
-    // Shops (and whether their company is active), by broker username.
-    const usernames = [...new Set(batch.map((b) => b.username))];
-    const shopRows = db
-      .select({ username: shops.brokerUsername, id: shops.id, companyId: shops.companyId, active: companies.active })
-      .from(shops)
-      .innerJoin(companies, eq(companies.id, shops.companyId))
-      .where(inArray(shops.brokerUsername, usernames))
-      .all();
-    const shopOf = new Map<string, Shop>(shopRows.map((s) => [s.username, s]));
-
-    // Keep what may be stored: a live shop, an active company, a visit_id not seen before.
-    const accepted: { item: Pending; shop: Shop }[] = [];
-    const dropFaces = new Map<string, string[]>();
-    const dropFace = (companyId: string, id: string | undefined) => {
-      if (!id) return;
-      const list = dropFaces.get(companyId) ?? [];
-      list.push(id);
-      dropFaces.set(companyId, list);
-    };
-    const byCompany = new Map<string, Pending[]>();
-    for (const item of batch) {
-      const shop = shopOf.get(item.username);
-      if (!shop) {
-        count('unknownShop');
-        continue;
-      }
-      if (!shop.active) {
-        count('suspended');
-        dropFace(shop.companyId, item.msg.face_image_id);
-        continue;
-      }
-      accepted.push({ item, shop });
-      const list = byCompany.get(shop.companyId) ?? [];
-      list.push(item);
-      byCompany.set(shop.companyId, list);
-    }
-    const seen = new Map<string, Set<string>>();
-    for (const [companyId, items] of byCompany) {
-      const ids = [...new Set(items.map((i) => i.msg.visit_id))];
-      const existing = new Set<string>();
-      for (let i = 0; i < ids.length; i += 500) {
-        for (const r of db
-          .select({ visitId: visits.visitId })
-          .from(visits)
-          .where(and(eq(visits.companyId, companyId), inArray(visits.visitId, ids.slice(i, i + 500))))
-          .all())
-          existing.add(r.visitId);
-      }
-      seen.set(companyId, existing);
-    }
-    const fresh = accepted.filter(({ item, shop }) => {
-      const s = seen.get(shop.companyId)!;
-      if (s.has(item.msg.visit_id)) {
-        count('duplicates');
-        return false;
-      }
-      s.add(item.msg.visit_id);
-      return true;
-    });
-
-    // Identity: one batched decision per (company, model), in arrival order.
-    const decisions = new Map<Pending, Decision>();
-    const groups = new Map<string, { companyId: string; model: string; items: Pending[] }>();
-    for (const { item, shop } of fresh) {
-      if (!item.embedding) continue;
-      const model = item.msg.recognition_model!;
-      const k = `${shop.companyId}\u0000${model}`;
-      const g = groups.get(k) ?? { companyId: shop.companyId, model, items: [] };
-      g.items.push(item);
-      groups.set(k, g);
-    }
-    const templates = new Map<string, Buffer>();
-    for (const [k, g] of groups) {
-      touched.add(k);
-      const matcher = identities.matcher(g.companyId, g.model);
-      let next = (q.maxNumber.get(g.companyId) as { n: number | null } | undefined)?.n ?? 0;
-      const vs: Visit[] = g.items.map((i) => ({ embedding: i.embedding!, passedGate: i.msg.passed_gate, at: Date.parse(i.msg.occurred_at) }));
-      const ds = matcher.decideBatch(vs, (v) => {
-        const id = randomUUID();
-        q.insertCustomer.run(id, g.companyId, ++next, g.model, templateToBlob(unitCopy(v.embedding)), now);
-        count('newCustomers');
-        return id;
-      });
-      ds.forEach((d, i) => {
-        decisions.set(g.items[i]!, d);
-        if (d.kind === 'match') {
-          count('matched');
-          if (d.template) templates.set(d.customerId, templateToBlob(d.template.template));
-        }
-      });
-    }
-    const templateCounts = new Map<string, number>();
-    for (const d of decisions.values()) if (d.kind === 'match' && d.template) templateCounts.set(d.customerId, d.template.count);
-
-    // Face images: linked to an identified visit's customer; otherwise (or with photos off) discarded.
-    const faceOf = new Map<Pending, string>();
-    for (const { item, shop } of fresh) {
-      const faceId = item.msg.face_image_id;
-      if (!faceId) continue;
-      const d = decisions.get(item);
-      const customerId = d && d.kind !== 'footfall' ? d.customerId : undefined;
-      if (config.FOOTFALL_IMAGES === 'off' || !customerId) {
-        dropFace(shop.companyId, faceId);
-        continue;
-      }
-      if (linkFace(db, { id: faceId, companyId: shop.companyId, customerId, visitId: item.msg.visit_id, at: now })) faceOf.set(item, faceId);
-    }
-    for (const [companyId, ids] of dropFaces) out.discard.push(...unlinkedFaces(db, companyId, ids));
-
-    if (fresh.length === 0) return out;
-
-    // The visits, in arrival order.
-    const rows = fresh.map(({ item, shop }) => {
-      const d = decisions.get(item);
-      const m = item.msg;
-      return {
-        visitId: m.visit_id,
-        companyId: shop.companyId,
-        shopId: shop.id,
-        cameraId: m.camera_id,
-        occurredAt: new Date(m.occurred_at).toISOString(),
-        receivedAt: item.receivedAt,
-        customerId: d && d.kind !== 'footfall' ? d.customerId : null,
-        isNewVisitor: d?.kind === 'new',
-        similarity: d?.kind === 'match' ? d.similarity : null,
-        quality: m.quality,
-        passedGate: m.passed_gate,
-        recognitionModel: m.recognition_model ?? null,
-        gender: m.attributes?.gender ?? null,
-        age: m.attributes?.age ?? null,
-        emotion: m.attributes?.emotion ?? null,
-        faceImageId: faceOf.get(item) ?? null,
-        trackId: m.track?.id ?? null,
-      };
-    });
-    let first = Number.POSITIVE_INFINITY;
-    let last = 0;
-    for (const r of rows) {
-      const seq = Number(
-        q.insertVisit.run(
-          r.visitId,
-          r.companyId,
-          r.shopId,
-          r.cameraId,
-          r.occurredAt,
-          r.receivedAt,
-          r.customerId,
-          r.isNewVisitor ? 1 : 0,
-          r.similarity,
-          r.quality,
-          r.passedGate ? 1 : 0,
-          r.recognitionModel,
-          r.gender,
-          r.age,
-          r.emotion,
-          r.faceImageId,
-          r.trackId,
-        ).lastInsertRowid,
-      );
-      first = Math.min(first, seq);
-      last = Math.max(last, seq);
-    }
-    count('stored', rows.length);
-
-    // Customer stats and templates: one update per customer.
-    const stats = new Map<string, { n: number; first: string; last: string }>();
-    for (const r of rows) {
-      if (!r.customerId) continue;
-      const s = stats.get(r.customerId);
-      if (!s) stats.set(r.customerId, { n: 1, first: r.occurredAt, last: r.occurredAt });
-      else {
-        s.n++;
-        if (r.occurredAt < s.first) s.first = r.occurredAt;
-        if (r.occurredAt > s.last) s.last = r.occurredAt;
-      }
-    }
-    for (const [id, st] of stats) q.updateCustomer.run({ n: st.n, first: st.first, last: st.last, template: templates.get(id) ?? null, count: templateCounts.get(id) ?? null, id });
-
-    // The shops' last visit.
-    for (const shopId of new Set(rows.map((r) => r.shopId))) q.touchShop.run(now, shopId);
-
-    // What the open streams get after the commit (only companies someone listens to).
-    const listening = [...new Set(rows.map((r) => r.companyId))].filter((c) => arrivals.listening(c));
-    if (listening.length > 0) {
-      const companyOfShop = new Map(rows.map((r) => [r.shopId, r.companyId]));
-      for (const f of feedRange(db, listening, first, last)) {
-        const companyId = companyOfShop.get(f.shopId)!;
-        const list = out.items.get(companyId) ?? [];
-        list.push({
-          seq: f.seq,
-          shopId: f.shopId,
-          arrival: presentArrival(f, config),
-          faceImageId: f.faceImageId ?? undefined,
-          customerId: f.customerId ?? undefined,
-        });
-        out.items.set(companyId, list);
-      }
-    }
-    return out;
-  }
-
-  /** After the commit: push to the streams, delete discarded uploads. */
-  private after(out: Written): void {
-    this.stats.batches++;
-    for (const [k, n] of Object.entries(out.counts) as [keyof IngestStats, number][]) this.stats[k] += n;
-    for (const [companyId, items] of out.items) {
-      try {
-        this.deps.arrivals.publish(companyId, items);
-      } catch (err) {
-        this.deps.log.error({ err }, 'arrival stream push failed');
-      }
-    }
-    if (out.discard.length > 0) discardFaces(this.deps, out.discard);
   }
 }
 
 /**
- * The hot statements of ingest, prepared once per database (plain SQL through better-sqlite3: building them through
- * drizzle for every row cost more than running them).
+ * Starts the ingest thread: ingest-worker.js when built. From TypeScript sources (vitest, tsx) it is
+ * ingest-worker.ts, loaded through tsx's CommonJS hook (Node 20 applies no ESM loader hooks inside worker threads),
+ * as agent/vision/engine.ts does.
  */
-const prepared = new WeakMap<Store['sqlite'], ReturnType<typeof prepare>>();
-function prepare(sqlite: Store['sqlite']) {
-  return {
-    maxNumber: sqlite.prepare('select max(number) as n from customers where company_id = ?'),
-    insertCustomer: sqlite.prepare(
-      'insert into customers (id, company_id, number, recognition_model, template, template_count, created_at) values (?, ?, ?, ?, ?, 1, ?)',
-    ),
-    insertVisit: sqlite.prepare(
-      'insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, received_at, customer_id, is_new_visitor, similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
-    updateCustomer: sqlite.prepare(
-      `update customers set visit_count = visit_count + @n,
-         first_seen_at = min(coalesce(first_seen_at, @first), @first), last_seen_at = max(coalesce(last_seen_at, @last), @last),
-         template = coalesce(@template, template), template_count = coalesce(@count, template_count)
-       where id = @id`,
-    ),
-    touchShop: sqlite.prepare('update shops set last_event_at = ? where id = ?'),
-  };
-}
-function statements(store: Store): ReturnType<typeof prepare> {
-  let q = prepared.get(store.sqlite);
-  if (!q) prepared.set(store.sqlite, (q = prepare(store.sqlite)));
-  return q;
-}
-
-interface Written {
-  items: Map<string, FeedItem[]>;
-  discard: FaceImageRow[];
-  /** Counted only once committed. */
-  counts: Partial<IngestStats>;
-}
-
-/** Finite and not all zeros (the gallery refuses anything else). */
-function usable(e: Float32Array): boolean {
-  if (e.length !== EMBEDDING_DIMS) return false;
-  let s = 0;
-  for (let i = 0; i < e.length; i++) {
-    const x = e[i]!;
-    if (!Number.isFinite(x)) return false;
-    s += x * x;
-  }
-  return s > 0 && Number.isFinite(s);
+function spawnIngestWorker(init: WorkerInit): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./ingest-worker.js', import.meta.url), { workerData: init });
+  const require = createRequire(import.meta.url);
+  const tsxCjs = require.resolve('tsx/cjs');
+  const entry = fileURLToPath(new URL('./ingest-worker.ts', import.meta.url));
+  return new Worker(`require(${JSON.stringify(tsxCjs)}); require(${JSON.stringify(entry)});`, { eval: true, workerData: init });
 }

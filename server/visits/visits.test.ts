@@ -18,7 +18,7 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
   let staffA: string;
 
   beforeAll(async () => {
-    [h, faces] = await Promise.all([startHarness({ FOOTFALL_SSE_KEEPALIVE_S: 1 }), realFaces()]);
+    [h, faces] = await Promise.all([startHarness({ FOOTFALL_SSE_KEEPALIVE_S: 1, FOOTFALL_INGEST_BATCH_MS: 20 }), realFaces()]);
     a = await h.company('Visits Alpha');
     b = await h.company('Visits Beta');
     pcA = await shopPc(h, a.ownerToken, a.slug, 'Andheri');
@@ -291,6 +291,52 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
     const r = await h.request('DELETE', `/api/sites/${pcA2.shop.slug}`, { token: a.ownerToken });
     expect(r.status).toBe(409);
     expect(r.body).toMatchObject({ error: 'site_not_empty', message: expect.stringMatching(/visit history/) });
+  });
+
+  it('a visit that cannot be stored does not take its batch with it; the gallery stays equal to the database', async () => {
+    const sqlite = h.server.store.sqlite;
+    sqlite.exec("CREATE TRIGGER poison BEFORE INSERT ON visits WHEN NEW.camera_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END");
+    try {
+      const head = (await h.request('GET', '/api/visits?limit=1', { token: staffA })).body.cursor;
+      const failedBefore = h.server.ingest.stats.failed;
+      const newFace = faces.others[4] ?? faces.others[3]!;
+      const good = visitOf(faces, newFace);
+      const bad = visitOf(faces, faces.others[0], { camera_id: 'poison' });
+      const none = visitOf(faces, undefined);
+      await Promise.all([pcA.publish(good), pcA.publish(bad), pcA.publish(none)]);
+      const rows = await arrivals(h, staffA, 2, `&cursor=${head}`);
+      await settled(h);
+      expect(rows.map((r: any) => r.visit_id)).toEqual([good.visit_id, none.visit_id]);
+      expect(h.server.ingest.stats.failed - failedBefore).toBe(1);
+      // The customer enrolled by the failed attempt was rolled back in memory too: the face has one customer.
+      const again = visitOf(faces, newFace);
+      await pcA.publish(again);
+      await settled(h);
+      const count = sqlite.prepare('select count(*) as n from visits v join customers c on c.id = v.customer_id where v.visit_id in (?, ?) group by c.id').all(good.visit_id, again.visit_id);
+      expect(count).toEqual([{ n: 2 }]);
+    } finally {
+      sqlite.exec('DROP TRIGGER poison');
+    }
+  });
+
+  it('a gallery made stale behind the ingest thread’s back is caught in the transaction and reloaded', async () => {
+    const sqlite = h.server.store.sqlite;
+    const id2 = (await h.request('GET', '/api/visitors/V-2', { token: staffA })).body.id;
+    const id3 = (await h.request('GET', '/api/visitors/V-3', { token: staffA })).body.id;
+    // As if a merge had replaced V-2's template weight and an erasure had cleared V-3, and neither notice had arrived.
+    sqlite.prepare('update customers set template_count = 999 where id = ?').run(id2);
+    sqlite.prepare("update customers set erased_at = ?, template = null where id = ?").run(new Date().toISOString(), id3);
+    const head = (await h.request('GET', '/api/visits?limit=1', { token: staffA })).body.cursor;
+    const m2 = visitOf(faces, faces.others[0]);
+    const m3 = visitOf(faces, faces.others[1]);
+    await pcA.publish(m2);
+    await pcA.publish(m3);
+    const rows = await arrivals(h, staffA, 2, `&cursor=${head}`);
+    expect(rows[0]).toMatchObject({ visit_id: m2.visit_id, visitor_id: id2 });
+    expect(rows[1].visit_id).toBe(m3.visit_id);
+    expect(rows[1].visitor_id).not.toBe(id3);
+    expect(rows[1].is_new_visitor).toBe(true);
+    expect((sqlite.prepare('select template_count as n from customers where id = ?').get(id2) as { n: number }).n).toBe(1000);
   });
 
   it('templates are stored: after a restart the gallery is rebuilt and the same face is recognised', async () => {

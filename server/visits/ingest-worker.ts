@@ -1,0 +1,94 @@
+import path from 'node:path';
+import { parentPort, workerData } from 'node:worker_threads';
+import { loadKeys, unusableKeys, type Keys } from '../crypto/keys.js';
+import { openDatabase } from '../db/open.js';
+import { createLogger } from '../logger.js';
+import { Identities } from './identities.js';
+import { IngestCore } from './ingest-core.js';
+import type { FromWorker, ToWorker, WorkerInit } from './ingest-protocol.js';
+
+/**
+ * The ingest thread: its own SQLite connection (WAL: the main thread reads while this one writes; writers take
+ * turns), the face galleries, and IngestCore. The main thread (VisitIngest) forwards every visit message and the
+ * identity notices (erasure, merge, company deletion) and gets back the committed rows for the arrival streams.
+ */
+const port = parentPort!;
+const send = (m: FromWorker) => port.postMessage(m);
+
+function main(): void {
+  const { config } = workerData as WorkerInit;
+  const log = createLogger(config.FOOTFALL_LOG_LEVEL).child({ thread: 'ingest' });
+  const store = openDatabase(path.join(config.dataDir, 'footfall.db'));
+  let keys: Keys;
+  try {
+    keys = loadKeys(config);
+  } catch (err) {
+    keys = unusableKeys(err instanceof Error ? err.message : String(err));
+  }
+  const identities = new Identities({ store, keys, log });
+  let acked = -1;
+  let ackQueued = false;
+  const ack = () => {
+    ackQueued = false;
+    const processed = core.processed;
+    if (processed === acked) return;
+    acked = processed;
+    send({ t: 'ack', processed, stats: { ...core.stats } });
+  };
+  const queueAck = () => {
+    if (ackQueued) return;
+    ackQueued = true;
+    setImmediate(ack);
+  };
+  const core: IngestCore = new IngestCore({
+    store,
+    config,
+    log,
+    identities,
+    emit: (c) => send({ t: 'committed', items: c.items }),
+    onTick: queueAck,
+  });
+
+  port.on('message', (m: ToWorker) => {
+    switch (m.t) {
+      case 'visit':
+        core.accept(m.topic, m.payload, m.at);
+        queueAck();
+        break;
+      case 'listening':
+        core.setListening(m.companies);
+        break;
+      case 'erased':
+        identities.afterErase(m.companyId, m.model, m.customerId, m.marker);
+        break;
+      case 'merged':
+        identities.afterMerge(m.companyId, m.model, m.keepId, m.dropId, m.merged);
+        break;
+      case 'dropCompany':
+        identities.dropCompany(m.companyId);
+        break;
+      case 'drain':
+        void core.drained().then(() => {
+          ack();
+          send({ t: 'drained', id: m.id, stats: { ...core.stats } });
+        });
+        break;
+      case 'stop':
+        core.flushAll();
+        ack();
+        store.close();
+        send({ t: 'stopped', stats: { ...core.stats } });
+        port.close();
+        break;
+    }
+  });
+  const loaded = identities.loadAll();
+  log.info({ galleries: loaded.galleries, customers: loaded.customers, ms: Math.round(loaded.ms) }, 'face galleries loaded');
+  send({ t: 'ready', ...loaded });
+}
+
+try {
+  main();
+} catch (err) {
+  send({ t: 'failed', error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+}
