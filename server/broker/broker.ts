@@ -18,6 +18,12 @@ export interface Broker {
   setAuth(auth: BrokerAuth): void;
   /** Drops every connection logged in as this username (a removed shop login). */
   disconnect(username: string): number;
+  /**
+   * Holds the PUBACK of allowed publishes whose topic `matches` until `handler` resolves (then they go on as usual);
+   * a rejection refuses the publish, which closes the connection so the client sends it again. Visit ingest uses it
+   * to acknowledge a visit only once it is stored. Returns the function that removes the hold.
+   */
+  holdAcks(matches: (topic: string) => boolean, handler: (packet: PublishPacket) => Promise<void>): () => void;
   close(): Promise<void>;
 }
 
@@ -29,6 +35,7 @@ export async function startBroker(opts: { host: string; port: number; log: Logge
   // Keyed by the connection, not the client id: a reconnect with the same id takes over before the old
   // connection's clientDisconnect fires, and must keep its own login.
   const usernames = new Map<Client, string>();
+  const holds: { matches: (topic: string) => boolean; handler: (packet: PublishPacket) => Promise<void> }[] = [];
 
   aedes.authenticate = (client: Client, username: string | undefined, password: Buffer | undefined, done: (error: AuthenticateError | null, success: boolean | null) => void) => {
     Promise.resolve(username && password ? auth.authenticate(username, password.toString('utf8')) : false)
@@ -49,8 +56,13 @@ export async function startBroker(opts: { host: string; port: number; log: Logge
   };
   aedes.authorizePublish = (client: Client | null, packet: PublishPacket, done: (error?: Error | null) => void) => {
     const username = client ? usernames.get(client) : undefined;
-    if (username && auth.canPublish(username, packet.topic)) done(null);
-    else done(new Error(`not allowed to publish on ${packet.topic}`));
+    if (!username || !auth.canPublish(username, packet.topic)) return done(new Error(`not allowed to publish on ${packet.topic}`));
+    const hold = holds.find((h) => h.matches(packet.topic));
+    if (!hold) return done(null);
+    hold.handler(packet).then(
+      () => done(null),
+      (err: unknown) => done(err instanceof Error ? err : new Error(String(err))),
+    );
   };
   aedes.authorizeSubscribe = (client: Client | null, sub: Subscription, done: (error: Error | null, subscription?: Subscription | null) => void) => {
     const username = client ? usernames.get(client) : undefined;
@@ -73,6 +85,14 @@ export async function startBroker(opts: { host: string; port: number; log: Logge
     port,
     setAuth(next) {
       auth = next;
+    },
+    holdAcks(matches, handler) {
+      const h = { matches, handler };
+      holds.push(h);
+      return () => {
+        const i = holds.indexOf(h);
+        if (i >= 0) holds.splice(i, 1);
+      };
     },
     disconnect(username) {
       let n = 0;

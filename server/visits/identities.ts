@@ -146,10 +146,11 @@ export class Identities {
 
 /**
  * The matcher's defaults, except the burst list: at most the 32 latest enrolments of a company (within the 20 s
- * window) are compared with every visit, at the looser burst threshold. Each comparison is a 512-d similarity
- * (~1.3 µs), so the default cap of 256 cost 0.33 ms per visit once a company enrols more than 256 people in 20 s
- * (2,000 visits/s with 30 % new people): more than the gallery search itself. 32 still covers every enrolment of
- * the window for a company that enrols up to 1.6 new people a second; beyond that, only the latest 32.
+ * window) are compared with every visit, at the looser burst threshold. Each comparison is a 512-d similarity, so
+ * with the default cap of 256 a company enrolling more than 256 people in 20 s (2,000 visits/s, 30 % new) paid
+ * 0.47 ms per visit for the list (10k customers: 0.65 ms per decision against 0.18 ms without it), three times the
+ * gallery search. 32 costs about 0.06 ms and still covers every enrolment of the window for a company that enrols
+ * up to 1.6 new people a second; beyond that, only the latest 32.
  */
 export const INGEST_MATCHER_OPTIONS: Partial<MatcherOptions> = { recentMax: 32 };
 

@@ -19,6 +19,8 @@ import { feedRange } from './service.js';
 
 /** One visit message waiting for the next batch. */
 interface Pending {
+  /** The main thread's number for the message (ascending): it is acknowledged once written. */
+  id: number;
   username: string;
   msg: VisitMessage;
   /** Decoded and checked (finite, not all zeros); undefined: footfall without identity. */
@@ -90,10 +92,11 @@ export class IngestCore {
     private readonly deps: { store: Store; config: Config; log: Logger; identities: Identities; emit: (c: Committed) => void; onTick?: () => void },
   ) {}
 
-  /** Messages finished with: taken, minus those still queued. */
-  get processed(): number {
-    return this.stats.received - this.queue.length;
+  /** The highest message number up to which every message is finished with (written, dropped or refused). */
+  get doneUpTo(): number {
+    return this.queue.length > 0 ? this.queue[0]!.id - 1 : this.lastId;
   }
+  private lastId = 0;
 
   setListening(companies: readonly string[]): void {
     this.listening = new Set(companies);
@@ -112,16 +115,17 @@ export class IngestCore {
     return new Promise((resolve) => this.idle.push(resolve));
   }
 
-  /** One message from `ff/<company>/<shop>/up/visit`. */
-  accept(topic: string, payload: Uint8Array, receivedAt: string): void {
+  /** One message from `ff/<company>/<shop>/up/visit`, numbered by the main thread. */
+  accept(id: number, topic: string, payload: Uint8Array, receivedAt: string): void {
+    this.lastId = id;
     try {
-      this.take(topic, payload, receivedAt);
+      this.take(id, topic, payload, receivedAt);
     } catch (err) {
       this.deps.log.error({ err, topic }, 'visit not accepted');
     }
   }
 
-  private take(topic: string, payload: Uint8Array, receivedAt: string): void {
+  private take(id: number, topic: string, payload: Uint8Array, receivedAt: string): void {
     this.stats.received++;
     const parsed = parseTopic(topic);
     if (!parsed || parsed.direction !== 'up' || parsed.name !== 'visit') return;
@@ -146,7 +150,7 @@ export class IngestCore {
         embedding = undefined;
       }
     }
-    this.queue.push({ username: brokerUsername(parsed.companySlug, parsed.shopSlug), msg, embedding, receivedAt });
+    this.queue.push({ id, username: brokerUsername(parsed.companySlug, parsed.shopSlug), msg, embedding, receivedAt });
     this.schedule();
   }
 

@@ -13,8 +13,8 @@ export type ControlMessage =
 
 export type ToWorker =
   | ControlMessage
-  /** One MQTT message of `ff/<company>/<shop>/up/visit` (the payload's bytes are transferred). */
-  | { t: 'visit'; topic: string; payload: Uint8Array; at: string }
+  /** One MQTT message of `ff/<company>/<shop>/up/visit`, numbered (the payload's bytes are transferred). */
+  | { t: 'visit'; id: number; topic: string; payload: Uint8Array; at: string }
   /** Companies with an open arrival stream: only their committed rows are presented and sent back. */
   | { t: 'listening'; companies: string[] }
   | { t: 'drain'; id: number }
@@ -24,8 +24,8 @@ export type FromWorker =
   | { t: 'ready'; galleries: number; customers: number; ms: number }
   /** Rows of one committed batch, for the arrival streams. */
   | { t: 'committed'; items: [string, FeedItem[]][] }
-  /** How many visit messages the thread has finished with (written, dropped or refused), and its counters. */
-  | { t: 'ack'; processed: number; stats: IngestStats }
+  /** Every visit message numbered up to `doneUpTo` is finished with (written, dropped or refused); the counters. */
+  | { t: 'ack'; doneUpTo: number; stats: IngestStats }
   | { t: 'drained'; id: number; stats: IngestStats }
   | { t: 'stopped'; stats: IngestStats }
   | { t: 'failed'; error: string };

@@ -30,10 +30,10 @@ function main(): void {
   let ackQueued = false;
   const ack = () => {
     ackQueued = false;
-    const processed = core.processed;
-    if (processed === acked) return;
-    acked = processed;
-    send({ t: 'ack', processed, stats: { ...core.stats } });
+    const doneUpTo = core.doneUpTo;
+    if (doneUpTo === acked) return;
+    acked = doneUpTo;
+    send({ t: 'ack', doneUpTo, stats: { ...core.stats } });
   };
   const queueAck = () => {
     if (ackQueued) return;
@@ -52,7 +52,7 @@ function main(): void {
   port.on('message', (m: ToWorker) => {
     switch (m.t) {
       case 'visit':
-        core.accept(m.topic, m.payload, m.at);
+        core.accept(m.id, m.topic, m.payload, m.at);
         queueAck();
         break;
       case 'listening':

@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { AedesPublishPacket } from 'aedes';
+import type { PublishPacket } from 'aedes';
 import type { Logger } from 'pino';
-import { upFilterAllShops } from '../../shared/topics.js';
+import { parseTopic } from '../../shared/topics.js';
 import type { Broker } from '../broker/broker.js';
 import type { Config } from '../config.js';
 import type { ArrivalsHub } from './hub.js';
@@ -13,27 +13,34 @@ import type { FromWorker, ToWorker, WorkerInit } from './ingest-protocol.js';
 
 export type { IngestStats } from './ingest-core.js';
 
-/** Past this many visits handed over and not yet written, the broker's callbacks are held (back-pressure). */
-const HIGH_WATER = 4096;
+/** A visit handed to the ingest thread whose PUBACK waits for it to be written. */
+interface Waiting {
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+function isVisitTopic(topic: string): boolean {
+  const t = parseTopic(topic);
+  return t?.direction === 'up' && t.name === 'visit';
+}
 
 /**
- * Visit ingest, main-thread side: head office subscribes inside the broker to `ff/+/+/up/visit` (the broker's topic
- * rule guarantees that only the shop's own login publishes there, so the topic names the company and the shop) and
- * hands every message to the ingest thread (ingest-worker.ts, IngestCore: validation, de-duplication, matching,
- * the batched transaction). Matching and writing take most of the CPU of ingest, so they run next to the HTTP
- * server and the broker instead of between their events; the committed rows come back here for the arrival streams.
+ * Visit ingest, main-thread side. Every publish on `ff/<company>/<shop>/up/visit` is handed, inside the broker's
+ * publish authorisation, to the ingest thread (ingest-worker.ts, IngestCore: validation, de-duplication, matching,
+ * the batched transaction), and its PUBACK is held until that thread has written it (or dropped or refused it). A
+ * visit is therefore acknowledged to the shop PC only once it is in the database: at-least-once end to end. The
+ * broker's topic rule guarantees that only the shop's own login publishes there, so the topic names the company
+ * and the shop. Matching and writing take most of the CPU of ingest, so they run beside the HTTP server and the
+ * broker instead of between their events; the committed rows come back here for the arrival streams.
  *
- * Delivery: aedes answers a QoS 1 PUBACK when it has received the message, before subscribers see it, so a visit is
- * acknowledged to the shop PC up to one batch window before it is committed; a crash in that window loses it. So does
- * a crash of the ingest thread (it is started again, and logged).
+ * If the ingest thread dies, the publishes it held are refused (their connections close and the shop PCs send them
+ * again) and it is started again. While head office stops, new visits are refused the same way.
  */
 export class VisitIngest {
-  private readonly topic = upFilterAllShops('visit');
   private worker: Worker | undefined;
-  private posted = 0;
-  private processed = 0;
-  private workerBase = 0;
-  private held: (() => void)[] = [];
+  private nextId = 0;
+  private readonly waiting = new Map<number, Waiting>();
+  private removeHold: (() => void) | undefined;
   private readonly drains = new Map<number, () => void>();
   private nextDrain = 0;
   private stopping = false;
@@ -45,11 +52,11 @@ export class VisitIngest {
     private readonly deps: { config: Config; log: Logger; broker: Broker; arrivals: ArrivalsHub; identities: IdentityControl },
   ) {}
 
-  /** Counters over the server's life: `received` by the broker subscription, the rest from the ingest thread. */
+  /** Counters over the server's life: `received` by the broker hook, the rest from the ingest thread. */
   get stats(): IngestStats {
     const s = { ...EMPTY_STATS };
     for (const k of Object.keys(s) as (keyof IngestStats)[]) s[k] = this.earlier[k] + this.counters[k];
-    s.received = this.posted;
+    s.received = this.nextId;
     return s;
   }
 
@@ -57,26 +64,27 @@ export class VisitIngest {
     this.spawn();
     this.deps.identities.attach((m) => this.post(m));
     this.deps.arrivals.onCompanies((companies) => this.post({ t: 'listening', companies }));
-    await new Promise<void>((resolve) => this.deps.broker.aedes.subscribe(this.topic, this.deliver, resolve));
+    this.removeHold = this.deps.broker.holdAcks(isVisitTopic, (packet) => this.hand(packet));
   }
 
-  /** Stops listening, lets the ingest thread write what it holds, and ends it. */
+  /** Refuses new visits, lets the ingest thread write what it holds (their PUBACKs go out), and ends it. */
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    await new Promise<void>((resolve) => this.deps.broker.aedes.unsubscribe(this.topic, this.deliver, resolve));
     const w = this.worker;
-    if (!w) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 10_000);
-      this.stopped = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      w.postMessage({ t: 'stop' } satisfies ToWorker);
-    });
-    await w.terminate();
-    this.release();
+    if (w) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 10_000);
+        this.stopped = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        w.postMessage({ t: 'stop' } satisfies ToWorker);
+      });
+      await w.terminate();
+    }
+    this.removeHold?.();
+    this.failWaiting('head office is stopping');
     for (const f of this.drains.values()) f();
   }
 
@@ -93,42 +101,39 @@ export class VisitIngest {
     this.worker?.postMessage(m, transfer);
   }
 
+  /** One visit publish: handed over; resolves (PUBACK) once written, rejects (connection closed) if it cannot be. */
+  private hand(packet: PublishPacket): Promise<void> {
+    if (this.stopping || !this.worker) return Promise.reject(new Error('visit ingest is not running'));
+    const id = ++this.nextId;
+    // A copy with its own ArrayBuffer, moved (not copied again) to the ingest thread.
+    const payload = new Uint8Array(typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload);
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.post({ t: 'visit', id, topic: packet.topic, payload, at: new Date().toISOString() }, [payload.buffer]);
+    });
+  }
+
+  private failWaiting(why: string): void {
+    const err = new Error(why);
+    for (const w of this.waiting.values()) w.reject(err);
+    this.waiting.clear();
+  }
+
   private spawn(): void {
     const init: WorkerInit = { config: this.deps.config };
     const w = spawnIngestWorker(init);
     this.worker = w;
-    this.workerBase = this.processed;
     w.on('message', (m: FromWorker) => this.onMessage(m));
     w.on('error', (err) => this.deps.log.error({ err }, 'visit ingest thread failed'));
     w.on('exit', (code) => {
       if (this.stopping || this.worker !== w) return;
-      this.deps.log.error({ code }, 'visit ingest thread ended; starting it again (visits it held are lost)');
-      // What it held is gone: count it as processed so back-pressure does not wait for it.
+      this.deps.log.error({ code }, 'visit ingest thread ended; starting it again (the shop PCs send what it held again)');
       this.earlier = this.stats;
       this.counters = { ...EMPTY_STATS };
-      this.processed = this.posted;
-      this.release();
+      this.failWaiting('visit ingest restarted');
       this.spawn();
       this.post({ t: 'listening', companies: this.deps.arrivals.companies() });
     });
-  }
-
-  private readonly deliver = (packet: AedesPublishPacket, done: () => void): void => {
-    try {
-      // A copy with its own ArrayBuffer, moved (not copied again) to the ingest thread.
-      const payload = new Uint8Array(typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload);
-      this.posted++;
-      this.post({ t: 'visit', topic: packet.topic, payload, at: new Date().toISOString() }, [payload.buffer]);
-    } catch (err) {
-      this.deps.log.error({ err, topic: packet.topic }, 'visit not handed to the ingest thread');
-    }
-    if (this.posted - this.processed > HIGH_WATER) this.held.push(done);
-    else done();
-  };
-
-  private release(): void {
-    while (this.held.length > 0 && this.posted - this.processed <= HIGH_WATER) this.held.shift()!();
-    if (this.stopping) for (const f of this.held.splice(0)) f();
   }
 
   private onMessage(m: FromWorker): void {
@@ -143,9 +148,12 @@ export class VisitIngest {
         }
         break;
       case 'ack':
-        this.processed = this.workerBase + m.processed;
         this.counters = m.stats;
-        this.release();
+        for (const [id, w] of this.waiting) {
+          if (id > m.doneUpTo) break;
+          this.waiting.delete(id);
+          w.resolve();
+        }
         break;
       case 'drained':
         this.counters = m.stats;

@@ -293,6 +293,21 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
     expect(r.body).toMatchObject({ error: 'site_not_empty', message: expect.stringMatching(/visit history/) });
   });
 
+  it('a visit is acknowledged (PUBACK) only once it is stored; the ingest thread is started again if it dies', async () => {
+    const stored = (id: string) => (h.server.store.sqlite.prepare('select count(*) as n from visits where visit_id = ?').get(id) as { n: number }).n;
+    for (let i = 0; i < 3; i++) {
+      const m = visitOf(faces, i === 0 ? faces.others[0] : undefined);
+      await pcA.publish(m);
+      expect(stored(m.visit_id)).toBe(1);
+    }
+    const ingest = h.server.ingest as unknown as { worker: { terminate(): Promise<number> } };
+    await ingest.worker.terminate();
+    const after = visitOf(faces, faces.others[1]);
+    await pcA.publish(after);
+    expect(stored(after.visit_id)).toBe(1);
+    expect(pcA.client.connected).toBe(true);
+  });
+
   it('a visit that cannot be stored does not take its batch with it; the gallery stays equal to the database', async () => {
     const sqlite = h.server.store.sqlite;
     sqlite.exec("CREATE TRIGGER poison BEFORE INSERT ON visits WHEN NEW.camera_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END");
