@@ -17,6 +17,7 @@ export interface Benchmark {
 const benchmarks: Record<string, () => Promise<Benchmark>> = {
   gallery: () => import('./gallery.js'),
   agent: () => import('./agent.js'),
+  ingest: () => import('./ingest.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
