@@ -85,6 +85,9 @@ describe('shop PC to head office: visits from real photos, arrivals, customers, 
     expect(poll.body.arrivals).toEqual([]);
     expect(poll.body.cursor).toBe(live[3]!.id);
     await watcher.stop();
+    // The photo links the stream handed out are in the audit log.
+    const streamLinks = () => (h.server.store.sqlite.prepare("select count(*) as n from audit_log where action = 'photo.link' and detail like '%visits/stream%'").get() as { n: number }).n;
+    await waitFor(() => streamLinks() > 0);
 
     // The photo of the returning visit, through the link.
     const img = await fetch(h.url + feed[2].image.url, { headers: { Authorization: `Bearer ${staff}` } });

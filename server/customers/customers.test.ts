@@ -9,6 +9,7 @@ import { realFaces, visitOf, type RealFaces } from '../../test/support/faces.js'
 import { connectPc, memberToken, upload } from '../../test/support/shop-pc.js';
 import { upTopic } from '../../shared/topics.js';
 import { arrivals, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
+import { sweepUnlinkedFaces } from './faces.js';
 import { customerConsents, faceImages } from './schema.js';
 
 describe('customers, photos, erasure and merge (images stored locally)', () => {
@@ -343,6 +344,47 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     expect(again.row).toMatchObject({ label: '', is_new_visitor: false, image: { available: false } });
     const fresh = await visit(faces.others[3]);
     expect(fresh.row).toMatchObject({ visitor_ref: 'V-5', is_new_visitor: true });
+  });
+
+  it('uploads no visit named are swept after 24 hours (file, then row)', async () => {
+    const up = await pc.uploadFace(faces.others[2]!.jpeg);
+    const id = up.body.face_image_id;
+    const file = path.join(h.dataDir, 'images', a.id, id.slice(0, 2), `${id}.jpg`);
+    const deps = { store: h.server.store, config: h.server.deps.config, log: h.server.deps.log };
+    expect(sweepUnlinkedFaces(deps)).toBe(0);
+    expect(fs.existsSync(file)).toBe(true);
+    h.server.store.sqlite.prepare('update face_images set created_at = ? where id = ?').run(new Date(Date.now() - 25 * 3600_000).toISOString(), id);
+    expect(sweepUnlinkedFaces(deps)).toBe(1);
+    expect(fs.existsSync(file)).toBe(false);
+    expect(h.server.store.db.select().from(faceImages).where(eq(faceImages.id, id)).all()).toEqual([]);
+    // Linked photos are never swept.
+    expect((await get(`/api/faces/${photos['V-3']![0]}`)).status).toBe(200);
+  });
+
+  it('bad input anywhere: the error envelope, never a 500', async () => {
+    const weird = ['%00', '..%2F..%2Fetc', 'V-', 'V-0', 'V-1e3', '-1', 'x'.repeat(500), '%E2%98%83', 'null'];
+    for (const id of weird) {
+      for (const [method, p, body] of [
+        ['GET', `/api/visitors/${id}`],
+        ['GET', `/api/visitors/${id}/history`],
+        ['GET', `/api/visitors/${id}/image`],
+        ['PUT', `/api/visitors/${id}/profile`, { consent: true }],
+        ['DELETE', `/api/visitors/${id}`],
+        ['POST', `/api/visitors/${id}/merge`, { into: 'V-2' }],
+        ['GET', `/api/faces/${id}`],
+        ['GET', `/api/visits?cursor=${id}&site=${id}`],
+        ['GET', `/api/visitors?q=${id}&limit=${id}`],
+        ['POST', '/api/purchases', { visitor_id: id, site_id: id, amount: 1, currency: 'INR' }],
+      ] as [string, string, unknown?][]) {
+        const r = await h.request(method, p, { token: manager, body });
+        expect(r.status, `${method} ${p}`).toBeLessThan(500);
+        if (r.status >= 400) expect(r.body, `${method} ${p}`).toEqual({ error: expect.any(String), message: expect.any(String) });
+      }
+    }
+    for (const raw of ['[', '"x"', '123', '{"consent": null}', '{"__proto__": {"consent": true}}']) {
+      const r = await h.request('PUT', '/api/visitors/V-2/profile', { token: manager, raw });
+      expect(r.status, raw).toBe(400);
+    }
   });
 
   it('another company: 404 on every customer route', async () => {
