@@ -14,46 +14,25 @@ export type Listener = (items: readonly FeedItem[]) => void;
 
 /**
  * In-process fan-out of committed visits to the open arrival streams (GET /api/visits/stream). Ingest publishes each
- * committed batch once per company, already presented; each stream filters by shop and writes. Nothing polls the
+ * committed batch once per company, already presented (always: a stream that opens while a batch is being written
+ * must not miss it); each stream filters by shop and writes. Nothing polls the
  * database per client: a stream reads the database only to catch up from its cursor when it opens.
  */
 export class ArrivalsHub {
   private readonly byCompany = new Map<string, Set<Listener>>();
   private readonly closers = new Set<() => void>();
-  private changed: ((companies: string[]) => void) | undefined;
-
-  /** Told the companies listened to whenever that set changes (ingest presents rows only for them). */
-  onCompanies(f: (companies: string[]) => void): void {
-    this.changed = f;
-    f(this.companies());
-  }
-
-  companies(): string[] {
-    return [...this.byCompany.keys()];
-  }
 
   /** Listens to a company's new visits; returns the function that stops listening. */
   subscribe(companyId: string, listener: Listener, onClose?: () => void): () => void {
     let set = this.byCompany.get(companyId);
-    if (!set) {
-      this.byCompany.set(companyId, (set = new Set()));
-      this.changed?.(this.companies());
-    }
+    if (!set) this.byCompany.set(companyId, (set = new Set()));
     set.add(listener);
     if (onClose) this.closers.add(onClose);
     return () => {
       set.delete(listener);
-      if (set.size === 0 && this.byCompany.get(companyId) === set) {
-        this.byCompany.delete(companyId);
-        this.changed?.(this.companies());
-      }
+      if (set.size === 0 && this.byCompany.get(companyId) === set) this.byCompany.delete(companyId);
       if (onClose) this.closers.delete(onClose);
     };
-  }
-
-  /** Whether anyone listens to this company (ingest skips presenting when nobody does). */
-  listening(companyId: string): boolean {
-    return (this.byCompany.get(companyId)?.size ?? 0) > 0;
   }
 
   publish(companyId: string, items: readonly FeedItem[]): void {

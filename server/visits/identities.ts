@@ -70,11 +70,6 @@ export class Identities {
     else if (merged) e.gallery.add(keepId, merged.template, merged.count);
   }
 
-  /** The current in-memory template of a customer (a copy), if loaded. */
-  template(companyId: string, model: string, customerId: string): TemplateState | undefined {
-    return this.entry(companyId, model).gallery.entry(customerId);
-  }
-
   /** Forgets the memory of one (company, model): a failed transaction; the next use reloads it. */
   discard(companyId: string, model: string): void {
     this.entries.delete(Identities.key(companyId, model));

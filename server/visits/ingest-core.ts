@@ -85,8 +85,6 @@ export class IngestCore {
   private timer: { kind: 'now'; handle: NodeJS.Immediate } | { kind: 'window'; handle: NodeJS.Timeout } | undefined;
   private readonly warned = new Map<string, { at: number; suppressed: number }>();
   private idle: (() => void)[] = [];
-  /** Companies with an open arrival stream on the main thread (only their rows are presented and sent). */
-  private listening = new Set<string>();
 
   constructor(
     private readonly deps: { store: Store; config: Config; log: Logger; identities: Identities; emit: (c: Committed) => void; onTick?: () => void },
@@ -97,10 +95,6 @@ export class IngestCore {
     return this.queue.length > 0 ? this.queue[0]!.id - 1 : this.lastId;
   }
   private lastId = 0;
-
-  setListening(companies: readonly string[]): void {
-    this.listening = new Set(companies);
-  }
 
   /** Writes everything queued now (shutdown). */
   flushAll(): void {
@@ -456,22 +450,19 @@ export class IngestCore {
     // The shops' last visit.
     for (const shopId of new Set(rows.map((r) => r.shopId))) q.touchShop.run(now, shopId);
 
-    // What the open streams get after the commit (only companies someone listens to).
-    const listening = [...new Set(rows.map((r) => r.companyId))].filter((c) => this.listening.has(c));
-    if (listening.length > 0) {
-      const companyOfShop = new Map(rows.map((r) => [r.shopId, r.companyId]));
-      for (const f of feedRange(db, listening, first, last)) {
-        const companyId = companyOfShop.get(f.shopId)!;
-        const list = out.items.get(companyId) ?? [];
-        list.push({
-          seq: f.seq,
-          shopId: f.shopId,
-          arrival: presentArrival(f, config),
-          faceImageId: f.faceImageId ?? undefined,
-          customerId: f.customerId ?? undefined,
-        });
-        out.items.set(companyId, list);
-      }
+    // What the arrival streams get after the commit: every row, presented.
+    const companyOfShop = new Map(rows.map((r) => [r.shopId, r.companyId]));
+    for (const f of feedRange(db, [...new Set(rows.map((r) => r.companyId))], first, last)) {
+      const companyId = companyOfShop.get(f.shopId)!;
+      const list = out.items.get(companyId) ?? [];
+      list.push({
+        seq: f.seq,
+        shopId: f.shopId,
+        arrival: presentArrival(f, config),
+        faceImageId: f.faceImageId ?? undefined,
+        customerId: f.customerId ?? undefined,
+      });
+      out.items.set(companyId, list);
     }
     return out;
   }

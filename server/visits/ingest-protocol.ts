@@ -15,8 +15,6 @@ export type ToWorker =
   | ControlMessage
   /** One MQTT message of `ff/<company>/<shop>/up/visit`, numbered (the payload's bytes are transferred). */
   | { t: 'visit'; id: number; topic: string; payload: Uint8Array; at: string }
-  /** Companies with an open arrival stream: only their committed rows are presented and sent back. */
-  | { t: 'listening'; companies: string[] }
   | { t: 'drain'; id: number }
   | { t: 'stop' };
 

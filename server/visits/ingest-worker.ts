@@ -55,9 +55,6 @@ function main(): void {
         core.accept(m.id, m.topic, m.payload, m.at);
         queueAck();
         break;
-      case 'listening':
-        core.setListening(m.companies);
-        break;
       case 'erased':
         identities.afterErase(m.companyId, m.model, m.customerId, m.marker);
         break;

@@ -63,7 +63,6 @@ export class VisitIngest {
   async start(): Promise<void> {
     this.spawn();
     this.deps.identities.attach((m) => this.post(m));
-    this.deps.arrivals.onCompanies((companies) => this.post({ t: 'listening', companies }));
     this.removeHold = this.deps.broker.holdAcks(isVisitTopic, (packet) => this.hand(packet));
   }
 
@@ -132,7 +131,6 @@ export class VisitIngest {
       this.counters = { ...EMPTY_STATS };
       this.failWaiting('visit ingest restarted');
       this.spawn();
-      this.post({ t: 'listening', companies: this.deps.arrivals.companies() });
     });
   }
 
