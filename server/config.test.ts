@@ -41,6 +41,8 @@ describe('configuration', () => {
       FOOTFALL_SNAPSHOT_INTERVAL_S: 60,
     });
     expect(c.FOOTFALL_CAMERA_SYNC_S).toBeLessThanOrEqual(60);
+    expect(c.FOOTFALL_MATCH_THRESHOLD).toBe(0.45);
+    expect(c.FOOTFALL_BURST_THRESHOLD).toBe(0.4);
     expect(c.FOOTFALL_ADMIN_EMAIL).toBeUndefined();
     expect(c.FOOTFALL_ADMIN_PASSWORD).toBeUndefined();
     expect(c.FOOTFALL_ENCRYPTION_KEY).toBeUndefined();
@@ -149,5 +151,11 @@ describe('configuration', () => {
 
   it('every variable is a FOOTFALL_ one', () => {
     for (const key of Object.keys(configSchema.shape)) expect(key).toMatch(/^FOOTFALL_[A-Z0-9_]+$/);
+  });
+
+  it('reads similarity thresholds as numbers from 0 to 1', () => {
+    expect(loadConfig({ FOOTFALL_MATCH_THRESHOLD: '0.5' }).FOOTFALL_MATCH_THRESHOLD).toBe(0.5);
+    expect(() => loadConfig({ FOOTFALL_MATCH_THRESHOLD: '1.5' })).toThrow(/FOOTFALL_MATCH_THRESHOLD: must be a number from 0 to 1/);
+    expect(() => loadConfig({ FOOTFALL_BURST_THRESHOLD: 'high' })).toThrow(/FOOTFALL_BURST_THRESHOLD/);
   });
 });

@@ -23,6 +23,8 @@ export function openDatabase(file: string): Store {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
+  // Erased customers' templates and profiles are overwritten on disk, not left in free pages.
+  sqlite.pragma('secure_delete = ON');
   sqlite.pragma('busy_timeout = 5000');
   const db = drizzle(sqlite, { schema });
   migrate(db, { migrationsFolder: path.join(packageRoot(), 'server/db/migrations') });

@@ -69,7 +69,7 @@ describe('Matcher decisions', () => {
     const expected = runningMean({ template: unitCopy(ids.subarray(5 * DIM, 6 * DIM)), count: 1 }, unitCopy(e), 20);
     for (let i = 0; i < DIM; i++) expect(t.template[i]).toBeCloseTo(expected.template[i]!, 6);
     // a weak match (below the update threshold) links without updating
-    const weak = matcher.decide(visit(faces.sighting(ids, 0.4, 6)), enrol);
+    const weak = matcher.decide(visit(faces.sighting(ids, 0.47, 6)), enrol);
     expect(weak).toMatchObject({ kind: 'match', customerId: 'c6' });
     expect(weak.kind === 'match' && weak.template).toBeUndefined();
   });
@@ -103,8 +103,8 @@ describe('Burst protection', () => {
     const { faces, matcher, enrol, enrolled, visit } = setup();
     const person = faces.identity();
     const first = faces.sighting(person, 0.8);
-    // the second view is at 0.33 to the first: under the match threshold (0.36), over the burst threshold (0.30)
-    const second = faces.sighting(first, 0.33);
+    // the second view is at 0.42 to the first: under the match threshold (0.45), over the burst threshold (0.40)
+    const second = faces.sighting(first, 0.42);
     const d1 = matcher.decide(visit(first, T0), enrol);
     const d2 = matcher.decide(visit(second, T0 + 1000), enrol);
     expect(d1.kind).toBe('new');
@@ -115,7 +115,7 @@ describe('Burst protection', () => {
   it('the same weak view well after the burst window is a new person (the looser threshold is short-lived)', () => {
     const { faces, matcher, enrol, visit } = setup();
     const first = faces.identity();
-    const second = faces.sighting(first, 0.33);
+    const second = faces.sighting(first, 0.42);
     matcher.decide(visit(first, T0), enrol);
     expect(matcher.decide(visit(second, T0 + 60_000), enrol).kind).toBe('new');
   });

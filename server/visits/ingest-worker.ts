@@ -25,7 +25,7 @@ function main(): void {
   } catch (err) {
     keys = unusableKeys(err instanceof Error ? err.message : String(err));
   }
-  const identities = new Identities({ store, keys, log });
+  const identities = new Identities({ store, keys, log }, { matchThreshold: config.FOOTFALL_MATCH_THRESHOLD, burstThreshold: config.FOOTFALL_BURST_THRESHOLD });
   let acked = -1;
   let ackQueued = false;
   const ack = () => {
