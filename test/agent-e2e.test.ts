@@ -21,6 +21,7 @@ import { EnrolError, enrolShopPc } from '../agent/enrol/enrol.js';
 import { testModelsDir } from '../agent/models/test-cache.js';
 import { AgentRuntime } from '../agent/runtime/runtime.js';
 import { upFilterAllShops } from '../shared/topics.js';
+import { pumpSse, type SseEvent } from './support/sse.js';
 import { testClip } from './support/clips.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer, type RtspServer } from './support/rtsp.js';
@@ -49,37 +50,14 @@ const t0 = Date.now();
 const marks: Record<string, number> = {};
 const mark = (name: string) => (marks[name] = Date.now() - t0);
 
-interface SseEvent {
-  event: string;
-  data: string;
-}
-
 /** A live-view client reading server-sent events as they come. */
 async function watch(cameraId: string) {
   const abort = new AbortController();
   const res = await fetch(`${h.url}/api/cameras/${cameraId}/live`, { headers: { Authorization: `Bearer ${owner}` }, signal: abort.signal });
-  const events: (SseEvent & { at: number })[] = [];
-  const pump = (async () => {
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let buf = '';
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += decoder.decode(value, { stream: true });
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          if (block.startsWith(':')) continue;
-          events.push({ event: /^event: (.*)$/m.exec(block)?.[1] ?? 'message', data: /^data: (.*)$/m.exec(block)?.[1] ?? '', at: Date.now() });
-        }
-      }
-    } catch {
-      // aborted
-    }
-  })();
+  const events: SseEvent[] = [];
+  const pump = pumpSse(res, (e) => {
+    if (e.event !== 'comment') events.push(e);
+  });
   return {
     res,
     events,

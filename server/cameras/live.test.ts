@@ -3,12 +3,8 @@ import type { MqttClient } from 'mqtt';
 import { LIVE_RENEW_S } from '../../shared/messages.js';
 import { downFilter } from '../../shared/topics.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
+import { pumpSse, type SseEvent } from '../../test/support/sse.js';
 import { addCamera, connectPc, enrol, inbox, jpeg, memberToken, openShop, upload, waitFor } from '../../test/support/shop-pc.js';
-
-interface SseEvent {
-  event: string;
-  data: string;
-}
 
 /** A live-view client: reads the server-sent events as they come. */
 async function watch(h: Harness, cameraId: string, token: string) {
@@ -16,31 +12,11 @@ async function watch(h: Harness, cameraId: string, token: string) {
   const res = await fetch(`${h.url}/api/cameras/${cameraId}/live`, { headers: { Authorization: `Bearer ${token}` }, signal: abort.signal });
   const events: SseEvent[] = [];
   let ended = false;
-  const pump = (async () => {
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let buf = '';
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += decoder.decode(value, { stream: true });
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          if (block.startsWith(':')) continue;
-          const event = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
-          const data = /^data: (.*)$/m.exec(block)?.[1] ?? '';
-          events.push({ event, data });
-        }
-      }
-    } catch {
-      // aborted
-    } finally {
-      ended = true;
-    }
-  })();
+  const pump = pumpSse(res, (e) => {
+    if (e.event !== 'comment') events.push(e);
+  }).finally(() => {
+    ended = true;
+  });
   return {
     res,
     events,
@@ -87,7 +63,7 @@ describe('live view', () => {
     const view = await watch(h, cam.id, staff);
     expect(view.res.status).toBe(200);
     expect(view.res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    expect(await view.next('waiting')).toEqual({ event: 'waiting', data: '{}' });
+    expect(await view.next('waiting')).toMatchObject({ event: 'waiting', data: '{}' });
 
     // Head office asks the shop PC (MQTT) and lists the demand (HTTP).
     const demand = await box.next((m) => m.topic.endsWith('/down/live') && m.body.camera === cam.id, 3000, since);

@@ -4,6 +4,7 @@ import type { VisitMessage } from '../../shared/messages.js';
 import { upTopic } from '../../shared/topics.js';
 import type { Harness } from './harness.js';
 import { connectPc, enrol, openShop, upload, waitFor } from './shop-pc.js';
+import { pumpSse, type SseEvent } from './sse.js';
 
 /** An opened, enrolled shop whose PC is connected to the broker: publishes visits like the agent (QoS 1). */
 export interface ShopPc {
@@ -58,36 +59,12 @@ export async function settled(h: Harness): Promise<void> {
 
 /** Reads server-sent events from an open response: `next(n)` resolves with the next n events. */
 export function sseReader(res: Response) {
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buf = '';
-  const events: { id?: string; event?: string; data?: string; comment?: string }[] = [];
+  const events: SseEvent[] = [];
   let waiter: (() => void) | undefined;
-  const pump = (async () => {
-    for (;;) {
-      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
-      if (done) break;
-      buf += decoder.decode(value, { stream: true });
-      let i: number;
-      while ((i = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        const ev: { id?: string; event?: string; data?: string; comment?: string } = {};
-        for (const line of block.split('\n')) {
-          if (line.startsWith(':')) ev.comment = line.slice(1).trim();
-          else {
-            const k = line.indexOf(':');
-            const key = line.slice(0, k);
-            const v = line.slice(k + 1).replace(/^ /, '');
-            if (key === 'id' || key === 'event' || key === 'data') ev[key] = v;
-          }
-        }
-        events.push(ev);
-        waiter?.();
-      }
-    }
+  const pump = pumpSse(res, (e) => {
+    events.push(e);
     waiter?.();
-  })();
+  }).finally(() => waiter?.());
   let taken = 0;
   return {
     events,
@@ -99,7 +76,7 @@ export function sseReader(res: Response) {
         if (got.length >= n) {
           const picked = got.slice(0, n);
           taken = events.indexOf(picked[picked.length - 1]!) + 1;
-          return picked.map((e) => ({ id: e.id!, arrival: JSON.parse(e.data!) }));
+          return picked.map((e) => ({ id: e.id!, arrival: JSON.parse(e.data) }));
         }
         if (Date.now() > end) throw new Error(`only ${got.length} of ${n} arrival events in time`);
         await new Promise<void>((r) => {
@@ -109,7 +86,7 @@ export function sseReader(res: Response) {
       }
     },
     async close() {
-      await reader.cancel().catch(() => {});
+      await res.body!.cancel().catch(() => {});
       await pump;
     },
   };
