@@ -55,6 +55,20 @@ export function searchCustomers(db: Db, companyId: string, q: string | undefined
     .all();
 }
 
+/** What an erased or merged-away customer row keeps of a person: nothing (no template, no profile, no consent). */
+const cleared = {
+  template: null,
+  templateCount: 0,
+  fullName: '',
+  phone: '',
+  email: '',
+  gender: '',
+  dateOfBirth: '',
+  notes: '',
+  consent: false,
+  visitCount: 0,
+} as const;
+
 /** The customer's visits, newest first. */
 export function historyOf(db: Db, customerId: string) {
   return db
@@ -176,18 +190,9 @@ export function eraseCustomer(ctx: Ctx, customerId: string): Erased {
       recordConsent(ctx, c, false, 'erasure', now);
       db.update(customers)
         .set({
-          template: null,
-          templateCount: 0,
-          fullName: '',
-          phone: '',
-          email: '',
-          gender: '',
-          dateOfBirth: '',
-          notes: '',
-          consent: false,
+          ...cleared,
           consentChangedAt: now,
           profileUpdatedAt: null,
-          visitCount: 0,
           firstSeenAt: null,
           lastSeenAt: null,
           erasedAt: now,
@@ -277,16 +282,7 @@ export function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
     .set({
       mergedInto: keep.id,
       mergedAt: now,
-      template: null,
-      templateCount: 0,
-      fullName: '',
-      phone: '',
-      email: '',
-      gender: '',
-      dateOfBirth: '',
-      notes: '',
-      consent: false,
-      visitCount: 0,
+      ...cleared,
     })
     .where(eq(customers.id, drop.id))
     .run();
