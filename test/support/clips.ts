@@ -1,7 +1,8 @@
 /**
  * A video clip for camera tests: the shared face clip when it is there (../shared/faces, next to the repository),
  * else a clip generated once with ffmpeg (test pattern, 640x360, H.264, 5 s; no faces, fine for connection
- * tests) into node_modules/.cache/footfall/clips/, shared by every test file and run.
+ * tests) into node_modules/.cache/footfall/clips/, shared by every test file and run. `registryPersonClip()` makes a
+ * clip with faces from the registry photos, for identity tests on a machine without ../shared/faces.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { ensureTestPhotos } from '../../agent/fixtures/registry-photos.js';
 
 const run = promisify(execFile);
 
@@ -49,6 +51,77 @@ async function makeClip(): Promise<string> {
       '-c:v', 'libx264', '-preset', 'veryfast', '-profile:v', 'baseline', '-pix_fmt', 'yuv420p', '-g', '25',
       '-movflags', '+faststart', tmp,
     ]);
+    await rename(tmp, file);
+  } finally {
+    await rm(tmp, { force: true });
+  }
+  return file;
+}
+
+/** Seconds of a file's first video stream (what the RTSP test server loops: audio is not served). */
+export async function videoSeconds(file: string): Promise<number> {
+  const { stdout } = await run('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=duration', '-of', 'csv=p=0', file]);
+  const s = Number(stdout.trim());
+  if (!(s > 0)) throw new Error(`${file}: no video duration (${stdout.trim()})`);
+  return s;
+}
+
+/**
+ * A clip for identity over RTSP that needs only the registry photos (agent/fixtures/registry-photos.ts): 640x360,
+ * 25 fps (a camera's rate, so ffmpeg's stream probing takes a fraction of a second), H.264, three showings, each
+ * `blankS` of black then a photo held `holdS` (the black is longer than the tracker's 1.2 s lost-track tolerance, so
+ * every showing is its own pass, also across the loop; it comes first so a camera's first moments show nothing):
+ *
+ *   0. `sample1.jpg` cropped to the woman on the right                 (W, one face)
+ *   1. `sample6.jpg` whole                                            (four other women)
+ *   2. `sample3.jpg` cropped to the woman in the middle                (W again, another photo: SAME_PERSON)
+ *
+ * So one loop shows W twice in two different photos and four other people once. Measured with agent/vision on
+ * this clip: W's two photos 0.72; W against the four others at most 0.28; the four among themselves at most 0.35
+ * (under the burst threshold 0.40). Cached in node_modules/.cache/footfall/clips/.
+ */
+export const REGISTRY_CLIP = {
+  holdS: 2,
+  blankS: 2,
+  /** Faces per showing. */
+  faces: [1, 4, 1],
+  /** Showings that show W. */
+  w: [0, 2],
+} as const;
+
+let registry: Promise<string> | undefined;
+
+export function registryPersonClip(): Promise<string> {
+  registry ??= makeRegistryClip().catch((err: unknown) => {
+    registry = undefined;
+    throw err;
+  });
+  return registry;
+}
+
+async function makeRegistryClip(): Promise<string> {
+  const file = path.join(clipsCacheDir, 'registry-w-sample6-w-640x360-25fps-v2.mp4');
+  if (existsSync(file)) return file;
+  const { dir } = await ensureTestPhotos();
+  await mkdir(clipsCacheDir, { recursive: true });
+  const { holdS, blankS } = REGISTRY_CLIP;
+  const fit = 'scale=640:360:force_original_aspect_ratio=decrease,pad=640:360:(ow-iw)/2:(oh-ih)/2,setsar=1,format=yuv420p';
+  // Crops keep only W: her face spans x 1464-1679 in sample1 (the next face ends at 1033) and x 1078-1300 in
+  // sample3 (neighbours end at 791 and start at 1504).
+  const showings = [
+    { photo: 'sample1.jpg', crop: 'crop=720:ih:1200:0,' },
+    { photo: 'sample6.jpg', crop: '' },
+    { photo: 'sample3.jpg', crop: 'crop=540:ih:880:0,' },
+  ];
+  const inputs = showings.flatMap((s) => ['-loop', '1', '-framerate', '25', '-t', String(holdS), '-i', path.join(dir, s.photo)]);
+  const graph =
+    showings.map((s, i) => `[${i}:v]${s.crop}${fit}[p${i}];color=c=black:s=640x360:r=25:d=${blankS},format=yuv420p[b${i}]`).join(';') +
+    ';' +
+    showings.map((_, i) => `[b${i}][p${i}]`).join('') +
+    `concat=n=${showings.length * 2}:v=1:a=0[v]`;
+  const tmp = `${file}.${process.pid}.${Date.now()}.tmp.mp4`;
+  try {
+    await run('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', '-r', '25', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '20', '-g', '50', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', tmp]);
     await rename(tmp, file);
   } finally {
     await rm(tmp, { force: true });
