@@ -3,9 +3,9 @@
  * relay between the agent and the broker that the test cuts (connections dropped, new ones refused) and restores.
  *
  * Visits are injected where the recognition pipeline hands them over (runtime.submitVisit -> durable queue ->
- * QoS 1 publish). Head office's visit ingest is not wired in yet, so arrivals are counted on the head-office side
- * of the broker: an in-process subscription to `ff/+/+/up/visit` on the embedded aedes broker, de-duplicated on
- * visit_id as the ingest will.
+ * QoS 1 publish). Arrivals are counted in head office's own view, the arrivals feed (GET /api/visits): ingest
+ * de-duplicates on visit_id, so every produced visit must be stored exactly once, re-sends or not. Deliveries (re-sends
+ * included) are also counted on the head-office side of the broker, only to say how many duplicates ingest dropped.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -64,14 +64,24 @@ class Relay {
 
 let h: Harness;
 let owner: string;
-let shop: { site_id: string };
+let shop: { site_id: string; slug: string };
 let tmp: string;
 let config: AgentConfig;
 let relay: Relay;
 const running: AgentRuntime[] = [];
-/** visit_id -> deliveries seen by head office's side of the broker. */
-const arrivals = new Map<string, number>();
+/** Visit messages seen by head office's side of the broker (re-sends included). */
 let deliveries = 0;
+
+/** Head office's own view: visit_id -> rows holding it in the shop's arrivals feed (GET /api/visits). */
+async function stored(): Promise<Map<string, number>> {
+  const r = await h.request('GET', `/api/visits?limit=1000&site=${shop.slug}`, { token: owner });
+  if (r.status !== 200) throw new Error(`feed: ${r.status} ${JSON.stringify(r.body)}`);
+  const rows = new Map<string, number>();
+  for (const a of r.body.arrivals as { visit_id: string }[]) rows.set(a.visit_id, (rows.get(a.visit_id) ?? 0) + 1);
+  return rows;
+}
+
+const total = (rows: Map<string, number>) => [...rows.values()].reduce((a, b) => a + b, 0);
 
 async function start(over: Partial<AgentRuntimeOptions> = {}): Promise<AgentRuntime> {
   const runtime = await AgentRuntime.start({
@@ -132,10 +142,8 @@ beforeAll(async () => {
   // The agent reaches the broker through the relay.
   config.broker = { ...config.broker, host: '127.0.0.1', port: relay.port };
 
-  const record = (packet: AedesPublishPacket, done: () => void) => {
+  const record = (_packet: AedesPublishPacket, done: () => void) => {
     deliveries++;
-    const id = (JSON.parse(Buffer.from(packet.payload).toString('utf8')) as { visit_id: string }).visit_id;
-    arrivals.set(id, (arrivals.get(id) ?? 0) + 1);
     done();
   };
   await new Promise<void>((resolve) => h.server.broker.aedes.subscribe(upFilterAllShops('visit'), record, resolve));
@@ -180,13 +188,15 @@ describe('agent faults', () => {
     expect(second.broker.connected).toBe(false);
 
     await relay.open();
-    await waitFor(() => produced.every((id) => arrivals.has(id)) && second.queue.stats().queued === 0, 15_000, 50);
+    await waitFor(async () => second.queue.stats().queued === 0 && (await stored()).size >= produced.length, 15_000, 50);
+    await h.server.ingest.drained();
     const unique = new Set(produced);
     expect(unique.size).toBe(40);
-    // Exactly the produced visits, each at least once; re-sends (PUBACK lost in the cut) are duplicates head office drops.
-    expect([...arrivals.keys()].sort()).toEqual([...unique].sort());
-    const duplicates = deliveries - arrivals.size;
-    if (process.env.FOOTFALL_TEST_TIMING) console.log(`faults: 40 visits, ${deliveries} deliveries, ${duplicates} duplicates, ${queuedWhileCut} queued while cut`);
+    // Exactly the produced visits, each stored once: re-sends (PUBACK lost in the cut) are duplicates ingest drops.
+    const rows = await stored();
+    expect([...rows.keys()].sort()).toEqual([...unique].sort());
+    expect(total(rows)).toBe(produced.length);
+    if (process.env.FOOTFALL_TEST_TIMING) console.log(`faults: 40 visits, ${deliveries} deliveries, ${deliveries - rows.size} duplicates dropped, ${queuedWhileCut} queued while cut`);
 
     await waitFor(async () => {
       const s = await site();
@@ -215,9 +225,17 @@ describe('agent faults', () => {
       return x.dropped === 50 && x.queued === 0 ? x : undefined;
     }, 15_000, 100);
     expect(s).toMatchObject({ online: true, dropped: 50, queued: 0 });
-    // The newest 100 arrived; the 50 oldest were dropped on the shop PC (and said so).
-    await waitFor(() => produced.slice(50).every((id) => arrivals.has(id)), 10_000, 50);
-    expect(produced.slice(0, 50).filter((id) => arrivals.has(id))).toEqual([]);
+    // The newest 100 are stored, each once; the 50 oldest were dropped on the shop PC (and said so).
+    await waitFor(async () => {
+      const now = await stored();
+      return produced.slice(50).every((id) => now.has(id));
+    }, 10_000, 50);
+    await h.server.ingest.drained();
+    const rows = await stored();
+    expect(produced.slice(50).map((id) => rows.get(id))).toEqual(produced.slice(50).map(() => 1));
+    expect(produced.slice(0, 50).filter((id) => rows.has(id))).toEqual([]);
+    // Nothing else was stored: the 40 of the first test and these 100.
+    expect(total(rows)).toBe(40 + 100);
   });
 
   it('another PC enrolled for the shop: this one is refused by the broker and head office, and keeps its queue', async () => {
