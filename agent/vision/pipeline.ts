@@ -199,10 +199,14 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
       this.fail(new Error(`camera ${frame.cameraId}: frame has ${frame.data.length} bytes, ${frame.width}x${frame.height} RGB24 needs ${size}`));
       return;
     }
-    // Our own copy, in a buffer of our own (whole ArrayBuffer), so the caller may reuse its buffer and the
-    // engine may transfer ours to a worker.
+    // Our own copy, so the caller may reuse its buffer: in the engine's shared memory when it has some (the worker
+    // reads it in place), else in a buffer of our own (whole ArrayBuffer) that the engine may transfer to a worker.
     let data = cam.pool.pop();
-    if (!data || data.length !== size) data = new Uint8Array(size);
+    if (data && data.length !== size) {
+      this.engine.releaseFrameBuffer?.(data);
+      data = undefined;
+    }
+    data ??= this.engine.frameBuffer?.(size) ?? new Uint8Array(size);
     data.set(frame.data.subarray(0, size));
     const img: RgbImage = { width: frame.width, height: frame.height, data };
     const at = frame.at.getTime();
@@ -244,8 +248,11 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     return cam;
   }
 
+  /** Keep a frame buffer whose analysis is over for the camera's next frames (or let the engine forget it). */
   private recycle(cam: CameraState, data: Uint8Array): void {
-    if (cam.pool.length < 2 && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength) cam.pool.push(data);
+    const live = this.cameras.get(cam.id) === cam && !this.closed;
+    if (live && cam.pool.length < 2 && data.byteOffset === 0 && data.byteLength === data.buffer.byteLength) cam.pool.push(data);
+    else this.engine.releaseFrameBuffer?.(data);
   }
 
   private track(p: Promise<unknown>): void {
@@ -269,13 +276,17 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     try {
       let next: { img: RgbImage; at: number } | undefined = { img, at };
       while (next) {
+        const shared = next.img.data.buffer instanceof SharedArrayBuffer;
         try {
           const analysis = await this.engine.analyze(next.img);
           const t0 = performance.now();
+          // A transferred buffer comes back as `input`; a shared one never left.
           if (analysis.input) this.recycle(cam, analysis.input);
+          else if (shared) this.recycle(cam, next.img.data);
           this.onFrame(cam, next.at, analysis);
           this.timings.tracking += performance.now() - t0;
         } catch (err) {
+          if (shared) this.recycle(cam, next.img.data);
           this.fail(err);
         }
         next = cam.pending;
@@ -450,6 +461,11 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     while ([...this.cameras.values()].some((c) => c.busy)) await Promise.allSettled([...this.inFlight]);
   }
 
+  /** Wait until every frame received so far is analysed and every visit already under way is emitted (tracks stay open). */
+  async settle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
   /**
    * End every live track (emitting their visits) once the frames already
    * received are analysed, and wait for all visits to be emitted.
@@ -466,6 +482,14 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     if (!cam) return;
     for (const t of cam.tracker.clear()) this.finish(cam, t, 'flush');
     this.cameras.delete(cameraId);
+    this.dropBuffers(cam);
+  }
+
+  /** Let go of a camera's idle frame buffers (the one being analysed follows when its analysis settles). */
+  private dropBuffers(cam: CameraState): void {
+    for (const data of cam.pool.splice(0)) this.engine.releaseFrameBuffer?.(data);
+    if (cam.pending) this.engine.releaseFrameBuffer?.(cam.pending.img.data);
+    cam.pending = undefined;
   }
 
   stats(): PipelineStats {
@@ -504,5 +528,6 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     await this.flush();
     this.closed = true;
     clearInterval(this.timer);
+    for (const cam of this.cameras.values()) this.dropBuffers(cam);
   }
 }

@@ -4,7 +4,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { FaceAnalyzer } from './analyzer.js';
-import type { WorkerInit, WorkerReply, WorkerRequest } from './engine.js';
+import type { WorkerInit, WorkerNotice, WorkerReply, WorkerRequest } from './engine.js';
 import { threadCpuMs } from './cpu.js';
 import { ModelSessions } from './models.js';
 
@@ -30,9 +30,14 @@ let queue: Promise<FaceAnalyzer | undefined> = ModelSessions.load({ modelsDir: i
   },
 );
 
-port.on('message', (req: WorkerRequest) => {
+/** Shared frame buffers from the engine (frameBuffer), read in place. */
+const frames = new Map<number, Uint8Array>();
+
+port.on('message', (req: WorkerRequest | WorkerNotice) => {
   queue = queue.then(async (analyzer) => {
-    if (analyzer) await serve(analyzer, req);
+    if (req.op === 'frame-buffer') frames.set(req.frame, new Uint8Array(req.buffer));
+    else if (req.op === 'forget-frame') frames.delete(req.frame);
+    else if (analyzer) await serve(analyzer, req);
     return analyzer;
   });
 });
@@ -40,6 +45,15 @@ port.on('message', (req: WorkerRequest) => {
 async function serve(analyzer: FaceAnalyzer, req: WorkerRequest): Promise<void> {
   try {
     switch (req.op) {
+      case 'analyze-shared': {
+        const data = frames.get(req.frame);
+        if (!data) throw new Error(`shared frame ${req.frame} is unknown to this worker`);
+        const result = await analyzer.analyze({ width: req.width, height: req.height, data });
+        // The buffer stays where it is (shared): nothing to hand back.
+        delete result.input;
+        reply({ type: 'result', id: req.id, ok: true, value: result }, result.faces.flatMap((f) => [f.aligned.data.buffer as ArrayBuffer, f.context.data.buffer as ArrayBuffer]));
+        return;
+      }
       case 'analyze': {
         const result = await analyzer.analyze(req.img);
         const transfer: ArrayBuffer[] = [];
