@@ -238,6 +238,48 @@ describe('CameraWorker', () => {
       await worker.stop();
     }
   });
+
+  it('reads pictures from ffmpeg over stdout too (the transport where there are no Unix sockets)', async () => {
+    const sizes: number[] = [];
+    const worker = new CameraWorker({ ...quick, id: 'u8', cameraId: 'door', source: source('/cam1'), maxWidth: 320, fps: 5, transport: 'pipe', consumer: (f) => sizes.push(f.data.length) });
+    worker.start();
+    try {
+      await until('three pictures', () => sizes.length >= 3);
+      expect(new Set(sizes)).toEqual(new Set([320 * 180 * 3]));
+      expect(worker.latest()!.width).toBe(320);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('fills two picture buffers in turn; latest() and live-view frames are copies that stay intact', async () => {
+    const buffers = new Set<ArrayBufferLike>();
+    let frames = 0;
+    const worker = new CameraWorker({ ...quick, id: 'u7', cameraId: 'till', source: source('/cam2'), maxWidth: 320, fps: 5, consumer: (f) => (frames++, buffers.add(f.data.buffer)) });
+    worker.start();
+    try {
+      await until('six pictures', () => frames >= 6);
+      // The consumer's frames share two buffers (no 0.7 MB allocation per picture).
+      expect(buffers.size).toBe(2);
+      const kept = worker.latest()!;
+      expect(buffers.has(kept.data.buffer)).toBe(false);
+      const copy = Buffer.from(kept.data);
+      const seen = frames;
+      await until('three more pictures', () => frames >= seen + 3);
+      expect(Buffer.compare(kept.data, copy)).toBe(0);
+      expect(buffers.size).toBe(2);
+      let live: Frame | undefined;
+      const unwatch = worker.watchLive((f) => (live ??= f));
+      await until('a live frame', () => live);
+      const liveCopy = Buffer.from(live!.data);
+      const liveSeen = frames;
+      await until('two more pictures', () => frames >= liveSeen + 2);
+      expect(Buffer.compare(live!.data, liveCopy)).toBe(0);
+      unwatch();
+    } finally {
+      await worker.stop();
+    }
+  });
 });
 
 describe('grabFrame', () => {

@@ -7,6 +7,7 @@
  * is what explains a failure.
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import net from 'node:net';
 import type { Readable } from 'node:stream';
 
 export type Rotation = 0 | 90 | 180 | 270;
@@ -22,6 +23,11 @@ export interface DecodeOptions {
   ioTimeoutMs?: number;
   /** Stop after this many pictures (a one-shot grab). */
   frames?: number;
+  /**
+   * Write the pictures to a Unix socket at this path, which ffmpeg listens on (the reader connects), instead of
+   * stdout. See CameraWorker: read from a socket, node can fill one reused buffer instead of allocating per read.
+   */
+  socketPath?: string;
 }
 
 const ROTATE_FILTER: Record<Rotation, string[]> = {
@@ -51,6 +57,13 @@ export function decodeArgs(url: string, opts: DecodeOptions): string[] {
     String(ioTimeoutUs),
     '-i',
     url,
+    ...pictureArgs(opts),
+  ];
+}
+
+/** The output half of decodeArgs: the picture filter and PPM frames on stdout or a socket (the benchmark uses it on a file). */
+export function pictureArgs(opts: Pick<DecodeOptions, 'fps' | 'maxWidth' | 'rotate' | 'frames' | 'socketPath'>): string[] {
+  return [
     '-an',
     '-sn',
     '-dn',
@@ -63,11 +76,41 @@ export function decodeArgs(url: string, opts: DecodeOptions): string[] {
     'ppm',
     '-f',
     'image2pipe',
-    'pipe:1',
+    ...(opts.socketPath ? ['-listen', '1', `unix:${opts.socketPath}`] : ['pipe:1']),
   ];
 }
 
 export type FfmpegProcess = ChildProcessByStdio<null, Readable, Readable>;
+
+/**
+ * Connects to the Unix socket an ffmpeg started with `socketPath` listens on. ffmpeg listens only once it has opened
+ * its input (a camera: after connecting and probing), so until then the attempt fails (no such file, or refused)
+ * and is repeated every 50 ms while `alive()`. Reads land in `buffer`, reused every time: `onChunk` gets a view of
+ * the bytes read, valid only during the call (copy what you keep); returning false pauses the socket (resume() it).
+ */
+export function connectPictureSocket(
+  path: string,
+  opts: { buffer: Buffer; alive: () => boolean; onChunk: (chunk: Buffer) => boolean | void; onConnect: (socket: net.Socket) => void },
+): void {
+  let connected = false;
+  const attempt = (): void => {
+    if (!opts.alive()) return;
+    const socket = net.connect({
+      path,
+      onread: { buffer: opts.buffer, callback: (n: number, buf: Uint8Array) => opts.onChunk(Buffer.from(buf.buffer, buf.byteOffset, n)) !== false },
+    });
+    socket.once('connect', () => {
+      connected = true;
+      if (opts.alive()) opts.onConnect(socket);
+      else socket.destroy();
+    });
+    socket.on('error', () => {
+      socket.destroy();
+      if (!connected) setTimeout(attempt, 50).unref();
+    });
+  };
+  attempt();
+}
 
 export function spawnFfmpeg(args: string[], ffmpegPath = 'ffmpeg'): FfmpegProcess {
   return spawn(ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });

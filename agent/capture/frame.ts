@@ -11,7 +11,9 @@ export interface Frame extends RawImage {
 
 /**
  * Whoever looks at the frames (recognition, a placement check). Called synchronously on the capture path, so heavy
- * work belongs elsewhere; a thrown error is logged and does not stop the camera. `data` is never reused by capture.
+ * work belongs elsewhere; a thrown error is logged and does not stop the camera. `data` is valid during the call:
+ * capture fills the same few buffers again with later pictures (a new 0.7 MB buffer per picture kept V8's garbage
+ * collector busy), so copy what you keep. Frames from `CameraWorker.latest()` and live-view listeners are stable.
  */
 export type FrameConsumer = (frame: Frame) => void;
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { Backoff } from './backoff.js';
 import { LineTail, decodeArgs, videoFilter } from './ffmpeg.js';
-import { PpmReader, type RawImage } from './ppm.js';
+import { PictureBuffers, PpmReader, type RawImage } from './ppm.js';
 import { explainFfmpeg } from './reasons.js';
 import { describeSource, redact, rtspUrl } from './source.js';
 
@@ -68,6 +68,40 @@ describe('PpmReader', () => {
       ]);
       expect(reader.pending).toBe(0);
     }
+  });
+
+  it('copies every byte into a buffer of its own image, whatever the chunking', () => {
+    const payloads = [Buffer.alloc(64 * 48 * 3), Buffer.alloc(64 * 48 * 3), Buffer.alloc(5 * 3 * 3)];
+    payloads.forEach((p, k) => p.forEach((_, i) => (p[i] = (i * 31 + k * 7) % 251)));
+    const sizes = [[64, 48], [64, 48], [5, 3]] as const;
+    const stream = Buffer.concat(payloads.flatMap((p, k) => [Buffer.from(`P6\n${sizes[k]![0]} ${sizes[k]![1]}\n255\n`), p]));
+    for (const size of [3, 4096, 9000, 65536, stream.length]) {
+      const images: RawImage[] = [];
+      const reader = new PpmReader((img) => images.push(img));
+      for (let i = 0; i < stream.length; i += size) reader.push(stream.subarray(i, i + size));
+      expect(images.map((img) => Buffer.compare(img.data, payloads[images.indexOf(img)]!))).toEqual([0, 0, 0]);
+      // Each image owns its memory: nothing of the stream or of the next image rides along.
+      expect(images[0]!.data.buffer).not.toBe(images[1]!.data.buffer);
+      expect(images[0]!.data.byteLength).toBe(64 * 48 * 3);
+    }
+  });
+
+  it('can read into buffers it is given: two in turn, never the one still in use', () => {
+    const buffers = new PictureBuffers();
+    let inUse: Buffer | undefined;
+    const images: RawImage[] = [];
+    const reader = new PpmReader(
+      (img) => images.push((inUse = img.data, img)),
+      (w, h) => buffers.next(w * h * 3, inUse),
+    );
+    for (let k = 0; k < 5; k++) reader.push(ppm(4, 2, k));
+    expect(new Set(images.map((i) => i.data)).size).toBe(2);
+    expect(images[3]!.data).toBe(images[1]!.data);
+    expect(images[4]!.data[0]).toBe(4);
+    // A size change makes new buffers.
+    reader.push(ppm(2, 2, 9));
+    expect(images[5]!.data.length).toBe(12);
+    expect(() => new PpmReader(() => {}, () => Buffer.alloc(3)).push(ppm(4, 2, 1))).toThrow(/buffer of 3 bytes/);
   });
 
   it('accepts header comments and refuses what is not 8-bit P6', () => {

@@ -3,11 +3,15 @@
  * snapshots and checks, reconnection with backoff, and a state a person can read.
  */
 import { EventEmitter } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { Backoff, type BackoffOptions } from './backoff.js';
-import { LineTail, decodeArgs, spawnFfmpeg, stopFfmpeg, type FfmpegProcess, type Rotation } from './ffmpeg.js';
+import { LineTail, connectPictureSocket, decodeArgs, spawnFfmpeg, stopFfmpeg, type FfmpegProcess, type Rotation } from './ffmpeg.js';
 import type { Frame, FrameConsumer } from './frame.js';
-import { PpmReader, type RawImage } from './ppm.js';
+import { PictureBuffers, PpmReader, type RawImage } from './ppm.js';
 import { REASONS, explainFfmpeg, type Explanation, type ReasonCode } from './reasons.js';
 import { describeSource, redact, rtspUrl, type CameraSource } from './source.js';
 
@@ -49,6 +53,12 @@ export interface CameraWorkerOptions {
   stopGraceMs?: number;
   /** Decode rate while someone watches live. Default 13. */
   liveFps?: number;
+  /**
+   * How pictures come from ffmpeg: over a Unix socket that this worker reads into one reused buffer (the default
+   * where there are Unix sockets), or over ffmpeg's stdout (Windows), where node allocates a new buffer for every
+   * read of at most 64 KB; at 0.7 MB per picture those allocations kept V8's garbage collector busy.
+   */
+  transport?: 'socket' | 'pipe';
 }
 
 interface WorkerEvents {
@@ -68,6 +78,10 @@ interface Run {
   killedFor?: Explanation;
   /** Set when the worker stops it only to start it again at another rate. */
   restart?: boolean;
+  /** The Unix socket ffmpeg writes pictures to (transport 'socket'), and the connection to it once made. */
+  socketPath?: string;
+  socket?: net.Socket;
+  exited?: boolean;
 }
 
 const silent = pino({ level: 'silent' });
@@ -88,6 +102,16 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
   private watchdog: NodeJS.Timeout | undefined;
   private current: CameraState = { ...REASONS.connecting, connected: false, since: new Date() };
   private last: Frame | undefined;
+  /**
+   * The two picture buffers ffmpeg's output is read into, in turn: the one being filled is never the one behind
+   * `last`. A frame that outlives its delivery call (latest(), live view) gets a copy first (`stable`).
+   */
+  private readonly buffers = new PictureBuffers();
+  /** Socket transport: the one read buffer, and a private directory for the sockets. */
+  private readBuffer: Buffer | undefined;
+  private socketDir: string | undefined;
+  /** Frames whose data is already a copy of their own. */
+  private readonly stable = new WeakSet<Frame>();
   private nextConsumerAt = 0;
   private counters = { frames: 0, runs: 0 };
 
@@ -109,7 +133,7 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
 
   /** The newest picture, for snapshots and connection checks; undefined until one arrived. */
   latest(): Frame | undefined {
-    return this.last;
+    return this.last && this.stabilise(this.last);
   }
 
   /** The ffmpeg process id while one runs (diagnostics, tests). */
@@ -142,6 +166,8 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
     this.retryTimer = this.watchdog = undefined;
     const run = this.run;
     if (run) await stopFfmpeg(run.child, this.opts.stopGraceMs ?? 2000);
+    if (this.socketDir) rmSync(this.socketDir, { recursive: true, force: true });
+    this.socketDir = undefined;
   }
 
   /**
@@ -182,7 +208,8 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
     const fps = this.wantedFps();
     // ffmpeg's socket timeout stays behind the watchdogs, so that a silent camera is reported by them.
     const ioTimeoutMs = Math.max(this.firstFrameTimeoutMs, this.stallTimeoutMs) + 5000;
-    const args = decodeArgs(rtspUrl(source), { fps, maxWidth: this.opts.maxWidth, rotate: this.opts.rotate, ioTimeoutMs });
+    const socketPath = this.transport() === 'socket' ? this.socketPathFor(this.counters.runs + 1) : undefined;
+    const args = decodeArgs(rtspUrl(source), { fps, maxWidth: this.opts.maxWidth, rotate: this.opts.rotate, ioTimeoutMs, ...(socketPath ? { socketPath } : {}) });
     const clean = (line: string) => redact(line, [source.password]);
     const child = spawnFfmpeg(args, this.opts.ffmpegPath);
     const run: Run = {
@@ -190,20 +217,26 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
       fps,
       startedAt: Date.now(),
       stderr: new LineTail(30, clean, (line) => this.log.debug({ camera: this.cameraId, ffmpeg: line }, 'ffmpeg')),
+      ...(socketPath ? { socketPath } : {}),
     };
     this.run = run;
     this.counters.runs++;
     this.log.debug({ camera: this.cameraId, url: describeSource(source), fps, pid: child.pid }, 'camera stream opening');
 
-    const reader = new PpmReader((image) => this.onImage(run, image));
-    child.stdout.on('data', (chunk: Buffer) => {
+    const reader = new PpmReader(
+      (image) => this.onImage(run, image),
+      (width, height) => this.buffers.next(width * height * 3, this.last?.data),
+    );
+    const feed = (chunk: Buffer): void => {
       if (run.killedFor) return;
       try {
         reader.push(chunk);
       } catch (err) {
         this.kill(run, { code: 'decode_error', reason: `unreadable pictures from ffmpeg (${(err as Error).message})` });
       }
-    });
+    };
+    if (socketPath) this.connect(run, socketPath, feed);
+    else child.stdout.on('data', feed);
     child.stderr.on('data', (chunk: Buffer) => run.stderr.push(chunk));
     child.once('error', (err: NodeJS.ErrnoException) => {
       run.spawnError = err;
@@ -222,8 +255,19 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
       run.firstFrameAt = now;
       this.setState({ connected: true, code: 'ok' });
     }
+    // Live view keeps the newest frame until it uploads it: it gets a stable copy (only while someone watches).
+    if (this.live.size > 0) this.stabilise(frame);
     for (const listener of this.live) this.deliver(listener, frame);
     if (this.consumer && this.dueForConsumer(run, now)) this.deliver(this.consumer, frame);
+  }
+
+  /** Gives `frame` its own copy of its pixels (once), so that it stays valid after the ring moves on. */
+  private stabilise(frame: Frame): Frame {
+    if (!this.stable.has(frame)) {
+      frame.data = Buffer.from(frame.data);
+      this.stable.add(frame);
+    }
+    return frame;
   }
 
   /** While ffmpeg runs faster than the detect rate (live view), pass the consumer `fps` pictures a second. */
@@ -259,7 +303,30 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
     void stopFfmpeg(run.child, this.opts.stopGraceMs ?? 2000);
   }
 
+  private transport(): 'socket' | 'pipe' {
+    return this.opts.transport ?? (process.platform === 'win32' ? 'pipe' : 'socket');
+  }
+
+  /** A fresh socket path for a run, in a private directory (a Unix socket path must stay under ~100 bytes). */
+  private socketPathFor(runNumber: number): string {
+    this.socketDir ??= mkdtempSync(join(tmpdir(), 'footfall-cam-'));
+    return join(this.socketDir, `${runNumber}.sock`);
+  }
+
+  /** Pictures over the socket: into one read buffer, reused for every read; PpmReader copies at once. */
+  private connect(run: Run, path: string, feed: (chunk: Buffer) => void): void {
+    connectPictureSocket(path, {
+      buffer: (this.readBuffer ??= Buffer.allocUnsafe(256 * 1024)),
+      alive: () => !run.exited && run === this.run,
+      onChunk: feed,
+      onConnect: (socket) => (run.socket = socket),
+    });
+  }
+
   private onExit(run: Run, code: number | null, signal: NodeJS.Signals | null): void {
+    run.exited = true;
+    run.socket?.destroy();
+    if (run.socketPath) rmSync(run.socketPath, { force: true });
     run.stderr.end();
     if (run !== this.run) return;
     this.run = undefined;
