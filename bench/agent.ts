@@ -6,9 +6,10 @@
  * cameras one core sustains at one visitor per 10 s per camera. Measured
  * numbers only: every figure below comes from this run.
  *
- * Frames come as the agent's capture gets them: an ffmpeg process with the capture's filter and PPM output (a file
- * instead of RTSP), read from its pipe with capture's PpmReader, handed to FramePipeline.consume. The next frame is
- * read once the previous one is analysed, so no frame is dropped and the work per frame does not depend on speed.
+ * Frames come as the agent's capture gets them: ffmpeg's output with capture's arguments (recorded once, so that
+ * decoding does not compete with the measured rounds), served on a Unix socket and read as CameraWorker reads it,
+ * handed to FramePipeline.consume. The next frame is read once the previous one is analysed, so no frame is dropped
+ * and the work per frame does not depend on speed.
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -41,8 +42,11 @@ const FPS = 5;
 const MAX_WIDTH = 640;
 /** Measured rounds: each is one pass over the source through the pipeline, then the same model calls bare. */
 const ROUNDS = 8;
-/** Passes before measuring: V8 compiles the hot code (functions called once per frame or per visit take a few hundred frames to be optimised) and onnxruntime makes its first-run allocations. */
-const WARM_PASSES = 6;
+/**
+ * Passes before measuring (500 frames, under 2 minutes of a 5-fps camera): V8 optimises a function called once per
+ * frame only after a few hundred calls, and onnxruntime makes its first-run allocations; both are start-up costs.
+ */
+const WARM_PASSES = 10;
 const T0 = Date.UTC(2026, 0, 1, 9);
 
 /** This thread's CPU (scheduler accounting: exact over whole runs, not over a few ms). */
@@ -214,17 +218,19 @@ class BareModels {
     return new BareModels(models, inputs);
   }
 
-  /** CPU (process, ms) of `runs[id]` calls of each model, each model in its own tight loop. */
+  /**
+   * CPU (ms) of `runs[id]` calls of each model, each model in its own tight loop: this thread's CPU, where
+   * onnxruntime runs them (intra-op threads 1). Not the process's: V8's helper threads may still be collecting the
+   * pipeline's garbage from the round just before, which is no part of inference.
+   */
   async cpuOf(runs: Partial<Record<ModelId, number>>): Promise<number> {
-    let total = 0;
+    const c0 = mainCpuMs();
     for (const id of PIPELINE_MODELS) {
       const n = runs[id] ?? 0;
       const input = this.inputs.get(id)!;
-      const c0 = processCpuMs();
       for (let i = 0; i < n; i++) await this.models.run(id, input);
-      total += processCpuMs() - c0;
     }
-    return total;
+    return mainCpuMs() - c0;
   }
 
   /** CPU per call of one model (ms), over `n` calls. */
@@ -459,11 +465,13 @@ export async function run(): Promise<string> {
   await inlineFeeder.feed(WARM_PASSES * perPass);
   await inlinePipeline.settle();
   const i0 = await inline.stats();
+  const inlineVisitsBefore = inlineFeeder.visits.length;
   const it0 = { ...inlinePipeline.timings };
   const ic0 = processCpuMs();
   const inlineFrames = await inlineFeeder.feed(3 * perPass);
   await inlinePipeline.flush();
   const inlineCpu = processCpuMs() - ic0;
+  const inlineVisits = inlineFeeder.visits.length - inlineVisitsBefore;
   const inlineStats = statsDiff(await inline.stats(), i0);
   const it = inlinePipeline.timings;
   const inlineTimings = { intake: it.intake - it0.intake, tracking: it.tracking - it0.tracking, faceImages: it.faceImages - it0.faceImages };
@@ -498,7 +506,7 @@ export async function run(): Promise<string> {
   const st = inlineStats.stages;
   const IF = inlineFrames;
   const inlineFaces = inlineStats.models.landmark?.runs ?? 0;
-  const inlineVisits = inlineStats.models.expression?.runs ?? 0;
+  const inlineRuns = (id: ModelId): number => inlineStats.models[id]?.runs ?? 0;
   const inlineEmb = inlineStats.models.feature?.runs ?? 0;
   const stageSum = Object.values(st).reduce((x, y) => x + y, 0);
   const inlineOther = inlineCpu - stageSum;
@@ -535,8 +543,8 @@ export async function run(): Promise<string> {
       '(reading the socket, PPM framing, the copy of each frame into shared memory, tracking, visits, face JPEGs), the vision worker ' +
       '(image work and the model calls) and the helper threads (V8 garbage collection and compilation, libvips), divided by the frames. ' +
       'Denominator: the same model calls, each model in a tight loop on the main thread with random inputs, right after each round ' +
-      '(interleaved, so both see the same machine load). ffmpeg is a separate process (decoding, scaling, writing PPM): its CPU per picture ' +
-      '(over 10 passes) is the decode row, also shown added to the numerator.',
+      "(interleaved, so both see the same machine load): that thread's CPU, as onnxruntime runs them on it. ffmpeg is a separate process " +
+      '(decoding, scaling, writing PPM): its CPU per picture (over 10 passes) is the decode row, also shown added to the numerator.',
   );
   lines.push('');
   lines.push(
@@ -575,15 +583,15 @@ export async function run(): Promise<string> {
           'attributes (once per visit)',
           `${ms(st.attributes / IF)} ms`,
           perUnit(st.attributes, inlineVisits, 'visit'),
-          `${ms(perCall.expression + ((inlineStats.models.age?.runs ?? 0) / Math.max(1, inlineVisits)) * (perCall.age + perCall.gender))} ms / visit`,
+          `${ms((inlineRuns('expression') * perCall.expression + inlineRuns('age') * perCall.age + inlineRuns('gender') * perCall.gender) / Math.max(1, inlineVisits))} ms / visit`,
           'worker',
         ],
-        ['frame intake (copy into a pooled buffer), wall', `${ms(inlineTimings.intake / IF)} ms`, '', '', 'main thread'],
+        ['frame intake (copy into a buffer of the pipeline), wall', `${ms(inlineTimings.intake / IF)} ms`, '', '', 'main thread'],
         ['tracking and bookkeeping, wall', `${ms(inlineTimings.tracking / IF)} ms`, '', '', 'main thread'],
         ['face JPEG, wall', `${ms(inlineTimings.faceImages / IF)} ms`, perUnit(inlineTimings.faceImages, inlineVisits, 'visit'), '', 'main thread + libuv'],
         ['everything else inline (socket, PPM, GC, copies, tracking, JPEG)', `${ms(inlineOther / IF)} ms`, '', '', ''],
         ['**inline total**', `**${ms(inlineCpu / IF)} ms**`, '', '', ''],
-        ['**with the worker (production) total**', `**${ms(cpu / F)} ms**`, '', `${ms(bareModelsPerFrame)} ms`, 'messages to and from the worker, and the worker thread itself'],
+        ['**with the worker (production rounds) total**', `**${ms(cpu / F)} ms**`, '', `${ms(bareModelsPerFrame)} ms`, 'all threads of the node process'],
       ],
     ),
   );
