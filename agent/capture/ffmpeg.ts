@@ -3,8 +3,9 @@
  *
  * A thin wrapper over child_process.spawn (see docs/decisions.md: not fluent-ffmpeg, not node-rtsp-stream).
  * ffmpeg reads the camera over RTSP/TCP, keeps `fps` pictures a second, scales them to at most `maxWidth` wide and
- * writes them to stdout as PPM (raw RGB24 with a size header, see ppm.ts). Its stderr (warnings and errors only)
- * is what explains a failure.
+ * writes them as PPM (raw RGB24 with a size header, see ppm.ts) to a Unix socket it listens on (CameraWorker; see
+ * connectPictureSocket) or to stdout (Windows, grabs). Its stderr (warnings and errors only) is what explains a
+ * failure.
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import net from 'node:net';
