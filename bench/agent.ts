@@ -102,9 +102,7 @@ function ffmpegCommand(source: string, loops: number, out: string): string {
  * rounds for the cores), and ffmpeg's CPU per picture over 10 passes (so that its start-up is spread thin).
  */
 async function recordCapture(source: string): Promise<{ file: string; decodeCpuMs: number }> {
-  const dir = join(testCacheRoot(), 'video');
-  await mkdir(dir, { recursive: true });
-  const file = join(dir, `${basename(source)}.${FPS}fps.ppm`);
+  const file = join(workDir(), `${basename(source)}.${FPS}fps.ppm`);
   await timedShell(ffmpegCommand(source, 1, file));
   const frames = countPictures(file);
   const decodeCpuMs = (await timedShell(ffmpegCommand(source, 10, '/dev/null'))) / (10 * frames);
@@ -118,7 +116,12 @@ function countPictures(file: string): number {
   return n;
 }
 
-let socketDir: string | undefined;
+/** A temporary directory for this run's recordings and sockets (tens of MB; removed at the end). */
+let benchDir: string | undefined;
+function workDir(): string {
+  benchDir ??= mkdtempSync(join(tmpdir(), 'footfall-bench-agent-'));
+  return benchDir;
+}
 
 /**
  * A camera's pictures as the agent's capture gets them: ffmpeg's recorded output replayed `passes` times by an
@@ -144,8 +147,7 @@ class CaptureStream {
   private readonly exited: Promise<void>;
 
   constructor(file: string, passes: number) {
-    socketDir ??= mkdtempSync(join(tmpdir(), 'footfall-bench-'));
-    const path = join(socketDir, `${randomUUID().slice(0, 8)}.sock`);
+    const path = join(workDir(), `${randomUUID().slice(0, 8)}.sock`);
     const args = ['-hide_banner', '-nostdin', '-loglevel', 'error', '-stream_loop', String(passes - 1), '-f', 'ppm_pipe', '-i', file, '-c:v', 'copy', '-f', 'image2pipe', '-listen', '1', `unix:${path}`];
     const child = spawn('ffmpeg', args, { stdio: ['ignore', 'ignore', 'inherit'] });
     let alive = true;
@@ -356,6 +358,15 @@ async function pixelOps(frame: RgbImage): Promise<string[][]> {
 }
 
 export async function run(): Promise<string> {
+  try {
+    return await measure();
+  } finally {
+    if (benchDir) rmSync(benchDir, { recursive: true, force: true });
+    benchDir = undefined;
+  }
+}
+
+async function measure(): Promise<string> {
   await ensureTestModels((m) => progress(m));
   const modelsDir = testModelsDir();
   const clip = sharedClip();
@@ -480,8 +491,6 @@ export async function run(): Promise<string> {
   await inlinePipeline.close();
   await inline.close();
 
-  if (socketDir) rmSync(socketDir, { recursive: true, force: true });
-  socketDir = undefined;
   progress('pixel operations: own code and sharp');
   const ops = await pixelOps(sample!);
   await bare.release();
