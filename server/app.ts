@@ -4,6 +4,7 @@ import { bodyParser } from '@koa/bodyparser';
 import { sql } from 'drizzle-orm';
 import type { AppRouter, Custom, Deps, State } from './context.js';
 import { accessLog, errors, requestId } from './http/middleware.js';
+import { noSuchRoute } from './http/errors.js';
 import { authRoutes } from './auth/routes.js';
 import { clientsRoutes } from './clients/routes.js';
 import { teamRoutes } from './team/routes.js';
@@ -32,7 +33,13 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
     }),
   );
 
-  const routers: AppRouter[] = [healthRoutes(), authRoutes(), clientsRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes()];
+  // Admin routes answer no 405: to anyone else /api/admin/* must look like nothing at all (a plain 404).
+  app.use(clientsRoutes().routes());
+  app.use(async (ctx, next) => {
+    if (ctx.path === '/api/admin' || ctx.path.startsWith('/api/admin/')) throw noSuchRoute(ctx.method, ctx.path);
+    await next();
+  });
+  const routers: AppRouter[] = [healthRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes()];
   for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
   return app;
 }

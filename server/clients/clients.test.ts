@@ -487,6 +487,12 @@ describe('platform administration', () => {
       // And the unknown route answers the same.
       const unknown = await h.request('GET', '/api/admin/nothing-here', { token: a.ownerToken });
       expect(unknown.body).toEqual({ error: 'not_found', message: 'There is no GET /api/admin/nothing-here.' });
+      // A method the admin router does not have is the same 404, not a 405 that would reveal the path.
+      for (const token of [a.ownerToken, undefined]) {
+        const put = await h.request('PUT', '/api/admin/clients', token ? { token, body: {} } : { body: {} });
+        expect(put.status).toBe(404);
+        expect(put.body).toEqual({ error: 'not_found', message: 'There is no PUT /api/admin/clients.' });
+      }
     });
 
     it('the platform admin is 404 on tenant routes; tenant roles are strictly nested', async () => {

@@ -2,7 +2,7 @@ import type { Ctx, Mw } from '../context.js';
 import { atLeast, type Rule } from '../policy.js';
 import { findByAccessToken, touchSession } from '../auth/sessions.js';
 import { tokenKind } from '../auth/tokens.js';
-import { HttpError, forbidden, notFound, tokenExpired, unauthorized } from './errors.js';
+import { forbidden, noSuchRoute, notFound, tokenExpired, unauthorized } from './errors.js';
 
 /** The bearer token of a request, if any. */
 export function bearer(header: string | undefined): string | undefined {
@@ -11,7 +11,7 @@ export function bearer(header: string | undefined): string | undefined {
 }
 
 /** Admin routes do not exist for anyone else: the very answer an unknown route gets (errors middleware). */
-const adminOnly = (ctx: Ctx) => new HttpError(404, 'not_found', `There is no ${ctx.method} ${ctx.path}.`);
+const adminOnly = (ctx: Ctx) => noSuchRoute(ctx.method, ctx.path);
 
 /**
  * auth(rule): the first step of every protected route. Resolves the bearer token to a live user session and

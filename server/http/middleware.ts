@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Mw } from '../context.js';
 import { NoEncryptionKeyError } from '../crypto/keys.js';
-import { HttpError } from './errors.js';
+import { HttpError, noSuchRoute } from './errors.js';
 
 const validRequestId = /^[\w.:-]{1,128}$/;
 
@@ -31,7 +31,7 @@ export const errors: Mw = async (ctx, next) => {
     await next();
     if (ctx.body === undefined || ctx.body === null) {
       // Nothing answered: an unknown route, or a router's allowedMethods() that set 405/501 and an Allow header.
-      if (ctx.status === 404) throw new HttpError(404, 'not_found', `There is no ${ctx.method} ${ctx.path}.`);
+      if (ctx.status === 404) throw noSuchRoute(ctx.method, ctx.path);
       if (ctx.status === 405 || ctx.status === 501) throw toHttpError({ status: ctx.status });
     }
   } catch (err) {
