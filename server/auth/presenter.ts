@@ -1,27 +1,17 @@
 import type { Actor } from '../context.js';
 import type { CompanyRow, IssuedSession, SessionRow, UserRow } from './sessions.js';
 
-/** The spec's User. client_id and client_name are empty strings for the platform admin. */
+/** The spec's User, from whichever source knows the person. client_id and client_name are empty strings for the platform admin. */
+function userJson(u: { id: string; email: string; fullName: string; role: UserRow['role']; companyId: string | null; companyName: string }) {
+  return { id: u.id, email: u.email, full_name: u.fullName, role: u.role, client_id: u.companyId ?? '', client_name: u.companyName };
+}
+
 export function presentUser(user: UserRow, company: CompanyRow | null) {
-  return {
-    id: user.id,
-    email: user.email,
-    full_name: user.fullName,
-    role: user.role,
-    client_id: user.companyId ?? '',
-    client_name: company?.name ?? '',
-  };
+  return userJson({ ...user, companyName: company?.name ?? '' });
 }
 
 export function presentActor(actor: Actor) {
-  return {
-    id: actor.userId,
-    email: actor.email,
-    full_name: actor.fullName,
-    role: actor.role,
-    client_id: actor.companyId ?? '',
-    client_name: actor.companyName,
-  };
+  return userJson({ ...actor, id: actor.userId });
 }
 
 /** Session envelope (login, refresh, register). expires_at is the access token's expiry. */
