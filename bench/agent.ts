@@ -549,7 +549,7 @@ async function measure(): Promise<string> {
   lines.push('');
   lines.push(
     '**How the ratio is defined.** Numerator: CPU time of the whole node process over the rounds (`process.cpuUsage`): the main thread ' +
-      '(reading the socket, PPM framing, the copy of each frame into shared memory, tracking, visits, face JPEGs), the vision worker ' +
+      '(reading the socket, PPM framing, the copy of each frame into shared memory, tracking, cutting out the faces tracks keep, visits, face JPEGs), the vision worker ' +
       '(image work and the model calls) and the helper threads (V8 garbage collection and compilation, libvips), divided by the frames. ' +
       'Denominator: the same model calls, each model in a tight loop on the main thread with random inputs, right after each round ' +
       "(interleaved, so both see the same machine load): that thread's CPU, as onnxruntime runs them on it. ffmpeg is a separate process " +
@@ -585,8 +585,8 @@ async function measure(): Promise<string> {
         ['detect: frame -> 320x240 tensor', `${ms(st.detectPrep / IF)} ms`, '', '', 'worker'],
         ['detect: model + NMS', `${ms(st.detect / IF)} ms`, '', `${ms(perCall.detect)} ms / frame`, 'worker'],
         ['landmarks (crop, model, 5 points)', `${ms(st.landmarks / IF)} ms`, perUnit(st.landmarks, inlineFaces, 'face'), `${ms(perCall.landmark)} ms / face`, 'worker'],
-        ['align (112x112 warp)', `${ms(st.align / IF)} ms`, perUnit(st.align, inlineFaces, 'face'), '', 'worker'],
-        ['quality (Laplacian, pose, context crop)', `${ms(st.quality / IF)} ms`, perUnit(st.quality, inlineFaces, 'face'), '', 'worker'],
+        ['align (sharpness window of the 112x112 warp per face; the whole warp per embedding)', `${ms(st.align / IF)} ms`, perUnit(st.align, inlineFaces, 'face'), '', 'worker'],
+        ['quality (Laplacian, pose, crop region)', `${ms(st.quality / IF)} ms`, perUnit(st.quality, inlineFaces, 'face'), '', 'worker'],
         ['embed (best faces only)', `${ms(st.embed / IF)} ms`, perUnit(st.embed, inlineEmb, 'embedding'), `${ms(perCall.feature)} ms / embedding`, 'worker'],
         [
           'attributes (once per visit)',

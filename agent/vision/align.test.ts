@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ARCFACE_112, alignmentTransform, applyAffine, estimatePose, fivePointsFrom68, invertAffine, similarityTransform } from './align.js';
 import { decodeDetections, iou, nms } from './detect.js';
-import { cropResize, cropToTensor, imageToTensor, laplacianVariance, rectToSource, resizeToTensor, rgbLaplacianVariance, toGrey, warpAffine } from './image.js';
-import type { Affine, Rect, TensorFormat } from './image.js';
+import { cropResize, cropRgb, cropToTensor, imageToTensor, laplacianVariance, rectToSource, resizeToTensor, rgbLaplacianVariance, toGrey, warpAffine, warpFootprint, warpFromRegion } from './image.js';
+import type { Affine, PixelWindow, Rect, TensorFormat } from './image.js';
+import { sharpnessWindow } from './quality.js';
 import { SimdTensors } from './simd.js';
 import type { FivePoints, Point, RgbImage } from './types.js';
 
@@ -218,6 +219,46 @@ describe('the fast pixel paths give exactly the results of the plain ones', () =
       const m: Affine = [scale * Math.cos(angle), -scale * Math.sin(angle), rand() * 200 - 40, scale * Math.sin(angle), scale * Math.cos(angle), rand() * 120 - 30];
       sameBits(warpAffine(img, m, 37, 29).data, referenceWarp(img, m, 37, 29));
     }
+  });
+
+  /** Random similarity maps of a 112x112 output onto the test image: bilinear (scale < 2) and supersampled. */
+  function faceMaps(n: number, maxScale: number): Affine[] {
+    return Array.from({ length: n }, () => {
+      const angle = (rand() - 0.5) * 1.2;
+      const scale = 0.2 + rand() * maxScale;
+      return [scale * Math.cos(angle), -scale * Math.sin(angle), rand() * 200 - 40, scale * Math.sin(angle), scale * Math.cos(angle), rand() * 120 - 30] as Affine;
+    });
+  }
+
+  /** The pixels of `win` in an RGB image `w` wide. */
+  function windowOf(data: Uint8Array, w: number, win: PixelWindow): Uint8Array {
+    const rows: number[] = [];
+    for (let v = win.v0; v < win.v1; v++) rows.push(...data.subarray((v * w + win.u0) * 3, (v * w + win.u1) * 3));
+    return Uint8Array.from(rows);
+  }
+
+  it('a warp window (the sharpness region) is exactly that part of the whole warp, bilinear and supersampled', () => {
+    const win = sharpnessWindow(112);
+    expect(win).toEqual({ u0: 23, v0: 35, u1: 89, v1: 105 });
+    for (const m of faceMaps(40, 3.5)) {
+      const whole = warpAffine(img, m, 112, 112).data;
+      const part = warpAffine(img, m, 112, 112, { window: win, into: new Uint8Array(112 * 112 * 3) }).data;
+      sameBits(windowOf(part, 112, win), windowOf(whole, 112, win));
+    }
+    expect(() => warpAffine(img, faceMaps(1, 1)[0]!, 112, 112, { window: { u0: 0, v0: 0, u1: 113, v1: 10 } })).toThrow(/not inside/);
+  });
+
+  it('a warp from a cut-out region holding its footprint is exactly the warp of the whole frame (also at the edges)', () => {
+    const maps = [...faceMaps(40, 3.5), [1, 0, -30, 0, 1, -20] as Affine, [0.5, 0, 120, 0, 0.5, 60] as Affine];
+    for (const m of maps) {
+      const fp = warpFootprint(m, { u0: 0, v0: 0, u1: 112, v1: 112 }, img.width - 1, img.height - 1);
+      const region = cropRgb(img, { x: fp.x0, y: fp.y0, w: fp.x1 + 1 - fp.x0, h: fp.y1 + 1 - fp.y0 });
+      sameBits(warpFromRegion(region, m, 112, 112).data, warpAffine(img, m, 112, 112).data);
+    }
+    // A region that misses part of the footprint is refused, not read past its end.
+    const m: Affine = [1, 0, 40, 0, 1, 10];
+    const small = cropRgb(img, { x: 45, y: 15, w: 60, h: 60 });
+    expect(() => warpFromRegion(small, m, 112, 112)).toThrow(/does not hold the warp's footprint/);
   });
 
   it('cropToTensor against cropping, then converting (grey, RGB, BGR; inside, across the edge, up- and downscaled)', () => {

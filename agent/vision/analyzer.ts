@@ -11,13 +11,13 @@ import { decodeExpression, decodeSsrNet, genderFromScore } from './attributes.js
 import { processCpuMs } from './cpu.js';
 import { DEFAULT_DETECT_OPTIONS, decodeDetections } from './detect.js';
 import type { DetectOptions } from './detect.js';
-import { clampRect, cropRgb, cropToTensor, imageToTensor, resizeToTensor, shiftInside, warpAffine } from './image.js';
-import type { Rect, TensorFormat } from './image.js';
+import { clampRect, cropRgb, cropToTensor, imageToTensor, resizeToTensor, shiftInside, warpAffine, warpFootprint, warpFromRegion } from './image.js';
+import type { Affine, FrameRegion, PixelWindow, Rect, TensorFormat } from './image.js';
 import type { ModelSessions, Outputs } from './models.js';
-import { DEFAULT_QUALITY, qualityOf } from './quality.js';
+import { DEFAULT_QUALITY, qualityOf, sharpnessWindow } from './quality.js';
 import { SimdTensors } from './simd.js';
 import type { QualityConfig } from './quality.js';
-import type { Box, FaceAttributes, FaceObservation, Point, RgbImage } from './types.js';
+import type { Box, FaceAttributes, FaceFound, FaceObservation, FivePoints, Point, RgbImage } from './types.js';
 
 export interface AnalyzerConfig {
   detect: DetectOptions;
@@ -46,9 +46,20 @@ export interface ContextRegions {
   image: Rect;
 }
 
+/** A face found in a frame, with its context regions (relative to its crop). */
+export type FoundFace = FaceFound & { regions: ContextRegions };
+
+/** A face with its pixels: aligned crop and context region. */
 export type ObservedFace = FaceObservation & { regions: ContextRegions };
 
-/** One analysed frame: its faces, largest first. */
+/** One scanned frame: its faces, largest first, without their pixels (the pipeline cuts out the ones it keeps). */
+export interface FrameScan {
+  faces: FoundFace[];
+  /** The frame's pixel buffer, handed back so the caller can reuse it (a worker engine transfers it back). */
+  input?: Uint8Array;
+}
+
+/** One analysed frame: its faces, largest first, with their pixels. */
 export interface FrameAnalysis {
   faces: ObservedFace[];
   /** The frame's pixel buffer, handed back so the caller can reuse it (a worker engine transfers it back). */
@@ -70,6 +81,15 @@ function scaledAbout(b: Box, k: number): Rect {
   const w = (b.x2 - b.x1) * k;
   const h = (b.y2 - b.y1) * k;
   return { x: (b.x1 + b.x2) / 2 - w / 2, y: (b.y1 + b.y2) / 2 - h / 2, w, h };
+}
+
+/** `r` grown to whole pixels and cut to the image (what cropRgb copies). */
+function wholePixels(r: Rect, width: number, height: number): Rect {
+  const x = Math.max(0, Math.floor(r.x));
+  const y = Math.max(0, Math.floor(r.y));
+  const x2 = Math.min(width, Math.ceil(r.x + r.w));
+  const y2 = Math.min(height, Math.ceil(r.y + r.h));
+  return { x, y, w: Math.max(1, x2 - x), h: Math.max(1, y2 - y) };
 }
 
 function union(rects: Rect[]): Rect {
@@ -192,8 +212,20 @@ export class FaceAnalyzer {
     }
   }
 
-  /** Find the faces in an RGB image; largest first. */
+  /** Find the faces in an RGB image, largest first, with their aligned crops and context regions. */
   async analyze(img: RgbImage): Promise<FrameAnalysis> {
+    const scan = await this.scan(img);
+    const faces = scan.faces.map((f): ObservedFace => {
+      const t = this.clock();
+      const aligned = warpAffine(img, this.alignment(f.landmarks), this.alignedSize, this.alignedSize);
+      this.stageMs.align += this.clock() - t;
+      return { ...f, aligned, context: cropRgb(img, f.crop) };
+    });
+    return { faces, input: img.data };
+  }
+
+  /** Find the faces in an RGB image, largest first: boxes, landmarks, quality and crop regions, no pixels. */
+  async scan(img: RgbImage): Promise<FrameScan> {
     const times = this.stageMs;
     let t = this.clock();
     const dspec = this.spec('detect');
@@ -233,7 +265,7 @@ export class FaceAnalyzer {
     now = this.clock();
     times.detect += now - t;
 
-    const faces: ObservedFace[] = [];
+    const faces: FoundFace[] = [];
     for (const det of dets) {
       faces.push(await this.observe(img, det.box, det.score));
     }
@@ -241,8 +273,20 @@ export class FaceAnalyzer {
     return { faces, input: img.data };
   }
 
-  /** Landmarks, alignment, quality and context crop for one detected box. */
-  async observe(img: RgbImage, box: Box, score: number): Promise<ObservedFace> {
+  /** The aligned crop -> frame map of a face's five points. */
+  private alignment(landmarks: FivePoints): Affine {
+    return alignmentTransform(landmarks, this.template, this.alignedSize).toFrame;
+  }
+
+  /** Aligned-crop pixels the quality reads, warped into a reused buffer (the rest of it is stale). */
+  private readonly sharpness: { window: PixelWindow; buffer: Uint8Array } = { window: { u0: 0, v0: 0, u1: 1, v1: 1 }, buffer: new Uint8Array(0) };
+
+  /**
+   * Landmarks, quality and crop region for one detected box. Quality needs only the sharpness window of the
+   * aligned crop (about a third of it), so only that is warped here; the whole aligned crop is made for the
+   * faces that get embedded (embedFace), from the cut-out crop region, with the same pixels.
+   */
+  async observe(img: RgbImage, box: Box, score: number): Promise<FoundFace> {
     const times = this.stageMs;
     let t = this.clock();
     const lspec = this.spec('landmark');
@@ -261,21 +305,28 @@ export class FaceAnalyzer {
     times.landmarks += now - t;
     t = now;
 
-    const { toFrame } = alignmentTransform(landmarks, this.template, this.alignedSize);
-    const aligned = warpAffine(img, toFrame, this.alignedSize, this.alignedSize);
+    const size = this.alignedSize;
+    const toFrame = this.alignment(landmarks);
+    const sharp = this.sharpness;
+    if (sharp.buffer.length !== size * size * 3) {
+      sharp.buffer = new Uint8Array(size * size * 3);
+      sharp.window = sharpnessWindow(size);
+    }
+    const window = warpAffine(img, toFrame, size, size, { window: sharp.window, into: sharp.buffer });
     now = this.clock();
     times.align += now - t;
     t = now;
 
-    const q = qualityOf(landmarks, aligned, score, this.config.quality);
+    const q = qualityOf(landmarks, window, score, this.config.quality);
 
     const ssr = shiftInside(scaledAbout(box, 1.4), img.width, img.height);
     const bw = box.x2 - box.x1;
     const bh = box.y2 - box.y1;
     const expression = clampRect({ x: box.x1, y: box.y1, w: bw * 1.2, h: bh * 1.2 }, img.width, img.height);
     const image = clampRect(scaledAbout(box, 1.5), img.width, img.height);
-    const context = cropRgb(img, union([ssr, expression, image]));
-    const rel = (r: Rect): Rect => ({ x: r.x - context.x, y: r.y - context.y, w: r.w, h: r.h });
+    const fp = warpFootprint(toFrame, { u0: 0, v0: 0, u1: size, v1: size }, img.width - 1, img.height - 1);
+    const crop = wholePixels(union([ssr, expression, image, { x: fp.x0, y: fp.y0, w: fp.x1 + 1 - fp.x0, h: fp.y1 + 1 - fp.y0 }]), img.width, img.height);
+    const rel = (r: Rect): Rect => ({ x: r.x - crop.x, y: r.y - crop.y, w: r.w, h: r.h });
     times.quality += this.clock() - t;
     return {
       box,
@@ -284,10 +335,20 @@ export class FaceAnalyzer {
       quality: q.quality,
       qualityParts: q.parts,
       passesGate: q.quality >= this.config.quality.gate,
-      aligned,
-      context,
+      crop,
       regions: { ssr: rel(ssr), expression: rel(expression), image: rel(image) },
     };
+  }
+
+  /**
+   * L2-normalised embedding of the face whose five points are `landmarks`, from its crop region (FaceFound.crop
+   * cut out of the frame): the aligned crop is warped from the region, the same pixels as from the whole frame.
+   */
+  async embedFace(region: FrameRegion, landmarks: FivePoints): Promise<Float32Array> {
+    const t = this.clock();
+    const aligned = warpFromRegion(region, this.alignment(landmarks), this.alignedSize, this.alignedSize);
+    this.stageMs.align += this.clock() - t;
+    return this.embed(aligned);
   }
 
   /** L2-normalised embedding of an aligned crop. */

@@ -10,10 +10,11 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { FaceAnalyzer, resolveAnalyzerConfig } from './analyzer.js';
-import type { AnalyzerConfig, AnalyzerConfigInput, AttributeParts, ContextRegions, FrameAnalysis, StageTimes } from './analyzer.js';
+import type { AnalyzerConfig, AnalyzerConfigInput, AttributeParts, ContextRegions, FrameAnalysis, FrameScan, StageTimes } from './analyzer.js';
+import type { FrameRegion } from './image.js';
 import { ModelSessions } from './models.js';
 import type { ModelTimings } from './models.js';
-import type { FaceAttributes, RgbImage } from './types.js';
+import type { FaceAttributes, FivePoints, RgbImage } from './types.js';
 
 export interface EngineStats {
   /** Cumulative time per model inside `session.run` (ms), over all workers. */
@@ -31,10 +32,16 @@ export interface VisionEngine {
   /** Number of worker threads (0: inline). */
   readonly workers: number;
   /**
-   * Faces in an RGB image, largest first. A worker engine reads a buffer from `frameBuffer` in place; any other
-   * buffer it takes over (detaches, and hands back as `input`) when the buffer is whole, else copies.
+   * Faces in an RGB image, largest first, with their aligned crops and context regions (photos, the CLI). A worker
+   * engine reads a buffer from `frameBuffer` in place; any other buffer it takes over (detaches, and hands back as
+   * `input`) when the buffer is whole, else copies.
    */
   analyze(img: RgbImage): Promise<FrameAnalysis>;
+  /**
+   * Faces in an RGB image, largest first, without pixels: what the pipeline asks of every frame (buffers as
+   * `analyze`). It cuts out the crop regions of the faces it keeps and hands them to embedFace and attributes.
+   */
+  scan(img: RgbImage): Promise<FrameScan>;
   /**
    * A frame buffer in shared memory that the worker threads read in place: no copy and no transfer per frame, and
    * no 0.7 MB of transferred memory per frame for the garbage collector to account. Fill it, analyze it, and
@@ -45,6 +52,8 @@ export interface VisionEngine {
   releaseFrameBuffer?(data: Uint8Array): void;
   /** L2-normalised embedding of an aligned crop. */
   embed(aligned: RgbImage): Promise<Float32Array>;
+  /** L2-normalised embedding of a face from its crop region (FaceFound.crop cut out of the frame) and landmarks. */
+  embedFace(region: FrameRegion, landmarks: FivePoints): Promise<Float32Array>;
   attributes(context: RgbImage, regions: ContextRegions, parts?: AttributeParts): Promise<FaceAttributes>;
   stats(): Promise<EngineStats>;
   close(): Promise<void>;
@@ -124,8 +133,14 @@ export class InlineEngine implements VisionEngine {
   analyze(img: RgbImage): Promise<FrameAnalysis> {
     return this.serial(() => this.analyzer.analyze(img));
   }
+  scan(img: RgbImage): Promise<FrameScan> {
+    return this.serial(() => this.analyzer.scan(img));
+  }
   embed(aligned: RgbImage): Promise<Float32Array> {
     return this.serial(() => this.analyzer.embed(aligned));
+  }
+  embedFace(region: FrameRegion, landmarks: FivePoints): Promise<Float32Array> {
+    return this.serial(() => this.analyzer.embedFace(region, landmarks));
   }
   attributes(context: RgbImage, regions: ContextRegions, parts?: AttributeParts): Promise<FaceAttributes> {
     return this.serial(() => this.analyzer.attributes(context, regions, parts));
@@ -143,10 +158,12 @@ export class InlineEngine implements VisionEngine {
 // ---------------------------------------------------------------------------------------------------------------
 // Worker pool.
 
+/** `pixels`: analyze (faces with aligned crops and context regions) or scan (no pixels). */
 export type WorkerRequest =
-  | { id: number; op: 'analyze'; img: RgbImage }
-  | { id: number; op: 'analyze-shared'; frame: number; width: number; height: number }
+  | { id: number; op: 'analyze'; img: RgbImage; pixels: boolean }
+  | { id: number; op: 'analyze-shared'; frame: number; width: number; height: number; pixels: boolean }
   | { id: number; op: 'embed'; aligned: RgbImage }
+  | { id: number; op: 'embed-face'; region: FrameRegion; landmarks: FivePoints }
   | { id: number; op: 'attributes'; context: RgbImage; regions: ContextRegions; parts?: AttributeParts }
   | { id: number; op: 'stats' };
 
@@ -324,6 +341,12 @@ export class WorkerPoolEngine implements VisionEngine {
   }
 
   analyze(img: RgbImage): Promise<FrameAnalysis> {
+    return this.frameRequest(img, true);
+  }
+  scan(img: RgbImage): Promise<FrameScan> {
+    return this.frameRequest(img, false);
+  }
+  private frameRequest<T>(img: RgbImage, pixels: boolean): Promise<T> {
     const buffer = img.data.buffer instanceof SharedArrayBuffer ? img.data.buffer : undefined;
     const frame = buffer && this.sharedFrames.get(buffer);
     if (buffer && frame !== undefined && img.data.byteOffset === 0 && !this.closed) {
@@ -333,9 +356,9 @@ export class WorkerPoolEngine implements VisionEngine {
         target.frames.add(frame);
         target.worker.postMessage({ op: 'frame-buffer', frame, buffer } satisfies WorkerNotice);
       }
-      return this.call({ op: 'analyze-shared', frame, width: img.width, height: img.height }, [], target);
+      return this.call({ op: 'analyze-shared', frame, width: img.width, height: img.height, pixels }, [], target);
     }
-    return this.call({ op: 'analyze', img }, ownsBuffer(img.data) ? [img.data.buffer as ArrayBuffer] : []);
+    return this.call({ op: 'analyze', img, pixels }, ownsBuffer(img.data) ? [img.data.buffer as ArrayBuffer] : []);
   }
   frameBuffer(size: number): Uint8Array {
     const buffer = new SharedArrayBuffer(size);
@@ -353,6 +376,9 @@ export class WorkerPoolEngine implements VisionEngine {
   }
   embed(aligned: RgbImage): Promise<Float32Array> {
     return this.call({ op: 'embed', aligned });
+  }
+  embedFace(region: FrameRegion, landmarks: FivePoints): Promise<Float32Array> {
+    return this.call({ op: 'embed-face', region, landmarks });
   }
   attributes(context: RgbImage, regions: ContextRegions, parts?: AttributeParts): Promise<FaceAttributes> {
     return this.call({ op: 'attributes', context, regions, ...(parts ? { parts } : {}) });

@@ -337,31 +337,134 @@ export function imageToTensor(img: RgbImage, fmt: TensorFormat, out?: Float32Arr
 // Affine warps.
 
 /**
+ * A region cut out of a larger frame (frameWidth x frameHeight) at `x`, `y`: a face's context crop. Warped as if it
+ * were the whole frame, in frame coordinates, as long as the warp reads only pixels inside it.
+ */
+export interface FrameRegion extends RgbImage {
+  x: number;
+  y: number;
+  frameWidth: number;
+  frameHeight: number;
+}
+
+/** Output pixels u0 <= u < u1, v0 <= v < v1 of a warp. */
+export interface PixelWindow {
+  u0: number;
+  v0: number;
+  u1: number;
+  v1: number;
+}
+
+export interface WarpOptions {
+  /** Compute only these output pixels (the others are left as they are in `into`); default the whole output. */
+  window?: PixelWindow;
+  /** Write into this buffer (outW*outH*3 bytes) instead of a new one. */
+  into?: Uint8Array;
+}
+
+/** A region as the warp reads it: its pixels, and where it sits in the frame whose coordinates the warp uses. */
+interface Source {
+  src: Uint8Array;
+  /** Bytes per row of `src`. */
+  stride: number;
+  /** Index of frame pixel (0, 0) in `src` (negative for a region): frame pixel (x, y) is at base + y*stride + x*3. */
+  base: number;
+  maxX: number;
+  maxY: number;
+}
+
+function wholeImage(img: RgbImage): Source {
+  return { src: img.data, stride: img.width * 3, base: 0, maxX: img.width - 1, maxY: img.height - 1 };
+}
+
+function regionOfFrame(region: FrameRegion): Source {
+  const stride = region.width * 3;
+  return { src: region.data, stride, base: -(region.y * stride + region.x * 3), maxX: region.frameWidth - 1, maxY: region.frameHeight - 1 };
+}
+
+/**
+ * The frame pixels (x1, y1 inclusive) that warping the output `window` through `toSource` may read, in a frame
+ * whose last pixel is (maxX, maxY): every sample lies within half a pixel of an output pixel centre, is clamped to
+ * the frame, and reads its pixel and the next one right and down. A pixel of margin covers rounding.
+ */
+export function warpFootprint(toSource: Affine, window: PixelWindow, maxX: number, maxY: number): { x0: number; y0: number; x1: number; y1: number } {
+  const [a, b, c, d, e, f] = toSource;
+  const us = [window.u0 - 0.5, window.u1 - 0.5];
+  const vs = [window.v0 - 0.5, window.v1 - 0.5];
+  let minX = Infinity;
+  let maxXs = -Infinity;
+  let minY = Infinity;
+  let maxYs = -Infinity;
+  for (const u of us) {
+    for (const v of vs) {
+      const x = a * u + b * v + c;
+      const y = d * u + e * v + f;
+      minX = Math.min(minX, x);
+      maxXs = Math.max(maxXs, x);
+      minY = Math.min(minY, y);
+      maxYs = Math.max(maxYs, y);
+    }
+  }
+  const clamp = (v: number, hi: number): number => (v < 0 ? 0 : v > hi ? hi : v);
+  return {
+    x0: clamp(Math.floor(minX) - 1, maxX),
+    y0: clamp(Math.floor(minY) - 1, maxY),
+    x1: clamp(Math.ceil(maxXs) + 2, maxX),
+    y1: clamp(Math.ceil(maxYs) + 2, maxY),
+  };
+}
+
+/**
  * Warp `img` into a new `outW`x`outH` RGB image. `toSource` maps output pixel
  * coordinates to source coordinates (pixel centres at integers, as OpenCV's
  * warpAffine with WARP_INVERSE_MAP). Bilinear; when the map shrinks by more
  * than 2x each output pixel averages k x k bilinear samples, k = ceil(scale/2),
  * so large faces in photos are not aliased. Outside the image the edge pixels
  * are repeated.
+ *
+ * A `window` computes only part of the output, each pixel exactly as the whole warp computes it.
  */
-export function warpAffine(img: RgbImage, toSource: Affine, outW: number, outH: number): RgbImage {
+export function warpAffine(img: RgbImage, toSource: Affine, outW: number, outH: number, opts: WarpOptions = {}): RgbImage {
+  return warp(wholeImage(img), toSource, outW, outH, opts);
+}
+
+/**
+ * warpAffine of the frame that `region` was cut from (`toSource` maps into frame coordinates), read from the region
+ * alone: exactly the warp of the whole frame, provided the region holds the warp's footprint (checked, see
+ * warpFootprint; FaceFound.crop is made to).
+ */
+export function warpFromRegion(region: FrameRegion, toSource: Affine, outW: number, outH: number, opts: WarpOptions = {}): RgbImage {
+  const source = regionOfFrame(region);
+  const fp = warpFootprint(toSource, opts.window ?? { u0: 0, v0: 0, u1: outW, v1: outH }, source.maxX, source.maxY);
+  if (fp.x0 < region.x || fp.y0 < region.y || fp.x1 >= region.x + region.width || fp.y1 >= region.y + region.height) {
+    throw new Error(
+      `warpFromRegion: the region ${region.width}x${region.height} at ${region.x},${region.y} does not hold the warp's footprint ${fp.x0},${fp.y0}-${fp.x1},${fp.y1}`,
+    );
+  }
+  return warp(source, toSource, outW, outH, opts);
+}
+
+function warp(source: Source, toSource: Affine, outW: number, outH: number, opts: WarpOptions): RgbImage {
+  const win = opts.window ?? { u0: 0, v0: 0, u1: outW, v1: outH };
+  if (win.u0 < 0 || win.v0 < 0 || win.u1 > outW || win.v1 > outH || win.u0 >= win.u1 || win.v0 >= win.v1) {
+    throw new Error(`warp: window ${win.u0},${win.v0}-${win.u1},${win.v1} is not inside a ${outW}x${outH} output`);
+  }
+  const out = opts.into ?? new Uint8Array(outW * outH * 3);
+  if (out.length < outW * outH * 3) throw new Error(`warp: the output buffer holds ${out.length} bytes, ${outW}x${outH} RGB needs ${outW * outH * 3}`);
   // One bilinear sample already averages a 2x2 neighbourhood, so up to 2x shrink needs no more; beyond that
   // k x k samples, each spanning ~2 source pixels, cover the output pixel's footprint.
   const k = supersampling(toSource);
-  if (k === 1) return warpBilinear(img, toSource, outW, outH);
-  const out = new Uint8Array(outW * outH * 3);
-  warpSupersampled(img.data, img.width, img.height, toSource, k, out, outW, outH);
+  if (k === 1) warpBilinear(source, toSource, outW, win, out);
+  else warpSupersampled(source, toSource, k, out, outW, win);
   return { width: outW, height: outH, data: out };
 }
 
 /** warpAffine with k x k bilinear samples per output pixel (k > 1), averaged. */
-function warpSupersampled(src: Uint8Array, w: number, h: number, toSource: Affine, k: number, out: Uint8Array, outW: number, outH: number): void {
+function warpSupersampled({ src, stride, base, maxX, maxY }: Source, toSource: Affine, k: number, out: Uint8Array, outW: number, win: PixelWindow): void {
   const [a, b, c, d, e, f] = toSource;
-  const maxX = w - 1;
-  const maxY = h - 1;
   const inv = 1 / (k * k);
-  for (let v = 0; v < outH; v++) {
-    for (let u = 0; u < outW; u++) {
+  for (let v = win.v0; v < win.v1; v++) {
+    for (let u = win.u0; u < win.u1; u++) {
       let r = 0;
       let g = 0;
       let bl = 0;
@@ -379,12 +482,12 @@ function warpSupersampled(src: Uint8Array, w: number, h: number, toSource: Affin
           const y0 = y | 0;
           const fx = x - x0;
           const fy = y - y0;
-          const x1 = x0 < maxX ? x0 + 1 : x0;
-          const y1 = y0 < maxY ? y0 + 1 : y0;
-          const p00 = (y0 * w + x0) * 3;
-          const p01 = (y0 * w + x1) * 3;
-          const p10 = (y1 * w + x0) * 3;
-          const p11 = (y1 * w + x1) * 3;
+          const dx = x0 < maxX ? 3 : 0;
+          const dy = y0 < maxY ? stride : 0;
+          const p00 = base + y0 * stride + x0 * 3;
+          const p01 = p00 + dx;
+          const p10 = p00 + dy;
+          const p11 = p10 + dx;
           const w00 = (1 - fx) * (1 - fy);
           const w01 = fx * (1 - fy);
           const w10 = (1 - fx) * fy;
@@ -417,41 +520,43 @@ const EDGE_MARGIN = 1e-6;
 /**
  * warpAffine without supersampling: one bilinear sample per output pixel, walking the source along each row.
  * A row whose samples all fall inside the image (the usual case for faces) skips the edge clamping; the
- * arithmetic per pixel is the same either way, so the result is too.
+ * arithmetic per pixel is the same either way, so the result is too. A window's row starts with the walk's
+ * own steps (repeated addition from u = 0), so its pixels are bit for bit those of the whole warp.
  */
-function warpBilinear(img: RgbImage, toSource: Affine, outW: number, outH: number, into?: Uint8Array): RgbImage {
+function warpBilinear(source: Source, toSource: Affine, outW: number, win: PixelWindow, out: Uint8Array): void {
   const [a, b, c, d, e, f] = toSource;
-  const out = into ?? new Uint8Array(outW * outH * 3);
-  const src = img.data;
-  const maxX = img.width - 1;
-  const maxY = img.height - 1;
-  const stride = img.width * 3;
+  const { src, stride, base, maxX, maxY } = source;
   const spanX = a * (outW - 1);
   const spanY = d * (outW - 1);
-  for (let v = 0, q = 0; v < outH; v++, q += outW * 3) {
-    const x = b * v + c;
-    const y = e * v + f;
+  const n = win.u1 - win.u0;
+  for (let v = win.v0; v < win.v1; v++) {
+    let x = b * v + c;
+    let y = e * v + f;
     const inside =
       Math.min(x, x + spanX) >= EDGE_MARGIN &&
       Math.max(x, x + spanX) < maxX - EDGE_MARGIN &&
       Math.min(y, y + spanY) >= EDGE_MARGIN &&
       Math.max(y, y + spanY) < maxY - EDGE_MARGIN;
+    for (let u = 0; u < win.u0; u++) {
+      x += a;
+      y += d;
+    }
+    const q = (v * outW + win.u0) * 3;
     // Two functions, not two branches of one loop: a branch that is rarely taken would leave the optimised loop
     // without type feedback for it, and V8 would finish such rows in the interpreter.
-    if (inside) bilinearRowInside(src, stride, out, q, x, y, a, d, outW);
-    else bilinearRowClamped(src, stride, maxX, maxY, out, q, x, y, a, d, outW);
+    if (inside) bilinearRowInside(src, stride, base, out, q, x, y, a, d, n);
+    else bilinearRowClamped(src, stride, base, maxX, maxY, out, q, x, y, a, d, n);
   }
-  return { width: outW, height: outH, data: out };
 }
 
 /** One output row of warpBilinear whose samples all lie inside the image: 0 < x < maxX, 0 < y < maxY. */
-function bilinearRowInside(src: Uint8Array, stride: number, out: Uint8Array, q: number, x: number, y: number, a: number, d: number, n: number): void {
+function bilinearRowInside(src: Uint8Array, stride: number, base: number, out: Uint8Array, q: number, x: number, y: number, a: number, d: number, n: number): void {
   for (let u = 0; u < n; u++, x += a, y += d, q += 3) {
     const x0 = x | 0;
     const y0 = y | 0;
     const fx = x - x0;
     const fy = y - y0;
-    const p = y0 * stride + x0 * 3;
+    const p = base + y0 * stride + x0 * 3;
     const p2 = p + stride;
     const w00 = (1 - fx) * (1 - fy);
     const w01 = fx * (1 - fy);
@@ -467,6 +572,7 @@ function bilinearRowInside(src: Uint8Array, stride: number, out: Uint8Array, q: 
 function bilinearRowClamped(
   src: Uint8Array,
   stride: number,
+  base: number,
   maxX: number,
   maxY: number,
   out: Uint8Array,
@@ -486,7 +592,7 @@ function bilinearRowClamped(
     const fy = yc - y0;
     const dx = x0 < maxX ? 3 : 0;
     const dy = y0 < maxY ? stride : 0;
-    const p = y0 * stride + x0 * 3;
+    const p = base + y0 * stride + x0 * 3;
     const w00 = (1 - fx) * (1 - fy);
     const w01 = fx * (1 - fy);
     const w10 = (1 - fx) * fy;
@@ -663,8 +769,8 @@ function cropColourRows(
   }
 }
 
-/** Copy a region (clamped to the image) without resampling. */
-export function cropRgb(img: RgbImage, rect: Rect): RgbImage & { x: number; y: number } {
+/** Copy a region (clamped to the image) without resampling; it remembers where it sits in the image. */
+export function cropRgb(img: RgbImage, rect: Rect): FrameRegion {
   const x = Math.max(0, Math.floor(rect.x));
   const y = Math.max(0, Math.floor(rect.y));
   const x2 = Math.min(img.width, Math.ceil(rect.x + rect.w));
@@ -676,7 +782,7 @@ export function cropRgb(img: RgbImage, rect: Rect): RgbImage & { x: number; y: n
     const from = ((y + row) * img.width + x) * 3;
     out.set(img.data.subarray(from, from + w * 3), row * w * 3);
   }
-  return { width: w, height: h, data: out, x, y };
+  return { width: w, height: h, data: out, x, y, frameWidth: img.width, frameHeight: img.height };
 }
 
 /** Move `rect` so it lies inside a `width`x`height` image (shrinking it only if it is larger than the image). */

@@ -11,14 +11,16 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { l2normalize } from './analyzer.js';
-import type { ContextRegions, FrameAnalysis, ObservedFace } from './analyzer.js';
+import type { ContextRegions, FoundFace, FrameScan } from './analyzer.js';
 import { genderFromScore } from './attributes.js';
 import type { VisionEngine } from './engine.js';
+import { cropRgb } from './image.js';
+import type { FrameRegion } from './image.js';
 import { encodeJpeg } from './io.js';
 import { GateWindow } from './quality.js';
 import { DEFAULT_TRACKER, FaceTracker } from './tracker.js';
 import type { Track, TrackerConfig } from './tracker.js';
-import type { FaceAttributes, Frame, RgbImage, Visit } from './types.js';
+import type { FaceAttributes, FivePoints, Frame, RgbImage, Visit } from './types.js';
 
 export interface PipelineConfig {
   tracker: TrackerConfig;
@@ -121,13 +123,14 @@ export interface PipelineStats extends Omit<CameraStats, 'fraction_below_gate'> 
   cameras: Record<string, CameraStats>;
 }
 
+/** A face a track keeps: its crop region cut out of the frame, from which the embedding, attributes and JPEG are made. */
 interface FaceKeep {
   at: number;
   quality: number;
   passed: boolean;
-  aligned: RgbImage;
-  context: RgbImage;
+  region: FrameRegion;
   regions: ContextRegions;
+  landmarks: FivePoints;
 }
 
 interface TrackState {
@@ -278,12 +281,13 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
       while (next) {
         const shared = next.img.data.buffer instanceof SharedArrayBuffer;
         try {
-          const analysis = await this.engine.analyze(next.img);
+          const scan = await this.engine.scan(next.img);
           const t0 = performance.now();
-          // A transferred buffer comes back as `input`; a shared one never left.
-          if (analysis.input) this.recycle(cam, analysis.input);
-          else if (shared) this.recycle(cam, next.img.data);
-          this.onFrame(cam, next.at, analysis);
+          // A transferred buffer comes back as `input`; a shared (or copied) one never left. The faces a track
+          // keeps are cut out of it before it is reused.
+          const pixels = scan.input ?? next.img.data;
+          this.onFrame(cam, next.at, scan, { width: next.img.width, height: next.img.height, data: pixels });
+          if (scan.input || shared) this.recycle(cam, pixels);
           this.timings.tracking += performance.now() - t0;
         } catch (err) {
           if (shared) this.recycle(cam, next.img.data);
@@ -298,7 +302,7 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
   }
 
   /** Tracking and bookkeeping for one analysed frame. */
-  private onFrame(cam: CameraState, at: number, { faces }: FrameAnalysis): void {
+  private onFrame(cam: CameraState, at: number, { faces }: FrameScan, frame: RgbImage): void {
     cam.stats.frames_processed++;
     cam.lastFrameAt = Math.max(cam.lastFrameAt, at);
     const { assigned, ended } = cam.tracker.update(
@@ -310,7 +314,7 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
       const track = assigned[i]!;
       cam.stats.faces++;
       cam.gate.add(at, !face.passesGate);
-      this.keep(track, face, at);
+      this.keep(track, face, at, frame);
     }
     for (const t of ended) this.finish(cam, t, 'lost');
     for (const t of cam.tracker.tracks) {
@@ -318,24 +322,29 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     }
   }
 
-  /** Remember what a track needs from this face: the best face overall, and the best few that passed the gate. */
-  private keep(track: Track<TrackState>, face: ObservedFace, at: number): void {
+  /**
+   * Remember what a track needs from this face: the best face overall, and the best few that passed the gate. Only
+   * the faces kept are cut out of the frame (their crop region); the others cost nothing more.
+   */
+  private keep(track: Track<TrackState>, face: FoundFace, at: number, frame: RgbImage): void {
     const s = track.data;
     if (s.reported) return;
     if (face.passesGate) s.facesPassed++;
-    const keep: FaceKeep = { at, quality: face.quality, passed: face.passesGate, aligned: face.aligned, context: face.context, regions: face.regions };
-    if (!s.best || face.quality > s.best.quality) s.best = keep;
+    let kept: FaceKeep | undefined;
+    const keep = (): FaceKeep =>
+      (kept ??= { at, quality: face.quality, passed: face.passesGate, region: cropRgb(frame, face.crop), regions: face.regions, landmarks: face.landmarks });
+    if (!s.best || face.quality > s.best.quality) s.best = keep();
     if (!face.passesGate) return;
     const c = s.candidates;
     const near = c.find((k) => Math.abs(k.at - at) < this.config.embedSpacingMs);
     if (near) {
-      if (face.quality > near.quality) c[c.indexOf(near)] = keep;
+      if (face.quality > near.quality) c[c.indexOf(near)] = keep();
     } else if (c.length < this.config.embedPerTrack) {
-      c.push(keep);
+      c.push(keep());
     } else {
       let worst = 0;
       for (let i = 1; i < c.length; i++) if (c[i]!.quality < c[worst]!.quality) worst = i;
-      if (face.quality > c[worst]!.quality) c[worst] = keep;
+      if (face.quality > c[worst]!.quality) c[worst] = keep();
     }
   }
 
@@ -374,7 +383,7 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     let embedded = 0;
     if (candidates.length > 0) {
       try {
-        const embeddings = await Promise.all(candidates.map((k) => this.engine.embed(k.aligned)));
+        const embeddings = await Promise.all(candidates.map((k) => this.engine.embedFace(k.region, k.landmarks)));
         cam.stats.embeddings += embeddings.length;
         embedded = embeddings.length;
         embedding = averageEmbeddings(consensus(embeddings, cfg.embedConsensus));
@@ -394,7 +403,7 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     if (cfg.faceImages) {
       const t0 = performance.now();
       try {
-        faceJpeg = await encodeJpeg(best.context, best.regions.image);
+        faceJpeg = await encodeJpeg(best.region, best.regions.image);
       } catch (err) {
         this.fail(err);
       }
@@ -431,8 +440,8 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
    */
   private async visitAttributes(faces: FaceKeep[], best: FaceKeep): Promise<FaceAttributes> {
     const [expr, ...ag] = await Promise.all([
-      this.engine.attributes(best.context, best.regions, { ageGender: false }),
-      ...faces.map((f) => this.engine.attributes(f.context, f.regions, { expression: false })),
+      this.engine.attributes(best.region, best.regions, { ageGender: false }),
+      ...faces.map((f) => this.engine.attributes(f.region, f.regions, { expression: false })),
     ]);
     const mean = (xs: (number | undefined)[]): number | undefined => {
       const v = xs.filter((x): x is number => x !== undefined);

@@ -5,6 +5,7 @@
  */
 import { estimatePose } from './align.js';
 import { rgbLaplacianVariance } from './image.js';
+import type { PixelWindow, Rect } from './image.js';
 import type { FivePoints, QualityParts, RgbImage } from './types.js';
 
 export interface QualityConfig {
@@ -51,6 +52,26 @@ export const QUALITY_WEIGHTS = { size: 0.25, sharpness: 0.4, pose: 0.25, detecto
 /** Inner face of the aligned 112x112 crop (brows to chin, cheek to cheek), where sharpness is measured. */
 export const SHARPNESS_ROI = { x: 24, y: 36, w: 64, h: 68 };
 
+/** SHARPNESS_ROI in an aligned crop of `size` pixels. */
+function sharpnessRoi(size: number): Rect {
+  const k = size / 112;
+  return { x: SHARPNESS_ROI.x * k, y: SHARPNESS_ROI.y * k, w: SHARPNESS_ROI.w * k, h: SHARPNESS_ROI.h * k };
+}
+
+/**
+ * The pixels of a `size`x`size` aligned crop that qualityOf reads (the ROI and the one-pixel ring of its
+ * Laplacian, as rgbLaplacianVariance takes them): the analysis warps only these for each face, and the whole crop
+ * only for the faces it embeds.
+ */
+export function sharpnessWindow(size = 112): PixelWindow {
+  const roi = sharpnessRoi(size);
+  const x0 = Math.max(1, Math.floor(roi.x));
+  const y0 = Math.max(1, Math.floor(roi.y));
+  const x1 = Math.min(size - 1, Math.ceil(roi.x + roi.w));
+  const y1 = Math.min(size - 1, Math.ceil(roi.y + roi.h));
+  return { u0: x0 - 1, v0: y0 - 1, u1: x1 + 1, v1: y1 + 1 };
+}
+
 function clamp01(x: number): number {
   return x < 0 ? 0 : x > 1 ? 1 : x;
 }
@@ -62,9 +83,7 @@ export function qualityOf(
   cfg: QualityConfig = DEFAULT_QUALITY,
 ): { quality: number; parts: QualityParts } {
   const { yaw, roll, eyeDistance } = estimatePose(landmarks);
-  const k = aligned.width / 112;
-  const roi = { x: SHARPNESS_ROI.x * k, y: SHARPNESS_ROI.y * k, w: SHARPNESS_ROI.w * k, h: SHARPNESS_ROI.h * k };
-  const lv = rgbLaplacianVariance(aligned, roi);
+  const lv = rgbLaplacianVariance(aligned, sharpnessRoi(aligned.width));
   const size = clamp01((eyeDistance - cfg.minEyeDistance) / (cfg.goodEyeDistance - cfg.minEyeDistance));
   const sharpness = lv <= 0 ? 0 : clamp01(Math.log(lv / cfg.blurredVariance) / Math.log(cfg.sharpVariance / cfg.blurredVariance));
   const pose = clamp01(1 - (yaw / cfg.maxYaw) ** 2) * clamp01(1 - (roll / cfg.maxRoll) ** 2);

@@ -14,7 +14,9 @@ import type { ObservedFace } from './analyzer.js';
 import { createVisionEngine } from './engine.js';
 import type { VisionEngine } from './engine.js';
 import { personOf, sharedFacesDir } from './fixtures.js';
+import { cropRgb } from './image.js';
 import { loadImage } from './io.js';
+import { qualityOf } from './quality.js';
 import type { RgbImage } from './types.js';
 
 let engine: VisionEngine;
@@ -94,6 +96,20 @@ describe('registry photos', () => {
   it('finds a smile on the bar photo (FER-2013 "happy")', async () => {
     const f = facePosition('sample3.jpg', 'middle');
     expect((await engine.attributes(f.context, f.regions, { ageGender: false })).emotion).toBe('happy');
+  });
+});
+
+describe('scan (what the pipeline asks of every frame) and embedFace', () => {
+  it('finds the same faces with the same quality as analyze, and embeds them from their crop region bit for bit', async () => {
+    const photo = await loadImage(join(photosDir, 'sample3.jpg'));
+    const [analysed, scanned] = [(await engine.analyze(photo)).faces, (await engine.scan(photo)).faces];
+    expect(scanned.length).toBeGreaterThan(1);
+    expect(scanned).toEqual(analysed.map(({ aligned: _a, context: _c, ...found }) => found));
+    for (const f of analysed) {
+      // The quality was computed on the sharpness window alone; the whole aligned crop gives the same value.
+      expect(qualityOf(f.landmarks, f.aligned, f.score, engine.config.quality).quality).toBe(f.quality);
+      expect(Array.from(await engine.embedFace(cropRgb(photo, f.crop), f.landmarks))).toEqual(Array.from(await engine.embed(f.aligned)));
+    }
   });
 });
 

@@ -1,12 +1,14 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { FrameConsumer } from '../capture/frame.js';
-import type { AttributeParts, ContextRegions, FrameAnalysis, ObservedFace } from './analyzer.js';
+import type { AttributeParts, ContextRegions, FoundFace, FrameAnalysis, FrameScan, ObservedFace } from './analyzer.js';
 import { resolveAnalyzerConfig } from './analyzer.js';
 import type { EngineStats, VisionEngine } from './engine.js';
+import { cropRgb } from './image.js';
+import type { FrameRegion } from './image.js';
 import { FramePipeline, consensus } from './pipeline.js';
 import { GateWindow } from './quality.js';
 import { DEFAULT_TRACKER, FaceTracker } from './tracker.js';
-import type { Box, FaceAttributes, RgbImage, Visit } from './types.js';
+import type { Box, FaceAttributes, FivePoints, RgbImage, Visit } from './types.js';
 
 function box(cx: number, cy: number, s = 60): Box {
   return { x1: cx - s / 2, y1: cy - s / 2, x2: cx + s / 2, y2: cy + s / 2 };
@@ -103,23 +105,29 @@ class ScriptedEngine implements VisionEngine {
   failEmbed = false;
   constructor(private readonly script: Map<number, ScriptedFace[]>) {}
 
-  async analyze(img: RgbImage): Promise<FrameAnalysis> {
-    if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
+  /** The scripted faces of a frame (its number is in its first two bytes). */
+  private found(img: RgbImage): FoundFace[] {
     const frame = img.data[0]! + 256 * img.data[1]!;
-    const faces = (this.script.get(frame) ?? []).map((f): ObservedFace => {
-      const aligned = { width: 2, height: 2, data: new Uint8Array(12).fill(f.person) };
-      return {
-        box: f.box,
-        score: 0.99,
-        landmarks: [[0, 0], [1, 0], [0.5, 0.5], [0, 1], [1, 1]],
-        quality: f.quality,
-        qualityParts: { eyeDistance: 30, size: 1, laplacianVariance: 100, sharpness: 1, yaw: 0, roll: 0, pose: 1, detector: 1 },
-        passesGate: f.quality >= this.config.quality.gate,
-        aligned,
-        context: { width: 4, height: 4, data: new Uint8Array(48).fill(f.person), x: 0, y: 0 },
-        regions: { ssr: { x: 0, y: 0, w: 4, h: 4 }, expression: { x: 0, y: 0, w: 4, h: 4 }, image: { x: 0, y: 0, w: 4, h: 4 } },
-      };
-    });
+    // Each person's face sits in its own place: the crop region starts at x = person, and so does its first landmark.
+    return (this.script.get(frame) ?? []).map((f): FoundFace => ({
+      box: f.box,
+      score: 0.99,
+      landmarks: [[f.person, 0], [1, 0], [0.5, 0.5], [0, 1], [1, 1]],
+      quality: f.quality,
+      qualityParts: { eyeDistance: 30, size: 1, laplacianVariance: 100, sharpness: 1, yaw: 0, roll: 0, pose: 1, detector: 1 },
+      passesGate: f.quality >= this.config.quality.gate,
+      crop: { x: f.person, y: 0, w: 4, h: 4 },
+      regions: { ssr: { x: 0, y: 0, w: 4, h: 4 }, expression: { x: 0, y: 0, w: 4, h: 4 }, image: { x: 0, y: 0, w: 4, h: 4 } },
+    }));
+  }
+
+  async scan(img: RgbImage): Promise<FrameScan> {
+    if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
+    return { faces: this.found(img), input: img.data };
+  }
+  async analyze(img: RgbImage): Promise<FrameAnalysis> {
+    const scan = await this.scan(img);
+    const faces = scan.faces.map((f): ObservedFace => ({ ...f, aligned: { width: 2, height: 2, data: new Uint8Array(12).fill(f.crop.x) }, context: cropRgb(img, f.crop) }));
     return { faces, input: img.data };
   }
   async embed(aligned: RgbImage): Promise<Float32Array> {
@@ -127,11 +135,17 @@ class ScriptedEngine implements VisionEngine {
     this.embeds++;
     return unit(aligned.data[0]!);
   }
+  async embedFace(region: FrameRegion, landmarks: FivePoints): Promise<Float32Array> {
+    if (this.failEmbed) throw new Error('vision worker exited with code 1');
+    expect(region.x).toBe(landmarks[0][0]); // the pipeline cut out this face's own region
+    this.embeds++;
+    return unit(landmarks[0][0]);
+  }
   async attributes(context: RgbImage, _regions: ContextRegions, parts: AttributeParts = {}): Promise<FaceAttributes> {
     this.attributeCalls++;
     return {
       ...(parts.ageGender !== false ? { gender: 'female', age: 30, raw: { genderScore: 0.2, age: 30 } } : {}),
-      ...(parts.expression !== false ? { emotion: context.data[0] === 1 ? 'happy' : 'neutral' } : {}),
+      ...(parts.expression !== false ? { emotion: (context as FrameRegion).x === 1 ? 'happy' : 'neutral' } : {}),
     };
   }
   async stats(): Promise<EngineStats> {

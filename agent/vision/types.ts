@@ -2,6 +2,7 @@
  * Types shared by the recognition pipeline (agent/vision). Plain data only, so
  * every value here can cross a worker_threads boundary by structured clone.
  */
+import type { FrameRegion, Rect } from './image.js';
 
 /** An 8-bit RGB image, rows top to bottom, 3 bytes per pixel, no padding. */
 export interface RgbImage {
@@ -52,8 +53,8 @@ export interface QualityParts {
   detector: number;
 }
 
-/** One face found in one frame (or photo). */
-export interface FaceObservation {
+/** One face found in one frame (or photo): where it is, how good it is, and the frame region its later work needs. */
+export interface FaceFound {
   box: Box;
   /** Detector face score 0..1. */
   score: number;
@@ -62,14 +63,20 @@ export interface FaceObservation {
   quality: number;
   qualityParts: QualityParts;
   passesGate: boolean;
+  /**
+   * The frame region (whole pixels, inside the frame) that holds the attribute models' crops, the face image and
+   * every pixel the aligned 112x112 crop is made from. A track cuts it out of the frames whose faces it keeps, and
+   * the embedding, attributes and face JPEG are made from that cut-out later, without the whole frame.
+   */
+  crop: Rect;
+}
+
+/** A face with its pixels: the aligned crop and the context region (the CLI, tests, and photos). */
+export interface FaceObservation extends FaceFound {
   /** The face warped onto the 112x112 ArcFace template, RGB: the embedding model's input. */
   aligned: RgbImage;
-  /**
-   * The frame region around the face (box grown so it holds the attribute models' crops and
-   * the face image), and where it sits in the frame. Attributes and the face JPEG are made
-   * from it later, without keeping the whole frame.
-   */
-  context: RgbImage & { x: number; y: number };
+  /** `crop` cut out of the frame (the region and where it sits in the frame). */
+  context: FrameRegion;
 }
 
 export interface FaceAttributes {

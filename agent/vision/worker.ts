@@ -4,6 +4,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { FaceAnalyzer } from './analyzer.js';
+import type { FoundFace, ObservedFace } from './analyzer.js';
 import type { WorkerInit, WorkerNotice, WorkerReply, WorkerRequest } from './engine.js';
 import { threadCpuMs } from './cpu.js';
 import { ModelSessions } from './models.js';
@@ -42,26 +43,36 @@ port.on('message', (req: WorkerRequest | WorkerNotice) => {
   });
 });
 
+/** The buffers of the faces' aligned crops and context regions (analyze), handed over rather than copied. */
+function pixelsOf(faces: (FoundFace | ObservedFace)[]): ArrayBuffer[] {
+  return faces.flatMap((f) => ('aligned' in f ? [f.aligned.data.buffer as ArrayBuffer, f.context.data.buffer as ArrayBuffer] : []));
+}
+
 async function serve(analyzer: FaceAnalyzer, req: WorkerRequest): Promise<void> {
   try {
     switch (req.op) {
       case 'analyze-shared': {
         const data = frames.get(req.frame);
         if (!data) throw new Error(`shared frame ${req.frame} is unknown to this worker`);
-        const result = await analyzer.analyze({ width: req.width, height: req.height, data });
+        const img = { width: req.width, height: req.height, data };
+        const result = req.pixels ? await analyzer.analyze(img) : await analyzer.scan(img);
         // The buffer stays where it is (shared): nothing to hand back.
         delete result.input;
-        reply({ type: 'result', id: req.id, ok: true, value: result }, result.faces.flatMap((f) => [f.aligned.data.buffer as ArrayBuffer, f.context.data.buffer as ArrayBuffer]));
+        reply({ type: 'result', id: req.id, ok: true, value: result }, pixelsOf(result.faces));
         return;
       }
       case 'analyze': {
-        const result = await analyzer.analyze(req.img);
-        const transfer: ArrayBuffer[] = [];
+        const result = req.pixels ? await analyzer.analyze(req.img) : await analyzer.scan(req.img);
+        const transfer = pixelsOf(result.faces);
         const input = result.input;
         if (input && input.byteOffset === 0 && input.byteLength === input.buffer.byteLength) transfer.push(input.buffer as ArrayBuffer);
         else delete result.input;
-        for (const f of result.faces) transfer.push(f.aligned.data.buffer as ArrayBuffer, f.context.data.buffer as ArrayBuffer);
         reply({ type: 'result', id: req.id, ok: true, value: result }, transfer);
+        return;
+      }
+      case 'embed-face': {
+        const e = await analyzer.embedFace(req.region, req.landmarks);
+        reply({ type: 'result', id: req.id, ok: true, value: e }, [e.buffer as ArrayBuffer]);
         return;
       }
       case 'embed': {
