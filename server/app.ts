@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import { sql } from 'drizzle-orm';
 import type { AppRouter, Custom, Deps, State } from './context.js';
-import { accessLog, errors, requestId } from './http/middleware.js';
+import { accessLog, deferBodyErrors, errors, requestId } from './http/middleware.js';
 import { noSuchRoute } from './http/errors.js';
 import { authRoutes } from './auth/routes.js';
 import { clientsRoutes } from './clients/routes.js';
@@ -14,6 +14,7 @@ import { agentRoutes } from './agent-api/routes.js';
 import { visitsRoutes } from './visits/routes.js';
 import { customersRoutes } from './customers/routes.js';
 import { purchasesRoutes } from './purchases/routes.js';
+import { assistantRoutes } from './assistant/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -26,11 +27,13 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
   app.use(accessLog);
   app.use(errors);
   app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      jsonLimit: deps.config.FOOTFALL_BODY_LIMIT_BYTES,
-      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
-    }),
+    deferBodyErrors(
+      bodyParser({
+        enableTypes: ['json'],
+        jsonLimit: deps.config.FOOTFALL_BODY_LIMIT_BYTES,
+        parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
+      }),
+    ),
   );
 
   // Admin routes answer no 405: to anyone else /api/admin/* must look like nothing at all (a plain 404).
@@ -39,7 +42,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
     if (ctx.path === '/api/admin' || ctx.path.startsWith('/api/admin/')) throw noSuchRoute(ctx.method, ctx.path);
     await next();
   });
-  const routers: AppRouter[] = [healthRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes()];
+  const routers: AppRouter[] = [healthRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), assistantRoutes()];
   for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
   return app;
 }

@@ -57,6 +57,8 @@ export interface State {
   /** The enrolled shop PC calling an /api/agent route (agentAuth). */
   agent?: AgentCaller;
   body?: unknown;
+  /** Why the request body could not be read (bad JSON, too large): reported by the route that reads the body. */
+  bodyError?: unknown;
   query?: unknown;
 }
 

@@ -487,6 +487,15 @@ describe('platform administration', () => {
       // And the unknown route answers the same.
       const unknown = await h.request('GET', '/api/admin/nothing-here', { token: a.ownerToken });
       expect(unknown.body).toEqual({ error: 'not_found', message: 'There is no GET /api/admin/nothing-here.' });
+      // A body that does not parse is no clue either: the same 404 (only a route that reads the body reports it).
+      for (const token of [a.ownerToken, undefined]) {
+        const bad = await h.request('POST', '/api/admin/clients', token ? { token, raw: '{"company_name":' } : { raw: '{"company_name":' });
+        expect(bad.status).toBe(404);
+        expect(bad.body).toEqual({ error: 'not_found', message: 'There is no POST /api/admin/clients.' });
+      }
+      const adminBad = await h.request('POST', '/api/admin/clients', { token: admin, raw: '{"company_name":' });
+      expect(adminBad.status).toBe(400);
+      expect(adminBad.body.error).toBe('invalid_request');
       // A method the admin router does not have is the same 404, not a 405 that would reveal the path.
       for (const token of [a.ownerToken, undefined]) {
         const put = await h.request('PUT', '/api/admin/clients', token ? { token, body: {} } : { body: {} });

@@ -67,3 +67,19 @@ function toHttpError(err: unknown): HttpError {
   }
   return new HttpError(500, 'internal', 'Something went wrong on the server. The request id identifies it in the logs.');
 }
+
+/**
+ * Runs the body parser but leaves its failure (JSON that does not parse, a body over the limit) to the route that
+ * reads the body (validate): a path that does not exist, or that a caller may not see (/api/admin/*), answers its
+ * plain 404 whatever the body, so a malformed body cannot tell whether a path is there.
+ */
+export function deferBodyErrors(parse: Mw): Mw {
+  return async (ctx, next) => {
+    try {
+      await parse(ctx, async () => {});
+    } catch (err) {
+      ctx.state.bodyError = err;
+    }
+    await next();
+  };
+}

@@ -38,6 +38,7 @@ export function describeIssues(error: z.ZodError): string {
 export function validate(schemas: { body?: z.ZodType; query?: z.ZodType }): Mw {
   return async (ctx, next) => {
     if (schemas.body) {
+      if (ctx.state.bodyError !== undefined) throw ctx.state.bodyError;
       const parsed = schemas.body.safeParse(ctx.request.body ?? {}, { error: plainErrors });
       if (!parsed.success) throw badRequest(describeIssues(parsed.error));
       ctx.state.body = parsed.data;
