@@ -153,6 +153,39 @@ describe('configuration', () => {
     for (const key of Object.keys(configSchema.shape)) expect(key).toMatch(/^FOOTFALL_[A-Z0-9_]+$/);
   });
 
+  it('assistant: off by default; the URL is an http(s) base without credentials; the key is never echoed', () => {
+    const off = loadConfig({});
+    expect(off.FOOTFALL_ASSISTANT_URL).toBeUndefined();
+    expect(off.FOOTFALL_ASSISTANT_MODEL).toBeUndefined();
+    expect(off.FOOTFALL_ASSISTANT_API_KEY).toBeUndefined();
+    expect(off.FOOTFALL_ASSISTANT_TIMEOUT_MS).toBe(60_000);
+    expect(off.FOOTFALL_ASSISTANT_MAX_ROUNDS).toBe(4);
+    const on = loadConfig({
+      FOOTFALL_ASSISTANT_URL: ' http://127.0.0.1:8081/v1/ ',
+      FOOTFALL_ASSISTANT_MODEL: 'qwen2.5-7b-instruct',
+      FOOTFALL_ASSISTANT_API_KEY: 'sk-abc',
+      FOOTFALL_ASSISTANT_TIMEOUT_MS: '30000',
+      FOOTFALL_ASSISTANT_MAX_ROUNDS: '2',
+    });
+    expect(on).toMatchObject({
+      FOOTFALL_ASSISTANT_URL: 'http://127.0.0.1:8081/v1',
+      FOOTFALL_ASSISTANT_MODEL: 'qwen2.5-7b-instruct',
+      FOOTFALL_ASSISTANT_API_KEY: 'sk-abc',
+      FOOTFALL_ASSISTANT_TIMEOUT_MS: 30_000,
+      FOOTFALL_ASSISTANT_MAX_ROUNDS: 2,
+    });
+    expect(loadConfig({ FOOTFALL_ASSISTANT_URL: 'https://api.example.com/v1' }).FOOTFALL_ASSISTANT_URL).toBe('https://api.example.com/v1');
+    for (const url of ['api.example.com/v1', 'ftp://host/v1', 'http://user:pw@host/v1', 'http://host/v1?key=x', 'http://host/v1#x']) {
+      expect(problem({ FOOTFALL_ASSISTANT_URL: url }), url).toMatch(/FOOTFALL_ASSISTANT_URL: must be an http\(s\) base URL/);
+    }
+    expect(problem({ FOOTFALL_ASSISTANT_TIMEOUT_MS: '10' })).toContain('FOOTFALL_ASSISTANT_TIMEOUT_MS: must be at least 1000');
+    expect(problem({ FOOTFALL_ASSISTANT_MAX_ROUNDS: '0' })).toContain('FOOTFALL_ASSISTANT_MAX_ROUNDS');
+    const key = problem({ FOOTFALL_ASSISTANT_API_KEY: `sk-${'x'.repeat(5000)}` });
+    expect(key).toMatch(/FOOTFALL_ASSISTANT_API_KEY: must be at most 4096 characters \(got a value that is not shown\)/);
+    expect(key).not.toContain('sk-x');
+    expect(problem({ FOOTFALL_ASSISTANT_MODEL: '   ' })).toContain('FOOTFALL_ASSISTANT_MODEL: must not be blank');
+  });
+
   it('reads similarity thresholds as numbers from 0 to 1', () => {
     expect(loadConfig({ FOOTFALL_MATCH_THRESHOLD: '0.5' }).FOOTFALL_MATCH_THRESHOLD).toBe(0.5);
     expect(() => loadConfig({ FOOTFALL_MATCH_THRESHOLD: '1.5' })).toThrow(/FOOTFALL_MATCH_THRESHOLD: must be a number from 0 to 1/);

@@ -23,7 +23,24 @@ const bool = z
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 
 /** Never echoed back in an error message. */
-const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY']);
+const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY']);
+
+/**
+ * The assistant's LLM service: the base URL of an OpenAI-compatible Chat Completions API (".../v1"), http or https,
+ * without credentials (they go in FOOTFALL_ASSISTANT_API_KEY), query or fragment. Kept without a trailing slash.
+ */
+const serviceUrl = z
+  .string()
+  .trim()
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && !u.search && !u.hash;
+    } catch {
+      return false;
+    }
+  }, 'must be an http(s) base URL such as http://127.0.0.1:8081/v1, without user name, password, query or fragment (the key goes in FOOTFALL_ASSISTANT_API_KEY)')
+  .transform((v) => v.replace(/\/+$/, ''));
 
 export const configSchema = z.object({
   FOOTFALL_DATA_DIR: z.string().min(1).default('./data'),
@@ -59,6 +76,12 @@ export const configSchema = z.object({
   FOOTFALL_ENROLMENT_CODE_DAYS_MAX: int(1, 30).default(30),
   FOOTFALL_ASSISTANT_MAX_TURNS: int(1, 1000).default(24),
   FOOTFALL_ASSISTANT_MAX_CHARS: int(1, 100_000).default(2000),
+  // The assistant's LLM (docs/assistant.md). No URL: the assistant is off (501 assistant_off).
+  FOOTFALL_ASSISTANT_URL: serviceUrl.optional(),
+  FOOTFALL_ASSISTANT_MODEL: z.string().trim().min(1, 'must not be blank').max(200, 'must be at most 200 characters').optional(),
+  FOOTFALL_ASSISTANT_API_KEY: z.string().trim().min(1, 'must not be blank').max(4096, 'must be at most 4096 characters').optional(),
+  FOOTFALL_ASSISTANT_TIMEOUT_MS: int(1000, 600_000).default(60_000),
+  FOOTFALL_ASSISTANT_MAX_ROUNDS: int(1, 10).default(4),
   FOOTFALL_LIVE_VIEW_MAX_S: int(1, 3600).default(300),
   FOOTFALL_CHECK_RELEASE_S: int(1, 3600).default(300),
   FOOTFALL_HEARTBEAT_INTERVAL_S: int(1, 3600).default(30),

@@ -1,0 +1,205 @@
+import { z } from 'zod';
+import { audit } from '../audit/service.js';
+import { requestCheck } from '../cameras/checks.js';
+import { camerasPolicy } from '../cameras/policy.js';
+import { presentCamera, presentCheck } from '../cameras/presenter.js';
+import { findShopCamera, listCameras, shopCameraStates, viewCamera } from '../cameras/service.js';
+import { actorOf, tenantOf, type Ctx } from '../context.js';
+import { HttpError, notFound } from '../http/errors.js';
+import { describeIssues, plainErrors } from '../http/pipeline.js';
+import type { Rule } from '../policy.js';
+import { cameraRef } from '../references/cameras.js';
+import { resolve } from '../references/resolver.js';
+import { shopRef } from '../references/shops.js';
+import { checkShop } from '../shops/check.js';
+import { notifyShop, shopAddress } from '../shops/notices.js';
+import { shopsPolicy } from '../shops/policy.js';
+import { presentShop, presentShopCheck } from '../shops/presenter.js';
+import { getShop, listShops } from '../shops/service.js';
+import type { ToolSpec } from './llm.js';
+import { allows } from './policy.js';
+import { cameraForTool, checkForTool, shopForTool } from './presenter.js';
+
+/**
+ * The assistant's tools. Each stands for an HTTP route and runs as the signed-in user through that route's services,
+ * presenter and policy rule: the tenant is the session's (tenantOf), references resolve inside it, and a role the rule
+ * refuses gets the rule's 403 message as the tool's result. A tool's failure (bad arguments, unknown shop, a check
+ * already running) is the tool's result too, `{ error, message }` as the API would answer it, for the model to relay.
+ */
+export interface Tool {
+  name: string;
+  description: string;
+  /** Arguments; their JSON schema is what the model is shown. */
+  args: z.ZodType;
+  /** The rule of the route this tool stands for. */
+  rule: Rule;
+  run(ctx: Ctx, args: never): unknown;
+}
+
+function tool<S extends z.ZodType>(t: { name: string; description: string; args: S; rule: Rule; run(ctx: Ctx, args: z.output<S>): unknown }): Tool {
+  return t as Tool;
+}
+
+const site = z.string().trim().min(1).max(200);
+
+/** The shop a tool names (slug or uuid) in the caller's company; another company's is "not found". */
+function shopNamed(ctx: Ctx, ref: string) {
+  const db = ctx.deps.store.db;
+  const shop = getShop(db, resolve(db, shopRef, tenantOf(ctx), ref, 'path'));
+  if (!shop) throw notFound('That shop');
+  return shop;
+}
+
+/** GET /api/sites */
+const sites = tool({
+  name: 'sites',
+  description: "Lists the company's shops: name, slug, time zone, whether the shop PC is online, its cameras up and total, face quality (fraction_below_gate) and visits queued or dropped.",
+  args: z.strictObject({}),
+  rule: shopsPolicy.view,
+  run(ctx) {
+    const now = Date.now();
+    return { sites: listShops(ctx.deps.store.db, tenantOf(ctx)).map((s) => shopForTool(presentShop(s, ctx.deps.config, now))) };
+  },
+});
+
+/** GET /api/cameras, optionally for one shop. */
+const cameras = tool({
+  name: 'cameras',
+  description: 'Lists cameras, of one shop or of every shop: label, camera_id, whether it is connected, and its last check (state, verdict, headline).',
+  args: z.strictObject({ site: site.optional().describe('The shop (slug or id); omit for every shop.') }),
+  rule: camerasPolicy.view,
+  run(ctx, args) {
+    const db = ctx.deps.store.db;
+    const companyId = tenantOf(ctx);
+    const shopId = args.site === undefined ? undefined : resolve(db, shopRef, companyId, args.site, 'query');
+    const now = Date.now();
+    const views = listCameras(db, companyId).filter((v) => shopId === undefined || v.shop.id === shopId);
+    return { cameras: views.map((v) => cameraForTool(presentCamera(v, now))) };
+  },
+});
+
+/** GET /api/sites/{site}/check */
+const siteCheck = tool({
+  name: 'site_check',
+  description: "Runs the shop check of one shop: five steps in order (the shop's PC is online, recognition is running, cameras are connected, cameras can recognise faces, visits are reaching head office), each pass, warn, fail or unknown, with advice.",
+  args: z.strictObject({ site: site.describe('The shop (slug or id).') }),
+  rule: shopsPolicy.view,
+  run(ctx, args) {
+    const shop = shopNamed(ctx, args.site);
+    const cams = shopCameraStates(ctx.deps.store.db, shop.id);
+    return presentShopCheck(shop, checkShop(shop, cams, ctx.deps.config));
+  },
+});
+
+/** POST /api/cameras/{id}/check with kind connection. */
+const cameraCheck = tool({
+  name: 'camera_check',
+  description:
+    'Requests a connection check of one camera: the shop PC tries to open its stream and answers within seconds. It only starts the check; the result shows later in the cameras list. Only some roles may do this.',
+  args: z.strictObject({
+    camera: z.string().trim().min(1).max(200).describe("The camera's camera_id or id."),
+    site: site.optional().describe('The shop (slug or id); needed when two shops have a camera with that camera_id.'),
+  }),
+  rule: camerasPolicy.check,
+  run(ctx, args) {
+    const { store, config, broker } = ctx.deps;
+    const db = store.db;
+    const companyId = tenantOf(ctx);
+    const { view, check } = store.tx(() => {
+      let id: string;
+      if (args.site === undefined) {
+        id = resolve(db, cameraRef, companyId, args.camera, 'path');
+      } else {
+        const shop = shopNamed(ctx, args.site);
+        const found = findShopCamera(db, shop.id, args.camera);
+        if (!found) throw notFound(`Camera "${args.camera}" of ${shop.name}`);
+        id = found.id;
+      }
+      const found = viewCamera(db, id);
+      if (!found) throw notFound('That camera');
+      const made = requestCheck(db, found.camera, found.check, {
+        kind: 'connection',
+        seconds: null,
+        requestedBy: actorOf(ctx).userId,
+        releaseS: config.FOOTFALL_CHECK_RELEASE_S,
+      });
+      audit(ctx, { action: 'camera.check', target: found.camera.id, detail: { check_id: made.id, kind: made.kind, seconds: made.seconds, via: 'assistant' } });
+      return { view: found, check: made };
+    });
+    const address = shopAddress(db, view.shop.id);
+    if (address) {
+      notifyShop(broker, ctx.log, address, 'check', {
+        kind: 'check_requested',
+        check_id: check.id,
+        camera: view.camera.id,
+        camera_id: view.camera.cameraId,
+        check_kind: check.kind,
+        seconds: check.seconds,
+        release_at: check.releaseAt,
+        at: check.requestedAt,
+      });
+    }
+    return { camera: view.camera.label || view.camera.cameraId, camera_id: view.camera.cameraId, site: view.shop.name, check: checkForTool(presentCheck({ ...view, check })) };
+  },
+});
+
+export const tools: Tool[] = [sites, cameras, siteCheck, cameraCheck];
+
+const byName = new Map(tools.map((t) => [t.name, t]));
+
+export function isTool(name: string): boolean {
+  return byName.has(name);
+}
+
+/** The `tools` of a Chat Completions request: each tool's arguments as JSON schema. */
+export const toolSpecs: ToolSpec[] = tools.map((t) => {
+  const { $schema: _drop, ...parameters } = z.toJSONSchema(t.args, { io: 'input' }) as Record<string, unknown>;
+  return { type: 'function', function: { name: t.name, description: t.description, parameters } };
+});
+
+/** Tools the role may not use, with the rule's sentence saying who can (for the system prompt). */
+export function refusedTools(role: Parameters<typeof allows>[1]): string[] {
+  return tools.filter((t) => !allows(t.rule, role)).map((t) => t.rule.message);
+}
+
+export interface ToolOutcome {
+  /** What the model reads: JSON text. */
+  content: string;
+  ok: boolean;
+  /** The error code when not ok. */
+  error?: string;
+}
+
+/** Longest tool result handed to the model; a longer one is cut with a note. */
+export const MAX_TOOL_RESULT_CHARS = 24_000;
+
+const failed = (error: string, message: string): ToolOutcome => ({ content: JSON.stringify({ error, message }), ok: false, error });
+
+/**
+ * Runs one call the model made, as the signed-in user. Never throws: refusals, bad arguments and the API's errors are
+ * the result; an unexpected failure (a bug) is logged and the model told only that the tool failed.
+ */
+export function runTool(ctx: Ctx, name: string, rawArgs: string): ToolOutcome {
+  const t = byName.get(name);
+  if (!t) return failed('unknown_tool', `There is no tool named "${name}". The tools are: ${tools.map((x) => x.name).join(', ')}.`);
+  if (!allows(t.rule, actorOf(ctx).role)) return failed('forbidden', t.rule.message);
+  let json: unknown;
+  try {
+    json = rawArgs.trim() === '' ? {} : JSON.parse(rawArgs);
+  } catch {
+    return failed('invalid_arguments', 'The arguments are not valid JSON.');
+  }
+  // Some models send null for an argument they mean to omit.
+  if (json && typeof json === 'object' && !Array.isArray(json)) json = Object.fromEntries(Object.entries(json).filter(([, v]) => v !== null));
+  const parsed = t.args.safeParse(json, { error: plainErrors });
+  if (!parsed.success) return failed('invalid_arguments', describeIssues(parsed.error));
+  try {
+    const text = JSON.stringify(t.run(ctx, parsed.data as never));
+    if (text.length <= MAX_TOOL_RESULT_CHARS) return { content: text, ok: true };
+    return { content: `${text.slice(0, MAX_TOOL_RESULT_CHARS)}\n[cut: the result was too long; ask about one shop at a time]`, ok: true };
+  } catch (err) {
+    if (err instanceof HttpError) return failed(err.code, err.message);
+    ctx.log.error({ err, tool: name }, 'assistant tool failed');
+    return failed('internal', 'This tool failed on the server; the answer cannot use it.');
+  }
+}
