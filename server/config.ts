@@ -23,7 +23,7 @@ const bool = z
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 
 /** Never echoed back in an error message. */
-const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY']);
+const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY']);
 
 /**
  * The assistant's LLM service: the base URL of an OpenAI-compatible Chat Completions API (".../v1"), http or https,
@@ -40,6 +40,20 @@ const serviceUrl = z
       return false;
     }
   }, 'must be an http(s) base URL such as http://127.0.0.1:8081/v1, without user name, password, query or fragment (the key goes in FOOTFALL_ASSISTANT_API_KEY)')
+  .transform((v) => v.replace(/\/+$/, ''));
+
+/** An identity-provider endpoint: an http(s) URL without user name, password or fragment; no trailing slash. */
+const idpUrl = z
+  .string()
+  .trim()
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && !u.hash;
+    } catch {
+      return false;
+    }
+  }, 'must be an http(s) URL such as https://identitytoolkit.googleapis.com')
   .transform((v) => v.replace(/\/+$/, ''));
 
 export const configSchema = z.object({
@@ -82,6 +96,17 @@ export const configSchema = z.object({
   FOOTFALL_ASSISTANT_API_KEY: z.string().trim().min(1, 'must not be blank').max(4096, 'must be at most 4096 characters').optional(),
   FOOTFALL_ASSISTANT_TIMEOUT_MS: int(1000, 600_000).default(60_000),
   FOOTFALL_ASSISTANT_MAX_ROUNDS: int(1, 10).default(4),
+  // The authentication service's identity provider (docs/auth-service.md). Project, key and service account come
+  // all three or none; none: every /auth route answers 503 AUTH_PROVIDER_ERROR (not_configured).
+  FOOTFALL_IDP_PROJECT_ID: z.string().trim().regex(/^[a-z0-9][a-z0-9-]{2,62}$/, 'must be a project id: lower-case letters, digits and dashes').optional(),
+  FOOTFALL_IDP_API_KEY: z.string().trim().min(1, 'must not be blank').max(512, 'must be at most 512 characters').optional(),
+  FOOTFALL_IDP_BASE_URL: idpUrl.default('https://identitytoolkit.googleapis.com'),
+  FOOTFALL_IDP_JWKS_URL: idpUrl.default('https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com'),
+  FOOTFALL_IDP_SERVICE_ACCOUNT_FILE: z.string().trim().min(1).optional(),
+  FOOTFALL_IDP_TIMEOUT_MS: int(100, 120_000).default(10_000),
+  FOOTFALL_IDP_SMS_MAX_PER_PHONE: int(1, 1000).default(5),
+  FOOTFALL_IDP_SMS_MAX_PER_IP: int(1, 100_000).default(20),
+  FOOTFALL_IDP_CODE_MAX_ATTEMPTS: int(1, 100).default(5),
   FOOTFALL_LIVE_VIEW_MAX_S: int(1, 3600).default(300),
   FOOTFALL_CHECK_RELEASE_S: int(1, 3600).default(300),
   FOOTFALL_HEARTBEAT_INTERVAL_S: int(1, 3600).default(30),
@@ -127,6 +152,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     [cfg.FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT <= cfg.FOOTFALL_ENROLMENT_CODE_DAYS_MAX, 'FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT: must not exceed FOOTFALL_ENROLMENT_CODE_DAYS_MAX'],
     [cfg.FOOTFALL_SLUG_MIN_LENGTH <= cfg.FOOTFALL_SLUG_MAX_LENGTH, 'FOOTFALL_SLUG_MIN_LENGTH: must not exceed FOOTFALL_SLUG_MAX_LENGTH'],
     [cfg.FOOTFALL_ADMIN_PASSWORD === undefined || cfg.FOOTFALL_ADMIN_EMAIL !== undefined, 'FOOTFALL_ADMIN_PASSWORD: set FOOTFALL_ADMIN_EMAIL too'],
+    [
+      [cfg.FOOTFALL_IDP_PROJECT_ID, cfg.FOOTFALL_IDP_API_KEY, cfg.FOOTFALL_IDP_SERVICE_ACCOUNT_FILE].every((v) => v === undefined) ||
+        [cfg.FOOTFALL_IDP_PROJECT_ID, cfg.FOOTFALL_IDP_API_KEY, cfg.FOOTFALL_IDP_SERVICE_ACCOUNT_FILE].every((v) => v !== undefined),
+      'FOOTFALL_IDP_PROJECT_ID, FOOTFALL_IDP_API_KEY, FOOTFALL_IDP_SERVICE_ACCOUNT_FILE: set all three (the identity provider) or none',
+    ],
   ];
   const failed = crossChecks.filter(([ok]) => !ok).map(([, msg]) => msg);
   if (failed.length > 0) throw new ConfigError(`Invalid configuration:\n  ${failed.join('\n  ')}`);

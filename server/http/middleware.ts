@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Mw } from '../context.js';
 import { NoEncryptionKeyError } from '../crypto/keys.js';
+import { authServiceEnvelope, isAuthServicePath } from '../auth-service/errors.js';
 import { HttpError, noSuchRoute } from './errors.js';
 
 const validRequestId = /^[\w.:-]{1,128}$/;
@@ -25,7 +26,10 @@ export const accessLog: Mw = async (ctx, next) => {
   }
 };
 
-/** Turns every failure into the spec's `{ error, message }` envelope; unexpected errors are 500 with no details. */
+/**
+ * Turns every failure into the spec's `{ error, message }` envelope; unexpected errors are 500 with no details.
+ * Paths under /auth (the authentication service) answer that service's `{ code, message, details, requestId }`.
+ */
 export const errors: Mw = async (ctx, next) => {
   try {
     await next();
@@ -38,7 +42,7 @@ export const errors: Mw = async (ctx, next) => {
     const e = toHttpError(err);
     if (e.status >= 500) ctx.log.error({ err }, 'request failed');
     ctx.status = e.status;
-    ctx.body = { error: e.code, message: e.message, ...e.extra };
+    ctx.body = isAuthServicePath(ctx.path) ? authServiceEnvelope(e, ctx.state.requestId) : { error: e.code, message: e.message, ...e.extra };
     if (e.status === 405 && err && typeof err === 'object' && 'headers' in err) {
       const allow = (err as { headers?: Record<string, string> }).headers?.Allow;
       if (allow) ctx.set('Allow', allow);
