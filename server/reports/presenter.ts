@@ -1,0 +1,35 @@
+import { fromMinor } from '../purchases/service.js';
+import type { ConversionReport, FootfallReport } from './service.js';
+
+/** Ratios are rounded to four decimals (0.6667), enough for a percentage with two. */
+export function ratio(x: number): number {
+  return Math.round(x * 10_000) / 10_000;
+}
+
+/** The spec's footfall report. */
+export function presentFootfall(r: FootfallReport) {
+  return {
+    from: r.query.from,
+    to: r.query.to,
+    bucket: r.query.bucket,
+    timezone: r.query.tz,
+    points: r.points.map((p) => ({ bucket: p.label, visitors: p.visitors, new: p.newVisitors, returning: p.returning })),
+    total: r.total,
+    visits: r.visits,
+    fraction_below_gate: ratio(r.fractionBelowGate),
+    worst_site: r.worstSite?.name ?? '',
+  };
+}
+
+/** The spec's conversion report: revenue and average basket in the main currency's major unit. */
+export function presentConversion(r: ConversionReport) {
+  const main = r.main;
+  return {
+    visitors: r.visitors,
+    purchasers: r.purchasers,
+    conversion: ratio(r.conversion),
+    revenue: main ? fromMinor(main.amountMinor, main.currency) : 0,
+    average_basket: main ? fromMinor(Math.round(main.amountMinor / main.baskets), main.currency) : 0,
+    currency: main?.currency ?? '',
+  };
+}

@@ -1,0 +1,226 @@
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db } from '../db/open.js';
+import { minorDigits } from '../purchases/service.js';
+import { bucketsOf, windowOf, type Bucket } from './calendar.js';
+import type { ReportQuery } from './query.js';
+
+/**
+ * Footfall and conversion (spec: Reports; decisions in docs/reports.md). Everything is counted in SQL over the
+ * window's UTC range, which the calendar computes from local wall time: visits through the indexes of migration
+ * 0004 (company or shop, then occurred_at, covering the columns counted), new customers through
+ * customers(company_id, first_seen_at). All queries of one report read one snapshot.
+ */
+
+export interface FootfallPoint {
+  /** Local wall-time label (calendar.ts). */
+  label: string;
+  /** Unique people: distinct customers plus one per unidentified visit. */
+  visitors: number;
+  /** Customers whose first visit ever falls in this bucket (and who visited the scope in it). */
+  newVisitors: number;
+  /** The other customers of the bucket. */
+  returning: number;
+}
+
+export interface SiteShare {
+  id: string;
+  name: string;
+  slug: string;
+  visits: number;
+  belowGate: number;
+}
+
+export interface FootfallReport {
+  query: ReportQuery;
+  points: FootfallPoint[];
+  /** Unique people over the whole window (not the sum of the points). */
+  total: number;
+  visits: number;
+  belowGate: number;
+  /** belowGate / visits; 0 without visits. */
+  fractionBelowGate: number;
+  /** The shop with the largest share of visits below the gate; null without visits. */
+  worstSite: SiteShare | null;
+}
+
+export interface CurrencyTotal {
+  currency: string;
+  baskets: number;
+  amountMinor: number;
+}
+
+export interface ConversionReport {
+  query: ReportQuery;
+  /** The footfall report's `total`. */
+  visitors: number;
+  /** Distinct customers with a purchase in the window. */
+  purchasers: number;
+  /** purchasers / visitors; 0 without visitors. */
+  conversion: number;
+  /** The currency reported (most purchases); null without purchases. */
+  main: CurrencyTotal | null;
+  /** Every currency of the window, main first. */
+  currencies: CurrencyTotal[];
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Bucket bounds for SQL: one JSON parameter read with json_each (key = bucket number). */
+function boundsJson(buckets: readonly Bucket[]): string {
+  return JSON.stringify(buckets.map((b) => [iso(b.lo), iso(b.hi)]));
+}
+
+/**
+ * The visits of the scope: the company's shops (or the one filtered), each shop's visits through
+ * visits_shop_time_idx (shop_id, occurred_at, customer_id, passed_gate), which covers every column counted, so no
+ * table row is read. A visit's company is its shop's, so the tenant is the shop's company_id.
+ */
+function scopedVisits(companyId: string, siteId: string | null): { from: SQL; where: SQL } {
+  const shop = siteId ? sql`s.company_id = ${companyId} and s.id = ${siteId}` : sql`s.company_id = ${companyId}`;
+  return { from: sql`shops s cross join visits v indexed by visits_shop_time_idx`, where: sql`${shop} and v.shop_id = s.id` };
+}
+
+const bucketTable = (bounds: string) => sql`b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))`;
+
+/** Runs fn in one read transaction (a savepoint when already inside one), so every query sees the same rows. */
+function snapshot<T>(db: Db, fn: () => T): T {
+  return db.transaction(() => fn(), { behavior: 'deferred' });
+}
+
+interface WindowCounts {
+  /** Distinct customers plus unidentified visits. */
+  people: number;
+  visits: number;
+  belowGate: number;
+  sites: SiteShare[];
+}
+
+function windowCounts(db: Db, companyId: string, siteId: string | null, lo: string, hi: string): WindowCounts {
+  const { from, where } = scopedVisits(companyId, siteId);
+  const range = sql`${where} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`;
+  // Grouped by slug: shops are read in slug order (shops_company_slug_uq), so grouping needs no sort.
+  const sites = db.all<SiteShare & { anon: number }>(sql`
+    select s.id as id, s.name as name, s.slug as slug, count(*) as visits,
+      count(*) filter (where v.passed_gate = 0) as belowGate, count(*) filter (where v.customer_id is null) as anon
+    from ${from} where ${range} group by s.slug`);
+  const known = db.get<{ n: number }>(sql`select count(distinct v.customer_id) as n from ${from} where ${range}`)?.n ?? 0;
+  return {
+    people: known + sites.reduce((n, r) => n + r.anon, 0),
+    visits: sites.reduce((n, r) => n + r.visits, 0),
+    belowGate: sites.reduce((n, r) => n + r.belowGate, 0),
+    sites: sites.map(({ id, name, slug, visits, belowGate }) => ({ id, name, slug, visits, belowGate })),
+  };
+}
+
+/** Highest share below the gate; ties: more visits below the gate, then name, then slug. */
+function worstOf(sites: readonly SiteShare[]): SiteShare | null {
+  let worst: SiteShare | null = null;
+  for (const s of sites) {
+    if (s.visits === 0) continue;
+    if (!worst) {
+      worst = s;
+      continue;
+    }
+    const d = s.belowGate * worst.visits - worst.belowGate * s.visits; // s's share minus worst's, without division
+    const tie = s.belowGate - worst.belowGate || (s.name < worst.name ? 1 : s.name > worst.name ? -1 : s.slug < worst.slug ? 1 : -1);
+    if (d > 0 || (d === 0 && tie > 0)) worst = s;
+  }
+  return worst;
+}
+
+interface BucketCounts {
+  /** Distinct customers. */
+  known: number;
+  /** Unidentified visits. */
+  anon: number;
+  /** Customers first seen ever in the bucket who visited the scope in it. */
+  fresh: number;
+}
+
+/**
+ * Per bucket, one correlated range scan each (no sort: the bucket list drives the loop). "New": a customer whose
+ * customers.first_seen_at (the earliest of their visits, kept by ingest and merge) lies in the bucket. For the whole
+ * company that is a count on customers_company_first_idx (their first visit is in the company, so in the bucket);
+ * for one shop it is checked on the shop's visits of the bucket.
+ */
+function bucketCounts(db: Db, companyId: string, siteId: string | null, buckets: readonly Bucket[]): BucketCounts[] {
+  const bounds = boundsJson(buckets);
+  const { from, where } = scopedVisits(companyId, siteId);
+  const inBucket = sql`${where} and v.occurred_at >= b.lo and v.occurred_at < b.hi`;
+  const firstInBucket = sql`c.first_seen_at >= b.lo and c.first_seen_at < b.hi`;
+  const rows = siteId
+    ? db.all<{ i: number; r: string }>(sql`
+        with ${bucketTable(bounds)}
+        select b.i as i, (
+          select json_array(count(distinct v.customer_id), count(*) filter (where v.customer_id is null),
+                            count(distinct v.customer_id) filter (where ${firstInBucket}))
+          from ${from} left join customers c on c.id = v.customer_id
+          where ${inBucket}) as r
+        from b`)
+    : db.all<{ i: number; r: string }>(sql`
+        with ${bucketTable(bounds)}
+        select b.i as i, json_array(
+          (select count(distinct v.customer_id) from ${from} where ${inBucket}),
+          (select count(*) from ${from} where ${inBucket} and v.customer_id is null),
+          (select count(*) from customers c indexed by customers_company_first_idx
+           where c.company_id = ${companyId} and c.merged_into is null and ${firstInBucket})) as r
+        from b`);
+  const out = buckets.map((): BucketCounts => ({ known: 0, anon: 0, fresh: 0 }));
+  for (const row of rows) {
+    const [known, anon, fresh] = JSON.parse(row.r) as [number, number, number];
+    out[row.i] = { known, anon, fresh };
+  }
+  return out;
+}
+
+export function footfallReport(db: Db, companyId: string, q: ReportQuery): FootfallReport {
+  const buckets = bucketsOf(q.tz, q.from, q.to, q.bucket);
+  const w = windowOf(q.tz, q.from, q.to);
+  return snapshot(db, () => {
+    const counts = windowCounts(db, companyId, q.siteId, iso(w.lo), iso(w.hi));
+    const per = bucketCounts(db, companyId, q.siteId, buckets);
+    const points = buckets.map((b, i): FootfallPoint => {
+      const { known, anon, fresh } = per[i]!;
+      const newVisitors = Math.min(fresh, known);
+      return { label: b.label, visitors: known + anon, newVisitors, returning: known - newVisitors };
+    });
+    return {
+      query: q,
+      points,
+      total: counts.people,
+      visits: counts.visits,
+      belowGate: counts.belowGate,
+      fractionBelowGate: counts.visits === 0 ? 0 : counts.belowGate / counts.visits,
+      worstSite: worstOf(counts.sites),
+    };
+  });
+}
+
+/** Most purchases first; ties: the larger amount in major units, then the code. */
+function byMain(a: CurrencyTotal & { major: number }, b: CurrencyTotal & { major: number }): number {
+  return b.baskets - a.baskets || b.major - a.major || (a.currency < b.currency ? -1 : a.currency > b.currency ? 1 : 0);
+}
+
+export function conversionReport(db: Db, companyId: string, q: ReportQuery): ConversionReport {
+  const w = windowOf(q.tz, q.from, q.to);
+  const lo = iso(w.lo);
+  const hi = iso(w.hi);
+  return snapshot(db, () => {
+    const visitors = windowCounts(db, companyId, q.siteId, lo, hi).people;
+    const scope = sql`p.company_id = ${companyId} and p.created_at >= ${lo} and p.created_at < ${hi} ${q.siteId ? sql`and p.shop_id = ${q.siteId}` : sql``}`;
+    const purchasers = db.get<{ n: number }>(sql`select count(distinct p.customer_id) as n from purchases p where ${scope}`)?.n ?? 0;
+    const currencies = db
+      .all<CurrencyTotal>(sql`select p.currency as currency, count(*) as baskets, sum(p.amount_minor) as amountMinor from purchases p where ${scope} group by p.currency`)
+      .map((c) => ({ ...c, major: c.amountMinor / 10 ** minorDigits(c.currency) }))
+      .sort(byMain)
+      .map(({ currency, baskets, amountMinor }) => ({ currency, baskets, amountMinor }));
+    return {
+      query: q,
+      visitors,
+      purchasers,
+      conversion: visitors === 0 ? 0 : purchasers / visitors,
+      main: currencies[0] ?? null,
+      currencies,
+    };
+  });
+}
