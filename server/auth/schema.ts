@@ -1,4 +1,5 @@
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { sql } from 'drizzle-orm';
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { companies } from '../clients/schema.js';
 
 /** Every person who signs in: merchants (company_id set) and platform admins (company_id null, role admin). */
@@ -14,8 +15,14 @@ export const users = sqliteTable(
     active: integer('active', { mode: 'boolean' }).notNull().default(true),
     lastLoginAt: text('last_login_at'),
     createdAt: text('created_at').notNull(),
+    /** E.164, for staff phone sign-in (docs/team.md, docs/auth-service.md); unique among a company's active members. */
+    phone: text('phone'),
   },
-  (t) => [index('users_company_idx').on(t.companyId)],
+  (t) => [
+    index('users_company_idx').on(t.companyId),
+    uniqueIndex('users_company_phone_active_idx').on(t.companyId, t.phone).where(sql`active = 1 and phone is not null`),
+    index('users_phone_idx').on(t.phone),
+  ],
 );
 
 /** A signed-in device. Only SHA-256 hashes of the tokens are kept. */

@@ -8,3 +8,4 @@ export * from '../cameras/schema.js';
 export * from '../customers/schema.js';
 export * from '../visits/schema.js';
 export * from '../purchases/schema.js';
+export * from '../auth-service/schema.js';

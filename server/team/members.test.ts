@@ -5,7 +5,7 @@ import { sessions } from '../auth/schema.js';
 
 const isoRe = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const generatedRe = /^[a-z2-9]{5}(?:-[a-z2-9]{5}){3}$/;
-const memberKeys = ['active', 'created_at', 'email', 'full_name', 'id', 'last_login_at', 'role'];
+const memberKeys = ['active', 'created_at', 'email', 'full_name', 'id', 'last_login_at', 'phone', 'role'];
 
 type Role = 'staff' | 'manager' | 'owner';
 interface Member {
@@ -53,7 +53,7 @@ describe('team members', () => {
       let rows = await team(a);
       const row = rows.find((m) => m.email === email)!;
       expect(Object.keys(row).sort()).toEqual(memberKeys);
-      expect(row).toEqual({ id: made.body.id, email, full_name: 'Never Signed', role: 'staff', active: true, last_login_at: '', created_at: expect.stringMatching(isoRe) });
+      expect(row).toEqual({ id: made.body.id, email, full_name: 'Never Signed', role: 'staff', active: true, last_login_at: '', created_at: expect.stringMatching(isoRe), phone: null });
       await h.login(email, made.body.password);
       rows = await team(a);
       expect(rows.find((m) => m.email === email)!.last_login_at).toMatch(isoRe);
@@ -350,6 +350,66 @@ describe('team members', () => {
       expect(cross.status).toBe(404);
       expect((await me(other.token)).status).toBe(200);
       expect((await h.request('POST', `/api/team/${other.id}/password`, { token: await h.adminToken(), body: {} })).status).toBe(404);
+    });
+  });
+  describe('phone (staff phone sign-in)', () => {
+    let n = 0;
+    const number = () => `+4477009${String(process.pid % 100).padStart(2, '0')}${String(++n).padStart(3, '0')}`;
+    const add = (c: Company, body: Record<string, unknown>) => h.request('POST', '/api/team/members', { token: c.ownerToken, body: { email: address('ph'), full_name: 'Phone Person', ...body } });
+
+    it('is optional on creation (null when none), stored in E.164 with spaces, dashes, dots and brackets dropped', async () => {
+      const none = await add(a, {});
+      expect(none.body.phone).toBe(null);
+      const nul = await add(a, { phone: null });
+      expect(nul.status).toBe(201);
+      expect(nul.body.phone).toBe(null);
+      const p = number();
+      const typed = `${p.slice(0, 3)} (${p.slice(3, 7)}) ${p.slice(7, 10)}-${p.slice(10)}`;
+      const r = await add(a, { phone: typed });
+      expect(r.status).toBe(201);
+      expect(r.body.phone).toBe(p);
+      expect((await team(a)).find((m) => m.id === r.body.id)!.phone).toBe(p);
+    });
+
+    it('400 for a number that is not E.164 or not a string', async () => {
+      for (const phone of ['07700900123', '+0447700900123', '+44', '+44 7700 abc', 447700900123, '']) {
+        const r = await add(a, { phone });
+        expect(r.status, String(phone)).toBe(400);
+        expect(r.body).toEqual({ error: 'invalid_request', message: expect.stringContaining('phone') });
+      }
+    });
+
+    it('unique among the active members of a company (409); another company, or an inactive member, may hold it', async () => {
+      const p = number();
+      const first = await add(a, { phone: p });
+      expect(first.status).toBe(201);
+      const dup = await add(a, { phone: p });
+      expect(dup.status).toBe(409);
+      expect(dup.body).toEqual({ error: 'conflict', message: expect.stringContaining('phone number') });
+      expect((await add(b, { phone: p })).status).toBe(201);
+      // Deactivated, the number is free; reactivating the first holder while someone else has it is 409.
+      expect((await patch(a.ownerToken, first.body.id, { active: false })).status).toBe(200);
+      const second = await add(a, { phone: p });
+      expect(second.status).toBe(201);
+      const back = await patch(a.ownerToken, first.body.id, { active: true });
+      expect(back.status).toBe(409);
+      expect((await team(a)).find((m) => m.id === first.body.id)!.active).toBe(false);
+    });
+
+    it('PATCH sets, changes and clears it (null); omitted leaves it; a number another active member has is 409', async () => {
+      const m = await add(a, {});
+      const p = number();
+      const set = await patch(a.ownerToken, m.body.id, { phone: p });
+      expect(set.status).toBe(200);
+      expect(Object.keys(set.body).sort()).toEqual(memberKeys);
+      expect(set.body.phone).toBe(p);
+      expect((await patch(a.ownerToken, m.body.id, { role: 'manager' })).body).toMatchObject({ role: 'manager', phone: p });
+      const other = await add(a, {});
+      const taken = await patch(a.ownerToken, other.body.id, { phone: p });
+      expect(taken.status).toBe(409);
+      expect((await patch(a.ownerToken, m.body.id, { phone: null })).body.phone).toBe(null);
+      expect((await patch(a.ownerToken, other.body.id, { phone: p })).body.phone).toBe(p);
+      expect((await patch(a.ownerToken, other.body.id, { phone: 'not a number' })).status).toBe(400);
     });
   });
 });

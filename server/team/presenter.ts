@@ -1,7 +1,7 @@
 import type { UserRow } from '../auth/sessions.js';
 import type { InvitationRow } from './service.js';
 
-/** Team member. last_login_at is an empty string when the member has never signed in. */
+/** Team member. last_login_at is an empty string when the member has never signed in; phone is null when none. */
 export function presentMember(user: UserRow) {
   return {
     id: user.id,
@@ -11,6 +11,7 @@ export function presentMember(user: UserRow) {
     active: user.active,
     last_login_at: user.lastLoginAt ?? '',
     created_at: user.createdAt,
+    phone: user.phone ?? null,
   };
 }
 

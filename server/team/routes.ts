@@ -14,6 +14,7 @@ import type { Role } from '../policy.js';
 import { personRef } from '../references/people.js';
 import { isUuid, resolve } from '../references/resolver.js';
 import { assertLeavesAnOwner, assertMayChange, assertMayGrant, assertMayResetPassword, assertStillAllowed, teamPolicy } from './policy.js';
+import { maskPhone, memberPhone } from './phone.js';
 import { presentInvitation, presentInvitationPreview, presentMember, presentNewInvitation, presentNewMember } from './presenter.js';
 import {
   accountExists,
@@ -28,6 +29,7 @@ import {
   markRedeemed,
   otherActiveOwners,
   pendingInvitationFor,
+  phoneTaken,
   resetPassword,
   roleNow,
   withdrawInvitation,
@@ -44,9 +46,12 @@ const password = text().max(1024, 'must be at most 1024 characters');
 const device = text().max(200).optional();
 const mustNotSend = (what: string) => z.never({ error: `must not be sent: the invitation sets the ${what}` }).optional();
 
-export const AddMemberBody = z.object({ email, full_name: fullName, role: role.default('staff'), password: password.optional() });
+/** Optional E.164 phone (staff phone sign-in); null or omitted: none. */
+const phone = memberPhone.nullable().optional();
+
+export const AddMemberBody = z.object({ email, full_name: fullName, role: role.default('staff'), password: password.optional(), phone });
 export const PasswordBody = z.object({ password: password.optional() });
-export const PatchMemberBody = z.object({ role: role.optional(), active: z.boolean({ error: 'must be true or false' }).optional() });
+export const PatchMemberBody = z.object({ role: role.optional(), active: z.boolean({ error: 'must be true or false' }).optional(), phone });
 export const InviteBody = z.object({
   email,
   full_name: fullName,
@@ -66,6 +71,8 @@ export const RegisterBody = z.object({
 const invalidCode = () =>
   new HttpError(404, 'invalid_code', 'This invitation code is not valid: it may be mistyped, expired, already used or withdrawn. Ask the person who invited you for a new one.');
 const hasAccount = (address: string) => conflict(`${address} already has an account.`);
+const phoneInUse = () => conflict('Another active member of this company already has that phone number: phone sign-in must name one person.');
+const phoneDetail = (p: string | null | undefined) => (p ? maskPhone(p) : null);
 const suspended = () => new HttpError(403, 'forbidden', 'This company is suspended. Contact your Footfall platform administrator.');
 
 /** Supplied password (>= the minimum) or, when empty or omitted, a generated one. */
@@ -123,9 +130,14 @@ export function teamRoutes(): AppRouter {
       assertStillAllowed(actorRole, teamPolicy.addMember);
       assertMayGrant(actorRole, body.role, 'add');
       if (accountExists(store.db, body.email)) throw hasAccount(body.email);
-      const made = insertMember(store.db, companyId, { email: body.email, fullName: body.full_name, role: body.role, passwordHash });
+      if (body.phone && phoneTaken(store.db, companyId, body.phone)) throw phoneInUse();
+      const made = insertMember(store.db, companyId, { email: body.email, fullName: body.full_name, role: body.role, passwordHash, phone: body.phone ?? null });
       const withdrawn = withdrawInvitationsFor(store.db, companyId, body.email);
-      audit(ctx, { action: 'team.member.create', target: made.id, detail: { email: made.email, role: made.role, password: generated ? 'generated' : 'supplied', invitations_withdrawn: withdrawn } });
+      audit(ctx, {
+        action: 'team.member.create',
+        target: made.id,
+        detail: { email: made.email, role: made.role, password: generated ? 'generated' : 'supplied', phone: phoneDetail(made.phone), invitations_withdrawn: withdrawn },
+      });
       return made;
     });
     ctx.status = 201;
@@ -204,12 +216,19 @@ export function teamRoutes(): AppRouter {
     // Impossible for anyone comes first: a change that leaves no active owner is 409 whoever asks.
     assertLeavesAnOwner(target, after, otherActiveOwners(db, tenantOf(ctx), target.id));
     assertMayChange(actorRole, target.role);
-    const { member, revoked } = applyChange(db, target, { role: body.role, active: body.active });
+    const phoneAfter = body.phone === undefined ? target.phone : body.phone;
+    if (after.active && phoneAfter && phoneTaken(db, tenantOf(ctx), phoneAfter, target.id)) throw phoneInUse();
+    const { member, revoked } = applyChange(db, target, { role: body.role, active: body.active, phone: body.phone });
     if (member !== target) {
       audit(ctx, {
         action: 'team.member.update',
         target: member.id,
-        detail: { email: member.email, from: { role: target.role, active: target.active }, to: { role: member.role, active: member.active }, sessions_revoked: revoked },
+        detail: {
+          email: member.email,
+          from: { role: target.role, active: target.active, phone: phoneDetail(target.phone) },
+          to: { role: member.role, active: member.active, phone: phoneDetail(member.phone) },
+          sessions_revoked: revoked,
+        },
       });
     }
     ctx.body = presentMember(member);

@@ -58,15 +58,28 @@ export interface NewMember {
   fullName: string;
   role: TenantRole;
   passwordHash: string;
+  /** E.164 or none. */
+  phone?: string | null;
 }
 
 /** Inserts a member. Call inside a transaction, after accountExists. */
 export function insertMember(db: Db, companyId: string, m: NewMember, lastLoginAt: string | null = null): UserRow {
   return db
     .insert(users)
-    .values({ id: randomUUID(), companyId, email: m.email, fullName: m.fullName, role: m.role, passwordHash: m.passwordHash, active: true, lastLoginAt, createdAt: nowIso() })
+    .values({ id: randomUUID(), companyId, email: m.email, fullName: m.fullName, role: m.role, passwordHash: m.passwordHash, phone: m.phone ?? null, active: true, lastLoginAt, createdAt: nowIso() })
     .returning()
     .get();
+}
+
+/** Another active member of the company already has this phone number (it signs them in: it must name one person). */
+export function phoneTaken(db: Db, companyId: string, phone: string, exceptId?: string): boolean {
+  return (
+    db
+      .select({ id: users.id })
+      .from(users)
+      .where(and(eq(users.companyId, companyId), eq(users.phone, phone), eq(users.active, true), exceptId ? ne(users.id, exceptId) : undefined))
+      .get() !== undefined
+  );
 }
 
 /** Replaces the password and revokes every live session of the member. Returns how many were revoked. */
@@ -78,16 +91,19 @@ export function resetPassword(db: Db, userId: string, passwordHash: string): num
 export interface MemberChange {
   role?: TenantRole | undefined;
   active?: boolean | undefined;
+  /** null clears it; undefined leaves it. */
+  phone?: string | null | undefined;
 }
 
 /**
- * Applies a role/active change. Deactivation revokes every live session in the same transaction;
+ * Applies a role/active/phone change. Deactivation revokes every live session in the same transaction;
  * reactivation restores none (they stay revoked). Returns the updated row and how many sessions ended.
  */
 export function applyChange(db: Db, member: UserRow, change: MemberChange): { member: UserRow; revoked: number } {
-  const set: Partial<Pick<UserRow, 'role' | 'active'>> = {};
+  const set: Partial<Pick<UserRow, 'role' | 'active' | 'phone'>> = {};
   if (change.role !== undefined && change.role !== member.role) set.role = change.role;
   if (change.active !== undefined && change.active !== member.active) set.active = change.active;
+  if (change.phone !== undefined && change.phone !== member.phone) set.phone = change.phone;
   if (Object.keys(set).length === 0) return { member, revoked: 0 };
   const updated = db.update(users).set(set).where(eq(users.id, member.id)).returning().get();
   const revoked = set.active === false ? revokeUserSessions(db, member.id, 'member_deactivated') : 0;
