@@ -16,6 +16,7 @@ import { customersRoutes } from './customers/routes.js';
 import { purchasesRoutes } from './purchases/routes.js';
 import { reportsRoutes } from './reports/routes.js';
 import { assistantRoutes } from './assistant/routes.js';
+import { authServiceRoutes } from './auth-service/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -43,7 +44,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
     if (ctx.path === '/api/admin' || ctx.path.startsWith('/api/admin/')) throw noSuchRoute(ctx.method, ctx.path);
     await next();
   });
-  const routers: AppRouter[] = [healthRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes()];
+  const routers: AppRouter[] = [healthRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes()];
   for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
   return app;
 }

@@ -1,0 +1,375 @@
+import { createHash, randomBytes } from 'node:crypto';
+import Router from '@koa/router';
+import { z } from 'zod';
+import { writeAudit } from '../audit/service.js';
+import { hashPassword } from '../auth/passwords.js';
+import type { CompanyRow, UserRow } from '../auth/sessions.js';
+import { createCompanyWithOwner, emailTaken, freeSlug } from '../clients/service.js';
+import { slugify } from '../clients/slug.js';
+import type { AppRouter, Ctx, Mw } from '../context.js';
+import { bearer } from '../http/auth.js';
+import { HttpError } from '../http/errors.js';
+import { bodyOf, describeIssues, plainErrors } from '../http/pipeline.js';
+import { e164, maskPhone, phoneMessage } from '../team/phone.js';
+import { authError, fromProvider, invalid, tooManyAttempts, unauthenticated } from './errors.js';
+import { BadToken, verifyIdToken, type IdClaims } from './id-tokens.js';
+import { book, clearKey, forget, limitsFor, type AttemptKind, type Booked } from './limits.js';
+import { assertSignOutRoute, kindOf, memberRefusal, pickStaff, refuse, type SignInKind } from './policy.js';
+import {
+  presentClientEnvelope,
+  presentSdkStart,
+  presentSession,
+  presentSignedOut,
+  presentSmsStart,
+  presentStaffEnvelope,
+  type ProviderTokens,
+  type SessionContext,
+} from './presenter.js';
+import { ProviderError } from './provider.js';
+import { runtimeOf, type AuthRuntime } from './runtime.js';
+import {
+  ensureBusiness,
+  hasPhoneSignIn,
+  link,
+  linkedMember,
+  markSignedIn,
+  memberByEmail,
+  membersByPhone,
+  recordRevocation,
+  revokedBefore,
+  type LinkMethod,
+  type Member,
+} from './service.js';
+
+const str = (what = 'a string') => z.string({ error: (i) => (i.input === undefined ? 'is required' : `must be ${what}`) });
+const email = str('an email address').trim().toLowerCase().pipe(z.email('must be an email address').max(254, 'must be at most 254 characters'));
+const password = str().min(1, 'is required').max(1024, 'must be at most 1024 characters');
+const phoneNumber = str().trim().regex(e164, phoneMessage);
+const opaque = (max: number) => str().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+
+export const SignInBody = z.object({ email, password });
+export const SignUpBody = z.object({ companyName: str().trim().min(1, 'is required').max(200, 'must be at most 200 characters'), email, password });
+/** The attestation the provider's sendVerificationCode takes, under its own field names (docs/auth-service.md). */
+export const PhoneStartBody = z.object({ phoneNumber, recaptchaToken: opaque(8192).optional(), playIntegrityToken: opaque(8192).optional() });
+export const PhoneVerifyBody = z
+  .object({
+    mode: z.literal('sign-in', { error: 'must be "sign-in"' }),
+    idToken: opaque(8192).optional(),
+    sessionInfo: opaque(4096).optional(),
+    code: str().trim().regex(/^\d{4,10}$/, 'must be the digits of the code the user received').optional(),
+  })
+  .superRefine((b, c) => {
+    const sms = b.sessionInfo !== undefined || b.code !== undefined;
+    if (b.idToken !== undefined && sms) c.addIssue({ code: 'custom', path: ['idToken'], message: 'send either idToken (device path) or sessionInfo and code (SMS path), not both' });
+    else if (b.idToken === undefined && !sms) c.addIssue({ code: 'custom', path: ['idToken'], message: 'is required (or sessionInfo and code on the SMS path)' });
+    else if (sms && b.sessionInfo === undefined) c.addIssue({ code: 'custom', path: ['sessionInfo'], message: 'is required with code' });
+    else if (sms && b.code === undefined) c.addIssue({ code: 'custom', path: ['code'], message: 'is required with sessionInfo' });
+  });
+
+/** First step of every route: 503 AUTH_PROVIDER_ERROR when the provider is not configured, whatever the body. */
+const configured: Mw = async (ctx, next) => {
+  runtimeOf(ctx);
+  await next();
+};
+
+/** Body validation with the service's envelope: 400 VALIDATION_ERROR, `details.fields` naming each bad field. */
+function body(schema: z.ZodType): Mw {
+  return async (ctx, next) => {
+    const unreadable = ctx.state.bodyError as { status?: number } | undefined;
+    if (unreadable !== undefined) {
+      if (unreadable.status === 413) throw authError(413, 'VALIDATION_ERROR', 'The request body is too large.', { reason: 'payload_too_large' });
+      throw invalid('The request body is not valid JSON: send one JSON object.', { reason: 'malformed_json' });
+    }
+    const parsed = schema.safeParse(ctx.request.body ?? {}, { error: plainErrors });
+    if (!parsed.success) {
+      const fields: Record<string, string> = {};
+      for (const i of parsed.error.issues) fields[i.path.length ? i.path.join('.') : 'body'] ??= i.message;
+      throw invalid(describeIssues(parsed.error), { reason: 'invalid_body', fields });
+    }
+    ctx.state.body = parsed.data;
+    await next();
+  };
+}
+
+/** A provider failure as the caller's error; codes that point at our configuration are logged. */
+function providerFailure(ctx: Ctx, err: unknown, op: string): never {
+  if (!(err instanceof ProviderError)) throw err;
+  const { error, known } = fromProvider(err);
+  if (!known || err.kind === 'unavailable') ctx.log.warn({ op, provider_code: err.code, provider_status: err.httpStatus }, 'identity provider call failed');
+  throw error;
+}
+
+const ipOf = (ctx: Ctx) => ctx.ip || 'unknown';
+
+function bookOrThrow(ctx: Ctx, kind: AttemptKind, key: string): number {
+  const { store, config } = ctx.deps;
+  const l = limitsFor(config)[kind === 'sign_in' ? 'signIn' : kind];
+  const booked: Booked = store.tx(() => book(store.db, config, { kind, key, ip: ipOf(ctx), ...l }));
+  if (!booked.ok) {
+    ctx.set('Retry-After', String(booked.retryAfterSeconds));
+    throw tooManyAttempts(booked.retryAfterSeconds);
+  }
+  return booked.id;
+}
+
+/** Runs a provider call; a failure that is not the caller's wrong credential does not count against their limit. */
+async function counted<T>(ctx: Ctx, attempt: number, op: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    try {
+      providerFailure(ctx, err, op);
+    } catch (mapped) {
+      const counts = mapped instanceof HttpError && mapped.status === 401;
+      if (!counts) ctx.deps.store.tx(() => forget(ctx.deps.store.db, attempt));
+      throw mapped;
+    }
+  }
+}
+
+const tokenMessages: Record<BadToken['reason'], string> = {
+  token_missing: 'Sign in first, then send the ID token: Authorization: Bearer <ID token>.',
+  token_invalid: 'The ID token is not valid for this service.',
+  token_expired: 'The ID token has expired. Get a fresh one from the SDK (getIdToken) and try again.',
+  token_revoked: 'This sign-in has been signed out. Sign in again.',
+};
+
+/** Verifies a provider ID token and our revocation record for its account. */
+async function verified(ctx: Ctx, rt: AuthRuntime, token: string | undefined): Promise<IdClaims> {
+  try {
+    if (!token) throw new BadToken('token_missing');
+    const claims = await verifyIdToken(token, rt.projectId, rt.keys);
+    const before = revokedBefore(ctx.deps.store.db, claims.uid);
+    if (before !== undefined && claims.authTime < before) throw new BadToken('token_revoked');
+    return claims;
+  } catch (err) {
+    if (err instanceof BadToken) throw unauthenticated(tokenMessages[err.reason], err.reason);
+    providerFailure(ctx, err, 'keys');
+  }
+}
+
+const secondsLeft = (exp: number) => Math.max(0, exp - Math.floor(Date.now() / 1000));
+
+/**
+ * The member a client (email) account names: its link, or else a provider-verified email (`method` is then
+ * verified_email and the caller links it). Never an unverified email: anyone can create provider accounts.
+ */
+function clientMember(ctx: Ctx, uid: string, verifiedEmail: string | undefined): { member: Member | undefined; method: LinkMethod; newLink: boolean } {
+  const db = ctx.deps.store.db;
+  const linked = linkedMember(db, uid);
+  if (linked) return { member: linked, method: linked.link.method, newLink: false };
+  const byEmail = verifiedEmail ? memberByEmail(db, verifiedEmail) : undefined;
+  return { member: byEmail, method: 'verified_email', newLink: byEmail !== undefined };
+}
+
+/** An allowed member's company and business (made now if the company has none yet). Call inside a transaction. */
+function tenancy(ctx: Ctx, m: Member): { user: UserRow; company: CompanyRow; business: ReturnType<typeof ensureBusiness> } {
+  const company = m.company!;
+  return { user: m.user, company, business: ensureBusiness(ctx.deps.store.db, company) };
+}
+
+export function authServiceRoutes(): AppRouter {
+  const r: AppRouter = new Router({ prefix: '/auth' });
+
+  // ---- Client ---------------------------------------------------------------------------------------
+
+  r.post('/client/sign-in', configured, body(SignInBody), async (ctx) => {
+    const rt = runtimeOf(ctx);
+    const { store } = ctx.deps;
+    const b = bodyOf(ctx, SignInBody);
+    const attempt = bookOrThrow(ctx, 'sign_in', b.email);
+    const signed = await counted(ctx, attempt, 'signInWithPassword', () => rt.provider.signInWithPassword(b.email, b.password));
+    // The password was right from here on: nothing below is a failed guess.
+    let found = clientMember(ctx, signed.localId, undefined);
+    if (!found.member) {
+      const account = await rt.provider.lookup(signed.idToken).catch((err: unknown) => {
+        store.tx(() => forget(store.db, attempt));
+        return providerFailure(ctx, err, 'lookup');
+      });
+      found = clientMember(ctx, signed.localId, account?.emailVerified && account.email ? account.email.toLowerCase() : undefined);
+    }
+    const refusal = memberRefusal(found.member);
+    if (refusal) {
+      store.tx(() => forget(store.db, attempt));
+      ctx.log.info({ provider_uid: signed.localId, reason: refusal.reason }, 'client sign-in refused');
+      refuse(refusal);
+    }
+    const m = found.member!;
+    const t = store.tx(() => {
+      clearKey(store.db, 'sign_in', b.email);
+      link(store.db, signed.localId, m.user.id, found.method, true);
+      markSignedIn(store.db, m.user.id);
+      return tenancy(ctx, m);
+    });
+    const tokens: ProviderTokens = { idToken: signed.idToken, refreshToken: signed.refreshToken, expiresInSeconds: Number(signed.expiresIn) };
+    ctx.body = presentClientEnvelope(tokens, t.user, t.company, t.business, ctx.state.requestId);
+  });
+
+  r.post('/client/sign-up', configured, body(SignUpBody), async (ctx) => {
+    const rt = runtimeOf(ctx);
+    const { store, config, log } = ctx.deps;
+    const b = bodyOf(ctx, SignUpBody);
+    const min = config.FOOTFALL_PASSWORD_MIN_LENGTH;
+    if (b.password.length < min) throw invalid(`password: must be at least ${min} characters`, { reason: 'invalid_body', fields: { password: `must be at least ${min} characters` } });
+    const derived = slugify(b.companyName, config.FOOTFALL_SLUG_MAX_LENGTH);
+    if (derived.length < config.FOOTFALL_SLUG_MIN_LENGTH) {
+      throw invalid('companyName: must contain some letters or digits', { reason: 'invalid_body', fields: { companyName: 'must contain some letters or digits' } });
+    }
+    const emailInUse = () =>
+      authError(409, 'VALIDATION_ERROR', 'This email address already has an account. Sign in instead.', { reason: 'email_taken', fields: { email: 'already has an account' } });
+    if (emailTaken(store.db, b.email)) throw emailInUse();
+    // The owner signs in through the provider; the local password (used by /api only) is random and never shown.
+    const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
+    const created = await rt.provider.signUp(b.email, b.password).catch((err: unknown) => providerFailure(ctx, err, 'signUp'));
+    let made;
+    try {
+      made = store.tx(() => {
+        const slug = freeSlug(store.db, derived, config.FOOTFALL_SLUG_MAX_LENGTH);
+        const ownerName = b.email.split('@')[0]!;
+        const { company, owner } = createCompanyWithOwner(store.db, { name: b.companyName, slug, ownerEmail: b.email, ownerName, passwordHash });
+        link(store.db, created.localId, owner.id, 'sign_up', true);
+        markSignedIn(store.db, owner.id);
+        const business = ensureBusiness(store.db, company);
+        writeAudit(store.db, {
+          action: 'auth_service.sign_up',
+          companyId: company.id,
+          target: company.id,
+          actorId: owner.id,
+          actorEmail: owner.email,
+          requestId: ctx.state.requestId,
+          detail: { slug, business_id: business.id, provider_uid: created.localId },
+        });
+        return { user: { ...owner, lastLoginAt: new Date().toISOString() }, company, business };
+      });
+    } catch (err) {
+      // Our half failed: the provider account must not stay behind (it would hold the address without an account here).
+      await rt.provider.deleteAccount(created.idToken).catch((e: unknown) => {
+        log.error({ provider_uid: created.localId, provider_code: e instanceof ProviderError ? e.code : 'unknown', req_id: ctx.state.requestId }, 'sign-up rollback: the provider account could not be deleted');
+      });
+      if (err instanceof HttpError && err.code === 'conflict') throw emailInUse();
+      throw err;
+    }
+    ctx.status = 201;
+    const tokens: ProviderTokens = { idToken: created.idToken, refreshToken: created.refreshToken, expiresInSeconds: Number(created.expiresIn) };
+    ctx.body = presentClientEnvelope(tokens, made.user, made.company, made.business, ctx.state.requestId);
+  });
+
+  // ---- Staff ----------------------------------------------------------------------------------------
+
+  r.post('/staff/phone/start', configured, body(PhoneStartBody), async (ctx) => {
+    const rt = runtimeOf(ctx);
+    const { store } = ctx.deps;
+    const b = bodyOf(ctx, PhoneStartBody);
+    if (b.recaptchaToken === undefined && b.playIntegrityToken === undefined) {
+      ctx.body = presentSdkStart(b.phoneNumber, ctx.state.requestId);
+      return;
+    }
+    // Counted before anything else, unknown numbers included, so the answer cannot be used to list members quickly.
+    const attempt = bookOrThrow(ctx, 'sms', b.phoneNumber);
+    const pick = pickStaff(membersByPhone(store.db, b.phoneNumber));
+    if ('refusal' in pick) {
+      ctx.log.info({ phone: maskPhone(b.phoneNumber), reason: pick.refusal.reason }, 'phone start refused');
+      refuse(pick.refusal);
+    }
+    const sent = await rt.provider.sendVerificationCode({ phoneNumber: b.phoneNumber, recaptchaToken: b.recaptchaToken, playIntegrityToken: b.playIntegrityToken }).catch((err: unknown) => {
+      if (err instanceof ProviderError && err.kind === 'unavailable') store.tx(() => forget(store.db, attempt));
+      return providerFailure(ctx, err, 'sendVerificationCode');
+    });
+    ctx.body = presentSmsStart(b.phoneNumber, sent.sessionInfo, ctx.state.requestId);
+  });
+
+  r.post('/staff/phone/verify', configured, body(PhoneVerifyBody), async (ctx) => {
+    const rt = runtimeOf(ctx);
+    const { store } = ctx.deps;
+    const b = bodyOf(ctx, PhoneVerifyBody);
+    let uid: string;
+    let phone: string;
+    let tokens: ProviderTokens;
+    if (b.idToken !== undefined) {
+      // Device path: the app verified the phone with the SDK; the token must be a phone sign-in.
+      const attempt = bookOrThrow(ctx, 'token', '-');
+      const claims = await verified(ctx, rt, b.idToken).catch((err: unknown) => {
+        // Only a token that fails verification counts; keys that could not be fetched do not.
+        if (!(err instanceof HttpError && err.status === 401)) store.tx(() => forget(store.db, attempt));
+        throw err;
+      });
+      store.tx(() => forget(store.db, attempt));
+      if (kindOf(claims) !== 'staff' || !claims.phone) throw unauthenticated('This ID token is not from a phone sign-in. Verify the phone number with the SDK first.', 'not_a_phone_sign_in');
+      uid = claims.uid;
+      phone = claims.phone;
+      tokens = { idToken: b.idToken, refreshToken: null, expiresInSeconds: secondsLeft(claims.exp) };
+    } else {
+      // SMS path: the service exchanges the session and the code with the provider.
+      const key = createHash('sha256').update(b.sessionInfo!).digest('hex').slice(0, 32);
+      const attempt = bookOrThrow(ctx, 'code', key);
+      const signed = await counted(ctx, attempt, 'signInWithPhoneNumber', () => rt.provider.signInWithPhoneNumber(b.sessionInfo!, b.code!));
+      store.tx(() => clearKey(store.db, 'code', key));
+      if (!signed.phoneNumber) providerFailure(ctx, new ProviderError('unavailable', 'NO_PHONE_NUMBER'), 'signInWithPhoneNumber');
+      uid = signed.localId;
+      phone = signed.phoneNumber!;
+      tokens = { idToken: signed.idToken, refreshToken: signed.refreshToken, expiresInSeconds: Number(signed.expiresIn) };
+    }
+    const pick = pickStaff(membersByPhone(store.db, phone));
+    if ('refusal' in pick) {
+      ctx.log.info({ provider_uid: uid, phone: maskPhone(phone), reason: pick.refusal.reason }, 'staff sign-in refused');
+      refuse(pick.refusal);
+    }
+    const user = pick.member.user;
+    const firstTime = store.tx(() => {
+      const first = !hasPhoneSignIn(store.db, user.id);
+      link(store.db, uid, user.id, 'phone', true);
+      markSignedIn(store.db, user.id);
+      return first;
+    });
+    ctx.body = presentStaffEnvelope(tokens, user, phone, firstTime, ctx.state.requestId);
+  });
+
+  // ---- Shared ---------------------------------------------------------------------------------------
+
+  r.get('/session', configured, async (ctx) => {
+    const rt = runtimeOf(ctx);
+    const { store } = ctx.deps;
+    const claims = await verified(ctx, rt, bearer(ctx.get('Authorization')));
+    const kind = kindOf(claims);
+    let member: Member | undefined;
+    let refusal;
+    let newLink = false;
+    if (kind === 'staff') {
+      const pick = claims.phone ? pickStaff(membersByPhone(store.db, claims.phone)) : undefined;
+      if (pick && 'member' in pick) member = pick.member;
+      else refusal = pick?.refusal ?? memberRefusal(undefined);
+    } else {
+      const found = clientMember(ctx, claims.uid, claims.emailVerified ? claims.email : undefined);
+      member = found.member;
+      newLink = found.newLink;
+      refusal = memberRefusal(member);
+    }
+    const s: SessionContext = { kind, expiresInSeconds: secondsLeft(claims.exp), allowed: !refusal, reason: refusal?.reason ?? null, message: refusal?.message ?? null };
+    if (!refusal && member) {
+      const m = member;
+      s.member = store.tx(() => {
+        if (newLink) link(store.db, claims.uid, m.user.id, 'verified_email', false);
+        return tenancy(ctx, m);
+      });
+    }
+    ctx.body = presentSession(s, ctx.state.requestId);
+  });
+
+  const signOut = (route: SignInKind | 'any'): Mw => async (ctx) => {
+    const rt = runtimeOf(ctx);
+    const { store } = ctx.deps;
+    const claims = await verified(ctx, rt, bearer(ctx.get('Authorization')));
+    assertSignOutRoute(route, kindOf(claims));
+    // Every token authenticated up to this second is refused from now on, here and at the provider.
+    const validSince = Math.floor(Date.now() / 1000) + 1;
+    await rt.provider.revokeSessions(claims.uid, validSince).catch((err: unknown) => providerFailure(ctx, err, 'revoke'));
+    store.tx(() => recordRevocation(store.db, claims.uid, validSince));
+    ctx.log.info({ provider_uid: claims.uid, kind: kindOf(claims) }, 'signed out');
+    ctx.body = presentSignedOut(ctx.state.requestId);
+  };
+  r.post('/client/sign-out', configured, signOut('client'));
+  r.post('/staff/sign-out', configured, signOut('staff'));
+  r.post('/sign-out', configured, signOut('any'));
+
+  return r;
+}
