@@ -4,7 +4,9 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
+import { randomUUID } from 'node:crypto';
 import { addCamera, memberToken, openShop } from '../../test/support/shop-pc.js';
+import { settled, shopPc } from '../../test/support/visits.js';
 import { OUT_OF_STEPS } from './service.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -226,7 +228,7 @@ describe('POST /api/assistant', () => {
       { role: 'user', content: 'Which of my shops are online?' },
     ]);
     // Tools with JSON-schema parameters.
-    expect(req.tools.map((t) => t.function.name)).toEqual(expect.arrayContaining(['sites', 'cameras', 'site_check', 'camera_check']));
+    expect(req.tools.map((t) => t.function.name)).toEqual(['sites', 'cameras', 'site_check', 'camera_check', 'footfall']);
     for (const t of req.tools) {
       expect(t.type).toBe('function');
       expect(t.function.description.length).toBeGreaterThan(20);
@@ -461,6 +463,46 @@ describe('POST /api/assistant', () => {
       expect(r.body.message).toMatch(message);
       expect(r.body.message).not.toMatch(/CUDA|Rate limit|4096/); // the service's own words stay in the log
       if (String(message).includes('in time')) expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
+    }
+  });
+
+  it('footfall: the reports module’s report of the caller’s company; a bad date or another company’s shop is the tool’s error', async () => {
+    // Visits as shop PCs send them: three people (unidentified) at A's Andheri, two at B's shop.
+    const [pcA, pcB] = await Promise.all([shopPc(h, a.ownerToken, a.slug, 'Andheri'), shopPc(h, b.ownerToken, b.slug, 'Bravo Market')]);
+    try {
+      const visit = (camera_id: string, passed_gate: boolean) => ({ visit_id: randomUUID(), occurred_at: new Date().toISOString(), camera_id, quality: 0.3, passed_gate });
+      await Promise.all([pcA.publish(visit('door', false)), pcA.publish(visit('door', true)), pcA.publish(visit('door', true)), pcB.publish(visit('gate', true)), pcB.publish(visit('gate', true))]);
+      await settled(h);
+      const today = new Date().toISOString().slice(0, 10);
+      const seen: any[] = [];
+      llm.script(
+        calls(['footfall', {}], ['footfall', { site: 'andheri', from: today, to: today, tz: 'UTC', bucket: 'hour' }], ['footfall', { from: '2025-13-45' }], ['footfall', { site: 'bravo-market' }], ['footfall', { bucket: 'fortnight' }]),
+        says((body) => {
+          const [company, andheri, badDate, otherCompany, badBucket] = toolResults(body).map((t) => t.result);
+          seen.push(company, andheri);
+          expect(company).toMatchObject({ bucket: 'day', timezone: 'Asia/Kolkata', total: 3, visits: 3, worst_site: 'Andheri' });
+          expect(company.points).toHaveLength(7);
+          expect(company.fraction_below_gate).toBeCloseTo(1 / 3, 3);
+          expect(andheri).toMatchObject({ from: today, to: today, bucket: 'hour', timezone: 'UTC', total: 3, visits: 3 });
+          expect(andheri.points).toHaveLength(24);
+          expect(badDate).toEqual({ error: 'invalid_request', message: expect.stringContaining('from: must be a date as YYYY-MM-DD') });
+          expect(otherCompany).toEqual({ error: 'invalid_request', message: 'There is no shop "bravo-market" in your company.' });
+          expect(badBucket.error).toBe('invalid_arguments');
+          return `${company.total} people came in (${company.visits} visits); ${Math.round(company.fraction_below_gate * 100)}% of faces were too poor to use, worst at ${company.worst_site}.`;
+        }),
+      );
+      const r = await ask(question('How many people came in this week?'), staff);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body).toEqual({ text: '3 people came in (3 visits); 33% of faces were too poor to use, worst at Andheri.', used: ['footfall'] });
+      const schema = llm.requests[0]!.body.tools.find((t) => t.function.name === 'footfall')!.function.parameters;
+      expect(Object.keys(schema.properties)).toEqual(['from', 'to', 'site', 'tz', 'bucket']);
+      expect(schema.properties.bucket.enum).toEqual(['hour', 'day', 'week', 'month']);
+      expect(schema.required).toBeUndefined();
+      // What the tool gave is what the report route answers the same user for the same query.
+      expect((await h.request('GET', '/api/reports/footfall', { token: staff })).body).toEqual(seen[0]);
+      expect((await h.request('GET', `/api/reports/footfall?site=andheri&from=${today}&to=${today}&tz=UTC&bucket=hour`, { token: staff })).body).toEqual(seen[1]);
+    } finally {
+      await Promise.all([pcA.close(), pcB.close()]);
     }
   });
 

@@ -7,8 +7,6 @@ import { atLeast, rule, type Role, type Rule } from '../policy.js';
  */
 export const assistantPolicy = {
   ask: rule('staff', 'use the assistant'),
-  /** GET /api/reports/*: "reports: authed", i.e. every member of the company. */
-  reports: rule('staff', 'see reports'),
 };
 
 /**

@@ -5,7 +5,7 @@ import { camerasPolicy } from '../cameras/policy.js';
 import { presentCamera, presentCheck } from '../cameras/presenter.js';
 import { findShopCamera, listCameras, shopCameraStates, viewCamera } from '../cameras/service.js';
 import { actorOf, tenantOf, type Ctx } from '../context.js';
-import { HttpError, notFound } from '../http/errors.js';
+import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { describeIssues, plainErrors } from '../http/pipeline.js';
 import type { Rule } from '../policy.js';
 import { cameraRef } from '../references/cameras.js';
@@ -15,6 +15,10 @@ import { checkShop } from '../shops/check.js';
 import { notifyShop, shopAddress } from '../shops/notices.js';
 import { shopsPolicy } from '../shops/policy.js';
 import { presentShop, presentShopCheck } from '../shops/presenter.js';
+import { reportsPolicy } from '../reports/policy.js';
+import { presentFootfall } from '../reports/presenter.js';
+import { BUCKETS, ReportQueryInput, resolveReportQuery } from '../reports/query.js';
+import { footfallReport } from '../reports/service.js';
 import { getShop, listShops } from '../shops/service.js';
 import type { ToolSpec } from './llm.js';
 import { allows } from './policy.js';
@@ -143,7 +147,31 @@ const cameraCheck = tool({
   },
 });
 
-export const tools: Tool[] = [sites, cameras, siteCheck, cameraCheck];
+const day = z.string().trim().max(10);
+
+/** GET /api/reports/footfall */
+const footfall = tool({
+  name: 'footfall',
+  description:
+    'The footfall report of the whole company or one shop: per bucket (hour, day, week or month) the visitors, new (first visit ever) and returning; over the window the unique people (total, not the sum of the buckets), visits, the share of faces too poor to use and the worst shop. Omitted dates give a recent window ending today.',
+  args: z.strictObject({
+    from: day.optional().describe('First day, YYYY-MM-DD.'),
+    to: day.optional().describe('Last day, YYYY-MM-DD, inclusive.'),
+    site: site.optional().describe('The shop (slug or id); omit for the whole company.'),
+    tz: z.string().trim().max(64).optional().describe('IANA time zone of the days and bucket labels, e.g. Asia/Kolkata; omit for the shop’s.'),
+    bucket: z.enum(BUCKETS).optional().describe('Default day.'),
+  }),
+  rule: reportsPolicy.view,
+  run(ctx, args) {
+    const db = ctx.deps.store.db;
+    const companyId = tenantOf(ctx);
+    const input = ReportQueryInput.safeParse(args, { error: plainErrors });
+    if (!input.success) throw badRequest(describeIssues(input.error));
+    return presentFootfall(footfallReport(db, companyId, resolveReportQuery(db, companyId, input.data)));
+  },
+});
+
+export const tools: Tool[] = [sites, cameras, siteCheck, cameraCheck, footfall];
 
 const byName = new Map(tools.map((t) => [t.name, t]));
 
