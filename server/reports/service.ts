@@ -5,10 +5,10 @@ import { bucketsOf, windowOf, type Bucket } from './calendar.js';
 import type { ReportQuery } from './query.js';
 
 /**
- * Footfall and conversion (spec: Reports; decisions in docs/reports.md). Everything is counted in SQL over the
- * window's UTC range, which the calendar computes from local wall time: visits through the indexes of migration
- * 0004 (company or shop, then occurred_at, covering the columns counted), new customers through
- * customers(company_id, first_seen_at). All queries of one report read one snapshot.
+ * Footfall and conversion (spec: Reports; decisions in docs/reports.md). Everything is counted in SQL over UTC
+ * ranges that the calendar computes from local wall time: visits shop by shop through visits_shop_time_idx, new
+ * customers through customers_company_first_idx (both from migration 0004), purchases through
+ * purchases_company_idx. All queries of one report read one snapshot.
  */
 
 export interface FootfallPoint {
