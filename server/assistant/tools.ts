@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { audit } from '../audit/service.js';
-import { requestCheck } from '../cameras/checks.js';
+import { announceCheck, startCheck } from '../cameras/check-request.js';
 import { camerasPolicy } from '../cameras/policy.js';
 import { presentCamera, presentCheck } from '../cameras/presenter.js';
 import { findShopCamera, listCameras, shopCameraStates, viewCamera } from '../cameras/service.js';
@@ -12,7 +11,6 @@ import { cameraRef } from '../references/cameras.js';
 import { resolve } from '../references/resolver.js';
 import { shopRef } from '../references/shops.js';
 import { checkShop } from '../shops/check.js';
-import { notifyShop, shopAddress } from '../shops/notices.js';
 import { shopsPolicy } from '../shops/policy.js';
 import { presentShop, presentShopCheck } from '../shops/presenter.js';
 import { reportsPolicy } from '../reports/policy.js';
@@ -106,7 +104,7 @@ const cameraCheck = tool({
   }),
   rule: camerasPolicy.check,
   run(ctx, args) {
-    const { store, config, broker } = ctx.deps;
+    const { store } = ctx.deps;
     const db = store.db;
     const companyId = tenantOf(ctx);
     const { view, check } = store.tx(() => {
@@ -121,28 +119,9 @@ const cameraCheck = tool({
       }
       const found = viewCamera(db, id);
       if (!found) throw notFound('That camera');
-      const made = requestCheck(db, found.camera, found.check, {
-        kind: 'connection',
-        seconds: null,
-        requestedBy: actorOf(ctx).userId,
-        releaseS: config.FOOTFALL_CHECK_RELEASE_S,
-      });
-      audit(ctx, { action: 'camera.check', target: found.camera.id, detail: { check_id: made.id, kind: made.kind, seconds: made.seconds, via: 'assistant' } });
-      return { view: found, check: made };
+      return { view: found, check: startCheck(ctx, found, { kind: 'connection', seconds: null, via: 'assistant' }) };
     });
-    const address = shopAddress(db, view.shop.id);
-    if (address) {
-      notifyShop(broker, ctx.log, address, 'check', {
-        kind: 'check_requested',
-        check_id: check.id,
-        camera: view.camera.id,
-        camera_id: view.camera.cameraId,
-        check_kind: check.kind,
-        seconds: check.seconds,
-        release_at: check.releaseAt,
-        at: check.requestedAt,
-      });
-    }
+    announceCheck(ctx, view, check);
     return { camera: view.camera.label || view.camera.cameraId, camera_id: view.camera.cameraId, site: view.shop.name, check: checkForTool(presentCheck({ ...view, check })) };
   },
 });

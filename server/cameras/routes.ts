@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { DEFAULT_TUNING, Tuning } from '../../shared/agent-api.js';
 import { CameraId } from '../../shared/messages.js';
 import { audit } from '../audit/service.js';
-import { actorOf, tenantOf, type AppRouter, type Ctx } from '../context.js';
+import { tenantOf, type AppRouter, type Ctx } from '../context.js';
 import { auth } from '../http/auth.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { bodyOf, validate } from '../http/pipeline.js';
@@ -13,7 +13,7 @@ import { resolve } from '../references/resolver.js';
 import { mapInfraErrors, requireKey } from '../shops/errors.js';
 import { notifyShop, shopAddress } from '../shops/notices.js';
 import { shopInPath } from '../shops/routes.js';
-import { requestCheck } from './checks.js';
+import { announceCheck, startCheck } from './check-request.js';
 import { camerasPolicy } from './policy.js';
 import { presentCamera, presentCheck } from './presenter.js';
 import { DEFAULTS, createCamera, listCameras, mergeTuning, tombstoneCamera, updateCamera, viewCamera, type CameraFields, type CameraView } from './service.js';
@@ -182,31 +182,11 @@ export function camerasRoutes(): AppRouter {
 
   r.post('/cameras/:id/check', auth(camerasPolicy.check), validate({ body: CheckBody }), (ctx) => {
     const body = bodyOf(ctx, CheckBody);
-    const { store, config, broker } = ctx.deps;
-    const { view, check } = store.tx(() => {
+    const { view, check } = ctx.deps.store.tx(() => {
       const found = cameraInPath(ctx);
-      const made = requestCheck(store.db, found.camera, found.check, {
-        kind: body.kind,
-        seconds: body.kind === 'placement' ? body.seconds : null,
-        requestedBy: actorOf(ctx).userId,
-        releaseS: config.FOOTFALL_CHECK_RELEASE_S,
-      });
-      audit(ctx, { action: 'camera.check', target: found.camera.id, detail: { check_id: made.id, kind: made.kind, seconds: made.seconds } });
-      return { view: found, check: made };
+      return { view: found, check: startCheck(ctx, found, { kind: body.kind, seconds: body.kind === 'placement' ? body.seconds : null }) };
     });
-    const address = shopAddress(store.db, view.shop.id);
-    if (address) {
-      notifyShop(broker, ctx.log, address, 'check', {
-        kind: 'check_requested',
-        check_id: check.id,
-        camera: view.camera.id,
-        camera_id: view.camera.cameraId,
-        check_kind: check.kind,
-        seconds: check.seconds,
-        release_at: check.releaseAt,
-        at: check.requestedAt,
-      });
-    }
+    announceCheck(ctx, view, check);
     ctx.status = 202;
     ctx.body = presentCheck({ ...view, check });
   });
