@@ -13,6 +13,7 @@ import { warmPasswords } from './auth/passwords.js';
 import { pruneFailures } from './auth/login-limits.js';
 import { pruneEndedSessions } from './auth/sessions.js';
 import { localImagesPurger } from './photos/local-store.js';
+import { providerAccountsPurger } from './auth-service/purger.js';
 import { createLogger } from './logger.js';
 import { ShopLogins, shopLoginsPurger } from './shops/broker-logins.js';
 import { ingestHeartbeats } from './shops/heartbeats.js';
@@ -62,7 +63,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const live = new LiveHub(broker, log);
   const identities = new IdentityControl(keys);
   const arrivals = new ArrivalsHub();
-  const purgers = [localImagesPurger(config.dataDir), shopLoginsPurger(store, shopLogins), snapshotsPurger(config.dataDir), identities.purger()];
+  const purgers = [providerAccountsPurger(config, store), localImagesPurger(config.dataDir), shopLoginsPurger(store, shopLogins), snapshotsPurger(config.dataDir), identities.purger()];
   const deps: Deps = { config, store, log, keys, broker, purgers, shopLogins, live, identities, arrivals };
   const stopHeartbeats = await ingestHeartbeats(deps);
   const ingest = new VisitIngest(deps);

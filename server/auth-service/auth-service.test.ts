@@ -173,6 +173,37 @@ describe('authentication service (/auth) against the identity provider stand-in'
       expect((await signIn(email)).status).toBe(200);
     });
 
+    it('deleting a company deletes its people\'s provider accounts first; a provider failure stops the deletion with nothing deleted', async () => {
+      const admin = await h.adminToken();
+      const email = address('gone');
+      const up = await signUp('Closing Down Ltd', email);
+      expect(up.status).toBe(201);
+      const uid = idp.byEmail(email)!.localId;
+      const companyId = up.body.tenant.tenantId as string;
+      const slug = ((await h.request('GET', '/api/admin/clients', { token: admin })).body as { id: string; slug: string }[]).find((c) => c.id === companyId)!.slug;
+      expect((await h.request('PATCH', `/api/admin/clients/${companyId}`, { token: admin, body: { active: false } })).status).toBe(200);
+
+      idp.down = true;
+      let failed;
+      try {
+        failed = await h.request('DELETE', `/api/admin/clients/${companyId}`, { token: admin, body: { confirm: slug } });
+      } finally {
+        idp.down = false;
+      }
+      expect(failed.status).toBe(502);
+      expect(failed.body.error).toBe('identity_provider_error');
+      expect(idp.accounts.has(uid)).toBe(true);
+      expect(((await h.request('GET', '/api/admin/clients', { token: admin })).body as { id: string }[]).some((c) => c.id === companyId)).toBe(true);
+
+      const deleted = await h.request('DELETE', `/api/admin/clients/${companyId}`, { token: admin, body: { confirm: slug } });
+      expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+      expect(idp.accounts.has(uid)).toBe(false);
+      const batch = idp.calls.filter((c) => c.path.endsWith('/accounts:batchDelete'));
+      expect(batch.at(-1)?.body).toEqual({ localIds: [uid], force: true });
+      expect(batch.at(-1)?.authorization).toMatch(/^Bearer /);
+      expectError(await signIn(email), 401, 'UNAUTHENTICATED');
+    });
+
     it('the platform admin is refused even with a verified provider account', async () => {
       await providerAccount(h.admin.email, 'admin-provider-pw');
       idp.verifyEmail(h.admin.email);

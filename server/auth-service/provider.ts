@@ -58,6 +58,9 @@ const LookupReply = z.object({
 });
 const OAuthReply = z.object({ access_token: z.string().min(1), expires_in: z.number().int().positive().optional() });
 
+/** accounts:batchDelete: the accounts that could not be deleted, if any. */
+const BatchDeleteReply = z.object({ errors: z.array(z.object({ index: z.number().optional(), localId: z.string().optional(), message: z.string().optional() })).optional() });
+
 export type PasswordSignIn = z.infer<typeof PasswordReply>;
 export type PhoneSignIn = z.infer<typeof PhoneReply>;
 export type ProviderAccount = z.infer<typeof LookupReply>['users'][number];
@@ -115,6 +118,26 @@ export class IdentityProvider {
     await this.post(`${baseUrl}/v1/projects/${encodeURIComponent(projectId)}/accounts:update`, { localId: uid, validSince: String(validSince) }, z.unknown(), {
       Authorization: `Bearer ${token}`,
     });
+  }
+
+  /**
+   * Deletes accounts by uid (company deletion), with the service account: `accounts:batchDelete`, at most 1000 a
+   * call, `force` so that enabled accounts go too. An account that is already gone is not an error.
+   */
+  async deleteAccountsByUid(uids: readonly string[]): Promise<number> {
+    const { baseUrl, projectId } = this.settings;
+    let deleted = 0;
+    for (let i = 0; i < uids.length; i += 1000) {
+      const localIds = uids.slice(i, i + 1000);
+      const token = await this.accessToken();
+      const reply = await this.post(`${baseUrl}/v1/projects/${encodeURIComponent(projectId)}/accounts:batchDelete`, { localIds, force: true }, BatchDeleteReply, {
+        Authorization: `Bearer ${token}`,
+      });
+      const failed = (reply.errors ?? []).filter((e) => !/USER_NOT_FOUND/i.test(e.message ?? ''));
+      if (failed.length > 0) throw new ProviderError('refused', /^[A-Z0-9_]+/.exec(failed[0]!.message ?? '')?.[0] ?? 'BATCH_DELETE_FAILED');
+      deleted += localIds.length - (reply.errors?.length ?? 0);
+    }
+    return deleted;
   }
 
   private call<T>(method: string, body: unknown, reply: z.ZodType<T>): Promise<T> {

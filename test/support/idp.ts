@@ -8,7 +8,7 @@ import { SignJWT, exportJWK, jwtVerify, type JWTPayload } from 'jose';
 /**
  * A loopback stand-in for Google Identity Platform / Firebase Authentication, speaking its REST protocol for tests
  * (the real one cannot be reached here): Identity Toolkit v1 accounts:signUp, signInWithPassword, lookup, delete,
- * sendVerificationCode, signInWithPhoneNumber and update (validSince, with a service account's OAuth2 token), the
+ * sendVerificationCode, signInWithPhoneNumber, update (validSince) and batchDelete (both with a service account's OAuth2 token), the
  * Secure Token refresh (`/v1/token`), an OAuth2 JWT-bearer token endpoint (`/token`) and the JWKS (`/jwks`).
  * Errors are the provider's: `{"error":{"code":400,"message":"INVALID_LOGIN_CREDENTIALS","errors":[...]}}`.
  * ID tokens are real RS256 JWTs signed with a key pair made at start. "SMS" codes are recorded in `sms`.
@@ -261,11 +261,21 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
       const account = phoneAccount(session.phoneNumber);
       return [200, { ...(await tokens(account)), isNewUser: !existed, phoneNumber: session.phoneNumber }];
     },
+    async 'accounts:batchDelete'(b, req) {
+      if (!admin(req)) return unauthenticated();
+      const localIds = Array.isArray(b.localIds) ? b.localIds.filter((x): x is string => typeof x === 'string') : [];
+      if (localIds.length === 0 || localIds.length > 1000) return fail('INVALID_ARGUMENT');
+      const errors: { index: number; localId: string; message: string }[] = [];
+      localIds.forEach((localId, index) => {
+        const account = s.accounts.get(localId);
+        if (!account) errors.push({ index, localId, message: 'USER_NOT_FOUND' });
+        else if (!account.disabled && b.force !== true) errors.push({ index, localId, message: 'NOT_DISABLED : Disable the account before batch deletion.' });
+        else s.accounts.delete(localId);
+      });
+      return [200, errors.length ? { errors } : {}];
+    },
     async 'accounts:update'(b, req) {
-      const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      if (!bearer || !accessTokens.has(bearer)) {
-        return [401, { error: { code: 401, message: 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', status: 'UNAUTHENTICATED' } }];
-      }
+      if (!admin(req)) return unauthenticated();
       const account = typeof b.localId === 'string' ? s.accounts.get(b.localId) : undefined;
       if (!account) return fail('USER_NOT_FOUND');
       if (b.validSince !== undefined) {
@@ -277,6 +287,16 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
       return [200, { kind: 'identitytoolkit#SetAccountInfoResponse', localId: account.localId }];
     },
   };
+
+  /** Does the request carry an OAuth2 access token of the service account? */
+  function admin(req: http.IncomingMessage): boolean {
+    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    return bearer !== undefined && accessTokens.has(bearer);
+  }
+
+  function unauthenticated(): [number, unknown] {
+    return [401, { error: { code: 401, message: 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', status: 'UNAUTHENTICATED' } }];
+  }
 
   function fail(message: string, code = 400): [number, unknown] {
     return [code, { error: { code, message, errors: [{ message, domain: 'global', reason: 'invalid' }] } }];
