@@ -26,35 +26,32 @@ const bool = z
 const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY']);
 
 /**
- * The assistant's LLM service: the base URL of an OpenAI-compatible Chat Completions API (".../v1"), http or https,
- * without credentials (they go in FOOTFALL_ASSISTANT_API_KEY), query or fragment. Kept without a trailing slash.
+ * An http(s) URL without user name or password (credentials go in their own variables) or fragment, and without a
+ * query unless `query` allows one; kept without a trailing slash.
  */
-const serviceUrl = z
-  .string()
-  .trim()
-  .refine((v) => {
-    try {
-      const u = new URL(v);
-      return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && !u.search && !u.hash;
-    } catch {
-      return false;
-    }
-  }, 'must be an http(s) base URL such as http://127.0.0.1:8081/v1, without user name, password, query or fragment (the key goes in FOOTFALL_ASSISTANT_API_KEY)')
-  .transform((v) => v.replace(/\/+$/, ''));
+function httpUrl(opts: { query: boolean; message: string }) {
+  return z
+    .string()
+    .trim()
+    .refine((v) => {
+      try {
+        const u = new URL(v);
+        return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && !u.hash && (opts.query || !u.search);
+      } catch {
+        return false;
+      }
+    }, opts.message)
+    .transform((v) => v.replace(/\/+$/, ''));
+}
 
-/** An identity-provider endpoint: an http(s) URL without user name, password or fragment; no trailing slash. */
-const idpUrl = z
-  .string()
-  .trim()
-  .refine((v) => {
-    try {
-      const u = new URL(v);
-      return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && !u.hash;
-    } catch {
-      return false;
-    }
-  }, 'must be an http(s) URL such as https://identitytoolkit.googleapis.com')
-  .transform((v) => v.replace(/\/+$/, ''));
+/** The assistant's LLM service: the base URL of an OpenAI-compatible Chat Completions API (".../v1"). */
+const serviceUrl = httpUrl({
+  query: false,
+  message: 'must be an http(s) base URL such as http://127.0.0.1:8081/v1, without user name, password, query or fragment (the key goes in FOOTFALL_ASSISTANT_API_KEY)',
+});
+
+/** An identity-provider endpoint. */
+const idpUrl = httpUrl({ query: true, message: 'must be an http(s) URL such as https://identitytoolkit.googleapis.com' });
 
 export const configSchema = z.object({
   FOOTFALL_DATA_DIR: z.string().min(1).default('./data'),
