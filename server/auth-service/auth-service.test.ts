@@ -376,6 +376,25 @@ describe('authentication service (/auth) against the identity provider stand-in'
       expectError(await call('POST', '/auth/staff/phone/verify', { body: { mode: 'sign-in', idToken: t.idToken } }), 403, 'FORBIDDEN', 'ambiguous_phone');
     });
 
+    it('a phone link is not a client sign-in: after the member\'s number changes, the phone account given a password gets no access', async () => {
+      // The member signs in by phone once (the provider account of that number is linked, method phone).
+      const number = phone();
+      const m = await member(c, { phone: number });
+      const { idToken, account } = await idp.phoneSignIn(number);
+      expect((await call('POST', '/auth/staff/phone/verify', { body: { mode: 'sign-in', idToken } })).status).toBe(200);
+      // The member gets a new number; the old one goes to someone else, who holds its provider account and links an
+      // email and password to it (any account holder can, with the public API key).
+      expect((await h.request('PATCH', `/api/team/${m.id}`, { token: c.ownerToken, body: { phone: phone() } })).status).toBe(200);
+      const email = address('recycled');
+      account.email = email;
+      account.password = 'recycled-number-pw';
+      expectError(await signIn(email, 'recycled-number-pw'), 403, 'FORBIDDEN', 'no_account');
+      const passwordToken = await idp.idToken(account, { signInProvider: 'password' });
+      expect((await session(passwordToken)).body).toMatchObject({ allowed: false, reason: 'no_account', user: null, tenant: null });
+      // The phone sign-in stopped matching at once, as documented.
+      expectError(await call('POST', '/auth/staff/phone/verify', { body: { mode: 'sign-in', idToken: await idp.idToken(account, { signInProvider: 'phone' }) } }), 403, 'FORBIDDEN', 'unknown_phone');
+    });
+
     it('an email sign-in token is not a phone sign-in: 401', async () => {
       const up = await signUp('Email Only', address('emailonly'));
       expectError(await call('POST', '/auth/staff/phone/verify', { body: { mode: 'sign-in', idToken: up.body.sessionToken } }), 401, 'UNAUTHENTICATED', 'not_a_phone_sign_in');

@@ -151,13 +151,15 @@ async function verified(ctx: Ctx, rt: AuthRuntime, token: string | undefined): P
 const secondsLeft = (exp: number) => Math.max(0, exp - Math.floor(Date.now() / 1000));
 
 /**
- * The member a client (email) account names: its link, or else a provider-verified email (`method` is then
- * verified_email and the caller links it). Never an unverified email: anyone can create provider accounts.
+ * The member a client (email) account names: its client link (`sign_up`, `verified_email`), or else a
+ * provider-verified email (`method` is then verified_email and the caller links it). Never an unverified email:
+ * anyone can create provider accounts. Never a `phone` link: a phone sign-in is resolved by its number every time,
+ * and the holder of a phone account (say a recycled number) can give it an email and password at the provider.
  */
 function clientMember(ctx: Ctx, uid: string, verifiedEmail: string | undefined): { member: Member | undefined; method: LinkMethod; newLink: boolean } {
   const db = ctx.deps.store.db;
   const linked = linkedMember(db, uid);
-  if (linked) return { member: linked, method: linked.link.method, newLink: false };
+  if (linked && linked.link.method !== 'phone') return { member: linked, method: linked.link.method, newLink: false };
   const byEmail = verifiedEmail ? memberByEmail(db, verifiedEmail) : undefined;
   return { member: byEmail, method: 'verified_email', newLink: byEmail !== undefined };
 }

@@ -39,6 +39,8 @@ export interface TokenOptions {
   foreignKey?: boolean;
   kid?: string;
   alg?: string;
+  /** `firebase.sign_in_provider`; by default `phone` for an account with a phone and no email, else `password`. */
+  signInProvider?: 'phone' | 'password';
 }
 
 export interface StandIn {
@@ -84,7 +86,7 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
   const saEmail = `footfall-auth@${projectId}.iam.gserviceaccount.com`;
   const saKeyId = randomBytes(20).toString('hex');
   const accessTokens = new Set<string>();
-  const refreshTokens = new Map<string, { localId: string; authTime: number }>();
+  const refreshTokens = new Map<string, { localId: string; authTime: number; signInProvider: 'phone' | 'password' }>();
   const sessions = new Map<string, { phoneNumber: string; code: string; expires: number }>();
   let url = '';
 
@@ -126,7 +128,7 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
     idToken: (account, opts = {}, authTime = now()) => sign(account, authTime, opts),
     async phoneSignIn(phoneNumber) {
       const account = phoneAccount(phoneNumber);
-      return { account, idToken: await sign(account, now()) };
+      return { account, idToken: await sign(account, now(), { signInProvider: 'phone' }) };
     },
     byEmail: (email) => [...s.accounts.values()].find((a) => a.email === email.toLowerCase()),
     verifyEmail(email) {
@@ -149,10 +151,13 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
     return account;
   }
 
-  /** The claims Firebase puts in an ID token. */
+  /**
+   * The claims Firebase puts in an ID token. `sign_in_provider` is how this session signed in (an account with both
+   * an email and a phone says `password` after a password sign-in and `phone` after a phone sign-in).
+   */
   async function sign(account: IdpAccount, authTime: number, opts: TokenOptions = {}): Promise<string> {
     const t = now();
-    const provider = account.phoneNumber && !account.email ? 'phone' : 'password';
+    const provider = opts.signInProvider ?? (account.phoneNumber && !account.email ? 'phone' : 'password');
     const claims: Record<string, unknown> = {
       iss: `https://securetoken.google.com/${projectId}`,
       aud: projectId,
@@ -176,10 +181,10 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
     return new SignJWT(claims as JWTPayload).setProtectedHeader({ alg: opts.alg ?? 'RS256', kid: opts.kid ?? kid, typ: 'JWT' }).sign(key);
   }
 
-  function tokens(account: IdpAccount, authTime = now()) {
+  function tokens(account: IdpAccount, signInProvider: 'phone' | 'password', authTime = now()) {
     const refreshToken = `AMf-${randomBytes(48).toString('base64url')}`;
-    refreshTokens.set(refreshToken, { localId: account.localId, authTime });
-    return sign(account, authTime).then((idToken) => ({ idToken, refreshToken, expiresIn: '3600', localId: account.localId }));
+    refreshTokens.set(refreshToken, { localId: account.localId, authTime, signInProvider });
+    return sign(account, authTime, { signInProvider }).then((idToken) => ({ idToken, refreshToken, expiresIn: '3600', localId: account.localId }));
   }
 
   /** An ID token this provider issued and still honours; else the provider's error code. */
@@ -207,13 +212,13 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
       const account: IdpAccount = { localId: randomId(), email, password: b.password, emailVerified: false, disabled: false, validSince: 0, createdAt: Date.now() };
       s.accounts.set(account.localId, account);
       await s.beforeSignUpReply?.(account);
-      return [200, { kind: 'identitytoolkit#SignupNewUserResponse', email, ...(await tokens(account)) }];
+      return [200, { kind: 'identitytoolkit#SignupNewUserResponse', email, ...(await tokens(account, 'password')) }];
     },
     async 'accounts:signInWithPassword'(b) {
       const account = typeof b.email === 'string' ? s.byEmail(b.email) : undefined;
       if (!account || account.password !== b.password) return fail('INVALID_LOGIN_CREDENTIALS');
       if (account.disabled) return fail('USER_DISABLED : The user account has been disabled by an administrator.');
-      return [200, { kind: 'identitytoolkit#VerifyPasswordResponse', email: account.email, displayName: '', registered: true, ...(await tokens(account)) }];
+      return [200, { kind: 'identitytoolkit#VerifyPasswordResponse', email: account.email, displayName: '', registered: true, ...(await tokens(account, 'password')) }];
     },
     async 'accounts:lookup'(b) {
       const account = await accountOf(b.idToken);
@@ -259,7 +264,7 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
       sessions.delete(String(b.sessionInfo));
       const existed = [...s.accounts.values()].some((a) => a.phoneNumber === session.phoneNumber);
       const account = phoneAccount(session.phoneNumber);
-      return [200, { ...(await tokens(account)), isNewUser: !existed, phoneNumber: session.phoneNumber }];
+      return [200, { ...(await tokens(account, 'phone')), isNewUser: !existed, phoneNumber: session.phoneNumber }];
     },
     async 'accounts:batchDelete'(b, req) {
       if (!admin(req)) return unauthenticated();
@@ -338,7 +343,7 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
     const account = s.accounts.get(held.localId);
     if (!account) return fail('USER_NOT_FOUND');
     if (held.authTime < account.validSince) return fail('TOKEN_EXPIRED');
-    const idToken = await sign(account, held.authTime);
+    const idToken = await sign(account, held.authTime, { signInProvider: held.signInProvider });
     return [200, { access_token: idToken, expires_in: '3600', token_type: 'Bearer', refresh_token: b.refresh_token, id_token: idToken, user_id: account.localId, project_id: '0' }];
   }
 
