@@ -395,6 +395,27 @@ describe('authentication service (/auth) against the identity provider stand-in'
       expectError(await call('POST', '/auth/staff/phone/verify', { body: { mode: 'sign-in', idToken: await idp.idToken(account, { signInProvider: 'phone' }) } }), 403, 'FORBIDDEN', 'unknown_phone');
     });
 
+    it('a phone sign-in of an account that signed up keeps its client link: the email sign-in still works', async () => {
+      const email = address('bothways');
+      const up = await signUp('Both Ways Ltd', email);
+      expect(up.status).toBe(201);
+      // The owner gets an /api password and puts their own phone on their member record...
+      const pw = await h.request('POST', `/api/admin/clients/${up.body.tenant.tenantId}/owner-password`, { token: await h.adminToken(), body: {} });
+      expect(pw.status).toBe(200);
+      const owner = await h.login(email, pw.body.password);
+      const number = phone();
+      expect((await h.request('PATCH', `/api/team/${up.body.user.id}`, { token: owner.access_token, body: { phone: number } })).status).toBe(200);
+      // ...and links that phone to their provider account (SDK linkWithPhoneNumber), then signs in by phone.
+      const account = idp.byEmail(email)!;
+      account.phoneNumber = number;
+      const verify = await call('POST', '/auth/staff/phone/verify', { body: { mode: 'sign-in', idToken: await idp.idToken(account, { signInProvider: 'phone' }) } });
+      expect(verify.status, JSON.stringify(verify.body)).toBe(200);
+      expect(verify.body).toMatchObject({ user: { id: up.body.user.id }, requiresProfileSetup: false });
+      const back = await signIn(email);
+      expect(back.status, JSON.stringify(back.body)).toBe(200);
+      expect(back.body.user.id).toBe(up.body.user.id);
+    });
+
     it('an email sign-in token is not a phone sign-in: 401', async () => {
       const up = await signUp('Email Only', address('emailonly'));
       expectError(await call('POST', '/auth/staff/phone/verify', { body: { mode: 'sign-in', idToken: up.body.sessionToken } }), 401, 'UNAUTHENTICATED', 'not_a_phone_sign_in');

@@ -29,9 +29,9 @@ import { ProviderError } from './provider.js';
 import { runtimeOf, type AuthRuntime } from './runtime.js';
 import {
   ensureBusiness,
-  hasPhoneSignIn,
   link,
   linkedMember,
+  linkPhoneSignIn,
   markSignedIn,
   memberByEmail,
   membersByPhone,
@@ -318,8 +318,7 @@ export function authServiceRoutes(): AppRouter {
     }
     const user = pick.member.user;
     const firstTime = store.tx(() => {
-      const first = !hasPhoneSignIn(store.db, user.id);
-      link(store.db, uid, user.id, 'phone', true);
+      const first = linkPhoneSignIn(store.db, uid, user.id);
       markSignedIn(store.db, user.id);
       return first;
     });

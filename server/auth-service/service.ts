@@ -62,6 +62,23 @@ export function link(db: Db, providerUid: string, userId: string, method: LinkMe
     .run();
 }
 
+/**
+ * A phone sign-in of `userId` with this provider account. A client link (`sign_up`, `verified_email`) of the
+ * account is kept (re-pointing it would lock its email sign-in out, since the email path ignores phone links);
+ * otherwise the account is linked to the member with method `phone`. Returns whether it is the member's first
+ * phone sign-in: no earlier phone link of the member, and the account not already linked to them.
+ */
+export function linkPhoneSignIn(db: Db, providerUid: string, userId: string): boolean {
+  const existing = db.select().from(idpLinks).where(eq(idpLinks.providerUid, providerUid)).get();
+  const first = !hasPhoneSignIn(db, userId) && existing?.userId !== userId;
+  if (existing && existing.method !== 'phone') {
+    if (existing.userId === userId) db.update(idpLinks).set({ lastSignInAt: nowIso() }).where(eq(idpLinks.providerUid, providerUid)).run();
+  } else {
+    link(db, providerUid, userId, 'phone', true);
+  }
+  return first;
+}
+
 /** Has this member signed in by phone before (any provider account)? */
 export function hasPhoneSignIn(db: Db, userId: string): boolean {
   return db.select({ uid: idpLinks.providerUid }).from(idpLinks).where(and(eq(idpLinks.userId, userId), eq(idpLinks.method, 'phone'))).get() !== undefined;
