@@ -1,11 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startHarness, type Company, type Harness, type Reply, type RequestOpts } from '../../test/support/harness.js';
 import { startIdp, type StandIn } from '../../test/support/idp.js';
 import { ConfigError, loadConfig, type RawConfig } from '../config.js';
 import { ProviderKeys, verifyIdToken } from './id-tokens.js';
+import { IdentityProvider, ProviderError, assertSecureUrl } from './provider.js';
 
 const clientKeys = ['business', 'expiresInSeconds', 'refreshToken', 'requestId', 'sessionToken', 'tenant', 'user'];
 const staffKeys = ['expiresInSeconds', 'refreshToken', 'requestId', 'requiresProfileSetup', 'sessionToken', 'staff', 'user'];
@@ -489,6 +490,52 @@ describe('authentication service (/auth) against the identity provider stand-in'
         expect(claims).toMatchObject({ uid: account.localId, phone: account.phoneNumber, signInProvider: 'phone', emailVerified: false });
       }
       expect(idp.jwksFetches - before).toBe(1);
+    });
+  });
+
+  describe('provider keys: refetch limits', () => {
+    it('an unknown kid refetches at most every 30 s, failed refetches included; without keys a failed fetch is retried at most every 5 s', async () => {
+      vi.useFakeTimers({ toFake: ['Date'] });
+      try {
+        const keys = new ProviderKeys(`${idp.url}/jwks`, 2000);
+        const { account } = await idp.phoneSignIn(phone());
+        const first = idp.jwksFetches;
+        await verifyIdToken(await idp.idToken(account), idp.projectId, keys);
+        expect(idp.jwksFetches - first).toBe(1);
+        vi.setSystemTime(Date.now() + 31_000);
+        idp.jwksFailing = true;
+        const unknown = await idp.idToken(account, { kid: 'not-a-published-key' });
+        for (let i = 0; i < 5; i++) await expect(verifyIdToken(unknown, idp.projectId, keys)).rejects.toMatchObject({ reason: 'token_invalid' });
+        expect(idp.jwksFetches - first).toBe(2); // one refetch (it failed); the other four waited
+        // The keys in hand still verify good tokens meanwhile.
+        await verifyIdToken(await idp.idToken(account), idp.projectId, keys);
+        expect(idp.jwksFetches - first).toBe(2);
+
+        // No keys yet and the URL failing: one fetch per 5 s, not one per request.
+        const cold = new ProviderKeys(`${idp.url}/jwks`, 2000);
+        const good = await idp.idToken(account);
+        const before = idp.jwksFetches;
+        for (let i = 0; i < 4; i++) await expect(verifyIdToken(good, idp.projectId, cold)).rejects.toMatchObject({ kind: 'unavailable' });
+        expect(idp.jwksFetches - before).toBe(1);
+        vi.setSystemTime(Date.now() + 6_000);
+        idp.jwksFailing = false;
+        await verifyIdToken(good, idp.projectId, cold);
+        expect(idp.jwksFetches - before).toBe(2);
+      } finally {
+        idp.jwksFailing = false;
+        vi.useRealTimers();
+      }
+    });
+
+    it('keys and provider calls need https; plain http only to a loopback address', async () => {
+      const { account } = await idp.phoneSignIn(phone());
+      const token = await idp.idToken(account);
+      const keys = new ProviderKeys('http://192.0.2.10/jwks', 2000);
+      await expect(verifyIdToken(token, idp.projectId, keys)).rejects.toMatchObject({ kind: 'unavailable', code: 'INSECURE_URL' });
+      const provider = new IdentityProvider({ projectId: idp.projectId, apiKey: idp.apiKey, baseUrl: 'http://192.0.2.10', serviceAccountFile: path.join(dir, 'none.json'), timeoutMs: 2000 });
+      await expect(provider.signInWithPassword('a@b.test', 'a-good-password')).rejects.toMatchObject({ kind: 'unavailable', code: 'INSECURE_URL' });
+      for (const url of ['http://127.0.0.1:1/x', 'http://localhost:1/x', 'http://[::1]:1/x', 'https://identitytoolkit.googleapis.com/v1']) expect(() => assertSecureUrl(url)).not.toThrow();
+      for (const url of ['http://192.0.2.10/x', 'http://example.com/x', 'ftp://127.0.0.1/x', 'http://127.0.0.1.example.com/x']) expect(() => assertSecureUrl(url), url).toThrow(ProviderError);
     });
   });
 

@@ -1,12 +1,14 @@
 import { createLocalJWKSet, decodeProtectedHeader, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { ProviderError } from './provider.js';
+import { ProviderError, assertSecureUrl } from './provider.js';
 
 /** Clock skew allowed on exp, iat and auth_time (seconds). */
 export const LEEWAY_S = 30;
 /** Without a Cache-Control max-age, the keys are kept this long (seconds). */
 const DEFAULT_KEYS_MAX_AGE_S = 300;
-/** A token naming a key we do not have refetches the keys, at most this often (ms). */
+/** A token naming a key we do not have refetches the keys, at most this often (ms), counted from the last attempt. */
 const REFETCH_COOLDOWN_MS = 30_000;
+/** With no keys at all, a failed fetch is tried again at most this often (ms); meanwhile its error is answered. */
+const RETRY_AFTER_FAILURE_MS = 5_000;
 
 /** The claims of a verified provider ID token that the service reads. */
 export interface IdClaims {
@@ -29,12 +31,15 @@ export class BadToken extends Error {
 
 /**
  * The provider's public keys (a JWKS), cached as long as its Cache-Control max-age says. A token naming an unknown
- * key refetches them (at most every 30 s: key rotation). When a refetch fails, the keys in hand are still used.
+ * key refetches them, at most every 30 s after the last attempt, failed ones included, so that tokens with made-up
+ * `kid`s cannot make us hammer the JWKS URL. When a refetch fails, the keys in hand are still used. With no keys
+ * at all, a failed fetch is tried again at most every 5 s (meanwhile: the same 502).
  */
 export class ProviderKeys {
   private keys?: JWTVerifyGetKey;
   private until = 0;
-  private fetchedAt = 0;
+  private attemptedAt = -Infinity;
+  private lastError?: ProviderError;
   private pending?: Promise<void>;
 
   constructor(
@@ -43,22 +48,31 @@ export class ProviderKeys {
   ) {}
 
   readonly getKey: JWTVerifyGetKey = async (header, token) => {
-    if (!this.keys || Date.now() >= this.until) await this.refresh(this.keys !== undefined);
+    if (!this.keys || Date.now() >= this.until) await this.refresh();
     try {
       return await this.keys!(header, token);
     } catch (err) {
-      if (!(err instanceof errors.JWKSNoMatchingKey) || Date.now() - this.fetchedAt < REFETCH_COOLDOWN_MS) throw err;
-      await this.refresh(true);
+      if (!(err instanceof errors.JWKSNoMatchingKey) || Date.now() - this.attemptedAt < REFETCH_COOLDOWN_MS) throw err;
+      await this.refresh();
       return this.keys!(header, token);
     }
   };
 
-  private refresh(keepOnFailure: boolean): Promise<void> {
-    this.pending ??= this.fetchKeys()
-      .catch((err: unknown) => {
-        if (!keepOnFailure || !this.keys) throw err;
-        this.until = Date.now() + REFETCH_COOLDOWN_MS; // try again soon, meanwhile the old keys
-      })
+  private refresh(): Promise<void> {
+    if (this.pending) return this.pending;
+    if (!this.keys && this.lastError && Date.now() - this.attemptedAt < RETRY_AFTER_FAILURE_MS) return Promise.reject(this.lastError);
+    this.attemptedAt = Date.now();
+    this.pending = this.fetchKeys()
+      .then(
+        () => {
+          this.lastError = undefined;
+        },
+        (err: unknown) => {
+          this.lastError = err instanceof ProviderError ? err : new ProviderError('unavailable', 'KEYS_UNREACHABLE');
+          if (!this.keys) throw this.lastError;
+          this.until = Date.now() + REFETCH_COOLDOWN_MS; // try again later, meanwhile the old keys
+        },
+      )
       .finally(() => {
         this.pending = undefined;
       });
@@ -66,6 +80,7 @@ export class ProviderKeys {
   }
 
   private async fetchKeys(): Promise<void> {
+    assertSecureUrl(this.url);
     let res: Response;
     try {
       res = await fetch(this.url, { signal: AbortSignal.timeout(this.timeoutMs), redirect: 'error' });
@@ -82,8 +97,7 @@ export class ProviderKeys {
       throw new ProviderError('unavailable', 'KEYS_UNREADABLE');
     }
     const maxAge = /(?:^|,)\s*max-age\s*=\s*(\d+)/i.exec(res.headers.get('cache-control') ?? '')?.[1];
-    this.fetchedAt = Date.now();
-    this.until = this.fetchedAt + (maxAge !== undefined ? Number(maxAge) : DEFAULT_KEYS_MAX_AGE_S) * 1000;
+    this.until = Date.now() + (maxAge !== undefined ? Number(maxAge) : DEFAULT_KEYS_MAX_AGE_S) * 1000;
   }
 }
 

@@ -33,6 +33,27 @@ export class ProviderError extends Error {
   }
 }
 
+/** 127.0.0.0/8, ::1 and localhost: the only hosts plain http may go to (tests, the provider's local emulator). */
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
+/**
+ * Every provider URL (Identity Toolkit, the JWKS, the service account's token_uri) must be https, or plain http to
+ * a loopback address. Over plain http a network attacker could read passwords and codes, or hand us their own
+ * signing keys. Refused before any connection: `unavailable` INSECURE_URL (502, logged).
+ */
+export function assertSecureUrl(url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new ProviderError('unavailable', 'INSECURE_URL');
+  }
+  if (u.protocol === 'https:' || (u.protocol === 'http:' && isLoopback(u.hostname))) return;
+  throw new ProviderError('unavailable', 'INSECURE_URL');
+}
+
 const TokenReply = z.object({
   idToken: z.string().min(1),
   refreshToken: z.string().min(1),
@@ -154,6 +175,7 @@ export class IdentityProvider {
 
   /** One request; the provider's error JSON becomes a `refused` ProviderError, anything else `unavailable`. */
   private async send(url: string, headers: Record<string, string>, body: string): Promise<unknown> {
+    assertSecureUrl(url);
     let res: Response;
     try {
       res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(this.settings.timeoutMs), redirect: 'error' });

@@ -53,8 +53,10 @@ export interface StandIn {
   /** accounts:update calls that set validSince. */
   revocations: { localId: string; validSince: number }[];
   calls: IdpCall[];
-  /** How many times the JWKS was fetched. */
+  /** How many times the JWKS was asked for (failed answers included). */
   jwksFetches: number;
+  /** When true, the JWKS URL answers 503. */
+  jwksFailing: boolean;
   /** When true, every connection is dropped (the provider is down). */
   down: boolean;
   /** Runs inside accounts:signUp after the account exists and before the reply. */
@@ -99,6 +101,7 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
     revocations: [],
     calls: [],
     jwksFetches: 0,
+    jwksFailing: false,
     down: false,
     config(dir) {
       return {
@@ -311,6 +314,7 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
     const u = new URL(req.url ?? '/', url);
     if (req.method === 'GET' && u.pathname === '/jwks') {
       s.jwksFetches++;
+      if (s.jwksFailing) return [503, { error: { code: 503, message: 'Service Unavailable' } }];
       return [200, { keys: [jwk] }, { 'Cache-Control': 'public, max-age=19800, must-revalidate, no-transform' }];
     }
     if (req.method !== 'POST') return [404, { error: { code: 404, message: 'Not Found' } }];
