@@ -122,6 +122,19 @@ describe('authentication service (/auth) against the identity provider stand-in'
         expectError(r, 401, 'UNAUTHENTICATED', 'invalid_credentials');
         expect(r.body.details.providerCode).toBe('INVALID_LOGIN_CREDENTIALS');
       }
+      // A project without email enumeration protection tells the two apart (EMAIL_NOT_FOUND, INVALID_PASSWORD);
+      // the answers here must not.
+      idp.enumerationProtection = false;
+      try {
+        const wrong = await signIn(email, 'not-the-password');
+        const unknown = await signIn(address('nobody'));
+        expect(idp.calls.slice(-2).map((c) => c.path)).toEqual(['/v1/accounts:signInWithPassword', '/v1/accounts:signInWithPassword']);
+        for (const r of [wrong, unknown]) expectError(r, 401, 'UNAUTHENTICATED', 'invalid_credentials');
+        expect(wrong.body).toEqual({ ...unknown.body, requestId: wrong.body.requestId });
+        expect(wrong.body.details.providerCode).toBe('INVALID_LOGIN_CREDENTIALS');
+      } finally {
+        idp.enumerationProtection = true;
+      }
     });
 
     it('provider down: 502 AUTH_PROVIDER_ERROR; works again when it is back', async () => {

@@ -92,7 +92,10 @@ export function fromProvider(err: { kind: 'refused' | 'unavailable'; code: strin
       known: false,
     };
   }
-  const details: Record<string, unknown> = { reason: m.reason, providerCode: err.code };
+  // Projects without email enumeration protection answer EMAIL_NOT_FOUND or INVALID_PASSWORD: echoing that would
+  // tell a guesser whether the address has an account. Both are reported as the protected projects' code.
+  const providerCode = m.reason === 'invalid_credentials' ? 'INVALID_LOGIN_CREDENTIALS' : err.code;
+  const details: Record<string, unknown> = { reason: m.reason, providerCode };
   if (m.field) details.fields = { [m.field]: m.message.replace(/^\w+: /, '') };
   return { error: authError(m.status, m.code, m.message, details), known: true };
 }

@@ -240,8 +240,9 @@ export class IdentityProvider {
 /** "WEAK_PASSWORD : Password should be at least 6 characters" -> WEAK_PASSWORD; OAuth's `{ error: "invalid_grant" }` too. */
 function errorCode(json: unknown): string | undefined {
   const e = (json as { error?: unknown } | null)?.error;
-  if (typeof e === 'string') return e.toUpperCase();
+  // Only a code-like word ever leaves this function (it reaches the client as details.providerCode).
+  if (typeof e === 'string') return /^[a-z0-9_]{1,64}$/i.test(e.trim()) ? e.trim().toUpperCase() : undefined;
   const message = (e as { message?: unknown } | undefined)?.message;
   if (typeof message !== 'string') return undefined;
-  return /^[A-Z0-9_]+/.exec(message.trim())?.[0];
+  return /^[A-Z0-9_]{1,64}/.exec(message.trim())?.[0];
 }

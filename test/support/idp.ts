@@ -55,6 +55,11 @@ export interface StandIn {
   calls: IdpCall[];
   /** How many times the JWKS was asked for (failed answers included). */
   jwksFetches: number;
+  /**
+   * Email enumeration protection (on for projects made since September 2023): a wrong password and an unknown
+   * address are both INVALID_LOGIN_CREDENTIALS. Off: EMAIL_NOT_FOUND and INVALID_PASSWORD, as older projects answer.
+   */
+  enumerationProtection: boolean;
   /** When true, the JWKS URL answers 503. */
   jwksFailing: boolean;
   /** When true, every connection is dropped (the provider is down). */
@@ -102,6 +107,7 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
     calls: [],
     jwksFetches: 0,
     jwksFailing: false,
+    enumerationProtection: true,
     down: false,
     config(dir) {
       return {
@@ -219,7 +225,10 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
     },
     async 'accounts:signInWithPassword'(b) {
       const account = typeof b.email === 'string' ? s.byEmail(b.email) : undefined;
-      if (!account || account.password !== b.password) return fail('INVALID_LOGIN_CREDENTIALS');
+      if (!account || account.password !== b.password) {
+        if (s.enumerationProtection) return fail('INVALID_LOGIN_CREDENTIALS');
+        return fail(account ? 'INVALID_PASSWORD : The password is invalid or the user does not have a password.' : 'EMAIL_NOT_FOUND : There is no user record corresponding to this identifier.');
+      }
       if (account.disabled) return fail('USER_DISABLED : The user account has been disabled by an administrator.');
       return [200, { kind: 'identitytoolkit#VerifyPasswordResponse', email: account.email, displayName: '', registered: true, ...(await tokens(account, 'password')) }];
     },
