@@ -246,6 +246,29 @@ describe('authentication service (/auth) against the identity provider stand-in'
       expect((await h.request('GET', '/api/admin/clients', { token: await h.adminToken() })).body.length).toBe(before);
     });
 
+    it('the provider made the account but its answer was lost: a retry with the same password finishes the sign-up; another password is 409', async () => {
+      const email = address('lost');
+      idp.beforeSignUpReply = async () => 'drop';
+      let lost;
+      try {
+        lost = await signUp('Lost Reply Ltd', email);
+      } finally {
+        idp.beforeSignUpReply = undefined;
+      }
+      expectError(lost, 502, 'AUTH_PROVIDER_ERROR', 'provider_unavailable');
+      const account = idp.byEmail(email)!;
+      expect(account).toBeDefined();
+      expectError(await signUp('Lost Reply Ltd', email, 'someone-elses-guess'), 409, 'VALIDATION_ERROR', 'email_taken');
+      const retry = await signUp('Lost Reply Ltd', email);
+      expect(retry.status, JSON.stringify(retry.body)).toBe(201);
+      expect(Object.keys(retry.body).sort()).toEqual(clientKeys);
+      expect(retry.body.tenant.tenantName).toBe('Lost Reply Ltd');
+      expect(idp.byEmail(email)!.localId).toBe(account.localId);
+      expect((await signIn(email)).body.user).toEqual(retry.body.user);
+      // Done once: the account is ours now, a further sign-up is 409 and makes nothing.
+      expectError(await signUp('Lost Reply Ltd', email), 409, 'VALIDATION_ERROR', 'email_taken');
+    });
+
     it('an address that already has an account here: 409 VALIDATION_ERROR, and nothing is made at the provider', async () => {
       const c = await h.company('Existing Co');
       const calls = idp.calls.length;
@@ -682,6 +705,35 @@ describe('authentication service (/auth) against the identity provider stand-in'
       const err = await call('POST', '/auth/client/sign-in', { body: {}, headers: { 'X-Request-Id': 'app-req-43' } });
       expect(err.body.requestId).toBe('app-req-43');
     });
+  });
+});
+
+describe('authentication service limits on a small budget (3 per IP)', () => {
+  let h: Harness;
+  let idp: StandIn;
+  let dir: string;
+  beforeAll(async () => {
+    idp = await startIdp();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-idp-'));
+    h = await startHarness({ ...(idp.config(dir) as Partial<RawConfig>), FOOTFALL_LOGIN_MAX_FAILURES_IP: 3 });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await idp?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sign-up counts every attempt per IP: the "address taken" answer cannot be used to list accounts', async () => {
+    const c = await h.company('Listed Co');
+    const up = (email: string) => h.request('POST', '/auth/client/sign-up', { body: { companyName: 'Probe', email, password: 'a-good-password' } });
+    const answers = [await up(c.ownerEmail), await up(h.admin.email), await up(`new-${unique()}@auth-service.test`)];
+    expect(answers.map((r) => r.status)).toEqual([409, 409, 201]);
+    const calls = idp.calls.length;
+    const r = await up(c.ownerEmail);
+    expect(r.status).toBe(429);
+    expect(r.body).toMatchObject({ code: 'UNAUTHENTICATED', details: { reason: 'too_many_attempts' } });
+    expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(idp.calls.length).toBe(calls);
   });
 });
 

@@ -8,7 +8,7 @@ import { idpAttempts } from './schema.js';
  * before the slow call (the provider) in the same transaction as the check, so a burst of parallel attempts meets the
  * limit like a sequence does. Limits and what counts: docs/auth-service.md.
  */
-export type AttemptKind = 'sign_in' | 'sms' | 'code' | 'token';
+export type AttemptKind = 'sign_in' | 'sign_up' | 'sms' | 'code' | 'token';
 
 export interface Limit {
   kind: AttemptKind;
@@ -19,10 +19,10 @@ export interface Limit {
   perIp: number;
 }
 
-export function limitsFor(config: Config) {
+export function limitsFor(config: Config): Record<AttemptKind, { perKey: number; perIp: number }> {
   return {
-    window: config.FOOTFALL_LOGIN_WINDOW_S,
-    signIn: { perKey: config.FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT, perIp: config.FOOTFALL_LOGIN_MAX_FAILURES_IP },
+    sign_in: { perKey: config.FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT, perIp: config.FOOTFALL_LOGIN_MAX_FAILURES_IP },
+    sign_up: { perKey: Infinity, perIp: config.FOOTFALL_LOGIN_MAX_FAILURES_IP },
     sms: { perKey: config.FOOTFALL_IDP_SMS_MAX_PER_PHONE, perIp: config.FOOTFALL_IDP_SMS_MAX_PER_IP },
     code: { perKey: config.FOOTFALL_IDP_CODE_MAX_ATTEMPTS, perIp: config.FOOTFALL_LOGIN_MAX_FAILURES_IP },
     token: { perKey: Infinity, perIp: config.FOOTFALL_LOGIN_MAX_FAILURES_IP },

@@ -25,7 +25,7 @@ import {
   type ProviderTokens,
   type SessionContext,
 } from './presenter.js';
-import { ProviderError } from './provider.js';
+import { ProviderError, type PasswordSignIn } from './provider.js';
 import { runtimeOf, type AuthRuntime } from './runtime.js';
 import {
   ensureBusiness,
@@ -103,7 +103,7 @@ const ipOf = (ctx: Ctx) => ctx.ip || 'unknown';
 
 function bookOrThrow(ctx: Ctx, kind: AttemptKind, key: string): number {
   const { store, config } = ctx.deps;
-  const l = limitsFor(config)[kind === 'sign_in' ? 'signIn' : kind];
+  const l = limitsFor(config)[kind];
   const booked: Booked = store.tx(() => book(store.db, config, { kind, key, ip: ipOf(ctx), ...l }));
   if (!booked.ok) {
     ctx.set('Retry-After', String(booked.retryAfterSeconds));
@@ -164,6 +164,32 @@ function clientMember(ctx: Ctx, uid: string, verifiedEmail: string | undefined):
   return { member: byEmail, method: 'verified_email', newLink: byEmail !== undefined };
 }
 
+/**
+ * Sign-up met EMAIL_EXISTS at the provider while the address has no account here: most likely an earlier sign-up
+ * whose provider answer was lost (timeout) or whose rollback failed. When the caller's password signs that provider
+ * account in and the account is linked to nobody here, sign-up adopts it (its tokens); else undefined (409 as
+ * before, whatever the reason, so a wrong password is not told apart). The password check counts against the
+ * address's sign-in limit like any sign-in.
+ */
+async function unlinkedAccount(ctx: Ctx, rt: AuthRuntime, email: string, password: string): Promise<PasswordSignIn | undefined> {
+  const { store } = ctx.deps;
+  const attempt = bookOrThrow(ctx, 'sign_in', email);
+  let signed: PasswordSignIn;
+  try {
+    signed = await rt.provider.signInWithPassword(email, password);
+  } catch (err) {
+    const wrongPassword = err instanceof ProviderError && fromProvider(err).error.status === 401;
+    if (!wrongPassword) store.tx(() => forget(store.db, attempt));
+    return undefined;
+  }
+  return store.tx(() => {
+    clearKey(store.db, 'sign_in', email);
+    if (linkedMember(store.db, signed.localId)) return undefined;
+    ctx.log.info({ provider_uid: signed.localId }, 'sign-up adopts an unlinked provider account');
+    return signed;
+  });
+}
+
 /** An allowed member's company and business (made now if the company has none yet). Call inside a transaction. */
 function tenancy(ctx: Ctx, m: Member): { user: UserRow; company: CompanyRow; business: ReturnType<typeof ensureBusiness> } {
   const company = m.company!;
@@ -219,10 +245,23 @@ export function authServiceRoutes(): AppRouter {
     }
     const emailInUse = () =>
       authError(409, 'VALIDATION_ERROR', 'This email address already has an account. Sign in instead.', { reason: 'email_taken', fields: { email: 'already has an account' } });
+    // Every sign-up counts per IP (the answer below says whether an address has an account here).
+    const attempt = bookOrThrow(ctx, 'sign_up', '-');
     if (emailTaken(store.db, b.email)) throw emailInUse();
     // The owner signs in through the provider; the local password (used by /api only) is random and never shown.
     const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
-    const created = await rt.provider.signUp(b.email, b.password).catch((err: unknown) => providerFailure(ctx, err, 'signUp'));
+    let adopted = false;
+    const created = await rt.provider.signUp(b.email, b.password).catch(async (err: unknown) => {
+      if (err instanceof ProviderError && err.kind === 'unavailable') store.tx(() => forget(store.db, attempt));
+      if (err instanceof ProviderError && err.code === 'EMAIL_EXISTS') {
+        const orphan = await unlinkedAccount(ctx, rt, b.email, b.password);
+        if (orphan) {
+          adopted = true;
+          return orphan;
+        }
+      }
+      return providerFailure(ctx, err, 'signUp');
+    });
     let made;
     try {
       made = store.tx(() => {
@@ -239,7 +278,7 @@ export function authServiceRoutes(): AppRouter {
           actorId: owner.id,
           actorEmail: owner.email,
           requestId: ctx.state.requestId,
-          detail: { slug, business_id: business.id, provider_uid: created.localId },
+          detail: { slug, business_id: business.id, provider_uid: created.localId, ...(adopted ? { adopted_provider_account: true } : {}) },
         });
         return { user: { ...owner, lastLoginAt: new Date().toISOString() }, company, business };
       });

@@ -64,8 +64,8 @@ export interface StandIn {
   jwksFailing: boolean;
   /** When true, every connection is dropped (the provider is down). */
   down: boolean;
-  /** Runs inside accounts:signUp after the account exists and before the reply. */
-  beforeSignUpReply?: (account: IdpAccount) => Promise<void>;
+  /** Runs inside accounts:signUp after the account exists and before the reply; `'drop'` drops the connection instead of answering (the reply is lost). */
+  beforeSignUpReply?: (account: IdpAccount) => Promise<void | 'drop'>;
   /** The FOOTFALL_IDP_* settings pointing at this stand-in (write the service-account file first). */
   config(dir: string): Record<string, string | number>;
   /** A service-account JSON file whose token_uri is this stand-in; returns its path. */
@@ -81,6 +81,8 @@ export interface StandIn {
 }
 
 const now = () => Math.floor(Date.now() / 1000);
+/** A route's "status" for: drop the connection without answering. */
+const DROP = -1;
 
 export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
   const apiKey = `AIza${randomBytes(16).toString('hex')}`;
@@ -220,7 +222,7 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
       if (s.byEmail(email)) return fail('EMAIL_EXISTS');
       const account: IdpAccount = { localId: randomId(), email, password: b.password, emailVerified: false, disabled: false, validSince: 0, createdAt: Date.now() };
       s.accounts.set(account.localId, account);
-      await s.beforeSignUpReply?.(account);
+      if ((await s.beforeSignUpReply?.(account)) === 'drop') return [DROP, null];
       return [200, { kind: 'identitytoolkit#SignupNewUserResponse', email, ...(await tokens(account, 'password')) }];
     },
     async 'accounts:signInWithPassword'(b) {
@@ -386,6 +388,10 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
     req.on('end', () => {
       handle(req, Buffer.concat(chunks).toString('utf8'))
         .then(([status, json, headers]) => {
+          if (status === DROP) {
+            req.socket.destroy();
+            return;
+          }
           res.writeHead(status, { 'Content-Type': 'application/json; charset=UTF-8', ...headers });
           res.end(JSON.stringify(json));
         })
