@@ -411,6 +411,12 @@ describe('authentication service (/auth) against the identity provider stand-in'
       await member(await h.company('Other Floor'), { phone: shared });
       const t = await idp.phoneSignIn(shared);
       expectError(await call('POST', '/auth/staff/phone/verify', { body: { mode: 'sign-in', idToken: t.idToken } }), 403, 'FORBIDDEN', 'ambiguous_phone');
+      // SMS start proves nothing about the caller: it says no more than "not a member you can sign in as".
+      const sms = idp.sms.length;
+      const starts = [await call('POST', '/auth/staff/phone/start', { body: { phoneNumber: number, recaptchaToken: 't' } }), await call('POST', '/auth/staff/phone/start', { body: { phoneNumber: shared, recaptchaToken: 't' } })];
+      for (const r of starts) expectError(r, 403, 'FORBIDDEN', 'unknown_phone');
+      expect(starts[0]!.body.message).toBe(starts[1]!.body.message);
+      expect(idp.sms.length).toBe(sms);
     });
 
     it('a phone link is not a client sign-in: after the member\'s number changes, the phone account given a password gets no access', async () => {

@@ -24,6 +24,9 @@ const refusals: Record<Refusal['reason'], string> = {
 
 const refusal = (reason: Refusal['reason']): Refusal => ({ reason, message: refusals[reason] });
 
+/** SMS start's only refusal: before a code is verified, no member's state is told (docs/auth-service.md). */
+export const unknownPhone = refusal('unknown_phone');
+
 /** Why a linked or found user may not use the app, or undefined when they may. */
 export function memberRefusal(m: Member | undefined): Refusal | undefined {
   if (!m) return refusal('no_account');

@@ -14,7 +14,7 @@ import { e164, maskPhone, phoneMessage } from '../team/phone.js';
 import { authError, fromProvider, invalid, tooManyAttempts, unauthenticated } from './errors.js';
 import { BadToken, verifyIdToken, type IdClaims } from './id-tokens.js';
 import { book, clearKey, forget, limitsFor, type AttemptKind, type Booked } from './limits.js';
-import { assertSignOutRoute, kindOf, memberRefusal, pickStaff, refuse, type SignInKind } from './policy.js';
+import { assertSignOutRoute, kindOf, memberRefusal, pickStaff, refuse, unknownPhone, type SignInKind } from './policy.js';
 import {
   presentClientEnvelope,
   presentSdkStart,
@@ -309,8 +309,10 @@ export function authServiceRoutes(): AppRouter {
     const attempt = bookOrThrow(ctx, 'sms', b.phoneNumber);
     const pick = pickStaff(membersByPhone(store.db, b.phoneNumber));
     if ('refusal' in pick) {
+      // Nobody has proved they hold this number yet: the answer says no more than unknown_phone (not whether the
+      // number is a deactivated member's, a suspended company's or shared). The log keeps the real reason.
       ctx.log.info({ phone: maskPhone(b.phoneNumber), reason: pick.refusal.reason }, 'phone start refused');
-      refuse(pick.refusal);
+      refuse(unknownPhone);
     }
     const sent = await rt.provider.sendVerificationCode({ phoneNumber: b.phoneNumber, recaptchaToken: b.recaptchaToken, playIntegrityToken: b.playIntegrityToken }).catch((err: unknown) => {
       if (err instanceof ProviderError && err.kind === 'unavailable') store.tx(() => forget(store.db, attempt));
