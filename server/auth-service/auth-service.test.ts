@@ -620,6 +620,17 @@ describe('authentication service (/auth) against the identity provider stand-in'
       });
     });
 
+    it('a phone_number claim counts only in a phone sign-in (firebase.sign_in_provider "phone"), not in a token without it', async () => {
+      const c = await h.company('Claim Floor');
+      const number = phone();
+      await member(c, { phone: number });
+      const { account } = await idp.phoneSignIn(number);
+      const noProvider = await idp.idToken(account, { claims: { firebase: null } });
+      expect((await session(noProvider)).body).toMatchObject({ allowed: false, kind: 'client', reason: 'no_account', user: null });
+      expectError(await call('POST', '/auth/staff/phone/verify', { body: { mode: 'sign-in', idToken: noProvider } }), 401, 'UNAUTHENTICATED', 'not_a_phone_sign_in');
+      expect((await session(await idp.idToken(account, { signInProvider: 'phone' }))).body).toMatchObject({ allowed: true, kind: 'staff' });
+    });
+
     it('a provider account with no account here: allowed false, reason no_account', async () => {
       const email = address('stranger');
       await providerAccount(email, 'stranger-pw');

@@ -52,12 +52,15 @@ export function refuse(r: Refusal): never {
   throw denied(r.message, r.reason);
 }
 
-/** A phone sign-in is the staff kind; everything else (email and password) the client kind. */
+/**
+ * A phone sign-in (`firebase.sign_in_provider` "phone": the provider verified `phone_number` in this session) is
+ * the staff kind; everything else the client kind. A token without that claim is not taken for a phone sign-in
+ * whatever claims it carries: its phone number was not verified as far as the token says.
+ */
 export type SignInKind = 'client' | 'staff';
 
 export function kindOf(claims: IdClaims): SignInKind {
-  if (claims.signInProvider !== undefined) return claims.signInProvider === 'phone' ? 'staff' : 'client';
-  return claims.phone && !claims.email ? 'staff' : 'client';
+  return claims.signInProvider === 'phone' ? 'staff' : 'client';
 }
 
 /**
