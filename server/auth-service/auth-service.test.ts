@@ -683,6 +683,35 @@ describe('authentication service (/auth) against the identity provider stand-in'
       expectError(await session(up.body.sessionToken), 401, 'UNAUTHENTICATED', 'token_revoked');
     });
 
+    it('an access token the provider stopped accepting is replaced at once, not kept until it expires', async () => {
+      const first = await signUp('Token Swap', address('swap'));
+      expect((await call('POST', '/auth/sign-out', { token: first.body.sessionToken })).status).toBe(200);
+      idp.revokeAccessTokens();
+      const second = await signUp('Token Swap Two', address('swap'));
+      const r = await call('POST', '/auth/sign-out', { token: second.body.sessionToken });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(idp.revocations.some((x) => x.localId === idp.byEmail(second.body.user.email)!.localId)).toBe(true);
+    });
+
+    it('a provider refusal in prose is reported by its status word, not by a letter of the prose', async () => {
+      const up = await signUp('Prose Refusal', address('prose'));
+      idp.revokeAccessTokens();
+      const realFetch = globalThis.fetch;
+      // Every new access token is refused too (say the service account lost its role): the refusal stays a 502.
+      globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+        if (String(input).endsWith('/token')) return new Response(JSON.stringify({ access_token: 'ya29.not-accepted', expires_in: 3599 }), { status: 200, headers: { 'Content-Type': 'application/json' } });
+        return realFetch(input, init);
+      }) as typeof fetch;
+      let r;
+      try {
+        r = await call('POST', '/auth/sign-out', { token: up.body.sessionToken });
+      } finally {
+        globalThis.fetch = realFetch;
+      }
+      expectError(r, 502, 'AUTH_PROVIDER_ERROR', 'provider_refused');
+      expect(r.body.details.providerCode).toBe('UNAUTHENTICATED');
+    });
+
     it('provider down during sign-out: 502, nothing recorded here (the same token can sign out later)', async () => {
       const up = await signUp('Out Down', address('outd'));
       idp.down = true;

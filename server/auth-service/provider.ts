@@ -134,11 +134,28 @@ export class IdentityProvider {
    * (seconds) stop working at the provider. Needs the service account.
    */
   async revokeSessions(uid: string, validSince: number): Promise<void> {
-    const token = await this.accessToken();
     const { baseUrl, projectId } = this.settings;
-    await this.post(`${baseUrl}/v1/projects/${encodeURIComponent(projectId)}/accounts:update`, { localId: uid, validSince: String(validSince) }, z.unknown(), {
-      Authorization: `Bearer ${token}`,
-    });
+    await this.asServiceAccount((token) =>
+      this.post(`${baseUrl}/v1/projects/${encodeURIComponent(projectId)}/accounts:update`, { localId: uid, validSince: String(validSince) }, z.unknown(), {
+        Authorization: `Bearer ${token}`,
+      }),
+    );
+  }
+
+  /**
+   * A call with the service account's access token. A 401 means the provider no longer takes the cached token
+   * (revoked, its key deleted): it is dropped and the call made once more with a fresh one, instead of failing
+   * every call until the cached token would have expired.
+   */
+  private async asServiceAccount<T>(call: (token: string) => Promise<T>): Promise<T> {
+    const token = await this.accessToken();
+    try {
+      return await call(token);
+    } catch (err) {
+      if (!(err instanceof ProviderError && err.httpStatus === 401)) throw err;
+      this.access = undefined;
+      return call(await this.accessToken());
+    }
   }
 
   /**
@@ -150,10 +167,11 @@ export class IdentityProvider {
     let deleted = 0;
     for (let i = 0; i < uids.length; i += 1000) {
       const localIds = uids.slice(i, i + 1000);
-      const token = await this.accessToken();
-      const reply = await this.post(`${baseUrl}/v1/projects/${encodeURIComponent(projectId)}/accounts:batchDelete`, { localIds, force: true }, BatchDeleteReply, {
-        Authorization: `Bearer ${token}`,
-      });
+      const reply = await this.asServiceAccount((token) =>
+        this.post(`${baseUrl}/v1/projects/${encodeURIComponent(projectId)}/accounts:batchDelete`, { localIds, force: true }, BatchDeleteReply, {
+          Authorization: `Bearer ${token}`,
+        }),
+      );
       const failed = (reply.errors ?? []).filter((e) => !/USER_NOT_FOUND/i.test(e.message ?? ''));
       if (failed.length > 0) throw new ProviderError('refused', /^[A-Z0-9_]+/.exec(failed[0]!.message ?? '')?.[0] ?? 'BATCH_DELETE_FAILED');
       deleted += localIds.length - (reply.errors?.length ?? 0);
@@ -214,7 +232,11 @@ export class IdentityProvider {
       throw new ProviderError('unavailable', 'SERVICE_ACCOUNT_KEY_UNUSABLE');
     }
     const form = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString();
-    const json = await this.send(account.token_uri, { 'Content-Type': 'application/x-www-form-urlencoded' }, form);
+    const json = await this.send(account.token_uri, { 'Content-Type': 'application/x-www-form-urlencoded' }, form).catch((err: unknown) => {
+      // Refused (invalid_grant: say the key was rotated): read the file again next time, so a new key needs no restart.
+      if (err instanceof ProviderError && err.kind === 'refused') this.account = undefined;
+      throw err;
+    });
     const parsed = OAuthReply.safeParse(json);
     if (!parsed.success) throw new ProviderError('unavailable', 'UNEXPECTED_REPLY');
     const life = parsed.data.expires_in ?? 3600;
@@ -237,12 +259,19 @@ export class IdentityProvider {
   }
 }
 
-/** "WEAK_PASSWORD : Password should be at least 6 characters" -> WEAK_PASSWORD; OAuth's `{ error: "invalid_grant" }` too. */
+/**
+ * "WEAK_PASSWORD : Password should be at least 6 characters" -> WEAK_PASSWORD; OAuth's `{ error: "invalid_grant" }`
+ * too; a message in prose ("Request had invalid authentication credentials...") -> its `status` (UNAUTHENTICATED).
+ * Only a code word ever comes out (it reaches the client as details.providerCode), never the provider's text.
+ */
 function errorCode(json: unknown): string | undefined {
   const e = (json as { error?: unknown } | null)?.error;
-  // Only a code-like word ever leaves this function (it reaches the client as details.providerCode).
-  if (typeof e === 'string') return /^[a-z0-9_]{1,64}$/i.test(e.trim()) ? e.trim().toUpperCase() : undefined;
-  const message = (e as { message?: unknown } | undefined)?.message;
-  if (typeof message !== 'string') return undefined;
-  return /^[A-Z0-9_]{1,64}/.exec(message.trim())?.[0];
+  const word = (v: unknown, anyCase: boolean) => {
+    if (typeof v !== 'string') return undefined;
+    const m = (anyCase ? /^([a-z][a-z0-9_]{0,63})(?=$|[\s:])/i : /^([A-Z][A-Z0-9_]{0,63})(?=$|[\s:])/).exec(v.trim());
+    return m?.[1]?.toUpperCase();
+  };
+  if (typeof e === 'string') return word(e, true);
+  const err = e as { message?: unknown; status?: unknown } | undefined;
+  return word(err?.message, false) ?? word(err?.status, false);
 }

@@ -75,6 +75,8 @@ export interface StandIn {
   /** Creates a phone account as the on-device SDK flow would, and returns its ID token. */
   phoneSignIn(phoneNumber: string): Promise<{ account: IdpAccount; idToken: string }>;
   byEmail(email: string): IdpAccount | undefined;
+  /** Every OAuth2 access token issued so far stops working (revoked, or the key behind it was deleted). */
+  revokeAccessTokens(): void;
   /** The user clicked the verification link. */
   verifyEmail(email: string): void;
   close(): Promise<void>;
@@ -142,6 +144,7 @@ export async function startIdp(projectId = 'footfall-test'): Promise<StandIn> {
       return { account, idToken: await sign(account, now(), { signInProvider: 'phone' }) };
     },
     byEmail: (email) => [...s.accounts.values()].find((a) => a.email === email.toLowerCase()),
+    revokeAccessTokens: () => accessTokens.clear(),
     verifyEmail(email) {
       const a = s.byEmail(email);
       if (!a) throw new Error(`no account ${email}`);
