@@ -20,7 +20,9 @@ import { authServiceRoutes } from './auth-service/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
-  const app = new Koa<State, Custom>({ proxy: deps.config.FOOTFALL_TRUST_PROXY });
+  // Behind our reverse proxy the caller is the last X-Forwarded-For entry (the one the proxy appended); earlier
+  // entries are whatever the client sent, so only one is read.
+  const app = new Koa<State, Custom>({ proxy: deps.config.FOOTFALL_TRUST_PROXY, maxIpsCount: 1 });
   app.context.deps = deps;
   app.context.log = deps.log;
   app.silent = true; // errors() logs; Koa's default stderr printing would duplicate it
