@@ -186,6 +186,17 @@ describe('configuration', () => {
     expect(problem({ FOOTFALL_ASSISTANT_MODEL: '   ' })).toContain('FOOTFALL_ASSISTANT_MODEL: must not be blank');
   });
 
+  it('identity-provider endpoints: https, or plain http only to a loopback address', () => {
+    expect(loadConfig({}).FOOTFALL_IDP_BASE_URL).toBe('https://identitytoolkit.googleapis.com');
+    for (const url of ['https://idp.example.com/', 'http://127.0.0.1:9099', 'http://localhost:9099', 'http://[::1]:9099']) {
+      expect(() => loadConfig({ FOOTFALL_IDP_BASE_URL: url, FOOTFALL_IDP_JWKS_URL: `${url}/jwks` }), url).not.toThrow();
+    }
+    for (const url of ['http://idp.example.com', 'http://10.0.0.5:9099', 'ftp://idp.example.com', 'https://u:p@idp.example.com']) {
+      expect(problem({ FOOTFALL_IDP_BASE_URL: url }), url).toMatch(/FOOTFALL_IDP_BASE_URL: must be an https URL/);
+      expect(problem({ FOOTFALL_IDP_JWKS_URL: url }), url).toMatch(/FOOTFALL_IDP_JWKS_URL: must be an https URL/);
+    }
+  });
+
   it('reads similarity thresholds as numbers from 0 to 1', () => {
     expect(loadConfig({ FOOTFALL_MATCH_THRESHOLD: '0.5' }).FOOTFALL_MATCH_THRESHOLD).toBe(0.5);
     expect(() => loadConfig({ FOOTFALL_MATCH_THRESHOLD: '1.5' })).toThrow(/FOOTFALL_MATCH_THRESHOLD: must be a number from 0 to 1/);

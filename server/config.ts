@@ -25,18 +25,25 @@ const bool = z
 /** Never echoed back in an error message. */
 const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY']);
 
+/** A loopback host: localhost, 127.0.0.0/8 or ::1. */
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
+}
+
 /**
  * An http(s) URL without user name or password (credentials go in their own variables) or fragment, and without a
- * query unless `query` allows one; kept without a trailing slash.
+ * query unless `query` allows one; with `httpsOnly`, plain http only to a loopback address (a local emulator or a
+ * test stand-in). Kept without a trailing slash.
  */
-function httpUrl(opts: { query: boolean; message: string }) {
+function httpUrl(opts: { query: boolean; httpsOnly?: boolean; message: string }) {
   return z
     .string()
     .trim()
     .refine((v) => {
       try {
         const u = new URL(v);
-        return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && !u.hash && (opts.query || !u.search);
+        const scheme = u.protocol === 'https:' || (u.protocol === 'http:' && (!opts.httpsOnly || isLoopback(u.hostname)));
+        return scheme && !u.username && !u.password && !u.hash && (opts.query || !u.search);
       } catch {
         return false;
       }
@@ -50,8 +57,12 @@ const serviceUrl = httpUrl({
   message: 'must be an http(s) base URL such as http://127.0.0.1:8081/v1, without user name, password, query or fragment (the key goes in FOOTFALL_ASSISTANT_API_KEY)',
 });
 
-/** An identity-provider endpoint. */
-const idpUrl = httpUrl({ query: true, message: 'must be an http(s) URL such as https://identitytoolkit.googleapis.com' });
+/** An identity-provider endpoint: https (its keys and the passwords sent to it must not cross a network in clear). */
+const idpUrl = httpUrl({
+  query: true,
+  httpsOnly: true,
+  message: 'must be an https URL such as https://identitytoolkit.googleapis.com (plain http only to a loopback address, e.g. a local emulator)',
+});
 
 export const configSchema = z.object({
   FOOTFALL_DATA_DIR: z.string().min(1).default('./data'),
