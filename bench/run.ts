@@ -18,6 +18,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   gallery: () => import('./gallery.js'),
   agent: () => import('./agent.js'),
   ingest: () => import('./ingest.js'),
+  reports: () => import('./reports.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
