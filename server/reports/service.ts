@@ -7,8 +7,9 @@ import type { ReportQuery } from './query.js';
 /**
  * Footfall and conversion (spec: Reports; decisions in docs/reports.md). Everything is counted in SQL over UTC
  * ranges that the calendar computes from local wall time: visits shop by shop through visits_shop_time_idx, new
- * customers through customers_company_first_idx (both from migration 0004), purchases through
- * purchases_company_idx. All queries of one report read one snapshot.
+ * customers through customers_company_first_idx (both from migration 0004) or, for one shop, their first visit
+ * through customers_id_first_idx (migration 0006), purchases through purchases_company_idx. All queries of one
+ * report read one snapshot.
  */
 
 export interface FootfallPoint {
@@ -138,10 +139,13 @@ interface BucketCounts {
 }
 
 /**
- * Per bucket, one correlated range scan each (no sort: the bucket list drives the loop). "New": a customer whose
- * customers.first_seen_at (the earliest of their visits, kept by ingest and merge) lies in the bucket. For the whole
- * company that is a count on customers_company_first_idx (their first visit is in the company, so in the bucket);
- * for one shop it is checked on the shop's visits of the bucket.
+ * Per bucket, one correlated range scan each (no sort: the bucket list drives the loop), counting customers and
+ * unidentified visits in the same pass. "New": a customer whose customers.first_seen_at (the earliest of their
+ * visits, kept by ingest and merge) lies in the bucket. For the whole company that is a count on
+ * customers_company_first_idx (their first visit is in the company, so in the bucket). For one shop it is checked
+ * on the shop's customers of the bucket: the bucket's visits grouped by customer (the unidentified ones in one group,
+ * customer_id null), then each customer's first_seen_at read once from customers_id_first_idx (migration 0006), not
+ * from the customer's row, which carries a 2 KiB template.
  */
 function bucketCounts(db: Db, companyId: string, siteId: string | null, buckets: readonly Bucket[]): BucketCounts[] {
   const bounds = boundsJson(buckets);
@@ -152,18 +156,18 @@ function bucketCounts(db: Db, companyId: string, siteId: string | null, buckets:
     ? db.all<{ i: number; r: string }>(sql`
         with ${bucketTable(bounds)}
         select b.i as i, (
-          select json_array(count(distinct v.customer_id), count(*) filter (where v.customer_id is null),
-                            count(distinct v.customer_id) filter (where ${firstInBucket}))
-          from ${from} left join customers c on c.id = v.customer_id
-          where ${inBucket}) as r
+          select json_array(count(d.customer_id), coalesce(sum(d.visits) filter (where d.customer_id is null), 0),
+                            count(*) filter (where ${firstInBucket}))
+          from (select v.customer_id as customer_id, count(*) as visits from ${from} where ${inBucket} group by v.customer_id) d
+            left join customers c indexed by customers_id_first_idx on c.id = d.customer_id) as r
         from b`)
     : db.all<{ i: number; r: string }>(sql`
         with ${bucketTable(bounds)}
-        select b.i as i, json_array(
-          (select count(distinct v.customer_id) from ${from} where ${inBucket}),
-          (select count(*) from ${from} where ${inBucket} and v.customer_id is null),
-          (select count(*) from customers c indexed by customers_company_first_idx
-           where c.company_id = ${companyId} and c.merged_into is null and ${firstInBucket})) as r
+        select b.i as i, (
+          select json_array(count(distinct v.customer_id), count(*) filter (where v.customer_id is null),
+                            (select count(*) from customers c indexed by customers_company_first_idx
+                             where c.company_id = ${companyId} and c.merged_into is null and ${firstInBucket}))
+          from ${from} where ${inBucket}) as r
         from b`);
   const out = buckets.map((): BucketCounts => ({ known: 0, anon: 0, fresh: 0 }));
   for (const row of rows) {
