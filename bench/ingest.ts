@@ -19,7 +19,7 @@ import { encodeEmbedding, type VisitMessage } from '../shared/messages.js';
 import { upTopic } from '../shared/topics.js';
 import { Faces } from '../server/identity/synthetic.js';
 import { DIM, templateToBlob } from '../server/identity/vector.js';
-import { ms, percentile, progress, table } from './util.js';
+import { BENCH_ADMIN, benchServerSettings, ms, percentile, progress, table } from './util.js';
 
 interface BrokerLogin {
   username: string;
@@ -139,16 +139,7 @@ async function workerMain(): Promise<void> {
       return {};
     },
     async 'server-start'() {
-      const config = loadConfig({
-        FOOTFALL_DATA_DIR: path.join(tmp, 'head-office'),
-        FOOTFALL_HTTP_HOST: '127.0.0.1',
-        FOOTFALL_HTTP_PORT: '0',
-        FOOTFALL_MQTT_HOST: '127.0.0.1',
-        FOOTFALL_MQTT_PORT: '0',
-        FOOTFALL_ADMIN_EMAIL: 'bench@footfall.local',
-        FOOTFALL_ADMIN_PASSWORD: 'bench-password-1',
-        FOOTFALL_LOG_LEVEL: 'silent',
-      });
+      const config = loadConfig(benchServerSettings(path.join(tmp, 'head-office')));
       server = await startServer(config, { log: silent, announce: () => {} });
       const url = server.url;
       const call = async (method: string, p: string, body?: unknown, token?: string) => {
@@ -161,7 +152,7 @@ async function workerMain(): Promise<void> {
         if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
         return json;
       };
-      const admin = (await call('POST', '/api/auth/login', { email: 'bench@footfall.local', password: 'bench-password-1' })).access_token;
+      const admin = (await call('POST', '/api/auth/login', { email: BENCH_ADMIN.email, password: BENCH_ADMIN.password })).access_token;
       const company = await call('POST', '/api/admin/clients', { company_name: 'Bench Co', owner_email: 'owner@bench.test', owner_name: 'Owner' }, admin);
       const owner = (await call('POST', '/api/auth/login', { email: 'owner@bench.test', password: company.password })).access_token;
       const pcs: { topic: string; broker: BrokerLogin }[] = [];

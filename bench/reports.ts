@@ -24,7 +24,7 @@ import { presentConversion, presentFootfall, ratio } from '../server/reports/pre
 import { ReportQueryInput, resolveReportQuery } from '../server/reports/query.js';
 import { conversionReport, footfallReport } from '../server/reports/service.js';
 import { startServer, type RunningServer } from '../server/start.js';
-import { loadAverage, ms, progress, table } from './util.js';
+import { BENCH_ADMIN, benchServerSettings, loadAverage, ms, progress, table } from './util.js';
 
 const VISITS = Number(process.env.BENCH_VISITS ?? 2_000_000);
 const CUSTOMERS = Math.round(VISITS / 10);
@@ -534,19 +534,10 @@ export async function run(): Promise<string> {
   const silent = pino({ level: 'silent' });
   let server: RunningServer | undefined;
   try {
-    const config = loadConfig({
-      FOOTFALL_DATA_DIR: tmp,
-      FOOTFALL_HTTP_HOST: '127.0.0.1',
-      FOOTFALL_HTTP_PORT: '0',
-      FOOTFALL_MQTT_HOST: '127.0.0.1',
-      FOOTFALL_MQTT_PORT: '0',
-      FOOTFALL_ADMIN_EMAIL: 'bench@footfall.local',
-      FOOTFALL_ADMIN_PASSWORD: 'bench-password-1',
-      FOOTFALL_LOG_LEVEL: 'silent',
-    });
+    const config = loadConfig(benchServerSettings(tmp));
     server = await startServer(config, { log: silent, announce: () => {} });
     const url = server.url;
-    const admin = (await api(url, 'POST', '/api/auth/login', { email: 'bench@footfall.local', password: 'bench-password-1' })).access_token!;
+    const admin = (await api(url, 'POST', '/api/auth/login', { email: BENCH_ADMIN.email, password: BENCH_ADMIN.password })).access_token!;
     const plan = chainPlan();
     const other = otherPlan();
     const chain = await company(url, admin, 'Bench Chain', 'owner@chain.test', plan);

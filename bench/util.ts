@@ -79,3 +79,20 @@ export async function settle(): Promise<void> {
   await new Promise((r) => setTimeout(r, 200));
   gc();
 }
+
+/** The platform admin of a benchmark's head office. */
+export const BENCH_ADMIN = { email: 'bench@footfall.local', password: 'bench-password-1' } as const;
+
+/** Head office's settings for a benchmark (for loadConfig): loopback, any free ports, a silent log, BENCH_ADMIN. */
+export function benchServerSettings(dataDir: string): Record<string, string> {
+  return {
+    FOOTFALL_DATA_DIR: dataDir,
+    FOOTFALL_HTTP_HOST: '127.0.0.1',
+    FOOTFALL_HTTP_PORT: '0',
+    FOOTFALL_MQTT_HOST: '127.0.0.1',
+    FOOTFALL_MQTT_PORT: '0',
+    FOOTFALL_ADMIN_EMAIL: BENCH_ADMIN.email,
+    FOOTFALL_ADMIN_PASSWORD: BENCH_ADMIN.password,
+    FOOTFALL_LOG_LEVEL: 'silent',
+  };
+}
