@@ -11,7 +11,7 @@ import { decodeExpression, decodeSsrNet, genderFromScore } from './attributes.js
 import { processCpuMs } from './cpu.js';
 import { DEFAULT_DETECT_OPTIONS, decodeDetections } from './detect.js';
 import type { DetectOptions } from './detect.js';
-import { clampRect, cropRgb, cropToTensor, imageToTensor, resizeToTensor, shiftInside, warpAffine, warpFootprint, warpFromRegion } from './image.js';
+import { clampRect, cropRgb, cropToTensor, imageToTensor, resizeToTensor, shiftInside, warpAffine, warpFootprint, warpFromRegion, wholePixels } from './image.js';
 import type { Affine, FrameRegion, PixelWindow, Rect, TensorFormat } from './image.js';
 import type { ModelSessions, Outputs } from './models.js';
 import { DEFAULT_QUALITY, qualityOf, sharpnessWindow } from './quality.js';
@@ -81,15 +81,6 @@ function scaledAbout(b: Box, k: number): Rect {
   const w = (b.x2 - b.x1) * k;
   const h = (b.y2 - b.y1) * k;
   return { x: (b.x1 + b.x2) / 2 - w / 2, y: (b.y1 + b.y2) / 2 - h / 2, w, h };
-}
-
-/** `r` grown to whole pixels and cut to the image (what cropRgb copies). */
-function wholePixels(r: Rect, width: number, height: number): Rect {
-  const x = Math.max(0, Math.floor(r.x));
-  const y = Math.max(0, Math.floor(r.y));
-  const x2 = Math.min(width, Math.ceil(r.x + r.w));
-  const y2 = Math.min(height, Math.ceil(r.y + r.h));
-  return { x, y, w: Math.max(1, x2 - x), h: Math.max(1, y2 - y) };
 }
 
 function union(rects: Rect[]): Rect {

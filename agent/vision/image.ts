@@ -769,14 +769,18 @@ function cropColourRows(
   }
 }
 
-/** Copy a region (clamped to the image) without resampling; it remembers where it sits in the image. */
-export function cropRgb(img: RgbImage, rect: Rect): FrameRegion {
+/** `rect` grown to whole pixels and cut to a `width`x`height` image (at least one pixel): what cropRgb copies. */
+export function wholePixels(rect: Rect, width: number, height: number): Rect {
   const x = Math.max(0, Math.floor(rect.x));
   const y = Math.max(0, Math.floor(rect.y));
-  const x2 = Math.min(img.width, Math.ceil(rect.x + rect.w));
-  const y2 = Math.min(img.height, Math.ceil(rect.y + rect.h));
-  const w = Math.max(1, x2 - x);
-  const h = Math.max(1, y2 - y);
+  const x2 = Math.min(width, Math.ceil(rect.x + rect.w));
+  const y2 = Math.min(height, Math.ceil(rect.y + rect.h));
+  return { x, y, w: Math.max(1, x2 - x), h: Math.max(1, y2 - y) };
+}
+
+/** Copy a region (clamped to the image) without resampling; it remembers where it sits in the image. */
+export function cropRgb(img: RgbImage, rect: Rect): FrameRegion {
+  const { x, y, w, h } = wholePixels(rect, img.width, img.height);
   const out = new Uint8Array(w * h * 3);
   for (let row = 0; row < h; row++) {
     const from = ((y + row) * img.width + x) * 3;
@@ -816,14 +820,24 @@ export function toGrey(img: RgbImage): Float32Array {
 }
 
 /**
+ * The pixels where laplacianVariance evaluates the Laplacian over `roi` (default: the whole image): x0 <= x < x1,
+ * y0 <= y < y1, one pixel in from every edge. It reads the one-pixel ring around them too.
+ */
+export function laplacianBounds(width: number, height: number, roi?: Rect): { x0: number; y0: number; x1: number; y1: number } {
+  return {
+    x0: Math.max(1, Math.floor(roi?.x ?? 1)),
+    y0: Math.max(1, Math.floor(roi?.y ?? 1)),
+    x1: Math.min(width - 1, Math.ceil(roi ? roi.x + roi.w : width - 1)),
+    y1: Math.min(height - 1, Math.ceil(roi ? roi.y + roi.h : height - 1)),
+  };
+}
+
+/**
  * Variance of the 4-neighbour Laplacian (kernel [0 1 0; 1 -4 1; 0 1 0], as
  * OpenCV's Laplacian with ksize 1) over `roi` of a grey image.
  */
 export function laplacianVariance(greyPixels: Float32Array, width: number, height: number, roi?: Rect): number {
-  const x0 = Math.max(1, Math.floor(roi?.x ?? 1));
-  const y0 = Math.max(1, Math.floor(roi?.y ?? 1));
-  const x1 = Math.min(width - 1, Math.ceil(roi ? roi.x + roi.w : width - 1));
-  const y1 = Math.min(height - 1, Math.ceil(roi ? roi.y + roi.h : height - 1));
+  const { x0, y0, x1, y1 } = laplacianBounds(width, height, roi);
   let sum = 0;
   let sumSq = 0;
   let n = 0;
@@ -849,10 +863,7 @@ let greyScratch = new Float32Array(0);
  */
 export function rgbLaplacianVariance(img: RgbImage, roi?: Rect): number {
   const { width, height } = img;
-  const x0 = Math.max(1, Math.floor(roi?.x ?? 1));
-  const y0 = Math.max(1, Math.floor(roi?.y ?? 1));
-  const x1 = Math.min(width - 1, Math.ceil(roi ? roi.x + roi.w : width - 1));
-  const y1 = Math.min(height - 1, Math.ceil(roi ? roi.y + roi.h : height - 1));
+  const { x0, y0, x1, y1 } = laplacianBounds(width, height, roi);
   if (greyScratch.length < width * height) greyScratch = new Float32Array(width * height);
   const g = greyScratch;
   const d = img.data;

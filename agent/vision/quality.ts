@@ -4,7 +4,7 @@
  * someone. How the constants were chosen: docs/recognition.md.
  */
 import { estimatePose } from './align.js';
-import { rgbLaplacianVariance } from './image.js';
+import { laplacianBounds, rgbLaplacianVariance } from './image.js';
 import type { PixelWindow, Rect } from './image.js';
 import type { FivePoints, QualityParts, RgbImage } from './types.js';
 
@@ -64,11 +64,7 @@ function sharpnessRoi(size: number): Rect {
  * only for the faces it embeds.
  */
 export function sharpnessWindow(size = 112): PixelWindow {
-  const roi = sharpnessRoi(size);
-  const x0 = Math.max(1, Math.floor(roi.x));
-  const y0 = Math.max(1, Math.floor(roi.y));
-  const x1 = Math.min(size - 1, Math.ceil(roi.x + roi.w));
-  const y1 = Math.min(size - 1, Math.ceil(roi.y + roi.h));
+  const { x0, y0, x1, y1 } = laplacianBounds(size, size, sharpnessRoi(size));
   return { u0: x0 - 1, v0: y0 - 1, u1: x1 + 1, v1: y1 + 1 };
 }
 
