@@ -102,6 +102,35 @@ async function largestFace(engine: VisionEngine, path: string): Promise<Observed
   return face;
 }
 
+/**
+ * `detect` and `embed`: each image read and analysed in turn; `describe` gives its JSON entry and the text heading
+ * printed above its face lines. With --json one JSON array is printed at the end.
+ */
+async function eachImage(
+  images: string[],
+  opts: CommonOptions,
+  describe: (engine: VisionEngine, path: string, img: RgbImage, faces: ObservedFace[]) => Promise<{ json: Record<string, unknown>; heading: string }>,
+): Promise<void> {
+  try {
+    await withEngine(opts, async (engine) => {
+      const out: Record<string, unknown>[] = [];
+      for (const path of images) {
+        const img = await readImage(path);
+        const { faces } = await engine.analyze(img);
+        const { json, heading } = await describe(engine, path, img, faces);
+        if (opts.json) out.push(json);
+        else {
+          console.log(heading);
+          faces.forEach((f, i) => console.log(faceLine(i, f)));
+        }
+      }
+      if (opts.json) console.log(JSON.stringify(out, null, 2));
+    });
+  } catch (err) {
+    fail(err);
+  }
+}
+
 function addCommon(cmd: Command): Command {
   return cmd
     .option('--models <dir>', 'models directory (footfall models fetch)', defaultModelsDir())
@@ -117,52 +146,28 @@ export function visionCommand(): Command {
   addCommon(vision.command('detect').description('Find the faces in images, with box, score, five landmarks, quality and the gate'))
     .argument('<image...>', 'JPEG, PNG or WebP files')
     .option('--gate <quality>', 'quality gate (0..1) instead of the default', fraction)
-    .action(async (images: string[], opts: CommonOptions) => {
-      try {
-        await withEngine(opts, async (engine) => {
-          const out: Record<string, unknown>[] = [];
-          for (const path of images) {
-            const img = await readImage(path);
-            const { faces } = await engine.analyze(img);
-            if (opts.json) out.push({ image: path, width: img.width, height: img.height, gate: engine.config.quality.gate, faces: faces.map(faceJson) });
-            else {
-              console.log(`${path}: ${img.width}x${img.height}, ${faces.length} face${faces.length === 1 ? '' : 's'} (gate ${engine.config.quality.gate})`);
-              faces.forEach((f, i) => console.log(faceLine(i, f)));
-            }
-          }
-          if (opts.json) console.log(JSON.stringify(out, null, 2));
-        });
-      } catch (err) {
-        fail(err);
-      }
-    });
+    .action((images: string[], opts: CommonOptions) =>
+      eachImage(images, opts, async (engine, path, img, faces) => ({
+        json: { image: path, width: img.width, height: img.height, gate: engine.config.quality.gate, faces: faces.map(faceJson) },
+        heading: `${path}: ${img.width}x${img.height}, ${faces.length} face${faces.length === 1 ? '' : 's'} (gate ${engine.config.quality.gate})`,
+      })),
+    );
 
   addCommon(vision.command('embed').description('Detection as `detect`, plus the L2-normalised 512-d embedding of each face (largest face first)'))
     .argument('<image...>', 'JPEG, PNG or WebP files')
-    .action(async (images: string[], opts: CommonOptions) => {
-      try {
-        await withEngine(opts, async (engine) => {
-          const out: Record<string, unknown>[] = [];
-          for (const path of images) {
-            const img = await readImage(path);
-            const { faces } = await engine.analyze(img);
-            const rows: Record<string, unknown>[] = [];
-            for (const f of faces) {
-              const e = await engine.embed(f.aligned);
-              rows.push({ ...faceJson(f), embedding: Array.from(e, (x) => Math.round(x * 1e6) / 1e6) });
-            }
-            if (opts.json) out.push({ image: path, width: img.width, height: img.height, model: engine.modelSet, faces: rows });
-            else {
-              console.log(`${path}: ${faces.length} face${faces.length === 1 ? '' : 's'}, ${engine.modelSet} embeddings (512-d; use --json to print them)`);
-              faces.forEach((f, i) => console.log(faceLine(i, f)));
-            }
-          }
-          if (opts.json) console.log(JSON.stringify(out, null, 2));
-        });
-      } catch (err) {
-        fail(err);
-      }
-    });
+    .action((images: string[], opts: CommonOptions) =>
+      eachImage(images, opts, async (engine, path, img, faces) => {
+        const rows: Record<string, unknown>[] = [];
+        for (const f of faces) {
+          const e = await engine.embed(f.aligned);
+          rows.push({ ...faceJson(f), embedding: Array.from(e, (x) => Math.round(x * 1e6) / 1e6) });
+        }
+        return {
+          json: { image: path, width: img.width, height: img.height, model: engine.modelSet, faces: rows },
+          heading: `${path}: ${faces.length} face${faces.length === 1 ? '' : 's'}, ${engine.modelSet} embeddings (512-d; use --json to print them)`,
+        };
+      }),
+    );
 
   addCommon(vision.command('compare').description('Similarity of the largest face of two images, and whether they count as the same person'))
     .argument('<a>', 'first image')
