@@ -7,11 +7,12 @@ import { machine } from './util.js';
  * benchmarks, or all of them, prints each result and rewrites that benchmark's section of docs/benchmarks.md
  * between `<!-- bench:<name> -->` and `<!-- /bench:<name> -->` (appended if the markers are missing).
  *
- * A benchmark is a module under bench/ exporting `run(): Promise<string>` that returns a markdown section
- * (starting with its `##` heading). To add one, add a line to `benchmarks`.
+ * A benchmark is a module under bench/ exporting `run(): Promise<string | undefined>` that returns a markdown section
+ * (starting with its `##` heading), or undefined when it cannot run on this machine (it says why; its section is
+ * left as it was). To add one, add a line to `benchmarks`.
  */
 export interface Benchmark {
-  run(): Promise<string>;
+  run(): Promise<string | undefined>;
 }
 
 const benchmarks: Record<string, () => Promise<Benchmark>> = {
@@ -19,6 +20,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   agent: () => import('./agent.js'),
   ingest: () => import('./ingest.js'),
   reports: () => import('./reports.js'),
+  opencv: () => import('./opencv.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
@@ -58,7 +60,12 @@ async function main(argv: string[]): Promise<number> {
   for (const name of names) {
     console.error(`bench ${name}: running`);
     const started = performance.now();
-    const section = stamp(await (await benchmarks[name]!()).run(), name);
+    const body = await (await benchmarks[name]!()).run();
+    if (body === undefined) {
+      console.error(`bench ${name}: skipped, docs/benchmarks.md unchanged`);
+      continue;
+    }
+    const section = stamp(body, name);
     console.log(`${section}\n`);
     const doc = fs.existsSync(docs) ? fs.readFileSync(docs, 'utf8') : HEADER;
     fs.writeFileSync(docs, replaceSection(doc, name, section));
