@@ -17,6 +17,7 @@ import { purchasesRoutes } from './purchases/routes.js';
 import { reportsRoutes } from './reports/routes.js';
 import { assistantRoutes } from './assistant/routes.js';
 import { authServiceRoutes } from './auth-service/routes.js';
+import { metricsRoutes, requestMetrics } from './metrics/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -29,6 +30,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
 
   app.use(requestId);
   app.use(accessLog);
+  app.use(requestMetrics);
   app.use(errors);
   app.use(
     deferBodyErrors(
@@ -46,7 +48,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
     if (ctx.path === '/api/admin' || ctx.path.startsWith('/api/admin/')) throw noSuchRoute(ctx.method, ctx.path);
     await next();
   });
-  const routers: AppRouter[] = [healthRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes()];
+  const routers: AppRouter[] = [healthRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes()];
   for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
   return app;
 }

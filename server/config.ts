@@ -23,7 +23,7 @@ const bool = z
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 
 /** Never echoed back in an error message. */
-const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY']);
+const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY', 'FOOTFALL_METRICS_TOKEN']);
 
 /** A loopback host: localhost, 127.0.0.0/8 or ::1. */
 function isLoopback(hostname: string): boolean {
@@ -127,6 +127,12 @@ export const configSchema = z.object({
   FOOTFALL_MATCH_THRESHOLD: z.string().trim().regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a number from 0 to 1').transform(Number).default(0.45),
   FOOTFALL_BURST_THRESHOLD: z.string().trim().regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a number from 0 to 1').transform(Number).default(0.4),
   FOOTFALL_SSE_KEEPALIVE_S: int(1, 3600).default(15),
+  // Prometheus metrics at GET /metrics (docs/operations.md): on when a scrape token is set, read as a bearer token.
+  FOOTFALL_METRICS_TOKEN: z
+    .string()
+    .trim()
+    .regex(/^[\x21-\x7e]{24,512}$/, 'must be 24 to 512 printable characters without spaces (openssl rand -hex 32)')
+    .optional(),
 });
 
 export type RawConfig = z.infer<typeof configSchema>;

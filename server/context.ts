@@ -11,6 +11,7 @@ import type { ShopLogins } from './shops/broker-logins.js';
 import type { LiveHub } from './cameras/live.js';
 import type { IdentityControl } from './visits/identity-control.js';
 import type { ArrivalsHub } from './visits/hub.js';
+import type { Metrics } from './metrics/metrics.js';
 
 /** What every request can reach: built once by startServer (or a test) and handed to buildApp. */
 export interface Deps {
@@ -29,6 +30,8 @@ export interface Deps {
   identities: IdentityControl;
   /** Fan-out of committed visits to the open arrival streams. */
   arrivals: ArrivalsHub;
+  /** Prometheus metrics, when FOOTFALL_METRICS_TOKEN turns them on. */
+  metrics?: Metrics;
 }
 
 /** The signed-in person making the request. companyId is null for the platform admin. */

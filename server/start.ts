@@ -23,6 +23,7 @@ import { sweepUnlinkedFaces } from './customers/faces.js';
 import { ArrivalsHub } from './visits/hub.js';
 import { IdentityControl } from './visits/identity-control.js';
 import { VisitIngest } from './visits/ingest.js';
+import { Metrics } from './metrics/metrics.js';
 
 export interface RunningServer {
   url: string;
@@ -64,10 +65,12 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const identities = new IdentityControl(keys);
   const arrivals = new ArrivalsHub();
   const purgers = [providerAccountsPurger(config, store), localImagesPurger(config.dataDir), shopLoginsPurger(store, shopLogins), snapshotsPurger(config.dataDir), identities.purger()];
-  const deps: Deps = { config, store, log, keys, broker, purgers, shopLogins, live, identities, arrivals };
+  const metrics = config.FOOTFALL_METRICS_TOKEN ? new Metrics() : undefined;
+  const deps: Deps = { config, store, log, keys, broker, purgers, shopLogins, live, identities, arrivals, ...(metrics ? { metrics } : {}) };
   const stopHeartbeats = await ingestHeartbeats(deps);
   const ingest = new VisitIngest(deps);
   await ingest.start();
+  metrics?.watch({ config, store, broker, arrivals, live, ingest });
 
   if (!adminExists(store)) {
     const email = config.FOOTFALL_ADMIN_EMAIL ?? DEFAULT_ADMIN_EMAIL;

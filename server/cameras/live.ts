@@ -84,6 +84,13 @@ export class LiveHub {
     return this.watched.get(cameraUuid)?.viewers.size ?? 0;
   }
 
+  /** Viewers of every camera together (metrics). */
+  get totalViewers(): number {
+    let n = 0;
+    for (const w of this.watched.values()) n += w.viewers.size;
+    return n;
+  }
+
   /** Shutdown: ends every stream. */
   close(): void {
     for (const w of this.watched.values()) {
