@@ -8,6 +8,8 @@ import { Command } from 'commander';
 const commands: Record<string, () => Promise<Command>> = {
   server: async () => (await import('./server.js')).serverCommand(),
   admin: async () => (await import('./server.js')).adminCommand(),
+  backup: async () => (await import('./backup.js')).backupCommand(),
+  restore: async () => (await import('./backup.js')).restoreCommand(),
   models: async () => (await import('./models.js')).modelsCommand(),
   enrol: async () => (await import('./agent.js')).enrolCommand(),
   agent: async () => (await import('./agent.js')).agentCommand(),

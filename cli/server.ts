@@ -1,25 +1,13 @@
 import path from 'node:path';
 import { Command } from 'commander';
-import { ConfigError, loadConfig } from '../server/config.js';
+import { configOrExit } from './server-config.js';
 import { openDatabase } from '../server/db/open.js';
 import { AdminError, createAdmin } from '../server/auth/admins.js';
 import { startServer } from '../server/start.js';
 
-function configOrExit() {
-  try {
-    return loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(err.message + '\n');
-      process.exit(1);
-    }
-    throw err;
-  }
-}
-
 export function serverCommand(): Command {
   return new Command('server')
-    .description('Run head office: HTTP API and console, embedded MQTT broker, SQLite database (configured by FOOTFALL_* variables; see README)')
+    .description('Run head office: the HTTP API (for the web console and the mobile app), embedded MQTT broker, SQLite database (configured by FOOTFALL_* variables; see README)')
     .action(async () => {
       const config = configOrExit();
       let running: Awaited<ReturnType<typeof startServer>>;

@@ -16,3 +16,9 @@ export function packageRoot(): string {
   root = dir;
   return dir;
 }
+
+/** Head office's version: `version` of package.json (for backups' manifests). */
+export function appVersion(): string {
+  const v = (JSON.parse(fs.readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version?: unknown }).version;
+  return typeof v === 'string' && v ? v.slice(0, 64) : '0.0.0';
+}
