@@ -3,8 +3,9 @@
  * size, readable reasons for a wrong password, a wrong path and a dead port, reconnection after the server comes
  * back, and no ffmpeg left behind.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
+import { dirname } from 'node:path';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +14,8 @@ import { startRtspServer, type RtspServer } from '../../test/support/rtsp.js';
 import { toJpeg, type Frame } from './frame.js';
 import { grabFrame } from './grab.js';
 import { CaptureManager, type CameraSpec } from './manager.js';
-import type { CameraSource } from './source.js';
+import { decodeArgs, hasCredentials } from './ffmpeg.js';
+import { rtspUrl, type CameraSource } from './source.js';
 import { CameraWorker, type CameraState, type CameraWorkerOptions } from './worker.js';
 
 const USER = 'admin';
@@ -53,17 +55,24 @@ async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs
   }
 }
 
-/** ffmpeg processes whose command line contains `fragment` (via /proc). */
+/** The command line of process `pid` (via /proc), or undefined once it is gone. */
+function commandLine(pid: number | string): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return undefined;
+  }
+}
+
+/** ffmpeg processes opening a URL that contains `fragment`: on their command line, or in the stream script they were given. */
 function ffmpegProcesses(fragment: string): number[] {
   const pids: number[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
-      if (cmd[0]?.endsWith('ffmpeg') && cmd.some((a) => a.includes(fragment))) pids.push(Number(name));
-    } catch {
-      // gone meanwhile
-    }
+    const cmd = commandLine(name);
+    if (!cmd?.[0]?.endsWith('ffmpeg')) continue;
+    const scripts = cmd.filter((a) => a.endsWith('.ffconcat')).map((f) => (existsSync(f) ? readFileSync(f, 'utf8') : ''));
+    if ([...cmd, ...scripts].some((a) => a.includes(fragment))) pids.push(Number(name));
   }
   return pids;
 }
@@ -130,6 +139,29 @@ describe('CameraWorker', () => {
       expect(worker.pid).toBeUndefined();
     }
     expect(states.map((s) => s.connected)).toEqual([true]);
+  });
+
+  it('keeps the camera password off ffmpeg\'s command line (any local user can read that): a 0600 script in a 0700 folder, gone with ffmpeg', async () => {
+    const worker = new CameraWorker({ ...quick, id: 'u-cmd', cameraId: 'entrance', source: source('/cam1'), maxWidth: 320, fps: 5, consumer: () => {} });
+    worker.start();
+    let script = '';
+    try {
+      await until('connected', () => worker.state.connected);
+      const cmd = commandLine(worker.pid!)!;
+      expect(cmd.join(' ')).not.toContain(encodeURIComponent(PASSWORD));
+      expect(cmd.join(' ')).not.toContain(`${rtsp.port}/cam1`);
+      script = cmd[cmd.indexOf('-i') + 1]!;
+      expect(script).toMatch(/footfall-cam-[^/]+\/1\.ffconcat$/);
+      expect(statSync(script).mode & 0o777).toBe(0o600);
+      expect(statSync(dirname(script)).mode & 0o777).toBe(0o700);
+      expect(readFileSync(script, 'utf8')).toContain(`:${encodeURIComponent(PASSWORD)}@127.0.0.1:${rtsp.port}/cam1`);
+    } finally {
+      await worker.stop();
+    }
+    expect(existsSync(script)).toBe(false);
+    // Without a password there is nothing to hide: the URL goes on the command line as before.
+    expect(decodeArgs(rtspUrl({ host: 'cam.lan', port: 554, path: '/live' }), { fps: 5, maxWidth: 640 })).toContain('rtsp://cam.lan:554/live');
+    expect(hasCredentials(rtspUrl(source('/cam1')))).toBe(true);
   });
 
   it('a wrong password: not connected, "wrong password", and the password is never logged', async () => {

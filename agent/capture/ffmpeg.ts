@@ -8,7 +8,9 @@
  * failure.
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 
 export type Rotation = 0 | 90 | 180 | 270;
@@ -44,22 +46,48 @@ export function videoFilter(opts: Pick<DecodeOptions, 'fps' | 'maxWidth' | 'rota
   return [`fps=${fps}`, ...ROTATE_FILTER[opts.rotate ?? 0], `scale='min(iw,${width})':-2`].join(',');
 }
 
-export function decodeArgs(url: string, opts: DecodeOptions): string[] {
-  const ioTimeoutUs = Math.round((opts.ioTimeoutMs ?? 30_000) * 1000);
-  return [
-    '-hide_banner',
-    '-nostdin',
-    '-nostats',
-    '-loglevel',
-    'warning',
-    '-rtsp_transport',
-    'tcp',
-    '-timeout',
-    String(ioTimeoutUs),
-    '-i',
-    url,
-    ...pictureArgs(opts),
-  ];
+/**
+ * What ffmpeg opens: a stream URL on its command line, or an ffconcat script naming it (writeStreamScript), for a URL
+ * that carries a password.
+ */
+export type StreamInput = string | { script: string };
+
+export function decodeArgs(input: StreamInput, opts: DecodeOptions): string[] {
+  const source =
+    typeof input === 'string'
+      ? ['-rtsp_transport', 'tcp', '-timeout', String(ioTimeoutUs(opts)), '-i', input]
+      : ['-f', 'concat', '-safe', '0', '-protocol_whitelist', 'file,rtsp,rtp,tcp,udp', '-i', input.script];
+  return ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'warning', ...source, ...pictureArgs(opts)];
+}
+
+function ioTimeoutUs(opts: Pick<DecodeOptions, 'ioTimeoutMs'>): number {
+  return Math.round((opts.ioTimeoutMs ?? 30_000) * 1000);
+}
+
+/** Does this URL carry a user name or password (`scheme://user:password@host`)? */
+export function hasCredentials(url: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\/[^/@]*@/i.test(url);
+}
+
+/**
+ * A camera's password must not be on ffmpeg's command line: every local user of the shop PC can read that (`ps`,
+ * /proc/PID/cmdline; the process list on Windows). ffmpeg 5.1 (Debian 12) has no RTSP credential option and cannot
+ * read an option's value from a file, but its concat demuxer opens the URLs a script names, with per-input options.
+ * So a URL with a password goes into an ffconcat script, mode 0600, in `dir` (a private folder of the agent's),
+ * with the options the command line would have given; decodeArgs({ script }) opens it. The caller deletes it when
+ * ffmpeg is done.
+ */
+export function writeStreamScript(url: string, dir: string, name: string, opts: Pick<DecodeOptions, 'ioTimeoutMs'> = {}): { script: string } {
+  // The script is line-based and the URL sits in single quotes: control characters are percent-encoded (a URL has
+  // none), a quote closes and reopens the quoting.
+  let safe = '';
+  for (const c of url) {
+    const code = c.charCodeAt(0);
+    safe += code <= 0x20 || code === 0x7f ? `%${code.toString(16).padStart(2, '0').toUpperCase()}` : c === "'" ? "'\\''" : c;
+  }
+  const script = path.join(dir, `${name}.ffconcat`);
+  fs.writeFileSync(script, `ffconcat version 1.0\nfile '${safe}'\noption rtsp_transport tcp\noption timeout ${ioTimeoutUs(opts)}\n`, { mode: 0o600 });
+  return { script };
 }
 
 /** The output half of decodeArgs: the picture filter and PPM frames on stdout or a socket (the benchmark uses it on a file). */

@@ -2,7 +2,10 @@
  * One picture from a camera, or why not: for connection checks ("open the stream, read a frame, close it").
  * Starts its own short-lived ffmpeg, independent of the camera's worker.
  */
-import { LineTail, decodeArgs, spawnFfmpeg, stopFfmpeg } from './ffmpeg.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LineTail, decodeArgs, hasCredentials, spawnFfmpeg, stopFfmpeg, writeStreamScript } from './ffmpeg.js';
 import { PpmReader, type RawImage } from './ppm.js';
 import { REASONS, explainFfmpeg, type Explanation } from './reasons.js';
 import { redact, rtspUrl, type CameraSource } from './source.js';
@@ -26,12 +29,11 @@ export async function grabFrame(target: string | CameraSource, timeoutMs = 10_00
   const started = Date.now();
   const url = typeof target === 'string' ? target : rtspUrl(target);
   const secrets = typeof target === 'string' ? [] : [target.password];
-  const args = decodeArgs(url, {
-    fps: 25,
-    maxWidth: options.maxWidth ?? 1920,
-    frames: 1,
-    ioTimeoutMs: timeoutMs + 5000,
-  });
+  const ioTimeoutMs = timeoutMs + 5000;
+  // A password stays off ffmpeg's command line (see writeStreamScript): in a private folder, gone when ffmpeg is.
+  const dir = hasCredentials(url) ? mkdtempSync(join(tmpdir(), 'footfall-grab-')) : undefined;
+  const input = dir ? writeStreamScript(url, dir, 'camera', { ioTimeoutMs }) : url;
+  const args = decodeArgs(input, { fps: 25, maxWidth: options.maxWidth ?? 1920, frames: 1, ioTimeoutMs });
   const child = spawnFfmpeg(args, options.ffmpegPath);
   const stderr = new LineTail(30, (line) => redact(line, secrets));
   let image: RawImage | undefined;
@@ -61,6 +63,7 @@ export async function grabFrame(target: string | CameraSource, timeoutMs = 10_00
     void stopFfmpeg(child, 1000);
   }, timeoutMs);
   await new Promise<void>((resolve) => child.once('close', () => resolve()));
+  if (dir) rmSync(dir, { recursive: true, force: true });
   clearTimeout(timer);
   stderr.end();
 

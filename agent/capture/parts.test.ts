@@ -1,7 +1,10 @@
 /** The pure parts of capture: URL and redaction, reasons from ffmpeg's words, PPM splitting, backoff, filters. */
 import { describe, expect, it } from 'vitest';
 import { Backoff } from './backoff.js';
-import { LineTail, decodeArgs, videoFilter } from './ffmpeg.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LineTail, decodeArgs, hasCredentials, videoFilter, writeStreamScript } from './ffmpeg.js';
 import { PictureBuffers, PpmReader, type RawImage } from './ppm.js';
 import { explainFfmpeg } from './reasons.js';
 import { describeSource, redact, rtspUrl } from './source.js';
@@ -131,6 +134,25 @@ describe('ffmpeg arguments', () => {
     const args = decodeArgs('rtsp://h:554/x', { fps: 5, maxWidth: 640 });
     expect(args.join(' ')).toContain('-rtsp_transport tcp');
     expect(args.slice(-6)).toEqual(['-pix_fmt', 'rgb24', '-c:v', 'ppm', '-f', 'image2pipe', 'pipe:1'].slice(-6));
+  });
+
+  it('a URL with a password goes in a stream script: one file line, quotes and control characters made harmless', () => {
+    expect(hasCredentials('rtsp://u:p@h:554/x')).toBe(true);
+    expect(hasCredentials('rtsp://u@h/x')).toBe(true);
+    expect(hasCredentials('rtsp://h:554/x?user=a@b')).toBe(false);
+    const dir = mkdtempSync(join(tmpdir(), 'footfall-parts-'));
+    try {
+      const input = writeStreamScript("rtsp://o'brien:pw@h:554/a b\nfile '/etc/passwd'", dir, '7', { ioTimeoutMs: 2000 });
+      expect(input.script).toBe(join(dir, '7.ffconcat'));
+      expect(readFileSync(input.script, 'utf8')).toBe(
+        "ffconcat version 1.0\nfile 'rtsp://o'\\''brien:pw@h:554/a%20b%0Afile%20'\\''/etc/passwd'\\'''\noption rtsp_transport tcp\noption timeout 2000000\n",
+      );
+      const args = decodeArgs(input, { fps: 5, maxWidth: 640 });
+      expect(args.join(' ')).toContain(`-f concat -safe 0 -protocol_whitelist file,rtsp,rtp,tcp,udp -i ${input.script}`);
+      expect(args.join(' ')).not.toContain('rtsp://');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('LineTail keeps the last lines, redacted', () => {

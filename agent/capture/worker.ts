@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { Backoff, type BackoffOptions } from './backoff.js';
-import { LineTail, connectPictureSocket, decodeArgs, spawnFfmpeg, stopFfmpeg, type FfmpegProcess, type Rotation } from './ffmpeg.js';
+import { LineTail, connectPictureSocket, decodeArgs, hasCredentials, spawnFfmpeg, stopFfmpeg, writeStreamScript, type FfmpegProcess, type Rotation } from './ffmpeg.js';
 import type { Frame, FrameConsumer } from './frame.js';
 import { PictureBuffers, PpmReader, type RawImage } from './ppm.js';
 import { REASONS, explainFfmpeg, type Explanation, type ReasonCode } from './reasons.js';
@@ -81,6 +81,8 @@ interface Run {
   /** The Unix socket ffmpeg writes pictures to (transport 'socket'), and the connection to it once made. */
   socketPath?: string;
   socket?: net.Socket;
+  /** The script handing ffmpeg a URL with a password (writeStreamScript), deleted when the run ends. */
+  script?: string;
   exited?: boolean;
 }
 
@@ -107,9 +109,10 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
    * `last`. A frame that outlives its delivery call (latest(), live view) gets a copy first (`stable`).
    */
   private readonly buffers = new PictureBuffers();
-  /** Socket transport: the one read buffer, and a private directory for the sockets. */
+  /** Socket transport: the one read buffer. */
   private readBuffer: Buffer | undefined;
-  private socketDir: string | undefined;
+  /** A private directory (0700) for the runs' sockets and stream scripts. */
+  private privateDir: string | undefined;
   /** Frames whose data is already a copy of their own. */
   private readonly stable = new WeakSet<Frame>();
   private nextConsumerAt = 0;
@@ -166,8 +169,8 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
     this.retryTimer = this.watchdog = undefined;
     const run = this.run;
     if (run) await stopFfmpeg(run.child, this.opts.stopGraceMs ?? 2000);
-    if (this.socketDir) rmSync(this.socketDir, { recursive: true, force: true });
-    this.socketDir = undefined;
+    if (this.privateDir) rmSync(this.privateDir, { recursive: true, force: true });
+    this.privateDir = undefined;
   }
 
   /**
@@ -208,8 +211,11 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
     const fps = this.wantedFps();
     // ffmpeg's socket timeout stays behind the watchdogs, so that a silent camera is reported by them.
     const ioTimeoutMs = Math.max(this.firstFrameTimeoutMs, this.stallTimeoutMs) + 5000;
-    const socketPath = this.transport() === 'socket' ? this.socketPathFor(this.counters.runs + 1) : undefined;
-    const args = decodeArgs(rtspUrl(source), { fps, maxWidth: this.opts.maxWidth, rotate: this.opts.rotate, ioTimeoutMs, ...(socketPath ? { socketPath } : {}) });
+    const runNumber = this.counters.runs + 1;
+    const socketPath = this.transport() === 'socket' ? join(this.dir(), `${runNumber}.sock`) : undefined;
+    const url = rtspUrl(source);
+    const input = hasCredentials(url) ? writeStreamScript(url, this.dir(), String(runNumber), { ioTimeoutMs }) : url;
+    const args = decodeArgs(input, { fps, maxWidth: this.opts.maxWidth, rotate: this.opts.rotate, ioTimeoutMs, ...(socketPath ? { socketPath } : {}) });
     const clean = (line: string) => redact(line, [source.password]);
     const child = spawnFfmpeg(args, this.opts.ffmpegPath);
     const run: Run = {
@@ -218,6 +224,7 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
       startedAt: Date.now(),
       stderr: new LineTail(30, clean, (line) => this.log.debug({ camera: this.cameraId, ffmpeg: line }, 'ffmpeg')),
       ...(socketPath ? { socketPath } : {}),
+      ...(typeof input === 'string' ? {} : { script: input.script }),
     };
     this.run = run;
     this.counters.runs++;
@@ -307,10 +314,9 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
     return this.opts.transport ?? (process.platform === 'win32' ? 'pipe' : 'socket');
   }
 
-  /** A fresh socket path for a run, in a private directory (a Unix socket path must stay under ~100 bytes). */
-  private socketPathFor(runNumber: number): string {
-    this.socketDir ??= mkdtempSync(join(tmpdir(), 'footfall-cam-'));
-    return join(this.socketDir, `${runNumber}.sock`);
+  /** The private directory, made on first use (short: a Unix socket path must stay under ~100 bytes). */
+  private dir(): string {
+    return (this.privateDir ??= mkdtempSync(join(tmpdir(), 'footfall-cam-')));
   }
 
   /** Pictures over the socket: into one read buffer, reused for every read; PpmReader copies at once. */
@@ -327,6 +333,7 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
     run.exited = true;
     run.socket?.destroy();
     if (run.socketPath) rmSync(run.socketPath, { force: true });
+    if (run.script) rmSync(run.script, { force: true });
     run.stderr.end();
     if (run !== this.run) return;
     this.run = undefined;
