@@ -86,14 +86,26 @@ async function site(): Promise<any> {
   return r.body.find((s: any) => s.site_id === shop.site_id);
 }
 
-/** ffmpeg processes reading from the RTSP server's port (via /proc). */
+/**
+ * ffmpeg processes reading from the RTSP server's port (via /proc). A URL with a password is not on the command
+ * line but in the ffconcat script it names (agent/capture/ffmpeg.ts writeStreamScript).
+ */
 function ffmpegs(port: number): number[] {
   const pids: number[] = [];
+  const reads = (arg: string) => {
+    if (arg.includes(`:${port}/`)) return true;
+    if (!arg.endsWith('.ffconcat')) return false;
+    try {
+      return readFileSync(arg, 'utf8').includes(`:${port}/`);
+    } catch {
+      return false; // deleted: that ffmpeg has ended
+    }
+  };
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
-      if (cmd[0]?.endsWith('ffmpeg') && cmd.some((a) => a.includes(`:${port}/`))) pids.push(Number(name));
+      if (cmd[0]?.endsWith('ffmpeg') && cmd.some(reads)) pids.push(Number(name));
     } catch {
       // gone meanwhile
     }
