@@ -176,6 +176,18 @@ describe('DurableQueue', () => {
     expect(smaller.stats()).toEqual({ queued: 40, dropped: 40 });
   });
 
+  it("discards another shop's items (an earlier enrolment) without counting them as dropped, and says so", () => {
+    const lines: string[] = [];
+    const q = openQueue(50, pino({ level: 'warn' }, { write: (s: string) => lines.push(s) }));
+    const old = 'ff/acme/bandra/up/visit';
+    for (let n = 1; n <= 6; n++) q.enqueue(n % 2 ? old : TOPIC, payload(n));
+    expect(q.discardOutside('ff/acme/andheri/')).toBe(3);
+    expect(q.discardOutside('ff/acme/andheri/')).toBe(0);
+    expect(q.stats()).toEqual({ queued: 3, dropped: 0 });
+    expect(q.peek(10).map((i) => JSON.parse(i.payload.toString()).n)).toEqual([2, 4, 6]);
+    expect(lines.map((l) => JSON.parse(l))).toEqual([expect.objectContaining({ level: 40, discarded: 3, topics: { [old]: 3 } })]);
+  });
+
   it('drops waiting items before in-flight ones (those are already on the wire)', () => {
     const q = openQueue(3);
     for (let n = 1; n <= 3; n++) q.enqueue(TOPIC, payload(n));

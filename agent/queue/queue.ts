@@ -167,6 +167,27 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
     return { queued: this.count, dropped: this.sql.dropped.get()!.value };
   }
 
+  /**
+   * Deletes every item whose topic is not under `prefix` (`ff/<company>/<shop>/`) and returns how many there were.
+   * They were queued under an earlier enrolment of this PC for another shop: the broker refuses a publish outside
+   * the login's own topics by closing the connection, and the MQTT client sends that same message first after every
+   * reconnection, so one of them would hold back every visit behind it for good. They are not counted in `dropped`
+   * (they are not visits of this shop) but logged as a warning.
+   */
+  discardOutside(prefix: string): number {
+    const outside = this.db.prepare('SELECT id, topic FROM items WHERE substr(topic, 1, length(@prefix)) <> @prefix ORDER BY id').all({ prefix }) as { id: number; topic: string }[];
+    if (outside.length === 0) return 0;
+    const removed = this.db.transaction(() => outside.reduce((n, { id }) => n + this.sql.remove.run(id).changes, 0))();
+    this.count -= removed;
+    const topics: Record<string, number> = {};
+    for (const { id, topic } of outside) {
+      this.inFlight.delete(id);
+      topics[topic] = (topics[topic] ?? 0) + 1;
+    }
+    this.log.warn({ discarded: removed, topics, file: this.file }, 'queued messages of an earlier enrolment for another shop cannot be delivered: discarded');
+    return removed;
+  }
+
   /** Checkpoints the WAL into the main file and closes it. */
   close(): void {
     if (!this.db.open) return;

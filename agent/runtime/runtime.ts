@@ -86,6 +86,8 @@ export class AgentRuntime {
     this.images = images;
 
     this.queue = new DurableQueue({ file: queueFile(config), maxItems: config.queue_max_items, log });
+    // Enrolled again for another shop (footfall enrol --force, same data folder): the old shop's visits cannot go out.
+    this.queue.discardOutside(config.broker.topic_prefix);
     this.broker = new BrokerLink({
       host: brokerHost(config),
       port: config.broker.port,
