@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Mw } from '../context.js';
 import { NoEncryptionKeyError } from '../crypto/keys.js';
 import { authServiceEnvelope, isAuthServicePath } from '../auth-service/errors.js';
-import { HttpError, noSuchRoute } from './errors.js';
+import { HttpError, badRequest, noSuchRoute } from './errors.js';
 
 const validRequestId = /^[\w.:-]{1,128}$/;
 
@@ -82,8 +82,19 @@ export function deferBodyErrors(parse: Mw): Mw {
     try {
       await parse(ctx, async () => {});
     } catch (err) {
-      ctx.state.bodyError = err;
+      ctx.state.bodyError = unreadableBody(err);
     }
     await next();
   };
+}
+
+/**
+ * The parser's own failures carry their 4xx status (400 bad JSON, 413 too large, 415 unknown charset or encoding).
+ * One without a status is the decompressor's: a Content-Encoding that does not match the bytes (zlib's "incorrect
+ * header check"). That is the caller's body too, so a 400, never a 500.
+ */
+function unreadableBody(err: unknown): unknown {
+  const status = (err as { status?: unknown } | null | undefined)?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) return err;
+  return badRequest('The request body could not be decoded: it does not match its Content-Encoding. Send it uncompressed, or compressed as it says.');
 }
