@@ -20,12 +20,18 @@ export interface Bucket {
 
 const datePattern = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-/** A real calendar date as YYYY-MM-DD (2026-02-30 is not). */
+/**
+ * The last year a report date may be in: a window's arithmetic goes up to a month past `to` (the end of its last
+ * month bucket), and that must still be a four-digit `YYYY-MM-DD` date (year 10000 is not one).
+ */
+export const LAST_YEAR = 9998;
+
+/** A real calendar date as YYYY-MM-DD (2026-02-30 is not), from 1970 to the end of LAST_YEAR. */
 export function isDate(v: string): boolean {
   const m = datePattern.exec(v);
   if (!m) return false;
   const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
-  return d.getUTCFullYear() >= 1970 && d.toISOString().slice(0, 10) === v;
+  return d.getUTCFullYear() >= 1970 && d.getUTCFullYear() <= LAST_YEAR && d.toISOString().slice(0, 10) === v;
 }
 
 function dateMs(date: string): number {

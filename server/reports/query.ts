@@ -6,7 +6,7 @@ import { resolve } from '../references/resolver.js';
 import { shopRef } from '../references/shops.js';
 import { shops } from '../shops/schema.js';
 import { DEFAULT_TIMEZONE, canonicalTimezone, getShop } from '../shops/service.js';
-import { addDays, daysBetween, isDate, mondayOf, monthStart, todayIn, type BucketKind } from './calendar.js';
+import { LAST_YEAR, addDays, daysBetween, isDate, mondayOf, monthStart, todayIn, type BucketKind } from './calendar.js';
 
 export const BUCKETS = ['hour', 'day', 'week', 'month'] as const satisfies readonly BucketKind[];
 
@@ -21,7 +21,7 @@ const optionalText = (max: number) =>
     .optional()
     .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
-const date = optionalText(10).refine((v) => v === undefined || isDate(v), 'must be a date as YYYY-MM-DD');
+const date = optionalText(10).refine((v) => v === undefined || isDate(v), `must be a date as YYYY-MM-DD, from 1970-01-01 to ${LAST_YEAR}-12-31`);
 
 /** The query string of GET /api/reports/footfall and /conversion (the same for both). */
 export const ReportQueryInput = z.object({
