@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
+import { answerClientError } from './http/client-errors.js';
 import type { Config } from './config.js';
 import type { Deps } from './context.js';
 import { openDatabase, type Store } from './db/open.js';
@@ -86,6 +87,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const app = buildApp(deps);
   const server = http.createServer(app.callback());
   server.requestTimeout = 0; // SSE streams stay open; each route bounds its own work
+  server.on('clientError', answerClientError);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

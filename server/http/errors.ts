@@ -1,7 +1,8 @@
 /**
  * The spec's error envelope: `{ error, message }`. `error` is a stable code; `message` is shown to a person.
  * Codes the spec leaves open (docs/api-conventions.md): invalid_request (400), unauthorized (401),
- * not_found (404), method_not_allowed (405), payload_too_large (413), unsupported_media_type (415), internal (500).
+ * not_found (404), method_not_allowed (405), payload_too_large (413), unsupported_media_type (415), internal (500);
+ * request_timeout (408) and headers_too_large (431) for what Node's HTTP parser refuses (./client-errors.ts).
  */
 export class HttpError extends Error {
   constructor(
