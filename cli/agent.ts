@@ -13,7 +13,7 @@ export function enrolCommand(): Command {
     .requiredOption('--server <url>', 'head office address, e.g. http://head-office:8080')
     .requiredOption('--code <code>', 'installation code from head office (Shops, then Enrolment code), e.g. 7KQ2ZD-M4XH9A-0PLW3C-TT8RNE')
     .option('--config <file>', 'where to write the agent configuration', DEFAULT_AGENT_CONFIG_PATH)
-    .option('--force', 'replace an existing configuration (re-installing this PC, or moving it to another shop)')
+    .option('--force', 'replace an existing configuration (re-installing this PC, or moving it to another shop); its local settings are kept')
     .option('--data-dir <dir>', 'folder for the visit queue and the face models (default /var/lib/footfall)')
     .option('--ffmpeg <path>', 'the ffmpeg program (default: ffmpeg on PATH)')
     .option('--hostname <name>', 'this PC\'s name as head office shows it (default: the host name)')

@@ -117,6 +117,37 @@ export async function loadAgentConfig(file = DEFAULT_AGENT_CONFIG_PATH): Promise
   return parse(json, file);
 }
 
+const LOCAL_KEYS = ['data_dir', 'detect_fps', 'queue_max_items', 'ffmpeg_path', 'log_level'] as const satisfies readonly (keyof LocalSettings)[];
+
+/**
+ * The local settings of an existing file (what `footfall enrol --force` keeps: the queue lives in its data folder);
+ * an unreadable file or value gives nothing for it.
+ */
+export async function localSettingsOf(file: string): Promise<LocalSettings> {
+  let json: Record<string, unknown>;
+  try {
+    json = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
+  const local: Record<string, unknown> = {};
+  for (const key of LOCAL_KEYS) {
+    if (json?.[key] === undefined) continue;
+    const value = AgentConfig.shape[key].safeParse(json[key]);
+    if (value.success) local[key] = value.data;
+  }
+  return local as LocalSettings;
+}
+
+/** Paths made absolute against the current folder: the agent runs as a service, in another one. */
+export function absoluteLocalPaths(local: LocalSettings): LocalSettings {
+  const out = { ...local };
+  if (out.data_dir) out.data_dir = path.resolve(out.data_dir);
+  // A bare program name is looked up on PATH; a path with a folder in it is relative to here.
+  if (out.ffmpeg_path && /[\\/]/.test(out.ffmpeg_path)) out.ffmpeg_path = path.resolve(out.ffmpeg_path);
+  return out;
+}
+
 export interface SaveOptions {
   /** Replace an existing file (`footfall enrol --force`). Without it an existing file is an error. */
   overwrite?: boolean;

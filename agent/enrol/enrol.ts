@@ -13,9 +13,11 @@ import { EnrolResponse, normaliseEnrolmentCode } from '../../shared/agent-api.js
 import {
   AgentConfigError,
   DEFAULT_AGENT_CONFIG_PATH,
+  absoluteLocalPaths,
   agentConfigExists,
   brokerHost,
   configFromEnrolment,
+  localSettingsOf,
   saveAgentConfig,
   type AgentConfig,
   type LocalSettings,
@@ -34,7 +36,7 @@ export interface EnrolOptions {
   force?: boolean;
   /** This PC's name as head office shows it; default os.hostname(). */
   hostname?: string;
-  /** Local settings to store with it (data folder, ffmpeg path...). */
+  /** Local settings to store with it (data folder, ffmpeg path...); with `force`, those of the replaced file are kept unless given. */
   local?: LocalSettings;
   /** How long to wait for head office; default 15 s. */
   timeoutMs?: number;
@@ -92,10 +94,13 @@ export async function enrolShopPc(options: EnrolOptions): Promise<EnrolResult> {
     );
   }
   const configPath = path.resolve(options.configPath ?? DEFAULT_AGENT_CONFIG_PATH);
-  if (!options.force && (await agentConfigExists(configPath))) {
+  const exists = await agentConfigExists(configPath);
+  if (!options.force && exists) {
     throw new EnrolError('exists', `This PC is already enrolled: ${configPath} exists. To enrol it again (for example for another shop), add --force.`);
   }
   await checkWritable(configPath);
+  // Enrolling again keeps the installer's local settings (the queue of undelivered visits is in that data folder).
+  const local = absoluteLocalPaths({ ...(exists ? await localSettingsOf(configPath) : {}), ...options.local });
 
   const url = `${server}/api/agent/enrol`;
   const timeoutMs = options.timeoutMs ?? 15_000;
@@ -124,7 +129,7 @@ export async function enrolShopPc(options: EnrolOptions): Promise<EnrolResult> {
 
   let config: AgentConfig;
   try {
-    config = await saveAgentConfig(configPath, configFromEnrolment(server, answer, options.local), { overwrite: true });
+    config = await saveAgentConfig(configPath, configFromEnrolment(server, answer, local), { overwrite: true });
   } catch (err) {
     // The code is spent now: say so, so that nobody retries it.
     const why = err instanceof AgentConfigError ? err.message : `Cannot write ${configPath}: ${(err as Error).message}`;
