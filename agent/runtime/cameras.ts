@@ -98,7 +98,14 @@ export class CameraSync {
     try {
       const text = await readIfExists(this.opts.cacheFile);
       if (text === undefined) return false;
-      const parsed = CameraList.safeParse(JSON.parse(text));
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        // Not the parser's message: it quotes the text around the fault, which may be a camera's password.
+        json = undefined;
+      }
+      const parsed = CameraList.safeParse(json);
       if (!parsed.success) {
         this.log.warn({ file: this.opts.cacheFile }, 'kept camera list is unreadable; waiting for head office');
         return false;
