@@ -19,6 +19,11 @@ export interface CameraSyncOptions {
   log: Logger;
   /** Where the last list is kept; undefined: not kept. */
   cacheFile?: string;
+  /**
+   * The shop's id (`site.id`), kept with the list: a list kept for another shop (the PC was enrolled again for
+   * another one) is not started, its cameras are not on this shop's network.
+   */
+  site?: string;
   /** A removed camera's `camera_id` that no present camera carries any more (recognition forgets it). */
   onForget?: (cameraId: string) => void;
   /** A camera's stream opened (a snapshot is due). */
@@ -62,6 +67,8 @@ export class CameraSync {
   private reportAgain = false;
   private stopped = false;
   private lastPullProblem: string | undefined;
+  /** The list started from disk was written by an older agent, without the shop's id. */
+  private keptWithoutSite = false;
   private counters = { pulls: 0, applied: 0, reports: 0 };
   private readonly onState = (status: CameraStatus) => this.stateChanged(status);
 
@@ -110,6 +117,13 @@ export class CameraSync {
         this.log.warn({ file: this.opts.cacheFile }, 'kept camera list is unreadable; waiting for head office');
         return false;
       }
+      // A file without the shop's id is an older agent's: this shop's, written again with the id at the next pull.
+      const site = (json as { site_id?: unknown }).site_id;
+      if (this.opts.site && site !== undefined && site !== this.opts.site) {
+        this.log.info({ file: this.opts.cacheFile }, "kept camera list is another shop's (this PC was enrolled again); waiting for head office");
+        return false;
+      }
+      this.keptWithoutSite = this.opts.site !== undefined && site === undefined;
       // Head office answered first: its list is newer.
       if (this.current) return false;
       this.log.info({ cameras: parsed.data.cameras.length, synced_at: parsed.data.synced_at }, 'starting the cameras of the last known list');
@@ -198,9 +212,11 @@ export class CameraSync {
         { cameras: list.cameras.length, enabled: running.size, removed: list.removed.length, ...result },
         fromHeadOffice ? 'camera list applied' : 'kept camera list applied',
       );
-      if (fromHeadOffice && this.opts.cacheFile) {
-        await writePrivateFile(this.opts.cacheFile, JSON.stringify(list)).catch((err: unknown) => this.log.warn({ err }, 'camera list not kept on disk'));
-      }
+    }
+    if (fromHeadOffice && this.opts.cacheFile && (changed || this.keptWithoutSite)) {
+      this.keptWithoutSite = false;
+      const kept = this.opts.site ? { site_id: this.opts.site, ...list } : list;
+      await writePrivateFile(this.opts.cacheFile, JSON.stringify(kept)).catch((err: unknown) => this.log.warn({ err }, 'camera list not kept on disk'));
     }
     if (running.size > 0) this.scheduleReport();
   }

@@ -3,14 +3,15 @@
  * own state (queue file, kept camera list) when the PC is enrolled again, possibly for another shop.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../../test/support/harness.js';
-import { enrolmentCode, openShop, waitFor } from '../../test/support/shop-pc.js';
+import { addCamera, enrolmentCode, openShop, waitFor } from '../../test/support/shop-pc.js';
 import { loadAgentConfig, type AgentConfig } from '../config/config.js';
 import { enrolShopPc } from '../enrol/enrol.js';
 import type { Visit } from '../vision/types.js';
@@ -98,5 +99,43 @@ describe('a shop PC enrolled again', () => {
     // One connection: the broker did not have to refuse anything.
     expect(moved.broker.stats.connects).toBe(1);
     await stop(moved);
+  });
+
+  it("for another shop: the old shop's kept camera list is not started while head office is out of reach", async () => {
+    const juhu = await openShop(h, owner, { name: 'Juhu' });
+    const powai = await openShop(h, owner, { name: 'Powai' });
+    const camera = await addCamera(h, owner, juhu.site_id, { camera_id: 'entrance', host: '127.0.0.1', port: await closedPort(), path: '/cam', username: 'admin', password: 'juhu-camera-pw' });
+    const file = path.join(tmp, 'camera-list', 'agent.json');
+    const dataDir = path.join(tmp, 'camera-list', 'data');
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, juhu.site_id), configPath: file, local: { data_dir: dataDir } });
+    const inJuhu = await start(await loadAgentConfig(file));
+    await waitFor(() => inJuhu.capture.worker(camera.id) && existsSync(path.join(dataDir, 'cameras.json')), 5000);
+    await stop(inJuhu);
+
+    // Moved to Powai; the first start there cannot reach head office.
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, powai.site_id), configPath: file, force: true });
+    const moved = await loadAgentConfig(file);
+    const away = `http://127.0.0.1:${await closedPort()}`;
+    const inPowai = await start({ ...moved, server_url: away, broker: { ...moved.broker, host: '127.0.0.1', port: await closedPort() } });
+    // Juhu's camera (and its password) stays out of Powai's network.
+    expect(inPowai.capture.statuses()).toEqual([]);
+    await stop(inPowai);
+
+    // Back in Juhu, the list kept there is its own again.
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, juhu.site_id), configPath: file, force: true });
+    const back = await loadAgentConfig(file);
+    const inJuhuAgain = await start({ ...back, server_url: away, broker: { ...back.broker, host: '127.0.0.1', port: await closedPort() } });
+    expect(inJuhuAgain.capture.statuses().map((s) => s.id)).toEqual([camera.id]);
+    await stop(inJuhuAgain);
+
+    // A list kept by an older agent (no shop id) is started, and written again with the id at the next pull.
+    const kept = path.join(dataDir, 'cameras.json');
+    const { site_id, ...older } = JSON.parse(await readFile(kept, 'utf8'));
+    expect(site_id).toBe(juhu.site_id);
+    await writeFile(kept, JSON.stringify(older));
+    const upgraded = await start(back);
+    expect(upgraded.capture.statuses().map((s) => s.id)).toEqual([camera.id]);
+    await waitFor(async () => JSON.parse(await readFile(kept, 'utf8')).site_id === juhu.site_id, 5000);
+    await stop(upgraded);
   });
 });

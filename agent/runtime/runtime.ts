@@ -107,6 +107,7 @@ export class AgentRuntime {
       capture: this.capture,
       log,
       cacheFile: path.join(config.data_dir, 'cameras.json'),
+      site: config.site.id,
       onForget: (cameraId) => this.recognition.forget(cameraId),
       onConnected: (camera) => this.snapshots.uploadSoon(camera),
     });
