@@ -31,6 +31,8 @@ export interface BrokerLinkOptions {
   keepaliveS?: number;
   /** CONNACK wait; default 10 s. */
   connectTimeoutMs?: number;
+  /** On stop, wait this long for unacknowledged publishes before dropping the connection; default 2 s. */
+  stopWaitMs?: number;
 }
 
 interface BrokerLinkEvents {
@@ -117,9 +119,11 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
     this.retryTimer = undefined;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
-        // The broker is gone: drop the socket rather than wait.
-        this.client.end(true, {}, () => resolve());
-      }, 2000);
+        // Publishes still unacknowledged (the broker is gone or slow): drop the socket rather than wait. Not with
+        // end(true): mqtt.js ignores it once the end(false) below is under way, and the socket stayed open.
+        this.client.stream?.destroy();
+        resolve();
+      }, this.opts.stopWaitMs ?? 2000);
       this.client.end(false, {}, () => {
         clearTimeout(timer);
         resolve();
