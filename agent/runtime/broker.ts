@@ -121,8 +121,10 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
       const timer = setTimeout(() => {
         // Publishes still unacknowledged (the broker is gone or slow): drop the socket rather than wait. Not with
         // end(true): mqtt.js ignores it once the end(false) below is under way, and the socket stayed open.
-        this.client.stream?.destroy();
-        resolve();
+        const stream = this.client.stream;
+        if (!stream || stream.destroyed) return resolve();
+        stream.once('close', () => resolve());
+        stream.destroy();
       }, this.opts.stopWaitMs ?? 2000);
       this.client.end(false, {}, () => {
         clearTimeout(timer);
