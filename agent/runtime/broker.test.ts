@@ -67,6 +67,22 @@ async function until(what: string, fn: () => boolean, timeoutMs = 5000): Promise
 }
 
 describe('BrokerLink', () => {
+  it('a connection closed right after it opens is retried with growing waits, not every backoff start', async () => {
+    // Two PCs with the same identity (a cloned disk, or the agent run by hand beside the service): each connection
+    // takes the other's session over, so every connection is closed by the broker soon after its CONNACK.
+    const broker = await startBroker();
+    const a = link(broker.port);
+    const b = link(broker.port);
+    a.start();
+    b.start();
+    await new Promise((r) => setTimeout(r, 2000));
+    const connects = a.stats.connects + b.stats.connects;
+    // Waits of 50, 100, 200, 400, 800 ms at most: a handful each. Starting over at 50 ms after every CONNACK made
+    // it dozens (and as many camera list pulls and check claims at head office).
+    expect(connects).toBeGreaterThanOrEqual(2);
+    expect(connects).toBeLessThanOrEqual(16);
+  });
+
   it('stop closes the connection even while a visit waits for its PUBACK', async () => {
     const broker = await startBroker({ ack: false });
     const l = link(broker.port, { stopWaitMs: 200 });

@@ -3,9 +3,10 @@
  *
  * - mqtt.js 5 speaking MQTT 3.1.1 (head office's aedes broker speaks 3.1.1 only), the enrolment's stable client id
  *   and `clean: false`, so the broker keeps the session (subscription, QoS 1 notices) across reconnects.
- * - Reconnects itself with backoff (1 s doubling to 60 s, with jitter), re-using the client's message stores: QoS 1
- *   publishes handed to the client before a disconnection are re-sent after it, and their callbacks fire on the
- *   PUBACK (agent/queue/publisher.ts relies on it). mqtt.js's own reconnect() would start with empty stores.
+ * - Reconnects itself with backoff (1 s doubling to 60 s, with jitter; back to 1 s only after a connection that
+ *   lasted 30 s), re-using the client's message stores: QoS 1 publishes handed to the client before a
+ *   disconnection are re-sent after it, and their callbacks fire on the PUBACK (agent/queue/publisher.ts relies on
+ *   it). mqtt.js's own reconnect() would start with empty stores.
  * - Subscribes to `<prefix>down/#` on every connection and emits each notice parsed against shared/messages.ts.
  * - A refused login (CONNACK 4/5: the shop was removed or the PC enrolled again elsewhere) is logged as an error
  *   naming the fix, and retried at the slowest pace.
@@ -33,6 +34,8 @@ export interface BrokerLinkOptions {
   connectTimeoutMs?: number;
   /** On stop, wait this long for unacknowledged publishes before dropping the connection; default 2 s. */
   stopWaitMs?: number;
+  /** A connection that lasts this long starts the backoff from the beginning at its next loss; default 30 s. */
+  stableMs?: number;
 }
 
 interface BrokerLinkEvents {
@@ -49,6 +52,7 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
   private readonly backoff: Backoff;
   private readonly slowest: number;
   private retryTimer: NodeJS.Timeout | undefined;
+  private stableTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private started = false;
   private refused = false;
@@ -117,6 +121,7 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
     this.stopping = true;
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
+    clearTimeout(this.stableTimer);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         // Publishes still unacknowledged (the broker is gone or slow): drop the socket rather than wait. Not with
@@ -135,7 +140,11 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
 
   private onConnect(sessionPresent: boolean): void {
     this.counters.connects++;
-    this.backoff.reset();
+    // Only a connection that lasts starts the backoff over: one the broker closes at once (another PC with this
+    // identity takes the session over, a refused publish) would otherwise be retried at the first wait for ever.
+    clearTimeout(this.stableTimer);
+    this.stableTimer = setTimeout(() => this.backoff.reset(), this.opts.stableMs ?? 30_000);
+    this.stableTimer.unref();
     this.failuresInRow = 0;
     if (this.refused) this.log.info('the broker accepts this shop PC again');
     this.refused = false;
@@ -152,6 +161,7 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
   }
 
   private onClose(): void {
+    clearTimeout(this.stableTimer);
     const wasConnected = this.failuresInRow === 0 && this.counters.connects > 0;
     if (this.stopping) return;
     if (wasConnected) {
