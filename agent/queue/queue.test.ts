@@ -149,10 +149,25 @@ describe('DurableQueue', () => {
     const q = openQueue();
     q.enqueue(TOPIC, payload(1));
     expect(statSync(q.file).mode & 0o777).toBe(0o600);
+    expect(statSync(`${q.file}-wal`).mode & 0o777).toBe(0o600);
     expect(statSync(path.dirname(q.file)).mode & 0o777).toBe(0o700);
+    q.close();
     const other = new Database(q.file, { readonly: true });
     expect(other.pragma('journal_mode', { simple: true })).toBe('wal');
     other.close();
+  });
+
+  it('is used by one agent at a time: a second one on the same data folder is refused at once', () => {
+    const q = openQueue();
+    q.enqueue(TOPIC, payload(1));
+    const started = Date.now();
+    expect(() => openQueue()).toThrow(/in use by another footfall agent/);
+    expect(Date.now() - started).toBeLessThan(1000);
+    // The first one is unaffected, and the file opens again once it is closed.
+    q.enqueue(TOPIC, payload(2));
+    expect(q.stats().queued).toBe(2);
+    q.close();
+    expect(openQueue().stats().queued).toBe(2);
   });
 
   it('overflow drops the oldest, counts them persistently and says so in the log', () => {

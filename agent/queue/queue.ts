@@ -3,6 +3,7 @@
  * SQLite file, until the broker acknowledges them.
  *
  * - Written with WAL and synchronous=FULL: an enqueue that returned survives a power cut.
+ * - Locked (SQLite's exclusive locking mode) while open: a second agent on the same data folder is refused.
  * - `peek(n)` hands out the oldest waiting items and marks them in flight; `ack(id)` deletes one (only then is it
  *   gone); `release(id)` puts it back. In-flight marks live in memory only, so after a restart (or a crash) every
  *   item not acknowledged is waiting again: nothing is lost, some may be sent twice (receivers de-duplicate).
@@ -79,10 +80,15 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
     this.log = options.log ?? pino({ level: 'silent' });
 
     mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-    this.db = new Database(this.file);
+    // No waiting for a lock: the only other user of the file would be another agent (below).
+    this.db = new Database(this.file, { timeout: 0 });
     try {
-      // Visits carry face embeddings: only the agent's user may read the file (WAL and SHM files inherit this).
+      // Visits carry face embeddings: only the agent's user may read the file (the WAL file inherits this).
       if (process.platform !== 'win32') chmodSync(this.file, 0o600);
+      // One agent per data folder: the file stays locked until it is closed or the process ends. A second agent on
+      // the same folder (run by hand beside the service) would count every visitor again under new visit ids and
+      // fight the first for the broker session and the cameras' streams.
+      this.db.pragma('locking_mode = EXCLUSIVE');
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = FULL');
       this.db.pragma('busy_timeout = 5000');
@@ -98,6 +104,9 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
       `);
     } catch (err) {
       this.db.close();
+      if ((err as { code?: string }).code === 'SQLITE_BUSY') {
+        throw new Error(`${this.file} is in use by another footfall agent: only one may run with a data folder (stop the other one first, e.g. systemctl stop footfall-agent)`);
+      }
       throw err;
     }
     this.sql = {
