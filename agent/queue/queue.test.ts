@@ -3,7 +3,7 @@
  * lost when the broker goes away mid-stream, overflow is counted, and the file survives a restart.
  */
 import { statSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -168,6 +168,22 @@ describe('DurableQueue', () => {
     expect(q.stats().queued).toBe(2);
     q.close();
     expect(openQueue().stats().queued).toBe(2);
+  });
+
+  it('a damaged file is kept aside and a new one started (the agent would not start at all otherwise)', async () => {
+    const file = path.join(dir, 'data', 'queue.sqlite');
+    await mkdir(path.dirname(file), { recursive: true });
+    const garbage = Buffer.alloc(8192, 0x5a);
+    await writeFile(file, garbage);
+    const lines: string[] = [];
+    const q = openQueue(10_000, pino({ level: 'warn' }, { write: (s: string) => lines.push(s) }));
+    q.enqueue(TOPIC, payload(1));
+    expect(q.stats()).toEqual({ queued: 1, dropped: 0 });
+    const aside = (await readdir(path.dirname(file))).filter((n) => n.startsWith('queue.sqlite.damaged-'));
+    expect(aside).toHaveLength(1);
+    expect(await readFile(path.join(path.dirname(file), aside[0]!))).toEqual(garbage);
+    expect(statSync(path.join(path.dirname(file), aside[0]!)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 50, msg: expect.stringMatching(/^queue file is damaged/) });
   });
 
   it('overflow drops the oldest, counts them persistently and says so in the log', () => {

@@ -4,6 +4,7 @@
  *
  * - Written with WAL and synchronous=FULL: an enqueue that returned survives a power cut.
  * - Locked (SQLite's exclusive locking mode) while open: a second agent on the same data folder is refused.
+ * - A file SQLite cannot read is renamed `queue.sqlite.damaged-<time>` and a new one started.
  * - `peek(n)` hands out the oldest waiting items and marks them in flight; `ack(id)` deletes one (only then is it
  *   gone); `release(id)` puts it back. In-flight marks live in memory only, so after a restart (or a crash) every
  *   item not acknowledged is waiting again: nothing is lost, some may be sent twice (receivers de-duplicate).
@@ -12,7 +13,7 @@
  * - Item ids only grow (AUTOINCREMENT), so order is the order of enqueueing and an old id is never reused.
  */
 import { EventEmitter } from 'node:events';
-import { chmodSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { pino, type Logger } from 'pino';
@@ -56,6 +57,41 @@ interface Row {
 
 export const DEFAULT_MAX_ITEMS = 100_000;
 
+/** Opens (or creates) the queue file, locked for this process, and counts its items. */
+function openFile(file: string): { db: Database.Database; count: number } {
+  // No waiting for a lock: the only other user of the file would be another agent (below).
+  const db = new Database(file, { timeout: 0 });
+  try {
+    // Visits carry face embeddings: only the agent's user may read the file (the WAL file inherits this).
+    if (process.platform !== 'win32') chmodSync(file, 0o600);
+    // One agent per data folder: the file stays locked until it is closed or the process ends. A second agent on
+    // the same folder (run by hand beside the service) would count every visitor again under new visit ids and
+    // fight the first for the broker session and the cameras' streams.
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma('busy_timeout = 5000');
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS items (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        topic TEXT NOT NULL,
+        payload BLOB NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+      INSERT OR IGNORE INTO counters (name, value) VALUES ('dropped', 0);
+    `);
+    const count = (db.prepare('SELECT COUNT(*) AS n FROM items').get() as { n: number }).n;
+    return { db, count };
+  } catch (err) {
+    db.close();
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') {
+      throw new Error(`${file} is in use by another footfall agent: only one may run with a data folder (stop the other one first, e.g. systemctl stop footfall-agent)`);
+    }
+    throw err;
+  }
+}
+
 export class DurableQueue extends EventEmitter<QueueEvents> {
   readonly file: string;
   readonly maxItems: number;
@@ -80,35 +116,28 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
     this.log = options.log ?? pino({ level: 'silent' });
 
     mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-    // No waiting for a lock: the only other user of the file would be another agent (below).
-    this.db = new Database(this.file, { timeout: 0 });
+    let opened: { db: Database.Database; count: number };
     try {
-      // Visits carry face embeddings: only the agent's user may read the file (the WAL file inherits this).
-      if (process.platform !== 'win32') chmodSync(this.file, 0o600);
-      // One agent per data folder: the file stays locked until it is closed or the process ends. A second agent on
-      // the same folder (run by hand beside the service) would count every visitor again under new visit ids and
-      // fight the first for the broker session and the cameras' streams.
-      this.db.pragma('locking_mode = EXCLUSIVE');
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = FULL');
-      this.db.pragma('busy_timeout = 5000');
-      this.db.exec(`
-        CREATE TABLE IF NOT EXISTS items (
-          id INTEGER PRIMARY KEY AUTOINCREMENT,
-          topic TEXT NOT NULL,
-          payload BLOB NOT NULL,
-          created_at TEXT NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-        INSERT OR IGNORE INTO counters (name, value) VALUES ('dropped', 0);
-      `);
+      opened = openFile(this.file);
     } catch (err) {
-      this.db.close();
-      if ((err as { code?: string }).code === 'SQLITE_BUSY') {
-        throw new Error(`${this.file} is in use by another footfall agent: only one may run with a data folder (stop the other one first, e.g. systemctl stop footfall-agent)`);
+      // A file SQLite cannot read (a disk that lied about a flush, a power cut): without this the agent would stop at
+      // every start and count nothing more. The file is kept for whoever wants to recover its visits.
+      const code = (err as { code?: string }).code;
+      if (code !== 'SQLITE_NOTADB' && code !== 'SQLITE_CORRUPT') throw err;
+      const aside = `${this.file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      for (const suffix of ['', '-wal', '-shm']) {
+        if (!existsSync(this.file + suffix)) continue;
+        renameSync(this.file + suffix, aside + suffix);
+        if (process.platform !== 'win32') chmodSync(aside + suffix, 0o600);
       }
-      throw err;
+      this.log.error(
+        { file: this.file, kept_as: aside, problem: (err as Error).message },
+        'queue file is damaged: kept aside and a new one started (the visits it held are not delivered; dropped starts again at 0)',
+      );
+      opened = openFile(this.file);
     }
+    this.db = opened.db;
+    this.count = opened.count;
     this.sql = {
       insert: this.db.prepare('INSERT INTO items (topic, payload, created_at) VALUES (?, ?, ?)'),
       oldest: this.db.prepare('SELECT id, topic, payload, created_at FROM items ORDER BY id LIMIT ?'),
@@ -117,7 +146,6 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
       addDropped: this.db.prepare("UPDATE counters SET value = value + ? WHERE name = 'dropped'"),
       dropped: this.db.prepare("SELECT value FROM counters WHERE name = 'dropped'"),
     };
-    this.count = (this.db.prepare('SELECT COUNT(*) AS n FROM items').get() as { n: number }).n;
     // A smaller bound than last time: the file shrinks to it now, counted like any overflow.
     if (this.count > this.maxItems) this.db.transaction(() => this.dropOldest(this.count - this.maxItems))();
   }
