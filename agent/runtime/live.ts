@@ -9,8 +9,8 @@
  * while nobody watches, and no second connection to the camera is opened (some cameras allow only a few).
  *
  * A camera's upload stops when a frame's answer says `watching: false`, when a `live` notice says `watch: false`,
- * or when its demand expires (`until`, counted on this PC's clock from the notice's own `until - at`, so clock skew
- * between the PCs does not matter). While the broker is unreachable, GET /api/agent/live is polled instead of
+ * or when its demand expires (`until`, counted on this PC's monotonic clock from the notice's own `until - at`, so
+ * neither clock skew between the PCs nor a correction of this PC's clock matters). While the broker is unreachable, GET /api/agent/live is polled instead of
  * waiting for notices.
  */
 import type { Logger } from 'pino';
@@ -35,7 +35,7 @@ export interface LiveRelayOptions {
 interface Session {
   camera: string;
   cameraId: string;
-  /** Local clock (ms): stop when this passes without a renewal. */
+  /** This PC's monotonic clock (ms, `now()`): stop when this passes without a renewal. */
   until: number;
   stopped: boolean;
   /** Why it was stopped from outside (a notice, shutdown). */
@@ -45,6 +45,11 @@ interface Session {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+/**
+ * Milliseconds on a clock that only moves forward: an NTP correction of the wall clock must neither keep an upload
+ * going (nor its pacing asleep) for as long as the clock was turned back, nor end it early.
+ */
+const now = () => performance.now();
 
 export class LiveRelay {
   private readonly opts: LiveRelayOptions;
@@ -101,7 +106,7 @@ export class LiveRelay {
 
   private demand(camera: string, cameraId: string, ttlMs: number): void {
     if (this.closed) return;
-    const until = Date.now() + Math.min(ttlMs, 60_000);
+    const until = now() + Math.min(ttlMs, 60_000);
     const existing = this.sessions.get(camera);
     if (existing && !existing.stopped) {
       existing.until = Math.max(existing.until, until);
@@ -120,7 +125,7 @@ export class LiveRelay {
       session.wake();
     });
     const nextFrame = async (after: Frame | undefined): Promise<Frame | undefined> => {
-      while (!session.stopped && Date.now() < session.until) {
+      while (!session.stopped && now() < session.until) {
         if (latest && latest !== after) return latest;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, 500);
@@ -169,10 +174,10 @@ export class LiveRelay {
           return undefined;
         });
         if (!next) break;
-        const wait = lastSentAt + interval - Date.now();
+        const wait = lastSentAt + interval - now();
         if (wait > 0) await sleep(wait);
-        if (session.stopped || Date.now() >= session.until) break;
-        lastSentAt = Date.now();
+        if (session.stopped || now() >= session.until) break;
+        lastSentAt = now();
         const sent = this.opts.api.liveFrame(session.camera, next.jpeg);
         pending = encodeAfter(next.frame);
         try {
@@ -184,7 +189,7 @@ export class LiveRelay {
             break;
           }
           // Someone watches right now: that renews the demand, whatever happened to the notices.
-          session.until = Math.max(session.until, Date.now() + this.ttl);
+          session.until = Math.max(session.until, now() + this.ttl);
         } catch (err) {
           this.counters.failures++;
           if (err instanceof AgentHttpError && (err.code === 'not_found' || err.status === 401)) {
