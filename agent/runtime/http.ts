@@ -100,10 +100,19 @@ export interface AgentApiOptions {
 
 type Body = { json: unknown } | { jpeg: Buffer } | undefined;
 
+/** Still called after head office refused the token (they tell whether it is accepted again). */
+const PROBES = new Set(['/api/agent/me', '/api/agent/cameras']);
+
 export class AgentApi {
   readonly serverUrl: string;
   private readonly token: string;
   private readonly timeoutMs: number;
+  /**
+   * Head office answered 401 (the shop was removed, or another PC was enrolled for it): the protocol says stop.
+   * Until a probe (the camera list, pulled every camera_sync_s) is accepted again, every other call fails here
+   * without a request: no snapshot uploads, live polls every few seconds or face uploads that cannot succeed.
+   */
+  private refused = false;
 
   constructor(options: AgentApiOptions) {
     this.serverUrl = options.serverUrl.replace(/\/+$/, '');
@@ -147,7 +156,16 @@ export class AgentApi {
     return this.call('POST', `/api/agent/live/${encodeURIComponent(camera)}/frames`, LiveFrameResult, { jpeg }, timeoutMs);
   }
 
+  /** Head office refused this PC's token at the last chance it had (401). */
+  get unauthorized(): boolean {
+    return this.refused;
+  }
+
   private async call<S extends z.ZodType>(method: string, path: string, schema: S, body?: Body, timeoutMs = this.timeoutMs): Promise<z.infer<S>> {
+    const probe = PROBES.has(path);
+    if (this.refused && !probe) {
+      throw new AgentHttpError(401, 'unauthorized', 'Head office no longer accepts this shop PC: enrol it again with a new code (footfall enrol --force ...)');
+    }
     const url = this.serverUrl + path;
     const headers: Record<string, string> = { Authorization: `Bearer ${this.token}`, Accept: 'application/json' };
     let payload: string | Buffer | undefined;
@@ -167,6 +185,8 @@ export class AgentApi {
       const { code, message } = describeNetworkError(err, url, timeoutMs);
       throw new AgentHttpError(0, code, `Head office: ${message}`);
     }
+    if (res.status === 401) this.refused = true;
+    else if (probe && res.ok) this.refused = false;
     return parseAnswer(res.status, text, schema, `${method} ${path}`);
   }
 }

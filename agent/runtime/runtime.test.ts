@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -73,6 +74,55 @@ async function stored(site: string): Promise<Set<string>> {
   if (r.status !== 200) throw new Error(`feed: ${r.status} ${JSON.stringify(r.body)}`);
   return new Set((r.body.arrivals as { visit_id: string }[]).map((a) => a.visit_id));
 }
+
+/** An HTTP relay in front of head office that counts the requests it passes on, by path. */
+async function countingRelay(target: string): Promise<{ url: string; counts: Map<string, number>; close(): Promise<void> }> {
+  const counts = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    const p = (req.url ?? '').split('?')[0]!;
+    counts.set(p, (counts.get(p) ?? 0) + 1);
+    const out = http.request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    out.on('error', () => res.destroy());
+    req.pipe(out);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    counts,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+describe('a shop PC head office no longer accepts', () => {
+  it('stops calling head office (401), except for the camera list pulls that would see the token accepted again', async () => {
+    const shop = await openShop(h, owner, { name: 'Colaba' });
+    const file = path.join(tmp, 'revoked', 'agent.json');
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: file, local: { data_dir: path.join(tmp, 'revoked', 'data') } });
+    const relay = await countingRelay(h.url);
+    try {
+      const old = await start({ ...(await loadAgentConfig(file)), server_url: relay.url }, { timing: { live_renew_s: 0.2, camera_sync_s: 1 } });
+      await waitFor(() => old.broker.connected, 5000);
+      // Another PC is enrolled for the shop: this one's token and broker login stop working.
+      await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: path.join(tmp, 'revoked', 'other.json') });
+      await waitFor(() => old.broker.refusedLogin, 5000, 50);
+      await new Promise((r) => setTimeout(r, 1200)); // a camera list pull meets the 401
+      relay.counts.clear();
+      await new Promise((r) => setTimeout(r, 2000));
+      // The live demands were polled every 0.2 s while the broker refused the PC: ten refusals a second at scale.
+      expect(relay.counts.get('/api/agent/live') ?? 0).toBe(0);
+      expect(relay.counts.get('/api/agent/cameras')).toBeGreaterThanOrEqual(1);
+      await stop(old);
+    } finally {
+      await relay.close();
+    }
+  });
+});
 
 describe('a shop PC enrolled again', () => {
   it('for another shop: visits still queued for the old shop do not block the new shop\'s visits', async () => {
