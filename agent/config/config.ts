@@ -153,14 +153,29 @@ export interface SaveOptions {
   overwrite?: boolean;
 }
 
-/** Validates and writes the file: mode 0600, atomically. The folder is created (0750) when missing. */
+/**
+ * Validates and writes the file: mode 0600, atomically. The folder is created (0750) when missing. Written by root
+ * into a folder of another user (`sudo footfall enrol` into /etc/footfall, which belongs to the service's user), the
+ * file is given to that user: the service could not read a file of root's with mode 0600.
+ */
 export async function saveAgentConfig(file: string, config: AgentConfigInput, options: SaveOptions = {}): Promise<AgentConfig> {
   const valid = parse(config, 'the configuration to save');
   if (!options.overwrite && (await agentConfigExists(file))) {
     throw new AgentConfigError(`${file} already exists: this PC is already enrolled. Use --force to replace it.`);
   }
-  await writePrivateFile(file, JSON.stringify(valid, null, 2) + '\n', { dirMode: 0o750 });
+  await writePrivateFile(file, JSON.stringify(valid, null, 2) + '\n', { dirMode: 0o750, ...(await folderOwnerForRoot(file)) });
   return valid;
+}
+
+/** The owner of the file's folder when root writes into another user's folder; nothing otherwise. */
+async function folderOwnerForRoot(file: string): Promise<{ owner?: { uid: number; gid: number } }> {
+  if (windows || process.getuid?.() !== 0) return {};
+  try {
+    const { uid, gid } = await stat(path.dirname(file));
+    return uid === 0 ? {} : { owner: { uid, gid } };
+  } catch {
+    return {}; // no folder yet: it is created, root's
+  }
 }
 
 /** A warning when others than the owner may read the file (it holds secrets); undefined when fine or on Windows. */

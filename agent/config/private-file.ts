@@ -12,6 +12,8 @@ const windows = process.platform === 'win32';
 export interface PrivateFileOptions {
   /** Mode of the folder when it has to be created; default 0700. */
   dirMode?: number;
+  /** Give the file to this user and group (root writing for a service's user); ignored on Windows. */
+  owner?: { uid: number; gid: number };
 }
 
 export async function writePrivateFile(file: string, text: string, options: PrivateFileOptions = {}): Promise<void> {
@@ -22,6 +24,7 @@ export async function writePrivateFile(file: string, text: string, options: Priv
     const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
     try {
       await handle.writeFile(text, 'utf8');
+      if (options.owner && !windows) await handle.chown(options.owner.uid, options.owner.gid);
       await handle.sync();
     } finally {
       await handle.close();

@@ -2,7 +2,7 @@
  * `footfall enrol` against a real head office in-process: what it writes into the configuration besides what head
  * office answers (the local settings an installer chose).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -48,6 +48,21 @@ describe('footfall enrol', () => {
     // What is given on the command line wins.
     await enrolShopPc({ server: h.url, code: await code(), configPath: file, force: true, local: { detect_fps: 3 } });
     expect(await loadAgentConfig(file)).toMatchObject({ data_dir: dataDir, detect_fps: 3, queue_max_items: 5000 });
+  });
+
+  // Needs root: `sudo footfall enrol` (the help's own example) into /etc/footfall, which belongs to the service's user.
+  it.skipIf(process.getuid?.() !== 0)('run as root, the configuration belongs to the owner of its folder (the service reads it)', async () => {
+    const dir = path.join(tmp, 'etc-footfall');
+    mkdirSync(dir, { mode: 0o750 });
+    const service = { uid: 65534, gid: 65534 }; // nobody:nogroup stands for footfall:footfall
+    chownSync(dir, service.uid, service.gid);
+    const file = path.join(dir, 'agent.json');
+    await enrolShopPc({ server: h.url, code: await code(), configPath: file });
+    expect(statSync(file)).toMatchObject({ uid: service.uid, gid: service.gid });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    // Enrolled again (--force): still the service's.
+    await enrolShopPc({ server: h.url, code: await code(), configPath: file, force: true });
+    expect(statSync(file)).toMatchObject({ uid: service.uid, gid: service.gid });
   });
 
   it('a relative --data-dir or --ffmpeg is kept as an absolute path (the service runs in another folder)', async () => {
