@@ -2,7 +2,8 @@
  * The durable queue and its publisher against a real aedes broker over TCP with the real mqtt client: nothing is
  * lost when the broker goes away mid-stream, overflow is counted, and the file survives a restart.
  */
-import { statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -227,6 +228,46 @@ describe('DurableQueue', () => {
     expect(q.stats()).toEqual({ queued: 3, dropped: 1 });
     q.releaseAll();
     expect(q.peek(10).map((i) => JSON.parse(i.payload.toString()).n)).toEqual([1, 3, 4]);
+  });
+});
+
+/** A 256 KiB file system (tmpfs) for the test; undefined where it cannot be mounted (not root, no mount). */
+function smallDisk(): { dir: string; unmount(): void } | undefined {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return undefined;
+  const mountPoint = path.join(dir, 'small-disk');
+  mkdirSync(mountPoint);
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', mountPoint], { stdio: 'ignore' });
+  } catch {
+    return undefined;
+  }
+  return { dir: mountPoint, unmount: () => execFileSync('umount', ['-l', mountPoint], { stdio: 'ignore' }) };
+}
+
+describe('DurableQueue on a full disk', () => {
+  // Needs root, to mount the small file system; skipped otherwise.
+  it('counts only what is on disk when writes fail, and still closes', (ctx) => {
+    const disk = smallDisk();
+    if (!disk) return ctx.skip();
+    cleanups.push(() => disk.unmount());
+    const q = new DurableQueue({ file: path.join(disk.dir, 'queue.sqlite'), maxItems: 1000 });
+    let stored = 0;
+    let failed = 0;
+    for (let n = 1; n <= 200; n++) {
+      try {
+        q.enqueue(TOPIC, JSON.stringify({ n, pad: 'x'.repeat(3000) }));
+        stored++;
+      } catch (err) {
+        expect((err as { code?: string }).code).toBe('SQLITE_FULL');
+        failed++;
+      }
+    }
+    expect(failed).toBeGreaterThan(0);
+    // Heartbeats report `queued`: what waits on disk, not the attempts.
+    expect(q.stats()).toEqual({ queued: stored, dropped: 0 });
+    expect(q.peek(1000)).toHaveLength(stored);
+    q.close();
+    expect(q.open).toBe(false);
   });
 });
 

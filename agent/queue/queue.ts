@@ -147,19 +147,22 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
       dropped: this.db.prepare("SELECT value FROM counters WHERE name = 'dropped'"),
     };
     // A smaller bound than last time: the file shrinks to it now, counted like any overflow.
-    if (this.count > this.maxItems) this.db.transaction(() => this.dropOldest(this.count - this.maxItems))();
+    if (this.count > this.maxItems) this.afterDrop(this.db.transaction(() => this.dropOldest(this.count - this.maxItems))());
   }
 
   /** Stores a message durably (the call returns after the data is on disk); may drop the oldest to make room. */
   enqueue(topic: string, payload: string | Uint8Array): QueueItem {
     const body = typeof payload === 'string' ? Buffer.from(payload, 'utf8') : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
     const createdAt = new Date().toISOString();
-    const id = this.db.transaction(() => {
+    // The count and the in-flight marks change only once the transaction is on disk: a commit that fails (disk
+    // full) changes nothing, and `queued` stays what waits on disk.
+    const { id, victims } = this.db.transaction(() => {
       const { lastInsertRowid } = this.sql.insert.run(topic, body, createdAt);
-      this.count++;
-      if (this.count > this.maxItems) this.dropOldest(this.count - this.maxItems);
-      return Number(lastInsertRowid);
+      const over = this.count + 1 - this.maxItems;
+      return { id: Number(lastInsertRowid), victims: over > 0 ? this.dropOldest(over) : [] };
     })();
+    this.count++;
+    this.afterDrop(victims);
     const item: QueueItem = { id, topic, payload: body, createdAt };
     this.emit('enqueued', item);
     return item;
@@ -229,7 +232,12 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
   close(): void {
     if (!this.db.open) return;
     this.inFlight.clear();
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    try {
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch (err) {
+      // A full disk: the WAL stays as it is and is read back at the next open.
+      this.log.warn({ err: (err as Error).message, file: this.file }, 'queue file not checkpointed');
+    }
     this.db.close();
   }
 
@@ -237,17 +245,24 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
     return this.db.open;
   }
 
-  /** Inside a transaction: deletes `n` of the oldest items, waiting ones first (in-flight ones are on the wire). */
-  private dropOldest(n: number): void {
+  /**
+   * Inside a transaction: deletes `n` of the oldest items, waiting ones first (in-flight ones are on the wire), and
+   * counts them in `dropped`. Returns their ids, for `afterDrop()` once the transaction is committed.
+   */
+  private dropOldest(n: number): number[] {
     const candidates = this.sql.oldestIds.all(n + this.inFlight.size).map((r) => r.id);
     const waiting = candidates.filter((id) => !this.inFlight.has(id));
     const victims = waiting.length >= n ? waiting.slice(0, n) : [...waiting, ...candidates.filter((id) => this.inFlight.has(id))].slice(0, n);
-    for (const id of victims) {
-      this.sql.remove.run(id);
-      this.inFlight.delete(id);
-    }
-    this.count -= victims.length;
+    for (const id of victims) this.sql.remove.run(id);
     this.sql.addDropped.run(victims.length);
+    return victims;
+  }
+
+  /** After the commit of a dropOldest(): the count, the in-flight marks and the warning. */
+  private afterDrop(victims: number[]): void {
+    if (victims.length === 0) return;
+    for (const id of victims) this.inFlight.delete(id);
+    this.count -= victims.length;
     this.log.warn({ dropped: victims.length, bound: this.maxItems, file: this.file }, 'queue full: dropped the oldest messages');
   }
 }
