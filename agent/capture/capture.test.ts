@@ -5,6 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import { pino } from 'pino';
 import sharp from 'sharp';
@@ -336,6 +337,27 @@ describe('grabFrame', () => {
       silent.close();
     }
     expect(ffmpegProcesses(`:${port}/x`)).toEqual([]);
+  });
+
+  it('stops when aborted (the agent shutting down): ffmpeg gone, and the folder with the password with it', async () => {
+    const silent = net.createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as net.AddressInfo;
+    const before = new Set(readdirSync(tmpdir()).filter((n) => n.startsWith('footfall-grab-')));
+    const stop = new AbortController();
+    try {
+      const pending = grabFrame({ host: '127.0.0.1', port, path: '/y', username: USER, password: PASSWORD }, 20_000, { signal: stop.signal });
+      await until('ffmpeg running', () => ffmpegProcesses(`:${port}/y`).length === 1);
+      expect(readdirSync(tmpdir()).filter((n) => n.startsWith('footfall-grab-') && !before.has(n))).toHaveLength(1);
+      stop.abort();
+      const result = await pending;
+      expect(result).toMatchObject({ ok: false, code: 'failed', reason: 'stopped' });
+      expect(result.ms).toBeLessThan(5000);
+    } finally {
+      silent.close();
+    }
+    expect(ffmpegProcesses(`:${port}/y`)).toEqual([]);
+    expect(readdirSync(tmpdir()).filter((n) => n.startsWith('footfall-grab-') && !before.has(n))).toEqual([]);
   });
 });
 

@@ -19,6 +19,8 @@ export interface GrabOptions {
   /** Scale down to at most this wide; default 1920. */
   maxWidth?: number;
   ffmpegPath?: string;
+  /** Stops ffmpeg early (the agent shutting down): the result is `{ ok: false, code: 'failed', reason: 'stopped' }`. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -62,7 +64,15 @@ export async function grabFrame(target: string | CameraSource, timeoutMs = 10_00
     failure ??= REASONS.noAnswer;
     void stopFfmpeg(child, 1000);
   }, timeoutMs);
+  const abort = (): void => {
+    if (image) return;
+    failure ??= { code: 'failed', reason: 'stopped' };
+    void stopFfmpeg(child, 1000);
+  };
+  if (options.signal?.aborted) abort();
+  else options.signal?.addEventListener('abort', abort, { once: true });
   await new Promise<void>((resolve) => child.once('close', () => resolve()));
+  options.signal?.removeEventListener('abort', abort);
   if (dir) rmSync(dir, { recursive: true, force: true });
   clearTimeout(timer);
   stderr.end();
@@ -70,6 +80,7 @@ export async function grabFrame(target: string | CameraSource, timeoutMs = 10_00
   const ms = Date.now() - started;
   if (image) return { ok: true, image, ms };
   if (spawnError) return { ok: false, ...(spawnError.code === 'ENOENT' ? REASONS.noFfmpeg : { code: 'failed', reason: `ffmpeg would not start (${spawnError.code})` }), ms };
+  if (options.signal?.aborted && failure) return { ok: false, ...failure, ms };
   const fromLog = explainFfmpeg(stderr.lines);
   return { ok: false, ...(failure && fromLog.code !== 'decode_error' ? failure : fromLog), ms };
 }

@@ -109,6 +109,9 @@ function sentence(text: string): string {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
+/** A check cut short by the agent stopping. */
+class CheckStopped extends Error {}
+
 export class CheckRunner {
   private readonly opts: CheckRunnerOptions;
   private readonly log: Logger;
@@ -116,6 +119,8 @@ export class CheckRunner {
   private claimAgain = false;
   private readonly running = new Map<string, Promise<void>>();
   private stopped = false;
+  /** Ends the checks' one-shot ffmpegs at shutdown (each holds a private folder with the camera's password). */
+  private readonly abort = new AbortController();
   readonly outcomes: CheckOutcome[] = [];
 
   constructor(options: CheckRunnerOptions) {
@@ -154,6 +159,7 @@ export class CheckRunner {
   /** Waits for the checks in progress (a shutdown gives them `ms` at most). */
   async stop(ms = 2000): Promise<void> {
     this.stopped = true;
+    this.abort.abort();
     await Promise.race([Promise.allSettled([...this.running.values()]), sleep(ms)]);
   }
 
@@ -164,7 +170,10 @@ export class CheckRunner {
   private start(job: CheckJob): void {
     if (this.running.has(job.check_id)) return;
     const p = this.run(job)
-      .catch((err: unknown) => this.log.error({ err, check_id: job.check_id }, 'check failed'))
+      .catch((err: unknown) => {
+        if (err instanceof CheckStopped) this.log.info({ check_id: job.check_id }, 'check stopped by shutdown, not answered');
+        else this.log.error({ err, check_id: job.check_id }, 'check failed');
+      })
       .finally(() => this.running.delete(job.check_id));
     this.running.set(job.check_id, p);
   }
@@ -212,8 +221,10 @@ export class CheckRunner {
     const grab = await grabFrame(
       { host: camera.host, port: camera.port, path: camera.path, username: camera.username, password: camera.password },
       this.opts.grabTimeoutMs ?? 10_000,
-      { maxWidth: camera.max_width, ...(this.opts.ffmpegPath ? { ffmpegPath: this.opts.ffmpegPath } : {}) },
+      { maxWidth: camera.max_width, signal: this.abort.signal, ...(this.opts.ffmpegPath ? { ffmpegPath: this.opts.ffmpegPath } : {}) },
     );
+    // Stopped by a shutdown: no verdict to give; head office releases the check and it can be asked again.
+    if (this.stopped) throw new CheckStopped();
     if (!grab.ok) {
       return this.words(verdictForCamera(grab.code), sentence(grab.reason), '');
     }
