@@ -26,6 +26,7 @@ import { testClip } from './support/clips.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer, type RtspServer } from './support/rtsp.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+import { closedPort } from './support/ports.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'dist/cli/main.js');
@@ -135,14 +136,6 @@ function runCli(args: string[]): Promise<{ code: number | null; stdout: string; 
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
-}
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 beforeAll(async () => {

@@ -18,6 +18,7 @@ import { CaptureManager, type CameraSpec } from './manager.js';
 import { decodeArgs, hasCredentials } from './ffmpeg.js';
 import { rtspUrl, type CameraSource } from './source.js';
 import { CameraWorker, type CameraState, type CameraWorkerOptions } from './worker.js';
+import { closedPort } from '../../test/support/ports.js';
 
 const USER = 'admin';
 const PASSWORD = 'pa:ss w0rd/@';
@@ -85,14 +86,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** A pino logger writing into an array, to check what gets logged. */
@@ -195,7 +188,7 @@ describe('CameraWorker', () => {
   });
 
   it('nothing listening: "connection refused", and it keeps retrying', async () => {
-    const port = await freePort();
+    const port = await closedPort();
     const worker = new CameraWorker({ ...quick, id: 'u4', cameraId: 'side', source: source('/cam1', PASSWORD, port), maxWidth: 320 });
     worker.start();
     try {

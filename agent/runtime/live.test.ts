@@ -3,12 +3,12 @@
  * closed port, so no picture comes), head office out of reach. The wall clock is turned back as an NTP correction
  * does on a shop PC whose clock ran ahead.
  */
-import net from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CaptureManager } from '../capture/manager.js';
 import { AgentApi } from './http.js';
 import { LiveRelay } from './live.js';
+import { closedPort } from '../../test/support/ports.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -17,14 +17,6 @@ afterEach(async () => {
   vi.useRealTimers();
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 const CAMERA = '0b9e5a1c-2d3f-4a5b-8c7d-9e0f1a2b3c4d';
 

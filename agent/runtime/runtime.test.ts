@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +17,7 @@ import { loadAgentConfig, type AgentConfig } from '../config/config.js';
 import { enrolShopPc } from '../enrol/enrol.js';
 import type { Visit } from '../vision/types.js';
 import { AgentRuntime, type AgentRuntimeOptions } from './runtime.js';
+import { closedPort } from '../../test/support/ports.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 
@@ -36,14 +37,6 @@ afterAll(async () => {
   await h?.close();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function start(config: AgentConfig, over: Partial<AgentRuntimeOptions> = {}): Promise<AgentRuntime> {
   const runtime = await AgentRuntime.start({ config: { ...config, log_level: 'silent' }, log, modelsDir: false, brokerBackoff: { initialMs: 50, maxMs: 200 }, drainMs: 200, ...over });
