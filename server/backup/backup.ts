@@ -72,15 +72,16 @@ export async function createBackup(opts: BackupOptions): Promise<BackupManifest>
   if (includesKey) fs.copyFileSync(keyFile, path.join(opts.target, KEY_FILE));
   const images = path.join(opts.dataDir, IMAGES);
   if (fs.existsSync(images)) fs.cpSync(images, path.join(opts.target, IMAGES), { recursive: true });
+  const files = filesUnder(opts.target);
+  for (const rel of files) fs.chmodSync(path.join(opts.target, rel), 0o600);
   const manifest: BackupManifest = {
     format: 1,
     created_at: new Date().toISOString(),
     app_version: opts.appVersion,
     schema,
     includes_key: includesKey,
-    files: filesUnder(opts.target).map((rel) => fileEntry(opts.target, rel)),
+    files: files.map((rel) => fileEntry(opts.target, rel)),
   };
-  for (const rel of filesUnder(opts.target)) fs.chmodSync(path.join(opts.target, rel), 0o600);
   fs.writeFileSync(path.join(opts.target, MANIFEST), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
   return manifest;
 }
@@ -106,7 +107,8 @@ export function restoreBackup(opts: RestoreOptions): BackupManifest {
     const got = fileEntry(opts.source, f.path);
     if (got.bytes !== f.bytes || got.sha256 !== f.sha256) throw new BackupError(`The backup is damaged: ${f.path} is not the file that was backed up (size or SHA-256 differs).`);
   }
-  const unlisted = filesUnder(opts.source).filter((rel) => rel !== MANIFEST && !manifest.files.some((f) => f.path === rel));
+  const listed = new Set([MANIFEST, ...manifest.files.map((f) => f.path)]);
+  const unlisted = filesUnder(opts.source).filter((rel) => !listed.has(rel));
   if (unlisted.length > 0) throw new BackupError(`The backup folder holds files its manifest does not list (${unlisted.slice(0, 3).join(', ')}): it is not as it was made.`);
   checkDatabase(path.join(opts.source, DATABASE));
   if (manifest.includes_key && fs.existsSync(path.join(opts.dataDir, KEY_FILE))) {
@@ -168,7 +170,16 @@ function filesUnder(dir: string): string[] {
     .sort();
 }
 
+/** Size and SHA-256 of a file, read in 1 MiB pieces (a database can be larger than node will read in one go). */
 function fileEntry(dir: string, rel: string): { path: string; bytes: number; sha256: string } {
-  const data = fs.readFileSync(path.join(dir, rel));
-  return { path: rel, bytes: data.length, sha256: createHash('sha256').update(data).digest('hex') };
+  const hash = createHash('sha256');
+  const chunk = Buffer.allocUnsafe(1 << 20);
+  const fd = fs.openSync(path.join(dir, rel), 'r');
+  let bytes = 0;
+  try {
+    for (let n; (n = fs.readSync(fd, chunk, 0, chunk.length, null)) > 0; bytes += n) hash.update(chunk.subarray(0, n));
+  } finally {
+    fs.closeSync(fd);
+  }
+  return { path: rel, bytes, sha256: hash.digest('hex') };
 }
