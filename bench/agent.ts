@@ -33,6 +33,7 @@ import { ensureRegistryVideo, sharedClip } from '../agent/vision/fixtures.js';
 import { laplacianVariance, resizeToTensor, rgbLaplacianVariance, toGrey, warpAffine } from '../agent/vision/image.js';
 import { ModelSessions, PIPELINE_MODELS } from '../agent/vision/models.js';
 import { FramePipeline } from '../agent/vision/pipeline.js';
+import { SHARPNESS_ROI } from '../agent/vision/quality.js';
 import { SimdTensors } from '../agent/vision/simd.js';
 import type { RgbImage, Visit } from '../agent/vision/types.js';
 import { loadAverage, ms, percentile, progress, table } from './util.js';
@@ -347,10 +348,9 @@ async function pixelOps(frame: RgbImage): Promise<string[][]> {
     ),
     'sharp: extract + affine + extract',
   ]);
-  const roi = { x: 24, y: 36, w: 64, h: 68 };
   rows.push([
     'grey + variance of the Laplacian, 112x112 (inner face)',
-    `${ms(await measure(2000, () => rgbLaplacianVariance(aligned, roi)))} (grey of the region only; whole crop: ${ms(await measure(2000, () => laplacianVariance(toGrey(aligned), 112, 112, roi)))})`,
+    `${ms(await measure(2000, () => rgbLaplacianVariance(aligned, SHARPNESS_ROI)))} (grey of the region only; whole crop: ${ms(await measure(2000, () => laplacianVariance(toGrey(aligned), 112, 112, SHARPNESS_ROI)))})`,
     ms(await measure(100, async () => sharp(alignedRaw, { raw: { width: 112, height: 112, channels: 3 } }).greyscale().convolve({ width: 3, height: 3, kernel: [0, 1, 0, 1, -4, 1, 0, 1, 0], offset: 128 }).stats())),
     'sharp: greyscale + convolve + stats',
   ]);
