@@ -2,6 +2,7 @@
  * `footfall enrol` and `footfall agent`: the shop PC's two commands (docs/agent.md).
  */
 import { Command, Option } from 'commander';
+import type { Logger } from 'pino';
 import { AgentConfigError, DEFAULT_AGENT_CONFIG_PATH, loadAgentConfig, permissionWarning, type LocalSettings } from '../agent/config/config.js';
 import { EnrolError, enrolShopPc } from '../agent/enrol/enrol.js';
 import { createAgentLogger } from '../agent/runtime/log.js';
@@ -62,6 +63,36 @@ export function agentCommand(): Command {
     .option('--models <dir>', 'face models folder (default <data_dir>/models; install with footfall models fetch --dir <dir>)')
     .addOption(new Option('--no-recognition', 'do not load face models: count camera frames only'))
     .action(async (opts: { config: string; models?: string; recognition: boolean }) => {
+      // Signals are handled from the first moment: a stop during start-up (systemctl stop while head office or the
+      // face models are awaited) is a clean stop too, the queue file closed and exit status 0.
+      let log: Logger | undefined = undefined; // set once the configuration says the level
+      let runtime: AgentRuntime | undefined;
+      const startUp = new AbortController();
+      let stopping = false;
+      const stop = (signal: NodeJS.Signals) => {
+        if (stopping) {
+          log?.warn({ signal }, 'second signal: exiting now');
+          process.exit(1);
+        }
+        stopping = true;
+        if (!runtime) {
+          // Still starting: start() closes what it opened and rejects; the code after it exits.
+          log?.info({ signal }, 'shutting down during start-up');
+          startUp.abort(new Error(`${signal} during start-up`));
+          return;
+        }
+        log?.info({ signal }, 'shutting down');
+        runtime.stop().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            log?.error({ err }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+
       let config;
       try {
         config = await loadAgentConfig(opts.config);
@@ -69,36 +100,17 @@ export function agentCommand(): Command {
         process.stderr.write(`${err instanceof AgentConfigError ? err.message : (err as Error).message}\n`);
         process.exit(1);
       }
-      const log = createAgentLogger(config.log_level);
+      log = createAgentLogger(config.log_level);
       const warning = await permissionWarning(opts.config).catch(() => undefined);
       if (warning) log.warn(warning);
 
-      let runtime: AgentRuntime;
       try {
-        runtime = await AgentRuntime.start({ config, log, modelsDir: opts.recognition ? (opts.models ?? undefined) : false });
+        runtime = await AgentRuntime.start({ config, log, modelsDir: opts.recognition ? (opts.models ?? undefined) : false, signal: startUp.signal });
       } catch (err) {
+        if (startUp.signal.aborted) process.exit(0); // stopped during start-up; start() logged 'agent stopped'
         log.fatal({ err }, 'agent could not start');
         process.stderr.write(`The agent could not start: ${(err as Error).message}\n`);
         process.exit(1);
       }
-
-      let stopping = false;
-      const stop = (signal: string) => {
-        if (stopping) {
-          log.warn({ signal }, 'second signal: exiting now');
-          process.exit(1);
-        }
-        stopping = true;
-        log.info({ signal }, 'shutting down');
-        runtime.stop().then(
-          () => process.exit(0),
-          (err: unknown) => {
-            log.error({ err }, 'shutdown failed');
-            process.exit(1);
-          },
-        );
-      };
-      process.on('SIGTERM', () => stop('SIGTERM'));
-      process.on('SIGINT', () => stop('SIGINT'));
     });
 }

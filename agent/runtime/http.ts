@@ -120,8 +120,9 @@ export class AgentApi {
     this.timeoutMs = options.timeoutMs ?? 15_000;
   }
 
-  me(): Promise<AgentIdentity> {
-    return this.call('GET', '/api/agent/me', AgentIdentity);
+  /** `signal`: given up early (the agent is stopped while it waits at start). */
+  me(signal?: AbortSignal): Promise<AgentIdentity> {
+    return this.call('GET', '/api/agent/me', AgentIdentity, undefined, this.timeoutMs, signal);
   }
 
   cameras(): Promise<CameraList> {
@@ -161,7 +162,7 @@ export class AgentApi {
     return this.refused;
   }
 
-  private async call<S extends z.ZodType>(method: string, path: string, schema: S, body?: Body, timeoutMs = this.timeoutMs): Promise<z.infer<S>> {
+  private async call<S extends z.ZodType>(method: string, path: string, schema: S, body?: Body, timeoutMs = this.timeoutMs, signal?: AbortSignal): Promise<z.infer<S>> {
     const probe = PROBES.has(path);
     if (this.refused && !probe) {
       throw new AgentHttpError(401, 'unauthorized', 'Head office no longer accepts this shop PC: enrol it again with a new code (footfall enrol --force ...)');
@@ -179,7 +180,8 @@ export class AgentApi {
     let res: Response;
     let text: string;
     try {
-      res = await fetch(url, { method, headers, body: payload, signal: AbortSignal.timeout(timeoutMs) });
+      const timeout = AbortSignal.timeout(timeoutMs);
+      res = await fetch(url, { method, headers, body: payload, signal: signal ? AbortSignal.any([timeout, signal]) : timeout });
       text = await res.text();
     } catch (err) {
       const { code, message } = describeNetworkError(err, url, timeoutMs);

@@ -3,18 +3,20 @@
  * own state (queue file, kept camera list) when the PC is enrolled again, possibly for another shop.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import type net from 'node:net';
+import net from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from '../../test/support/shop-pc.js';
-import { loadAgentConfig, type AgentConfig } from '../config/config.js';
+import { loadAgentConfig, queueFile, type AgentConfig } from '../config/config.js';
 import { enrolShopPc } from '../enrol/enrol.js';
+import { testModelsDir } from '../models/test-cache.js';
+import { DurableQueue } from '../queue/queue.js';
 import type { Visit } from '../vision/types.js';
 import { AgentRuntime, type AgentRuntimeOptions } from './runtime.js';
 import { closedPort } from '../../test/support/ports.js';
@@ -91,6 +93,169 @@ async function countingRelay(target: string): Promise<{ url: string; counts: Map
     }),
   };
 }
+
+/** A server that accepts TCP connections and never answers (a head office or a camera that hangs). */
+async function silentServer(): Promise<{ port: number; url: string; connections: () => number; open: () => number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  let connections = 0;
+  const server = net.createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    socket.resume(); // read and ignore what is sent, so that the peer's close is seen
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    connections: () => connections,
+    open: () => sockets.size,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** ffmpeg processes started by this (test) process. */
+function ffmpegChildren(): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // pid (comm) state ppid ...
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const [comm, rest] = [stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), stat.slice(stat.lastIndexOf(')') + 2).split(' ')];
+      if (comm === 'ffmpeg' && Number(rest[1]) === process.pid && rest[0] !== 'Z') pids.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** The queue file can be opened: no agent holds the data folder. */
+function queueIsFree(config: AgentConfig): boolean {
+  const queue = new DurableQueue({ file: queueFile(config) });
+  queue.close();
+  return true;
+}
+
+/** A logger whose lines are kept, and which calls `on(msg)` as each line is written (inside the logging call). */
+function watchedLog(on: (msg: string) => void = () => undefined): { log: Logger; msgs: string[] } {
+  const msgs: string[] = [];
+  const log = pino({ level: 'info' }, {
+    write: (line: string) => {
+      const { msg } = JSON.parse(line) as { msg: string };
+      msgs.push(msg);
+      on(msg);
+    },
+  });
+  return { log, msgs };
+}
+
+describe('a stop during start-up (SIGTERM before start() is done)', () => {
+  it('while head office does not answer: start() ends at once, the queue file closed, nothing else opened', async () => {
+    const shop = await openShop(h, owner, { name: 'Thane' });
+    const file = path.join(tmp, 'stop-early', 'agent.json');
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: file, local: { data_dir: path.join(tmp, 'stop-early', 'data') } });
+    const headOffice = await silentServer();
+    try {
+      const config = { ...(await loadAgentConfig(file)), server_url: headOffice.url };
+      const stop = new AbortController();
+      const { log: watched, msgs } = watchedLog();
+      const starting = AgentRuntime.start({ config, log: watched, modelsDir: false, signal: stop.signal });
+      // Waiting for GET /api/agent/me (5 s at most); the data folder is taken already.
+      await waitFor(() => headOffice.connections() >= 1, 5000, 10);
+      expect(() => queueIsFree(config)).toThrow(/in use by another footfall agent/);
+      const asked = Date.now();
+      stop.abort(new Error('SIGTERM'));
+      await expect(starting).rejects.toThrow('SIGTERM');
+      expect(Date.now() - asked).toBeLessThan(1000);
+      expect(queueIsFree(config)).toBe(true);
+      expect(msgs).toContain('agent stopped');
+      // Given up before the broker and the cameras: nothing of them was started.
+      expect(msgs).not.toContain('connecting to the broker');
+      expect(msgs).not.toContain('agent starting');
+    } finally {
+      await headOffice.close();
+    }
+  });
+
+  it('while the kept cameras start: they are stopped again (no ffmpeg left), nothing runs on, the queue file is closed', async () => {
+    const shop = await openShop(h, owner, { name: 'Vashi' });
+    const camera = await silentServer(); // a camera that accepts the connection and sends nothing: ffmpeg waits on it
+    try {
+      await addCamera(h, owner, shop.site_id, { camera_id: 'entrance', host: '127.0.0.1', port: camera.port, path: '/cam' });
+      const file = path.join(tmp, 'stop-cameras', 'agent.json');
+      const dataDir = path.join(tmp, 'stop-cameras', 'data');
+      await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: file, local: { data_dir: dataDir } });
+      const config = await loadAgentConfig(file);
+      // A first run keeps the camera list on disk.
+      const before = await start(config);
+      await waitFor(() => existsSync(path.join(dataDir, 'cameras.json')) && camera.open() > 0, 10_000);
+      await stop(before);
+      await waitFor(() => camera.open() === 0 && ffmpegChildren().length === 0, 5000);
+
+      // The next start is stopped just as the kept list's cameras are being started.
+      const halt = new AbortController();
+      const { log: watched, msgs } = watchedLog((msg) => {
+        // The signal arrives just as the cameras of the kept list start (here: inside that step, its worst moment).
+        if (msg === 'starting the cameras of the last known list') halt.abort(new Error('SIGTERM'));
+      });
+      const relay = await countingRelay(h.url);
+      try {
+        const fast = { heartbeat_interval_s: 0.2, camera_sync_s: 0.2, snapshot_interval_s: 0.2, live_renew_s: 0.2 };
+        await expect(
+          AgentRuntime.start({ config: { ...config, server_url: relay.url }, log: watched, modelsDir: false, signal: halt.signal, timing: fast, brokerBackoff: { initialMs: 50, maxMs: 200 } }),
+        ).rejects.toThrow('SIGTERM');
+        expect(msgs).toEqual(expect.arrayContaining(['agent starting', 'kept camera list applied', 'agent stopping', 'agent stopped']));
+        expect(msgs.indexOf('agent stopped')).toBeGreaterThan(msgs.indexOf('kept camera list applied'));
+        expect(ffmpegChildren()).toEqual([]);
+        expect(queueIsFree(config)).toBe(true);
+        // Nothing runs on after start() gave up: no camera reconnects, no calls to head office, no log lines.
+        relay.counts.clear();
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(ffmpegChildren()).toEqual([]);
+        expect(camera.open()).toBe(0);
+        expect(Object.fromEntries(relay.counts)).toEqual({});
+        expect(msgs.slice(msgs.indexOf('agent stopped') + 1)).toEqual([]);
+      } finally {
+        await relay.close();
+      }
+    } finally {
+      await camera.close();
+    }
+  });
+});
+
+describe('a stop during start-up, with face models', () => {
+  it('while the models load: the stop waits for them and closes them (nothing happens after "agent stopped")', async (ctx) => {
+    if (!existsSync(path.join(testModelsDir(), 'manifest.json'))) {
+      console.warn(`skipped: no face models in ${testModelsDir()} (the vision tests install them)`);
+      return ctx.skip();
+    }
+    const shop = await openShop(h, owner, { name: 'Kurla' });
+    const file = path.join(tmp, 'stop-models', 'agent.json');
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: file, local: { data_dir: path.join(tmp, 'stop-models', 'data') } });
+    const config = await loadAgentConfig(file);
+    const halt = new AbortController();
+    const { log: watched, msgs } = watchedLog((msg) => {
+      // The signal arrives as its own event, while the models load.
+      if (msg === 'agent starting') setImmediate(() => halt.abort(new Error('SIGTERM')));
+    });
+    await expect(AgentRuntime.start({ config, log: watched, modelsDir: testModelsDir(), visionWorkers: 1, signal: halt.signal })).rejects.toThrow('SIGTERM');
+    expect(msgs).toEqual(expect.arrayContaining(['agent stopping', 'recognition running', 'agent stopped']));
+    // The loaded models were closed by the stop (it closes the recognition last before the queue), not left running.
+    expect(msgs.indexOf('recognition running')).toBeLessThan(msgs.indexOf('agent stopped'));
+    expect(queueIsFree(config)).toBe(true);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(msgs.slice(msgs.indexOf('agent stopped') + 1)).toEqual([]);
+  });
+});
 
 describe('a shop PC head office no longer accepts', () => {
   it('stops calling head office (401), except for the camera list pulls that would see the token accepted again', async () => {

@@ -51,6 +51,11 @@ export interface AgentRuntimeOptions {
   drainMs?: number;
   /** Ask head office for the current timing and image setting at start (GET /api/agent/me); default true. */
   refreshIdentity?: boolean;
+  /**
+   * Stops the start-up wherever it is (SIGTERM while head office or the models are awaited): what was opened is
+   * closed again, the queue file included, and `start()` rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
 }
 
 export class AgentRuntime {
@@ -73,10 +78,11 @@ export class AgentRuntime {
   private readonly opts: AgentRuntimeOptions;
   private readonly taps = new Map<string, Set<FrameConsumer>>();
   private readonly timers: NodeJS.Timeout[] = [];
+  private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private heartbeats = 0;
 
-  private constructor(options: AgentRuntimeOptions, timing: Timing, images: 'off' | 'local', api: AgentApi, log: Logger) {
+  private constructor(options: AgentRuntimeOptions, timing: Timing, images: 'off' | 'local', api: AgentApi, log: Logger, queue: DurableQueue) {
     const { config } = options;
     this.opts = options;
     this.config = config;
@@ -85,7 +91,7 @@ export class AgentRuntime {
     this.timing = timing;
     this.images = images;
 
-    this.queue = new DurableQueue({ file: queueFile(config), maxItems: config.queue_max_items, log });
+    this.queue = queue;
     // Enrolled again for another shop (footfall enrol --force, same data folder): the old shop's visits cannot go out.
     this.queue.discardOutside(config.broker.topic_prefix);
     this.broker = new BrokerLink({
@@ -123,37 +129,61 @@ export class AgentRuntime {
     this.live = new LiveRelay({ api, capture: this.capture, log, demandTtlMs: timing.live_demand_ttl_s * 1000 });
   }
 
-  /** Starts everything; resolves once the cameras of the known list are starting (head office may be unreachable). */
+  /**
+   * Starts everything; resolves once the cameras of the known list are starting (head office may be unreachable).
+   * The queue file is opened (and locked) first: a second agent on the same data folder is refused before anything
+   * else. Aborted by `options.signal` at any point, it closes what it opened and rejects with the signal's reason.
+   */
   static async start(options: AgentRuntimeOptions): Promise<AgentRuntime> {
-    const { config } = options;
+    const { config, signal } = options;
     const log = options.log ?? createAgentLogger(config.log_level);
-    const api = new AgentApi({ serverUrl: config.server_url, token: config.token });
-    let timing = config.timing;
-    let images = config.images;
-    if (options.refreshIdentity !== false) {
-      try {
-        const me = await new AgentApi({ serverUrl: config.server_url, token: config.token, timeoutMs: 5000 }).me();
-        timing = me.timing;
-        images = me.images;
-      } catch (err) {
-        if (err instanceof AgentHttpError && err.status === 401) {
-          log.error('head office no longer accepts this shop PC (enrolled again elsewhere, or the shop was removed): enrol it again with a new code (footfall enrol --force ...)');
-        } else {
-          log.warn({ problem: (err as Error).message }, 'head office not reached at start; using the timing from the configuration');
+    signal?.throwIfAborted();
+    const queue = new DurableQueue({ file: queueFile(config), maxItems: config.queue_max_items, log });
+    let runtime: AgentRuntime;
+    try {
+      const api = new AgentApi({ serverUrl: config.server_url, token: config.token });
+      let timing = config.timing;
+      let images = config.images;
+      if (options.refreshIdentity !== false) {
+        try {
+          const me = await new AgentApi({ serverUrl: config.server_url, token: config.token, timeoutMs: 5000 }).me(signal);
+          timing = me.timing;
+          images = me.images;
+        } catch (err) {
+          signal?.throwIfAborted();
+          if (err instanceof AgentHttpError && err.status === 401) {
+            log.error('head office no longer accepts this shop PC (enrolled again elsewhere, or the shop was removed): enrol it again with a new code (footfall enrol --force ...)');
+          } else {
+            log.warn({ problem: (err as Error).message }, 'head office not reached at start; using the timing from the configuration');
+          }
         }
       }
+      signal?.throwIfAborted();
+      timing = { ...timing, ...options.timing };
+      runtime = new AgentRuntime(options, timing, images, api, log, queue);
+    } catch (err) {
+      const left = queue.open ? queue.stats() : undefined;
+      queue.close();
+      if (signal?.aborted) log.info({ during: 'start-up', queue: left }, 'agent stopped');
+      throw err;
     }
-    timing = { ...timing, ...options.timing };
-    const runtime = new AgentRuntime(options, timing, images, api, log);
+    // A stop asked for from here on: begin() returns at its next step, and stop() waits for it before closing.
+    const onAbort = () => void runtime.stop().catch(() => undefined);
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      await runtime.begin();
+      runtime.starting = runtime.begin();
+      await runtime.starting;
+      signal?.throwIfAborted();
     } catch (err) {
       await runtime.stop().catch(() => undefined);
       throw err;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
     }
     return runtime;
   }
 
+  /** The start-up after the queue is open; returns early (at its next step) once a stop is asked for. */
   private async begin(): Promise<void> {
     const { config } = this;
     this.log.info(
@@ -175,6 +205,7 @@ export class AgentRuntime {
     this.broker.start();
 
     const modelsDir = this.opts.modelsDir ?? path.join(config.data_dir, 'models');
+    // Loaded models are kept even when a stop came meanwhile: shutdown() (which waits for this) closes them.
     this.recognition = await loadRecognition({
       modelsDir,
       log: this.log,
@@ -185,6 +216,7 @@ export class AgentRuntime {
     if (this.stopping) return;
 
     await this.sync.loadCache();
+    if (this.stopping) return;
     void this.sync.pull().then(() => this.checks.claimAll());
 
     const every = (seconds: number, fn: () => void) => {
@@ -297,6 +329,8 @@ export class AgentRuntime {
   private async shutdown(): Promise<void> {
     const started = Date.now();
     this.log.info('agent stopping');
+    // Stopped during start-up: the step under way ends first (models being loaded, the kept cameras starting).
+    await this.starting?.catch(() => undefined);
     for (const t of this.timers) clearInterval(t);
     this.snapshots.stop();
     this.sync.stop();
