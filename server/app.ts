@@ -18,6 +18,7 @@ import { reportsRoutes } from './reports/routes.js';
 import { assistantRoutes } from './assistant/routes.js';
 import { authServiceRoutes } from './auth-service/routes.js';
 import { metricsRoutes, requestMetrics } from './metrics/routes.js';
+import { consoleRoutes } from './console/serve.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -41,6 +42,9 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
       }),
     ),
   );
+
+  // The web console: GET / (for a browser) and /console/* (docs/console.md). Nothing under /api, /auth, /metrics.
+  app.use(consoleRoutes());
 
   // Admin routes answer no 405: to anyone else /api/admin/* must look like nothing at all (a plain 404).
   app.use(clientsRoutes().routes());

@@ -1,0 +1,106 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Mw } from '../context.js';
+import { noSuchRoute } from '../http/errors.js';
+import { packageRoot } from '../paths.js';
+
+/**
+ * The web console (docs/console.md): static files built into dist/console by `npm run build` (the browser code in
+ * server/console/web, compiled by its own tsconfig, plus index.html and console.css copied by copy-static.ts).
+ *
+ * - `GET /` answers index.html to a browser (an Accept naming text/html); any other caller keeps the JSON 404 of an
+ *   unknown path it always had. `GET /console/` is index.html for everyone.
+ * - `GET /console/<name>.<js|css|html|svg|png|ico>` answers that file. Names are checked against a strict pattern
+ *   (lower-case letters, digits, `-`, `_`, `/`-separated folders, no dots but the extension), so `..`, `%2f` and
+ *   anything encoded never reach the file system; the resolved path is checked to be inside the folder as well.
+ * - Anything else under /console, and any other method, is the API's JSON 404 of an unknown path.
+ */
+
+const PREFIX = '/console/';
+const NAME = /^(?:[a-z0-9_-]+\/)*[a-z0-9_-]+\.(js|css|html|svg|png|ico)$/;
+
+const TYPES: Record<string, string> = {
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  html: 'text/html; charset=utf-8',
+  svg: 'image/svg+xml',
+  png: 'image/png',
+  ico: 'image/x-icon',
+};
+
+/** The console's Content-Security-Policy: nothing inline, nothing from elsewhere. */
+export const CONSOLE_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' blob: data:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "object-src 'none'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join('; ');
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'Content-Security-Policy': CONSOLE_CSP,
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'X-Frame-Options': 'DENY',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'Permissions-Policy': 'camera=(), microphone=(), geolocation=()',
+};
+
+/** The folder the console is served from: dist/console under the package root. */
+export function consoleDir(): string {
+  return path.join(packageRoot(), 'dist', 'console');
+}
+
+export function consoleRoutes(dir = consoleDir()): Mw {
+  const root = path.resolve(dir);
+  return async (ctx, next) => {
+    const p = ctx.path;
+    const isRoot = p === '/';
+    const underPrefix = p === '/console' || p.startsWith(PREFIX);
+    if (!isRoot && !underPrefix) return next();
+
+    if (isRoot) {
+      ctx.vary('Accept');
+      // Only a browser navigation gets the page; API clients (curl, apps, the fuzz table) see the unknown path.
+      if (!(ctx.method === 'GET' || ctx.method === 'HEAD') || !wantsHtml(ctx.get('Accept'))) return next();
+    }
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) ctx.set(k, v);
+    if (!(ctx.method === 'GET' || ctx.method === 'HEAD')) throw noSuchRoute(ctx.method, p);
+
+    const name = isRoot || p === PREFIX ? 'index.html' : p.slice(PREFIX.length);
+    const ext = NAME.exec(name)?.[1];
+    if (!ext) throw noSuchRoute(ctx.method, p);
+    const file = path.resolve(root, name);
+    if (!file.startsWith(root + path.sep)) throw noSuchRoute(ctx.method, p);
+
+    let body: Buffer;
+    try {
+      const st = await fs.stat(file);
+      if (!st.isFile()) throw new Error('not a file');
+      body = await fs.readFile(file);
+    } catch {
+      throw noSuchRoute(ctx.method, p);
+    }
+    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+    ctx.set('ETag', etag);
+    // Names are not content-hashed, so every use revalidates (a 304 costs one small round trip).
+    ctx.set('Cache-Control', 'no-cache');
+    if (ctx.get('If-None-Match') === etag) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.type = TYPES[ext]!;
+    ctx.body = body;
+  };
+}
+
+function wantsHtml(accept: string): boolean {
+  return accept.split(',').some((part) => part.trim().split(';')[0]!.trim().toLowerCase() === 'text/html');
+}

@@ -1,0 +1,111 @@
+/**
+ * Building the page. Every piece of data goes in as text (textContent / attributes), never as markup: no string is
+ * ever parsed as HTML anywhere in the console.
+ */
+
+export type Child = Node | string | number | null | undefined | false;
+type Handler = (ev: Event) => void;
+export type Props = Record<string, string | number | boolean | Handler | null | undefined>;
+
+/** An element: `h('a', { href: '#/team', class: 'nav' }, 'Team')`. Props named `on...` are event listeners. */
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (typeof value === 'function') el.addEventListener(key.slice(2).toLowerCase(), value);
+    else if (key === 'class') el.className = String(value);
+    else if (value === true) el.setAttribute(key, '');
+    else el.setAttribute(key, String(value));
+  }
+  append(el, ...children);
+  return el;
+}
+
+export function append(parent: Node, ...children: Child[]): void {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    parent.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+  }
+}
+
+/** Replaces everything inside `parent`. */
+export function replace(parent: Node, ...children: Child[]): void {
+  while (parent.firstChild) parent.removeChild(parent.firstChild);
+  append(parent, ...children);
+}
+
+let ids = 0;
+
+/** A labelled form field: label, input (or select), and an optional hint under it. */
+export function field(label: string, control: HTMLInputElement | HTMLSelectElement, hint?: string): HTMLElement {
+  const id = control.id || `f${++ids}`;
+  control.id = id;
+  const parts: Child[] = [h('label', { for: id }, label), control];
+  if (hint) {
+    const hintId = `${id}-hint`;
+    control.setAttribute('aria-describedby', hintId);
+    parts.push(h('small', { id: hintId, class: 'hint' }, hint));
+  }
+  return h('div', { class: 'field' }, ...parts);
+}
+
+export function select(name: string, options: [value: string, label: string][], selected?: string): HTMLSelectElement {
+  const s = h('select', { name });
+  for (const [value, label] of options) s.append(h('option', { value, selected: value === selected }, label));
+  return s;
+}
+
+/** A message line for a form or page; `show('')` hides it. */
+export function notice(kind: 'error' | 'ok' | 'info' = 'error'): { el: HTMLElement; show(text: string, k?: 'error' | 'ok' | 'info'): void } {
+  const el = h('p', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status', hidden: true });
+  return {
+    el,
+    show(text, k = kind) {
+      el.className = `notice ${k}`;
+      el.textContent = text;
+      el.hidden = text === '';
+    },
+  };
+}
+
+/** "3 min ago", "2 days ago"; "never" for an empty or null time. */
+export function ago(iso: string | null | undefined, now = Date.now()): string {
+  if (!iso) return 'never';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return 'never';
+  const s = Math.round((now - t) / 1000);
+  if (s < 45) return 'just now';
+  const m = Math.round(s / 60);
+  if (m < 60) return `${m} min ago`;
+  const hrs = Math.round(m / 60);
+  if (hrs < 36) return `${hrs} h ago`;
+  const d = Math.round(hrs / 24);
+  return `${d} day${d === 1 ? '' : 's'} ago`;
+}
+
+/** A local date and time for a tooltip or a table cell. */
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '';
+  const t = new Date(iso);
+  return Number.isNaN(t.getTime()) ? '' : t.toLocaleString();
+}
+
+/** A time element showing "3 min ago" with the full time on hover. */
+export function timeAgo(iso: string | null | undefined): HTMLElement {
+  if (!iso) return h('span', {}, 'never');
+  return h('time', { datetime: iso, title: when(iso) }, ago(iso));
+}
+
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n.toLocaleString()} ${n === 1 ? one : many}`;
+}
+
+/** Disables a button while `work` runs. */
+export async function busy<T>(button: HTMLButtonElement, work: () => Promise<T>): Promise<T> {
+  button.disabled = true;
+  try {
+    return await work();
+  } finally {
+    button.disabled = false;
+  }
+}

@@ -1,0 +1,101 @@
+import { api, whenSessionEnds } from './api.js';
+import { h, replace } from './dom.js';
+import { clear, isPlatformAdmin, load, type User } from './session.js';
+import { renderSignIn } from './signin.js';
+import { renderOverview } from './overview.js';
+import { renderShop } from './shop.js';
+import { renderTeam } from './team.js';
+import { renderAdmin } from './admin.js';
+import { renderJoin } from './join.js';
+
+/**
+ * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/team`, `#/admin`, `#/join/<code>`,
+ * `#/signin`). Each page gets a signal that aborts when the page is left (polls, the live stream, timers).
+ */
+
+export interface Page {
+  user: User;
+  main: HTMLElement;
+  signal: AbortSignal;
+}
+
+const root = document.getElementById('app')!;
+let leave: AbortController | null = null;
+let pendingMessage = '';
+
+whenSessionEnds((message) => {
+  pendingMessage = message;
+  go('#/signin');
+});
+
+window.addEventListener('hashchange', render);
+render();
+
+function render(): void {
+  leave?.abort();
+  leave = new AbortController();
+  const signal = leave.signal;
+  const [route = '', arg = ''] = location.hash.replace(/^#\/?/, '').split('/');
+
+  if (route === 'join') {
+    renderJoin(root, decodeURIComponent(arg), signal);
+    return;
+  }
+  const session = load();
+  if (!session) {
+    const message = pendingMessage;
+    pendingMessage = '';
+    renderSignIn(root, message, () => go('#/'));
+    return;
+  }
+  pendingMessage = '';
+  const user = session.user;
+  const admin = isPlatformAdmin(user);
+  const page = admin ? 'admin' : route === 'shop' || route === 'team' ? route : 'overview';
+  const main = h('main', { id: 'page' });
+  replace(root, header(user, page), main);
+  const p: Page = { user, main, signal };
+
+  if (page === 'admin') renderAdmin(p);
+  else if (page === 'shop') renderShop(p, decodeURIComponent(arg));
+  else if (page === 'team') renderTeam(p);
+  else renderOverview(p);
+}
+
+function header(user: User, page: string): HTMLElement {
+  const admin = isPlatformAdmin(user);
+  const link = (href: string, label: string, here: boolean) => h('a', { href, 'aria-current': here ? 'page' : undefined }, label);
+  const nav = admin
+    ? h('nav', { 'aria-label': 'Main' }, link('#/admin', 'Companies', true))
+    : h('nav', { 'aria-label': 'Main' }, link('#/', 'Overview', page === 'overview' || page === 'shop'), link('#/team', 'Team', page === 'team'));
+  const signOut = h('button', { type: 'button', class: 'link', id: 'sign-out' }, 'Sign out');
+  signOut.addEventListener('click', () => {
+    signOut.disabled = true;
+    void signOutNow();
+  });
+  return h(
+    'header',
+    { class: 'top' },
+    h('div', { class: 'brand' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'Footfall', h('span', { class: 'company' }, admin ? 'Platform administration' : user.client_name)),
+    nav,
+    h('div', { class: 'who' }, h('span', { class: 'user', title: user.email }, user.full_name || user.email), h('span', { class: 'role' }, user.role), signOut),
+  );
+}
+
+/** Revokes this session on the server (POST /api/auth/logout), then forgets it whatever the answer. */
+async function signOutNow(): Promise<void> {
+  try {
+    await api('POST', '/api/auth/logout');
+  } catch {
+    // Signed out here anyway: the token is forgotten below, and an unreachable server cannot be helped.
+  }
+  clear();
+  pendingMessage = 'You are signed out.';
+  go('#/signin');
+}
+
+/** Shows a route: through hashchange when the hash changes, at once when it is already there. */
+export function go(hash: string): void {
+  if (location.hash === hash || (hash === '#/' && location.hash === '')) render();
+  else location.hash = hash;
+}

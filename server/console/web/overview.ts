@@ -1,0 +1,144 @@
+import { api, ApiError } from './api.js';
+import { field, h, notice, plural, replace, timeAgo } from './dom.js';
+import type { Page } from './main.js';
+import { atLeast } from './session.js';
+import { placement, type Camera, type Footfall, type Shop } from './types.js';
+
+/**
+ * The company's shops at a glance: each shop's PC state, cameras, placement and today's visitors
+ * (GET /api/sites, GET /api/cameras, GET /api/reports/footfall per shop). Refreshed every 30 s while open.
+ */
+export function renderOverview(p: Page): void {
+  const summary = h('p', { class: 'summary', id: 'company-today' }, 'Loading…');
+  const list = h('div', { class: 'shops', id: 'shops', 'aria-live': 'polite' });
+  const error = notice('error');
+  replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Shops'), summary), error.el, list);
+  if (atLeast(p.user, 'owner')) p.main.append(openShopForm(() => void load()));
+
+  let timer = 0;
+  p.signal.addEventListener('abort', () => clearTimeout(timer));
+
+  async function load(): Promise<void> {
+    clearTimeout(timer);
+    try {
+      const [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal })]);
+      if (p.signal.aborted) return;
+      error.show('');
+      if (shops.length === 0) {
+        summary.textContent = '';
+        replace(list, emptyCompany(p));
+      } else {
+        const counts = await Promise.all(shops.map((s) => today(`?site=${encodeURIComponent(s.slug)}`, p.signal)));
+        const company = await today('', p.signal);
+        if (p.signal.aborted) return;
+        summary.textContent = company ? `Today: ${plural(company.visitors, 'visitor')} across ${plural(shops.length, 'shop')}` : '';
+        replace(list, ...shops.map((s, i) => shopCard(s, cameras.filter((c) => c.site_id === s.site_id), counts[i] ?? null)));
+      }
+    } catch (err) {
+      if (p.signal.aborted) return;
+      error.show(err instanceof ApiError ? err.message : 'Head office could not be reached. Retrying…');
+    }
+    timer = window.setTimeout(() => void load(), 30_000);
+  }
+  void load();
+}
+
+interface Today {
+  visitors: number;
+  new: number;
+  returning: number;
+  week: number;
+}
+
+/** Today's point of the default footfall report (last seven days by day, in the shop's own time zone). */
+async function today(query: string, signal: AbortSignal): Promise<Today | null> {
+  try {
+    const r = await api<Footfall>('GET', `/api/reports/footfall${query}`, { signal });
+    const last = r.points[r.points.length - 1];
+    return { visitors: last?.visitors ?? 0, new: last?.new ?? 0, returning: last?.returning ?? 0, week: r.total };
+  } catch {
+    return null;
+  }
+}
+
+function state(s: Shop): { word: string; cls: string } {
+  if (s.online) return { word: 'Online', cls: 'good' };
+  if (s.last_heartbeat_at) return { word: 'Offline', cls: 'bad' };
+  if (s.enrolled_at) return { word: 'Installed, not reporting yet', cls: 'warn' };
+  return { word: 'No shop PC yet', cls: 'unknown' };
+}
+
+function shopCard(s: Shop, cameras: Camera[], t: Today | null): HTMLElement {
+  const st = state(s);
+  const pl = placement(s.fraction_below_gate);
+  const camerasLine = s.last_heartbeat_at
+    ? `${s.cameras_up} of ${s.cameras_total} up`
+    : cameras.length === 0
+      ? 'none added yet'
+      : `${plural(cameras.length, 'camera')} added, not reported yet`;
+  const camerasCls = s.last_heartbeat_at ? (s.cameras_up < s.cameras_total ? 'bad' : 'good') : 'unknown';
+  const rows: [string, HTMLElement | string, string?][] = [
+    ['Shop PC', h('span', { class: `badge ${st.cls}` }, st.word)],
+    ['Last seen', timeAgo(s.last_heartbeat_at)],
+    ['Cameras', h('span', { class: `dot ${camerasCls}` }, camerasLine)],
+    ['Placement', h('span', { class: `dot ${pl.cls}` }, pl.word)],
+    ['Today', t ? `${plural(t.visitors, 'visitor')}${t.new + t.returning > 0 ? ` (${t.new} new, ${t.returning} returning)` : ''}` : 'not available'],
+    ['Last 7 days', t ? plural(t.week, 'visitor') : 'not available'],
+  ];
+  const card = h(
+    'article',
+    { class: 'card shop', 'data-shop': s.slug },
+    h('h2', {}, h('a', { href: `#/shop/${encodeURIComponent(s.slug)}` }, s.name)),
+    h('p', { class: 'muted small' }, s.slug, ' · ', s.timezone),
+    h('dl', { class: 'facts' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+  );
+  if (s.dropped > 0) card.append(h('p', { class: 'notice error' }, `${plural(s.dropped, 'visit')} lost on the shop PC (its queue overflowed): reports are missing them.`));
+  return card;
+}
+
+function emptyCompany(p: Page): HTMLElement {
+  const owner = atLeast(p.user, 'owner');
+  return h(
+    'div',
+    { class: 'card empty', id: 'no-shops' },
+    h('h2', {}, 'No shops yet'),
+    h('p', {}, `${p.user.client_name} has no shops in Footfall yet. A shop appears here once it is opened; then an installation code connects the shop's PC and its cameras.`),
+    owner ? h('p', {}, 'Open your first shop with the form below.') : h('p', {}, 'Ask an owner of your company to open one.'),
+  );
+}
+
+/** Owners only: POST /api/sites. */
+function openShopForm(done: () => void): HTMLElement {
+  const name = h('input', { name: 'name', required: true, maxlength: 200, autocomplete: 'off' });
+  const slug = h('input', { name: 'slug', autocomplete: 'off', pattern: '[a-z0-9-]{3,32}', placeholder: 'derived from the name' });
+  const tz = h('input', { name: 'timezone', autocomplete: 'off', value: Intl.DateTimeFormat().resolvedOptions().timeZone || 'Asia/Kolkata' });
+  const button = h('button', { type: 'submit', class: 'primary' }, 'Open shop');
+  const msg = notice();
+  const form = h(
+    'form',
+    { class: 'card form', id: 'open-shop' },
+    h('h2', {}, 'Open a shop'),
+    field('Shop name', name),
+    field('Short name (slug)', slug, 'Optional: 3 to 32 lower-case letters, digits and dashes. It cannot be changed later.'),
+    field('Time zone', tz, 'An IANA name such as Asia/Kolkata or Europe/London; reports count days in it.'),
+    msg.el,
+    h('div', { class: 'actions' }, button),
+  );
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    button.disabled = true;
+    const body: Record<string, string> = { name: name.value.trim() };
+    if (slug.value.trim()) body.slug = slug.value.trim();
+    if (tz.value.trim()) body.timezone = tz.value.trim();
+    api<{ slug: string; name: string }>('POST', '/api/sites', { body })
+      .then((r) => {
+        msg.show(`Opened ${r.name} (${r.slug}).`, 'ok');
+        name.value = '';
+        slug.value = '';
+        done();
+      })
+      .catch((err: unknown) => msg.show(err instanceof Error ? err.message : String(err), 'error'))
+      .finally(() => (button.disabled = false));
+  });
+  return form;
+}

@@ -1,0 +1,107 @@
+/** The API's shapes the console reads (spec: Resources and their fields; extras from docs/shops-and-cameras.md). */
+
+export interface Shop {
+  site_id: string;
+  slug: string;
+  name: string;
+  timezone: string;
+  online: boolean;
+  last_heartbeat_at: string | null;
+  last_event_at: string | null;
+  enrolled_at?: string | null;
+  recognition_model: string | null;
+  agent_version: string | null;
+  cameras_up: number;
+  cameras_total: number;
+  fraction_below_gate: number | null;
+  queued: number;
+  dropped: number;
+}
+
+export interface ImageRef {
+  available: boolean;
+  url?: string;
+  auth?: boolean;
+  reason?: string;
+}
+
+export interface Check {
+  kind: string;
+  state: string;
+  ok: boolean;
+  verdict: string;
+  headline: string;
+  advice: string[];
+  detail?: { faces?: number; fraction_below_gate?: number };
+  image?: ImageRef;
+}
+
+export interface Camera {
+  id: string;
+  site_id: string;
+  site: string;
+  site_slug?: string;
+  camera_id: string;
+  label: string;
+  host: string;
+  port: number;
+  enabled: boolean;
+  connected: boolean | null;
+  connection_reason?: string;
+  last_seen_at: string | null;
+  snapshot: ImageRef;
+  snapshot_at: string | null;
+  check: Check;
+}
+
+export interface Footfall {
+  from: string;
+  to: string;
+  bucket: string;
+  timezone: string;
+  points: { bucket: string; visitors: number; new: number; returning: number }[];
+  total: number;
+  visits: number;
+  fraction_below_gate: number;
+  worst_site: string;
+}
+
+export interface Member {
+  id: string;
+  email: string;
+  full_name: string;
+  role: string;
+  active: boolean;
+  last_login_at: string;
+  created_at: string;
+}
+
+export interface Invitation {
+  id: string;
+  email: string;
+  full_name: string;
+  role: string;
+  code?: string;
+  invited_by: string;
+  expires_at: string;
+  created_at: string;
+}
+
+export interface Company {
+  id: string;
+  slug: string;
+  name: string;
+  sites: number;
+  users: number;
+  created_at: string;
+  active: boolean;
+}
+
+/** The spec's placement bands for `fraction_below_gate` (worst camera): under 0.2 good, under 0.5 marginal. */
+export function placement(fraction: number | null | undefined): { word: string; cls: string } {
+  if (fraction === null || fraction === undefined) return { word: 'no faces seen yet', cls: 'unknown' };
+  const pct = `${Math.round(fraction * 100)}% of faces too poor to use`;
+  if (fraction < 0.2) return { word: `good (${pct})`, cls: 'good' };
+  if (fraction < 0.5) return { word: `marginal (${pct})`, cls: 'warn' };
+  return { word: `needs moving (${pct})`, cls: 'bad' };
+}

@@ -1,0 +1,224 @@
+import fs from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { upTopic } from '../shared/topics.js';
+import { startHarness, type Harness, type Company } from './support/harness.js';
+import { heartbeat, openShop } from './support/shop-pc.js';
+import { settled, shopPc, type ShopPc } from './support/visits.js';
+
+/**
+ * The web console in a real browser (Debian's chromium driven by playwright-core) against a real head office
+ * (test harness: SQLite file, broker, HTTP on port 0). One browser for the file; a fresh context (empty storage)
+ * per test. Every page is watched for console errors, uncaught exceptions and CSP violations.
+ * Without /usr/bin/chromium the file skips with a printed reason (the HTTP tests in console-serve.test.ts still run).
+ */
+
+const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? '/usr/bin/chromium';
+const haveChromium = fs.existsSync(CHROMIUM);
+if (!haveChromium) console.warn(`console-browser.test.ts skipped: no chromium at ${CHROMIUM} (apt-get install chromium, or set FOOTFALL_CHROMIUM)`);
+
+/** Failed fetches the console makes on purpose (a wrong password, an expired token) are logged by Chromium. */
+const EXPECTED_NETWORK = /^Failed to load resource: the server responded with a status of (401|403|404|409|429) /;
+
+interface Watched {
+  page: Page;
+  context: BrowserContext;
+  problems: string[];
+}
+
+let browser: Browser;
+let h: Harness;
+
+async function open(path = '/'): Promise<Watched> {
+  const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if ((m.type() === 'error' || m.type() === 'warning') && !EXPECTED_NETWORK.test(m.text())) problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  // Runs before the console's own code in every document of the page (the CSP does not apply to it).
+  await page.addInitScript(`document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));`);
+  await page.goto(h.url + path);
+  return { page, context, problems };
+}
+
+async function done(w: Watched): Promise<void> {
+  await w.context.close();
+  expect(w.problems).toEqual([]);
+}
+
+async function signIn(page: Page, email: string, password: string, remember = false): Promise<void> {
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  if (remember) await page.getByLabel('Keep me signed in on this computer').check();
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** The session the console keeps in localStorage or sessionStorage (null when none). */
+async function stored(page: Page, where: 'localStorage' | 'sessionStorage'): Promise<{ access_token: string; refresh_token: string } | null> {
+  const text = (await page.evaluate(`${where}.getItem('footfall.session')`)) as string | null;
+  return text ? JSON.parse(text) : null;
+}
+
+function visit(cameraId: string, minutesAgo = 1) {
+  return { visit_id: randomUUID(), occurred_at: new Date(Date.now() - minutesAgo * 60_000).toISOString(), camera_id: cameraId, quality: 0.3, passed_gate: false };
+}
+
+describe.skipIf(!haveChromium)('web console in a browser', () => {
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  describe('a chain with two shops', () => {
+    let chain: Company;
+    let pc: ShopPc;
+
+    beforeAll(async () => {
+      h = await startHarness();
+      chain = await h.company('Chai Point');
+      // One shop with a reporting shop PC and three visits today; one shop with nothing installed yet.
+      pc = await shopPc(h, chain.ownerToken, chain.slug, 'Bandra West');
+      await pc.client.publishAsync(upTopic(chain.slug, pc.shop.slug, 'heartbeat'), JSON.stringify(heartbeat({ cameras_up: 1, cameras_total: 2, fraction_below_gate: 0.1 })));
+      for (let i = 0; i < 3; i++) await pc.publish(visit('door', i + 1));
+      await settled(h);
+      await openShop(h, chain.ownerToken, { name: 'Powai <Mall>', slug: 'powai' });
+    });
+
+    afterAll(async () => {
+      await pc?.close();
+      await h?.close();
+    });
+
+    it('an owner signs in and sees each shop with its state and today’s visitors, then signs out', async () => {
+      const w = await open();
+      const { page } = w;
+      await expect(page.getByRole('heading', { name: 'Sign in to Footfall' }).isVisible()).resolves.toBe(true);
+      await signIn(page, chain.ownerEmail, chain.ownerPassword);
+
+      const bandra = page.locator(`[data-shop="${pc.shop.slug}"]`);
+      await bandra.getByText('Online').waitFor();
+      const text = await bandra.innerText();
+      expect(text).toContain('Bandra West');
+      expect(text).toMatch(/Cameras\s+1 of 2 up/);
+      expect(text).toMatch(/Placement\s+good \(10% of faces too poor to use\)/);
+      expect(text).toMatch(/Today\s+3 visitors/);
+      expect(text).toMatch(/Last seen\s+just now/);
+
+      const powai = page.locator('[data-shop="powai"]');
+      expect(await powai.innerText()).toContain('Powai <Mall>'); // shown as text, not markup
+      expect(await powai.innerText()).toContain('No shop PC yet');
+      expect(await page.locator('#company-today').innerText()).toBe('Today: 3 visitors across 2 shops');
+      expect(await page.locator('header .company').innerText()).toBe('Chai Point');
+
+      // Not kept: the session is in sessionStorage only.
+      const session = await stored(page, 'sessionStorage');
+      expect(session?.access_token).toMatch(/^ffa_/);
+      expect(await stored(page, 'localStorage')).toBeNull();
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByText('You are signed out.').waitFor();
+      expect(await stored(page, 'sessionStorage')).toBeNull();
+      // The API revoked the session, not just the page forgetting it.
+      expect((await h.request('GET', '/api/auth/me', { token: session!.access_token })).status).toBe(401);
+      await done(w);
+    });
+
+    it('the watch on each page does catch a CSP violation (so "none seen" means something)', async () => {
+      const w = await open();
+      await w.page.getByLabel('Email').waitFor();
+      await w.page.evaluate(`{ const s = document.createElement('script'); s.textContent = 'window.inlineRan = true'; document.body.append(s); }`);
+      await w.page.waitForTimeout(100);
+      expect(await w.page.evaluate('window.inlineRan')).toBeUndefined();
+      await w.context.close();
+      expect(w.problems.join('\n')).toMatch(/CSP violation: script-src/);
+    });
+
+    it('a wrong password shows the API’s message and keeps the person on the sign-in page', async () => {
+      const w = await open();
+      await signIn(w.page, chain.ownerEmail, 'not-the-password');
+      const alert = w.page.getByRole('alert');
+      await alert.waitFor();
+      const r = await h.request('POST', '/api/auth/login', { body: { email: 'nobody@shop.test', password: 'x' } });
+      expect(r.body.error).toBe('bad_credentials');
+      expect(await alert.innerText()).toBe(r.body.message);
+      expect(await w.page.getByLabel('Password').inputValue()).toBe('');
+      expect(await stored(w.page, 'sessionStorage')).toBeNull();
+      await done(w);
+    });
+
+    it('a suspended company’s owner is told so', async () => {
+      const gone = await h.company('Closed Chain');
+      expect((await h.request('PATCH', `/api/admin/clients/${gone.id}`, { token: await h.adminToken(), body: { active: false } })).status).toBe(200);
+      const w = await open();
+      await signIn(w.page, gone.ownerEmail, gone.ownerPassword);
+      const alert = w.page.getByRole('alert');
+      await alert.waitFor();
+      expect(await alert.innerText()).toMatch(/suspended/i);
+      await done(w);
+    });
+
+    it('"keep me signed in" stores the session in localStorage, so a new tab is signed in too', async () => {
+      const w = await open();
+      await signIn(w.page, chain.ownerEmail, chain.ownerPassword, true);
+      await w.page.locator('[data-shop="powai"]').waitFor();
+      expect(await stored(w.page, 'localStorage')).not.toBeNull();
+      expect(await stored(w.page, 'sessionStorage')).toBeNull();
+      const second = await w.context.newPage();
+      await second.goto(h.url + '/');
+      await second.locator('[data-shop="powai"]').waitFor();
+      await second.close();
+      await done(w);
+    });
+
+    it('an empty company is told how to start, and its owner opens the first shop from the page', async () => {
+      const fresh = await h.company('New Chain');
+      const w = await open();
+      await signIn(w.page, fresh.ownerEmail, fresh.ownerPassword);
+      await w.page.locator('#no-shops').getByText('No shops yet').waitFor();
+      await w.page.getByLabel('Shop name').fill('Colaba');
+      await w.page.getByLabel('Time zone').fill('Asia/Kolkata');
+      await w.page.getByRole('button', { name: 'Open shop' }).click();
+      await w.page.locator('[data-shop="colaba"]').waitFor();
+      const sites = await h.request('GET', '/api/sites', { token: fresh.ownerToken });
+      expect(sites.body.map((s: { slug: string }) => s.slug)).toEqual(['colaba']);
+      await done(w);
+    });
+  });
+
+  describe('expired access tokens (a head office whose tokens last 2 s)', () => {
+    beforeAll(async () => {
+      h = await startHarness({ FOOTFALL_ACCESS_TOKEN_TTL_S: 2 });
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
+
+    it('on token_expired the console refreshes once (however many calls failed) and retries', async () => {
+      const c = await h.company('Refresh Chain');
+      await openShop(h, c.ownerToken, { name: 'Andheri' });
+      const w = await open();
+      await signIn(w.page, c.ownerEmail, c.ownerPassword);
+      await w.page.locator('[data-shop="andheri"]').waitFor();
+      const before = await stored(w.page, 'sessionStorage');
+
+      const refreshes: string[] = [];
+      w.page.on('request', (r) => {
+        if (r.url().endsWith('/api/auth/refresh')) refreshes.push(r.url());
+      });
+      await new Promise((r) => setTimeout(r, 2500)); // the access token expires
+      await w.page.evaluate("location.hash = '#/team'");
+      await w.page.evaluate("location.hash = '#/'");
+      await w.page.locator('[data-shop="andheri"]').waitFor();
+      const after = await stored(w.page, 'sessionStorage');
+      expect(after!.refresh_token).not.toBe(before!.refresh_token);
+      expect(refreshes.length).toBe(1); // several calls failed at once; one refresh served them all
+      expect((await h.request('GET', '/api/auth/me', { token: after!.access_token })).status).toBe(200);
+      await done(w);
+    });
+  });
+});
