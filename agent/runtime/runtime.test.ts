@@ -200,18 +200,20 @@ describe('a stop during start-up (SIGTERM before start() is done)', () => {
       await stop(before);
       await waitFor(() => camera.open() === 0 && ffmpegChildren().length === 0, 5000);
 
-      // The next start is stopped just as the kept list's cameras are being started.
+      // The next start is stopped just as the kept list's cameras are being started (the broker out of reach: a
+      // connection would pull head office's list, which may win the race against the kept one).
       const halt = new AbortController();
       const { log: watched, msgs } = watchedLog((msg) => {
-        // The signal arrives just as the cameras of the kept list start (here: inside that step, its worst moment).
+        // Inside that step: its worst moment.
         if (msg === 'starting the cameras of the last known list') halt.abort(new Error('SIGTERM'));
       });
       const relay = await countingRelay(h.url);
       try {
         const fast = { heartbeat_interval_s: 0.2, camera_sync_s: 0.2, snapshot_interval_s: 0.2, live_renew_s: 0.2 };
-        await expect(
-          AgentRuntime.start({ config: { ...config, server_url: relay.url }, log: watched, modelsDir: false, signal: halt.signal, timing: fast, brokerBackoff: { initialMs: 50, maxMs: 200 } }),
-        ).rejects.toThrow('SIGTERM');
+        const counted = { ...config, server_url: relay.url, broker: { ...config.broker, host: '127.0.0.1', port: await closedPort() } };
+        await expect(AgentRuntime.start({ config: counted, log: watched, modelsDir: false, signal: halt.signal, timing: fast, brokerBackoff: { initialMs: 50, maxMs: 200 } })).rejects.toThrow(
+          'SIGTERM',
+        );
         expect(msgs).toEqual(expect.arrayContaining(['agent starting', 'kept camera list applied', 'agent stopping', 'agent stopped']));
         expect(msgs.indexOf('agent stopped')).toBeGreaterThan(msgs.indexOf('kept camera list applied'));
         expect(ffmpegChildren()).toEqual([]);
