@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { upTopic } from '../shared/topics.js';
 import { startHarness, type Harness, type Company } from './support/harness.js';
-import { heartbeat, openShop } from './support/shop-pc.js';
+import { addCamera, heartbeat, jpeg, openShop, upload, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 
 /**
@@ -186,6 +186,88 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
       await w.page.locator('[data-shop="colaba"]').waitFor();
       const sites = await h.request('GET', '/api/sites', { token: fresh.ownerToken });
       expect(sites.body.map((s: { slug: string }) => s.slug)).toEqual(['colaba']);
+      await done(w);
+    });
+    it('a shop page: camera status, the latest picture, a camera check answered by the shop PC, live view stopped on leaving', async () => {
+      const cam = await addCamera(h, chain.ownerToken, pc.shop.slug, { camera_id: 'door', label: 'Front door' });
+      const pcToken = pc.enrolment.token;
+      expect((await h.request('POST', '/api/agent/cameras/state', { token: pcToken, body: { cameras: [{ camera: 'door', connected: true }] } })).status).toBe(200);
+      expect((await upload(h, 'PUT', '/api/agent/cameras/door/snapshot', pcToken, await jpeg(64, 48))).status).toBe(200);
+
+      const w = await open();
+      const { page } = w;
+      await signIn(page, chain.ownerEmail, chain.ownerPassword);
+      await page.getByRole('link', { name: 'Bandra West' }).click();
+      const card = page.locator('[data-camera="door"]');
+      await card.getByText('connected').waitFor();
+      expect(await card.locator('h3').innerText()).toContain('Front door');
+      // The snapshot is fetched with the bearer token and shown from a blob: URL.
+      const img = card.locator('img.snapshot');
+      await img.waitFor();
+      await page.waitForFunction(`document.querySelector('[data-camera="door"] img.snapshot')?.naturalWidth === 64`);
+      expect(await img.getAttribute('src')).toMatch(/^blob:/);
+
+      // Camera check: the page asks, the shop PC (this test) claims and answers, the page shows head office's headline.
+      await card.getByRole('button', { name: 'Check connection' }).click();
+      await card.getByText('Waiting for the shop PC').waitFor();
+      const claim = await h.request('POST', '/api/agent/checks/claim', { token: pcToken });
+      expect(claim.body.job.camera_id).toBe('door');
+      expect((await h.request('POST', `/api/agent/checks/${claim.body.job.check_id}/answer`, { token: pcToken, body: { verdict: 'good', detail: { faces: 0, fraction_below_gate: null } } })).status).toBe(200);
+      const cams = await h.request('GET', '/api/cameras', { token: chain.ownerToken });
+      const headline: string = cams.body.find((c: { id: string }) => c.id === cam.id).check.headline;
+      expect(headline.length).toBeGreaterThan(0);
+      await card.getByText(headline).waitFor({ timeout: 5000 });
+      expect(await card.locator('.check-result .notice').getAttribute('class')).toContain('ok');
+
+      // Live view over fetch() streaming: frames the shop PC uploads appear in the <img> as blob: URLs.
+      await card.getByRole('button', { name: 'Watch live' }).click();
+      const frame = await jpeg(80, 60, 200);
+      await waitFor(async () => {
+        const r = await upload(h, 'POST', `/api/agent/live/door/frames`, pcToken, frame);
+        return r.body.watching === true;
+      }, 5000, 50);
+      let shown = false;
+      for (let i = 0; i < 40 && !shown; i++) {
+        await upload(h, 'POST', `/api/agent/live/door/frames`, pcToken, frame);
+        shown = await page.evaluate(`document.querySelector('[data-camera="door"] img.snapshot')?.naturalWidth === 80`);
+        if (!shown) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(shown).toBe(true);
+      expect(await card.getByRole('button', { name: 'Stop live view' }).isVisible()).toBe(true);
+      // Leaving the page closes the stream: head office tells the shop PC nobody watches any more.
+      await page.getByRole('link', { name: '← All shops' }).click();
+      await page.locator('[data-shop="powai"]').waitFor();
+      await waitFor(async () => (await upload(h, 'POST', `/api/agent/live/door/frames`, pcToken, frame)).body.watching === false, 5000, 100);
+      await done(w);
+    });
+
+    it('a manager creates an installation code on the shop page, and a shop PC enrols with it', async () => {
+      const w = await open('/#/shop/powai');
+      await signIn(w.page, chain.ownerEmail, chain.ownerPassword);
+      await w.page.getByRole('heading', { name: 'Powai <Mall>' }).waitFor();
+      await w.page.getByLabel('Label (optional)').fill('till');
+      await w.page.getByRole('button', { name: 'Create installation code' }).click();
+      const code = await w.page.locator('#enrolment-code').innerText();
+      expect(code).toMatch(/^[A-Z0-9]{6}(-[A-Z0-9]{6}){3}$/);
+      expect(await w.page.locator('#enrolment').innerText()).toContain(`footfall enrol --server ${h.url} --code ${code}`);
+      const r = await h.request('POST', '/api/agent/enrol', { body: { code, hostname: 'powai-pc', agent_version: '1.0.0' } });
+      expect(r.status).toBe(201);
+      await done(w);
+    });
+
+    it('staff see the shop and its cameras but no manager controls', async () => {
+      const email = `staff-${process.pid}@shop.test`;
+      expect((await h.request('POST', '/api/team/members', { token: chain.ownerToken, body: { email, full_name: 'Sam Staff', role: 'staff', password: 'staff-password-1' } })).status).toBe(201);
+      const w = await open();
+      await signIn(w.page, email, 'staff-password-1');
+      await w.page.locator(`[data-shop="${pc.shop.slug}"]`).waitFor();
+      expect(await w.page.locator('#open-shop').count()).toBe(0);
+      await w.page.getByRole('link', { name: 'Bandra West' }).click();
+      const card = w.page.locator('[data-camera="door"]');
+      await card.waitFor();
+      expect(await card.getByRole('button', { name: 'Watch live' }).count()).toBe(1);
+      expect(await card.getByRole('button', { name: 'Check connection' }).count()).toBe(0);
+      expect(await w.page.locator('#enrolment, #add-camera').count()).toBe(0);
       await done(w);
     });
   });

@@ -45,7 +45,8 @@ function render(): void {
   if (!session) {
     const message = pendingMessage;
     pendingMessage = '';
-    renderSignIn(root, message, () => go('#/'));
+    // After signing in, stay on the page that was asked for (a link to a shop), unless it was the sign-in page.
+    renderSignIn(root, message, () => go(route === 'signin' ? '#/' : location.hash || '#/'));
     return;
   }
   pendingMessage = '';

@@ -1,6 +1,341 @@
-import { h, replace } from './dom.js';
+import { api, ApiError, raw } from './api.js';
+import { busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
+import { watchLive } from './live.js';
+import { atLeast } from './session.js';
+import { placement, type Camera, type Check, type Shop } from './types.js';
 
-export function renderShop(p: Page, _slug: string): void {
-  replace(p.main, h('p', { class: 'muted' }, 'This page is not built yet.'));
+/**
+ * One shop: its PC, the shop check, its cameras (status, latest snapshot, camera checks, live view), and for
+ * managers the installation code and adding a camera. Camera state is re-read every 30 s, every 2 s while a check
+ * waits for the shop PC.
+ */
+export function renderShop(p: Page, slug: string): void {
+  const head = h('div', { class: 'page-head' }, h('h1', {}, 'Shop'));
+  const error = notice('error');
+  const facts = h('div');
+  const cams = h('div', { class: 'cameras', id: 'cameras' });
+  replace(p.main, h('p', { class: 'small' }, h('a', { href: '#/' }, '← All shops')), head, error.el, facts, h('h2', {}, 'Cameras'), cams);
+
+  const manager = atLeast(p.user, 'manager');
+  const cards = new Map<string, CameraCard>();
+  let timer = 0;
+  p.signal.addEventListener('abort', () => clearTimeout(timer));
+  let built = false;
+
+  async function load(): Promise<void> {
+    clearTimeout(timer);
+    let pending = false;
+    try {
+      const [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal })]);
+      if (p.signal.aborted) return;
+      const shop = shops.find((s) => s.slug === slug);
+      if (!shop) {
+        replace(p.main, h('p', { class: 'small' }, h('a', { href: '#/' }, '← All shops')), h('div', { class: 'card empty' }, h('h1', {}, 'No such shop'), h('p', {}, `Your company has no shop "${slug}".`)));
+        return;
+      }
+      error.show('');
+      replace(head, h('h1', {}, shop.name), h('span', { class: `badge ${shop.online ? 'good' : shop.last_heartbeat_at ? 'bad' : 'unknown'}` }, shop.online ? 'Shop PC online' : shop.last_heartbeat_at ? 'Shop PC offline' : 'No shop PC reporting'));
+      if (!built) {
+        built = true;
+        facts.append(shopFacts(shop), shopCheck(shop, p.signal));
+        if (manager) p.main.append(enrolmentForm(shop), addCameraForm(shop, () => void load()));
+      } else {
+        facts.firstChild?.replaceWith(shopFacts(shop));
+      }
+      const mine = cameras.filter((c) => c.site_id === shop.site_id);
+      if (mine.length === 0) replace(cams, h('p', { class: 'muted', id: 'no-cameras' }, manager ? 'No cameras yet. Add one below; the shop PC picks it up within a minute.' : 'No cameras yet. A manager can add them.'));
+      else cams.querySelector('#no-cameras')?.remove();
+      for (const c of mine) {
+        let card = cards.get(c.id);
+        if (!card) {
+          card = cameraCard(c, manager, p.signal, () => void load());
+          cards.set(c.id, card);
+          cams.append(card.el);
+        }
+        card.update(c);
+        if (c.check.state === 'requested') pending = true;
+      }
+      for (const [id, card] of cards) {
+        if (!mine.some((c) => c.id === id)) {
+          card.el.remove();
+          cards.delete(id);
+        }
+      }
+    } catch (err) {
+      if (p.signal.aborted) return;
+      error.show(err instanceof ApiError ? err.message : 'Head office could not be reached. Retrying…');
+    }
+    timer = window.setTimeout(() => void load(), pending ? 2000 : 30_000);
+  }
+  void load();
+}
+
+function shopFacts(s: Shop): HTMLElement {
+  const pl = placement(s.fraction_below_gate);
+  const rows: [string, HTMLElement | string][] = [
+    ['Short name', s.slug],
+    ['Time zone', s.timezone],
+    ['Last heartbeat', timeAgo(s.last_heartbeat_at)],
+    ['Last visit', timeAgo(s.last_event_at)],
+    ['Cameras up', s.last_heartbeat_at ? `${s.cameras_up} of ${s.cameras_total}` : 'not reported yet'],
+    ['Placement', h('span', { class: `dot ${pl.cls}` }, pl.word)],
+    ['Shop PC version', s.agent_version || '—'],
+    ['Recognition model', s.recognition_model || '—'],
+    ['Waiting on the shop PC', plural(s.queued, 'visit')],
+  ];
+  const card = h('section', { class: 'card', id: 'shop-facts' }, h('dl', { class: 'facts' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+  if (s.dropped > 0) card.append(h('p', { class: 'notice error' }, `${plural(s.dropped, 'visit')} lost on the shop PC (its queue overflowed): reports are missing them.`));
+  return card;
+}
+
+interface Step {
+  name: string;
+  status: string;
+  detail: string;
+  advice?: string;
+}
+
+/** GET /api/sites/{site}/check: the five steps, first failure stops. */
+function shopCheck(s: Shop, signal: AbortSignal): HTMLElement {
+  const out = h('div', { 'aria-live': 'polite' });
+  const button = h('button', { type: 'button' }, 'Check this shop');
+  button.addEventListener('click', () => {
+    void busy(button, async () => {
+      try {
+        const r = await api<{ ok: boolean; steps: Step[] }>('GET', `/api/sites/${encodeURIComponent(s.slug)}/check`, { signal });
+        replace(
+          out,
+          h('p', { class: `notice ${r.ok ? 'ok' : 'error'}` }, r.ok ? 'Everything needed for counting works.' : 'Something needs attention:'),
+          h(
+            'ol',
+            { class: 'steps' },
+            ...r.steps.map((st) => h('li', {}, h('span', { class: `badge ${stepClass(st.status)}` }, st.status), ' ', h('strong', {}, st.name), ': ', st.detail, st.advice ? h('div', { class: 'small muted' }, st.advice) : null)),
+          ),
+        );
+      } catch (err) {
+        replace(out, h('p', { class: 'notice error' }, err instanceof Error ? err.message : String(err)));
+      }
+    });
+  });
+  return h('section', { class: 'card', id: 'shop-check' }, h('div', { class: 'actions' }, button), out);
+}
+
+const stepClass = (status: string) => (status === 'pass' ? 'good' : status === 'warn' ? 'warn' : status === 'fail' ? 'bad' : 'unknown');
+
+interface CameraCard {
+  el: HTMLElement;
+  update(c: Camera): void;
+}
+
+function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload: () => void): CameraCard {
+  const title = h('h3');
+  const status = h('p');
+  const picture = h('div', { class: 'picture' });
+  const caption = h('p', { class: 'small muted' });
+  const checkOut = h('div', { class: 'check-result', 'aria-live': 'polite' });
+  const msg = notice();
+  let current = first;
+  let shownSnapshot = '';
+  let objectUrl = '';
+  let live: { stop(): void } | null = null;
+
+  const img = h('img', { class: 'snapshot', alt: '' });
+  const showEmpty = (text: string) => replace(picture, h('div', { class: 'snapshot-empty' }, text));
+  showEmpty('No picture yet');
+  const liveButton = h('button', { type: 'button', class: 'live-button' }, 'Watch live');
+  const buttons = h('div', { class: 'actions' }, liveButton);
+  const connection = h('button', { type: 'button' }, 'Check connection');
+  const place = h('button', { type: 'button' }, 'Check placement (30 s)');
+  if (manager) buttons.append(connection, place);
+
+  const el = h('article', { class: 'card camera', 'data-camera': first.camera_id }, title, status, picture, caption, buttons, msg.el, checkOut);
+
+  const stopLive = () => {
+    live?.stop();
+    live = null;
+    liveButton.textContent = 'Watch live';
+    shownSnapshot = ''; // show the snapshot again
+    void showSnapshot(current);
+  };
+  signal.addEventListener('abort', () => {
+    live?.stop();
+    if (objectUrl) URL.revokeObjectURL(objectUrl);
+  });
+
+  liveButton.addEventListener('click', () => {
+    if (live) return stopLive();
+    liveButton.textContent = 'Stop live view';
+    replace(picture, img);
+    img.alt = `Live view of ${current.label || current.camera_id}`;
+    caption.textContent = 'Connecting…';
+    live = watchLive(current.id, signal, {
+      frame(url) {
+        img.src = url;
+        caption.textContent = 'Live';
+      },
+      status(text) {
+        caption.textContent = text;
+      },
+      ended(text) {
+        live = null;
+        liveButton.textContent = 'Watch live';
+        caption.textContent = text;
+      },
+    });
+  });
+
+  async function requestCheck(button: HTMLButtonElement, body: Record<string, unknown>): Promise<void> {
+    msg.show('');
+    await busy(button, async () => {
+      try {
+        const check = await api<Check>('POST', `/api/cameras/${current.id}/check`, { body, signal });
+        renderCheck({ ...check, state: 'requested' });
+        reload();
+      } catch (err) {
+        msg.show(err instanceof Error ? err.message : String(err));
+      }
+    });
+  }
+  connection.addEventListener('click', () => void requestCheck(connection, { kind: 'connection' }));
+  place.addEventListener('click', () => void requestCheck(place, { kind: 'placement', seconds: 30 }));
+
+  function renderCheck(c: Check): void {
+    if (c.state === 'absent' || !c.state) return replace(checkOut);
+    if (c.state === 'requested') {
+      replace(checkOut, h('p', { class: 'notice info' }, c.kind === 'placement' ? 'Placement check running: walk through the camera’s view now. Waiting for the shop PC…' : 'Connection check requested. Waiting for the shop PC…'));
+      return;
+    }
+    replace(
+      checkOut,
+      h(
+        'div',
+        { class: `notice ${c.ok ? 'ok' : 'error'}` },
+        h('strong', {}, `${c.kind === 'placement' ? 'Placement' : 'Connection'} check: `),
+        c.headline,
+        c.advice.length ? h('ul', { class: 'advice' }, ...c.advice.map((a) => h('li', {}, a))) : null,
+      ),
+    );
+  }
+
+  async function showSnapshot(c: Camera): Promise<void> {
+    if (live) return;
+    if (!c.snapshot.available || !c.snapshot.url) {
+      showEmpty(c.snapshot.reason || 'No picture yet');
+      shownSnapshot = '';
+      return;
+    }
+    const key = `${c.snapshot.url}@${c.snapshot_at ?? ''}`;
+    if (key === shownSnapshot) return;
+    shownSnapshot = key;
+    try {
+      const res = await raw(c.snapshot.url, signal);
+      const url = URL.createObjectURL(await res.blob());
+      if (live) return URL.revokeObjectURL(url);
+      img.src = url;
+      img.alt = `Latest picture from ${c.label || c.camera_id}`;
+      if (objectUrl) URL.revokeObjectURL(objectUrl);
+      objectUrl = url;
+      if (!img.isConnected) replace(picture, img);
+      caption.textContent = `Picture from ${when(c.snapshot_at)}`;
+    } catch {
+      shownSnapshot = '';
+    }
+  }
+
+  return {
+    el,
+    update(c) {
+      current = c;
+      replace(title, c.label || c.camera_id, ' ', h('span', { class: 'muted small' }, c.camera_id));
+      const [word, cls] = c.connected === null ? ['not set up by the shop PC yet', 'unknown'] : c.connected ? ['connected', 'good'] : [`not connecting${c.connection_reason ? ` (${c.connection_reason})` : ''}`, 'bad'];
+      replace(status, h('span', { class: `dot ${cls}` }, c.enabled ? word : 'switched off'), h('span', { class: 'small muted' }, ` · last seen `, timeAgo(c.last_seen_at)));
+      const check = c.check;
+      connection.disabled = place.disabled = check.state === 'requested';
+      renderCheck(check);
+      void showSnapshot(c);
+    },
+  };
+}
+
+/** Managers: POST /api/sites/{site}/enrolment-code. The code is shown once. */
+function enrolmentForm(s: Shop): HTMLElement {
+  const label = h('input', { name: 'label', maxlength: 100, placeholder: 'e.g. till PC', autocomplete: 'off' });
+  const days = h('input', { name: 'days', type: 'number', min: 1, max: 30, value: 7 });
+  const button = h('button', { type: 'submit', class: 'primary' }, 'Create installation code');
+  const out = h('div', { 'aria-live': 'polite' });
+  const msg = notice();
+  const form = h(
+    'form',
+    { class: 'card form', id: 'enrolment' },
+    h('h2', {}, 'Install the shop PC'),
+    h('p', { class: 'small muted' }, 'An installation code connects a shop PC to this shop once. It is shown only now; make a new one if it is lost. A new enrolment replaces the shop’s earlier PC.'),
+    h('div', { class: 'inline' }, field('Label (optional)', label), field('Valid for (days)', days)),
+    msg.el,
+    h('div', { class: 'actions' }, button),
+    out,
+  );
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    msg.show('');
+    const body: Record<string, unknown> = { days: Number(days.value) || 7 };
+    if (label.value.trim()) body.label = label.value.trim();
+    void busy(button, async () => {
+      try {
+        const r = await api<{ code: string; expires_at: string }>('POST', `/api/sites/${encodeURIComponent(s.slug)}/enrolment-code`, { body });
+        replace(
+          out,
+          h('p', {}, 'Installation code (valid until ', when(r.expires_at), '):'),
+          h('code', { class: 'secret', id: 'enrolment-code' }, r.code),
+          h('p', { class: 'small' }, 'On the shop PC run:'),
+          h('code', { class: 'secret small' }, `footfall enrol --server ${location.origin} --code ${r.code}`),
+        );
+      } catch (err) {
+        msg.show(err instanceof Error ? err.message : String(err));
+      }
+    });
+  });
+  return form;
+}
+
+/** Managers: POST /api/sites/{site}/cameras. */
+function addCameraForm(s: Shop, done: () => void): HTMLElement {
+  const cameraId = h('input', { name: 'camera_id', required: true, maxlength: 64, pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]*', autocomplete: 'off', placeholder: 'entrance' });
+  const label = h('input', { name: 'label', maxlength: 100, autocomplete: 'off', placeholder: 'Front door' });
+  const host = h('input', { name: 'host', required: true, autocomplete: 'off', placeholder: '192.168.1.64' });
+  const port = h('input', { name: 'port', type: 'number', min: 1, max: 65535, value: 554 });
+  const path = h('input', { name: 'path', autocomplete: 'off', placeholder: '/Streaming/Channels/101' });
+  const username = h('input', { name: 'username', autocomplete: 'off' });
+  const password = h('input', { name: 'password', type: 'password', autocomplete: 'new-password' });
+  const button = h('button', { type: 'submit', class: 'primary' }, 'Add camera');
+  const msg = notice();
+  const form = h(
+    'form',
+    { class: 'card form', id: 'add-camera' },
+    h('h2', {}, 'Add a camera'),
+    h('div', { class: 'inline' }, field('Camera name (id)', cameraId, 'Lands on every visit; cannot be changed.'), field('Label', label)),
+    h('div', { class: 'inline' }, field('Address (host or IP)', host), field('RTSP port', port)),
+    field('Stream path', path),
+    h('div', { class: 'inline' }, field('Camera user name', username), field('Camera password', password, 'Stored encrypted; never shown again.')),
+    msg.el,
+    h('div', { class: 'actions' }, button),
+  );
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    msg.show('');
+    const body: Record<string, unknown> = { camera_id: cameraId.value.trim(), host: host.value.trim(), port: Number(port.value) || 554, path: path.value.trim(), username: username.value };
+    if (label.value.trim()) body.label = label.value.trim();
+    if (password.value) body.password = password.value;
+    void busy(button, async () => {
+      try {
+        const c = await api<Camera>('POST', `/api/sites/${encodeURIComponent(s.slug)}/cameras`, { body });
+        msg.show(`Added ${c.label || c.camera_id}. The shop PC sets it up within a minute.`, 'ok');
+        form.reset();
+        done();
+      } catch (err) {
+        msg.show(err instanceof Error ? err.message : String(err));
+      }
+    });
+  });
+  return form;
 }
