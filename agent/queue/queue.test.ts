@@ -220,6 +220,52 @@ describe('DurableQueue', () => {
     expect(lines.map((l) => JSON.parse(l))).toEqual([expect.objectContaining({ level: 40, discarded: 3, topics: { [old]: 3 } })]);
   });
 
+  it("counts dropped per shop: enrolled for another shop it starts at 0, back in the first shop it finds that shop's count", () => {
+    const file = path.join(dir, 'data', 'queue.sqlite');
+    const open = (shop: string) => {
+      const q = new DurableQueue({ file, maxItems: 50, shop });
+      cleanups.push(() => q.close());
+      return q;
+    };
+    const andheri = open('site-andheri');
+    for (let n = 1; n <= 60; n++) andheri.enqueue(TOPIC, payload(n));
+    expect(andheri.stats()).toEqual({ queued: 50, dropped: 10 });
+    andheri.close();
+
+    // The same PC (same data folder) enrolled for Bandra: Andheri's losses are not Bandra's.
+    const bandra = open('site-bandra');
+    expect(bandra.discardOutside('ff/acme/bandra/')).toBe(50);
+    expect(bandra.stats()).toEqual({ queued: 0, dropped: 0 });
+    for (let n = 1; n <= 53; n++) bandra.enqueue('ff/acme/bandra/up/visit', payload(n));
+    expect(bandra.stats()).toEqual({ queued: 50, dropped: 3 });
+    bandra.close();
+    // Enrolled again for Bandra (a new identity, the same shop): its count goes on.
+    const again = open('site-bandra');
+    expect(again.stats()).toEqual({ queued: 50, dropped: 3 });
+    again.close();
+
+    // Back in Andheri: its own count, which never went down.
+    expect(open('site-andheri').stats()).toEqual({ queued: 50, dropped: 10 });
+  });
+
+  it('a file of an older agent (one count for the file) keeps its count for the first shop that opens it', () => {
+    const old = openQueue(50); // no shop: the count as older agents kept it
+    for (let n = 1; n <= 57; n++) old.enqueue(TOPIC, payload(n));
+    expect(old.stats()).toEqual({ queued: 50, dropped: 7 });
+    old.close();
+
+    const file = path.join(dir, 'data', 'queue.sqlite');
+    const upgraded = new DurableQueue({ file, maxItems: 50, shop: 'site-andheri' });
+    expect(upgraded.stats()).toEqual({ queued: 50, dropped: 7 });
+    upgraded.close();
+    const moved = new DurableQueue({ file, maxItems: 50, shop: 'site-bandra' });
+    expect(moved.stats().dropped).toBe(0);
+    moved.close();
+    const back = new DurableQueue({ file, maxItems: 50, shop: 'site-andheri' });
+    expect(back.stats().dropped).toBe(7);
+    back.close();
+  });
+
   it('drops waiting items before in-flight ones (those are already on the wire)', () => {
     const q = openQueue(3);
     for (let n = 1; n <= 3; n++) q.enqueue(TOPIC, payload(n));

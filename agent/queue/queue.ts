@@ -9,7 +9,9 @@
  *   gone); `release(id)` puts it back. In-flight marks live in memory only, so after a restart (or a crash) every
  *   item not acknowledged is waiting again: nothing is lost, some may be sent twice (receivers de-duplicate).
  * - Bounded by `maxItems`: when full, the oldest waiting items are dropped and counted in `dropped`, which is
- *   stored in the same file and never decreases; each drop is logged as a warning.
+ *   stored in the same file and never decreases; each drop is logged as a warning. The count is the shop's (`shop`):
+ *   a PC enrolled again for another shop starts that shop's count at 0, and finds the first shop's count again if
+ *   it goes back.
  * - Item ids only grow (AUTOINCREMENT), so order is the order of enqueueing and an old id is never reused.
  */
 import { EventEmitter } from 'node:events';
@@ -31,7 +33,7 @@ export interface QueueItem {
 export interface QueueStats {
   /** Items on disk not yet acknowledged (waiting or in flight). */
   queued: number;
-  /** Items lost to overflow since the file was created; never decreases. */
+  /** Items of this shop lost to overflow since the file was created; never decreases. */
   dropped: number;
 }
 
@@ -40,6 +42,11 @@ export interface DurableQueueOptions {
   file: string;
   /** At most this many items; default 100 000. */
   maxItems?: number;
+  /**
+   * The shop whose messages are queued now (the enrolment's `site.id`): `dropped` is counted for it alone. Without
+   * it, one count for the file (as older agents kept it); the first shop that opens such a file takes that count.
+   */
+  shop?: string;
   log?: Log;
 }
 
@@ -92,6 +99,23 @@ function openFile(file: string): { db: Database.Database; count: number } {
   }
 }
 
+/**
+ * The `counters` row that holds `shop`'s `dropped` (`dropped:<shop>`), made when missing. A PC moved to another shop
+ * must not report the first shop's losses as the new shop's (head office shows them on the shop), and a shop's count
+ * must not go down when the PC comes back to it: one count per shop. The file's single count of an older agent
+ * (`dropped`) is taken over by the first shop that opens the file, the one the PC was most likely counting for.
+ */
+function droppedCounterOf(db: Database.Database, shop: string): string {
+  const name = `dropped:${shop}`;
+  db.transaction(() => {
+    if (db.prepare('SELECT 1 FROM counters WHERE name = ?').get(name)) return;
+    const anyShop = db.prepare("SELECT 1 FROM counters WHERE name LIKE 'dropped:%'").get();
+    if (anyShop) db.prepare('INSERT INTO counters (name, value) VALUES (?, 0)').run(name);
+    else db.prepare("UPDATE counters SET name = ? WHERE name = 'dropped'").run(name);
+  })();
+  return name;
+}
+
 export class DurableQueue extends EventEmitter<QueueEvents> {
   readonly file: string;
   readonly maxItems: number;
@@ -99,13 +123,15 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
   private readonly log: Log;
   private readonly inFlight = new Set<number>();
   private count: number;
+  /** The `counters` row of this shop's `dropped`. */
+  private readonly droppedCounter: string;
   private readonly sql: {
     insert: Database.Statement<[string, Buffer, string]>;
     oldest: Database.Statement<[number], Row>;
     oldestIds: Database.Statement<[number], { id: number }>;
     remove: Database.Statement<[number]>;
-    addDropped: Database.Statement<[number]>;
-    dropped: Database.Statement<[], { value: number }>;
+    addDropped: Database.Statement<[number, string]>;
+    dropped: Database.Statement<[string], { value: number }>;
   };
 
   constructor(options: DurableQueueOptions) {
@@ -138,13 +164,14 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
     }
     this.db = opened.db;
     this.count = opened.count;
+    this.droppedCounter = options.shop === undefined ? 'dropped' : droppedCounterOf(this.db, options.shop);
     this.sql = {
       insert: this.db.prepare('INSERT INTO items (topic, payload, created_at) VALUES (?, ?, ?)'),
       oldest: this.db.prepare('SELECT id, topic, payload, created_at FROM items ORDER BY id LIMIT ?'),
       oldestIds: this.db.prepare('SELECT id FROM items ORDER BY id LIMIT ?'),
       remove: this.db.prepare('DELETE FROM items WHERE id = ?'),
-      addDropped: this.db.prepare("UPDATE counters SET value = value + ? WHERE name = 'dropped'"),
-      dropped: this.db.prepare("SELECT value FROM counters WHERE name = 'dropped'"),
+      addDropped: this.db.prepare('UPDATE counters SET value = value + ? WHERE name = ?'),
+      dropped: this.db.prepare('SELECT value FROM counters WHERE name = ?'),
     };
     // A smaller bound than last time: the file shrinks to it now, counted like any overflow.
     if (this.count > this.maxItems) this.afterDrop(this.db.transaction(() => this.dropOldest(this.count - this.maxItems))());
@@ -204,7 +231,7 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
   }
 
   stats(): QueueStats {
-    return { queued: this.count, dropped: this.sql.dropped.get()!.value };
+    return { queued: this.count, dropped: this.sql.dropped.get(this.droppedCounter)!.value };
   }
 
   /**
@@ -254,7 +281,7 @@ export class DurableQueue extends EventEmitter<QueueEvents> {
     const waiting = candidates.filter((id) => !this.inFlight.has(id));
     const victims = waiting.length >= n ? waiting.slice(0, n) : [...waiting, ...candidates.filter((id) => this.inFlight.has(id))].slice(0, n);
     for (const id of victims) this.sql.remove.run(id);
-    this.sql.addDropped.run(victims.length);
+    this.sql.addDropped.run(victims.length, this.droppedCounter);
     return victims;
   }
 

@@ -311,6 +311,43 @@ describe('a shop PC enrolled again', () => {
     await stop(moved);
   });
 
+  it("for another shop: the new shop does not report the old shop's dropped visits; the old shop's count stays its own", async () => {
+    const dadar = await openShop(h, owner, { name: 'Dadar' });
+    const worli = await openShop(h, owner, { name: 'Worli' });
+    const file = path.join(tmp, 'dropped', 'agent.json');
+    const local = { data_dir: path.join(tmp, 'dropped', 'data'), queue_max_items: 100 };
+    const unreachable = async (config: AgentConfig): Promise<AgentConfig> => ({ ...config, broker: { ...config.broker, host: '127.0.0.1', port: await closedPort() } });
+
+    // Dadar's head office is out of reach long enough for the queue to overflow: 3 visits are lost.
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, dadar.site_id), configPath: file, local });
+    const inDadar = await start(await unreachable(await loadAgentConfig(file)));
+    for (let i = 0; i < 103; i++) await inDadar.submitVisit(visit());
+    expect(inDadar.heartbeat()).toMatchObject({ queued: 100, dropped: 3 });
+    await stop(inDadar);
+
+    // The PC moves to Worli (same data folder): Worli lost nothing, and head office hears so.
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, worli.site_id), configPath: file, force: true });
+    const inWorli = await start(await loadAgentConfig(file));
+    expect(inWorli.heartbeat()).toMatchObject({ queued: 0, dropped: 0 });
+    await waitFor(() => inWorli.heartbeatsSent >= 1, 5000);
+    const worliRow = await waitFor(async () => {
+      const shops = (await h.request('GET', '/api/sites', { token: owner })).body as { slug: string; last_heartbeat_at: string | null; dropped: number }[];
+      return shops.find((s) => s.slug === worli.slug && s.last_heartbeat_at !== null);
+    }, 5000);
+    expect(worliRow?.dropped).toBe(0);
+    await stop(inWorli);
+
+    // Back in Dadar, and enrolled once more for Dadar: Dadar's 3 are still Dadar's (its count never goes down).
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, dadar.site_id), configPath: file, force: true });
+    const backInDadar = await start(await unreachable(await loadAgentConfig(file)));
+    expect(backInDadar.heartbeat().dropped).toBe(3);
+    await stop(backInDadar);
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, dadar.site_id), configPath: file, force: true });
+    const reinstalled = await start(await unreachable(await loadAgentConfig(file)));
+    expect(reinstalled.heartbeat().dropped).toBe(3);
+    await stop(reinstalled);
+  });
+
   it("for another shop: the old shop's kept camera list is not started while head office is out of reach", async () => {
     const juhu = await openShop(h, owner, { name: 'Juhu' });
     const powai = await openShop(h, owner, { name: 'Powai' });

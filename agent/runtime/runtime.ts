@@ -138,7 +138,8 @@ export class AgentRuntime {
     const { config, signal } = options;
     const log = options.log ?? createAgentLogger(config.log_level);
     signal?.throwIfAborted();
-    const queue = new DurableQueue({ file: queueFile(config), maxItems: config.queue_max_items, log });
+    // `dropped` is this shop's: a PC enrolled again for another shop does not report the first shop's losses.
+    const queue = new DurableQueue({ file: queueFile(config), maxItems: config.queue_max_items, shop: config.site.id, log });
     let runtime: AgentRuntime;
     try {
       const api = new AgentApi({ serverUrl: config.server_url, token: config.token });
