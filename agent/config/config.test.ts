@@ -15,6 +15,7 @@ import {
   queueFile,
   saveAgentConfig,
 } from './config.js';
+import { ownerForNewFile } from './private-file.js';
 
 const enrol: EnrolResponse = {
   token: 'ffs_SECRET-TOKEN-123',
@@ -116,5 +117,18 @@ describe('agent config', () => {
     await saveAgentConfig(file, configFromEnrolment('http://h:8080', enrol));
     await chmod(file, 0o644);
     expect(await permissionWarning(file)).toMatch(/can be read by other users \(mode 644\).*chmod 600/);
+  });
+});
+
+describe('files written as root', () => {
+  it("belong to the folder's owner only when root writes into another user's folder (sudo footfall ... into the service's)", () => {
+    const service = { uid: 998, gid: 997 }; // footfall:footfall, owner of /etc/footfall and /var/lib/footfall
+    expect(ownerForNewFile(0, service)).toEqual(service);
+    expect(ownerForNewFile(0, { uid: 0, gid: 0 })).toBeUndefined(); // root's own folder: root's file
+    expect(ownerForNewFile(0, { uid: 0, gid: 997 })).toBeUndefined();
+    expect(ownerForNewFile(998, service)).toBeUndefined(); // the service itself: its files are its own anyway
+    expect(ownerForNewFile(1000, service)).toBeUndefined(); // another user: may not give files away
+    expect(ownerForNewFile(undefined, service)).toBeUndefined(); // Windows: no user ids
+    expect(ownerForNewFile(0, undefined)).toBeUndefined(); // no folder to go by
   });
 });

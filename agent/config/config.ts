@@ -163,19 +163,9 @@ export async function saveAgentConfig(file: string, config: AgentConfigInput, op
   if (!options.overwrite && (await agentConfigExists(file))) {
     throw new AgentConfigError(`${file} already exists: this PC is already enrolled. Use --force to replace it.`);
   }
-  await writePrivateFile(file, JSON.stringify(valid, null, 2) + '\n', { dirMode: 0o750, ...(await folderOwnerForRoot(file)) });
+  // Root writing into another user's folder gives the file to that user (writePrivateFile, ownerForNewFile).
+  await writePrivateFile(file, JSON.stringify(valid, null, 2) + '\n', { dirMode: 0o750 });
   return valid;
-}
-
-/** The owner of the file's folder when root writes into another user's folder; nothing otherwise. */
-async function folderOwnerForRoot(file: string): Promise<{ owner?: { uid: number; gid: number } }> {
-  if (windows || process.getuid?.() !== 0) return {};
-  try {
-    const { uid, gid } = await stat(path.dirname(file));
-    return uid === 0 ? {} : { owner: { uid, gid } };
-  } catch {
-    return {}; // no folder yet: it is created, root's
-  }
 }
 
 /** A warning when others than the owner may read the file (it holds secrets); undefined when fine or on Windows. */

@@ -3,7 +3,7 @@
  * lost when the broker goes away mid-stream, overflow is counted, and the file survives a restart.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, statSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -274,6 +274,39 @@ describe('DurableQueue', () => {
     expect(q.stats()).toEqual({ queued: 3, dropped: 1 });
     q.releaseAll();
     expect(q.peek(10).map((i) => JSON.parse(i.payload.toString()).n)).toEqual([1, 3, 4]);
+  });
+});
+
+describe('DurableQueue of an agent run as root', () => {
+  // Needs root (to run as root and give files away); skipped otherwise.
+  it("in the service user's data folder: the queue files are the service user's, also one an earlier root run left", (ctx) => {
+    if (process.getuid?.() !== 0) {
+      console.warn('skipped: needs root (an agent run as root in the service user\'s data folder)');
+      return ctx.skip();
+    }
+    const service = { uid: 65534, gid: 65534 }; // nobody:nogroup stands for footfall:footfall
+    const data = path.join(dir, 'var-lib-footfall');
+    mkdirSync(data, { mode: 0o700 });
+    chownSync(data, service.uid, service.gid);
+    const file = path.join(data, 'queue.sqlite');
+
+    const first = new DurableQueue({ file });
+    first.enqueue(TOPIC, payload(1));
+    for (const f of [file, `${file}-wal`]) expect(statSync(f)).toMatchObject(service);
+    first.close();
+
+    // A file an older agent left as root (it would stop the service at every start: permission denied).
+    chownSync(file, 0, 0);
+    const again = new DurableQueue({ file });
+    again.enqueue(TOPIC, payload(2));
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) expect(statSync(f)).toMatchObject(service);
+    expect(statSync(file)).toMatchObject(service);
+    again.close();
+
+    // In root's own folder the files stay root's.
+    const own = new DurableQueue({ file: path.join(dir, 'root-data', 'queue.sqlite') });
+    expect(statSync(own.file)).toMatchObject({ uid: 0, gid: 0 });
+    own.close();
   });
 });
 

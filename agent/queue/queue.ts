@@ -15,10 +15,11 @@
  * - Item ids only grow (AUTOINCREMENT), so order is the order of enqueueing and an old id is never reused.
  */
 import { EventEmitter } from 'node:events';
-import { chmodSync, existsSync, mkdirSync, renameSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { pino, type Logger } from 'pino';
+import { newFileOwnerSync } from '../config/private-file.js';
 
 export type Log = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
@@ -71,6 +72,13 @@ function openFile(file: string): { db: Database.Database; count: number } {
   try {
     // Visits carry face embeddings: only the agent's user may read the file (the WAL file inherits this).
     if (process.platform !== 'win32') chmodSync(file, 0o600);
+    // Run as root in the service user's data folder (an installer trying `footfall agent` by hand): the files are
+    // the service's, else it could not open them at its next start. Also those an earlier root run left. SQLite,
+    // run as root, gives the WAL file it creates the main file's owner.
+    const owner = newFileOwnerSync(path.dirname(file));
+    if (owner) {
+      for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chownSync(f, owner.uid, owner.gid);
+    }
     // One agent per data folder: the file stays locked until it is closed or the process ends. A second agent on
     // the same folder (run by hand beside the service) would count every visitor again under new visit ids and
     // fight the first for the broker session and the cameras' streams.

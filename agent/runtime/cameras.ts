@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import { CameraList, LIMITS, type CameraConfig, type CameraStateReport } from '../../shared/agent-api.js';
 import type { CameraSpec, CameraStatus, CaptureManager } from '../capture/manager.js';
-import { readIfExists, writePrivateFile } from './files.js';
+import { giveToFolderOwner, readIfExists, writePrivateFile } from './files.js';
 import { AgentHttpError, type AgentApi } from './http.js';
 
 export interface CameraSyncOptions {
@@ -103,6 +103,8 @@ export class CameraSync {
   async loadCache(): Promise<boolean> {
     if (!this.opts.cacheFile) return false;
     try {
+      // Left by an earlier run as root in the service's data folder: the service's again (it could not read it).
+      await giveToFolderOwner(this.opts.cacheFile).catch((err: unknown) => this.log.warn({ err, file: this.opts.cacheFile }, 'kept camera list not given to the data folder owner'));
       const text = await readIfExists(this.opts.cacheFile);
       if (text === undefined) return false;
       let json: unknown;

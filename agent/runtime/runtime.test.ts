@@ -3,7 +3,8 @@
  * own state (queue file, kept camera list) when the PC is enrolled again, possibly for another shop.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -15,7 +16,7 @@ import { startHarness, type Harness } from '../../test/support/harness.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from '../../test/support/shop-pc.js';
 import { loadAgentConfig, queueFile, type AgentConfig } from '../config/config.js';
 import { enrolShopPc } from '../enrol/enrol.js';
-import { testModelsDir } from '../models/test-cache.js';
+import { repoRoot, testModelsDir } from '../models/test-cache.js';
 import { DurableQueue } from '../queue/queue.js';
 import type { Visit } from '../vision/types.js';
 import { AgentRuntime, type AgentRuntimeOptions } from './runtime.js';
@@ -384,5 +385,56 @@ describe('a shop PC enrolled again', () => {
     expect(upgraded.capture.statuses().map((s) => s.id)).toEqual([camera.id]);
     await waitFor(async () => JSON.parse(await readFile(kept, 'utf8')).site_id === juhu.site_id, 5000);
     await stop(upgraded);
+  });
+});
+
+describe('footfall agent run as root', () => {
+  // Needs root (an installer trying the agent by hand with sudo); skipped otherwise.
+  it("in the service user's data folder: what it writes there is the service user's, who can read and write it afterwards", async (ctx) => {
+    if (process.getuid?.() !== 0) {
+      console.warn("skipped: needs root (footfall agent run as root in the service user's data folder)");
+      return ctx.skip();
+    }
+    const service = { uid: 65534, gid: 65534 }; // nobody:nogroup stands for footfall:footfall
+    const shop = await openShop(h, owner, { name: 'Malad' });
+    await addCamera(h, owner, shop.site_id, { camera_id: 'entrance', host: '127.0.0.1', port: await closedPort(), path: '/cam', username: 'admin', password: 'malad-camera-pw' });
+    // A folder the service user can reach (the test's temporary folder is root's, 0700).
+    const base = mkdtempSync(path.join(os.tmpdir(), 'footfall-root-run-'));
+    try {
+      chmodSync(base, 0o711);
+      const dataDir = path.join(base, 'var-lib-footfall');
+      mkdirSync(dataDir, { mode: 0o700 });
+      chownSync(dataDir, service.uid, service.gid);
+      const file = path.join(base, 'agent.json');
+      await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: file, local: { data_dir: dataDir } });
+
+      const asRoot = await start(await loadAgentConfig(file));
+      await waitFor(() => existsSync(path.join(dataDir, 'cameras.json')), 5000);
+      await asRoot.submitVisit(visit());
+      for (const name of ['queue.sqlite', 'queue.sqlite-wal', 'cameras.json']) expect({ name, ...statSync(path.join(dataDir, name)) }).toMatchObject({ name, ...service });
+      await stop(asRoot);
+
+      // Files an earlier root run (an older agent) left as root's: the next root run gives them back.
+      for (const name of ['queue.sqlite', 'cameras.json']) chownSync(path.join(dataDir, name), 0, 0);
+      const again = await start(await loadAgentConfig(file));
+      await stop(again);
+      for (const name of ['queue.sqlite', 'cameras.json']) expect({ name, ...statSync(path.join(dataDir, name)) }).toMatchObject({ name, ...service });
+
+      // The service user (the next start of the service) reads the kept camera list and writes to the queue file.
+      const script = `
+        const fs = require('node:fs');
+        const path = require('node:path');
+        const Database = require('better-sqlite3');
+        const dir = process.argv[1];
+        JSON.parse(fs.readFileSync(path.join(dir, 'cameras.json'), 'utf8'));
+        const db = new Database(path.join(dir, 'queue.sqlite'), { timeout: 0 });
+        db.prepare('SELECT COUNT(*) AS n FROM items').get();
+        db.exec('BEGIN IMMEDIATE; ROLLBACK');
+        db.close();`;
+      const asService = spawnSync(process.execPath, ['-e', script, dataDir], { cwd: repoRoot(), uid: service.uid, gid: service.gid, encoding: 'utf8' });
+      expect({ status: asService.status, stderr: asService.stderr }).toEqual({ status: 0, stderr: '' });
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 });
