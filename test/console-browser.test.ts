@@ -270,6 +270,80 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
       expect(await w.page.locator('#enrolment, #add-camera').count()).toBe(0);
       await done(w);
     });
+    it('team: an owner invites by email, the person joins with the link, then gets another role and is deactivated', async () => {
+      const w = await open('/#/team');
+      const { page } = w;
+      page.on('dialog', (d) => void d.accept());
+      await signIn(page, chain.ownerEmail, chain.ownerPassword);
+      await page.locator(`[data-member="${chain.ownerEmail}"]`).waitFor();
+      expect(await page.locator(`[data-member="${chain.ownerEmail}"]`).innerText()).toContain('(you)');
+
+      const email = `nina-${process.pid}@shop.test`;
+      const form = page.locator('#invite');
+      await form.getByLabel('Email').fill(email);
+      await form.getByLabel('Full name').fill('Nina <b>Rao</b>');
+      await form.getByLabel('Role').selectOption('manager');
+      await form.getByRole('button', { name: 'Invite' }).click();
+      const code = await page.locator('#invitation-code').innerText();
+      expect(code).toMatch(/^[A-Z0-9]{6}(-[A-Z0-9]{6}){3}$/);
+      const link = await page.locator('#invitation-link').innerText();
+      expect(link).toBe(`${h.url}/#/join/${code}`);
+      await page.locator(`[data-invitation="${email}"]`).waitFor();
+      const pending = await h.request('GET', '/api/team/invitations', { token: chain.ownerToken });
+      expect(pending.body.map((i: { email: string }) => i.email)).toContain(email);
+
+      // Nina opens the link in her own browser, picks a password and is signed in.
+      const nina = await open(link.slice(h.url.length));
+      await nina.page.getByText(/Chai Point invites you to join as manager/).waitFor();
+      expect(await nina.page.getByLabel('Your name').inputValue()).toBe('Nina <b>Rao</b>');
+      await nina.page.getByLabel('Choose a password').fill('nina-password-1');
+      await nina.page.getByRole('button', { name: 'Join and sign in' }).click();
+      await nina.page.locator(`[data-shop="${pc.shop.slug}"]`).waitFor();
+      expect(await nina.page.locator('header .user').innerText()).toBe('Nina <b>Rao</b>');
+      await done(nina);
+      expect((await h.request('GET', '/api/team/invitations', { token: chain.ownerToken })).body.map((i: { email: string }) => i.email)).not.toContain(email);
+
+      // Back with the owner: Nina is listed; make her staff, then deactivate her.
+      await page.reload();
+      const row = page.locator(`[data-member="${email}"]`);
+      await row.waitFor();
+      await row.getByLabel(`Role of ${email}`).selectOption('staff');
+      await page.getByText('Nina <b>Rao</b> is now staff.').waitFor();
+      await page.locator(`[data-member="${email}"]`).getByRole('button', { name: `Deactivate ${email}` }).click();
+      await page.locator(`[data-member="${email}"]`).getByText('inactive').waitFor();
+      const team = await h.request('GET', '/api/team', { token: chain.ownerToken });
+      const member = team.body.find((m: { email: string }) => m.email === email);
+      expect(member).toMatchObject({ role: 'staff', active: false });
+      await done(w);
+    });
+
+    it('team: the last owner cannot demote themselves; the API’s message is shown and nothing changes', async () => {
+      const w = await open('/#/team');
+      await signIn(w.page, chain.ownerEmail, chain.ownerPassword);
+      const row = w.page.locator(`[data-member="${chain.ownerEmail}"]`);
+      await row.waitFor();
+      await row.getByLabel(`Role of ${chain.ownerEmail}`).selectOption('manager');
+      const alert = w.page.getByRole('alert');
+      await alert.waitFor();
+      const r = await h.request('PATCH', `/api/team/${chain.ownerEmail}`, { token: chain.ownerToken, body: { role: 'manager' } });
+      expect(r.body.error).toBe('last_owner');
+      expect(await alert.innerText()).toBe(r.body.message);
+      await w.page.waitForFunction(`document.querySelector('[data-member="${chain.ownerEmail}"] select')?.value === 'owner'`);
+      expect((await h.request('GET', '/api/auth/me', { token: chain.ownerToken })).body.role).toBe('owner');
+      await done(w);
+    });
+
+    it('works at phone width: the overview fits without sideways scrolling', async () => {
+      const w = await open();
+      await w.page.setViewportSize({ width: 375, height: 740 });
+      await signIn(w.page, chain.ownerEmail, chain.ownerPassword);
+      await w.page.locator(`[data-shop="${pc.shop.slug}"]`).waitFor();
+      expect(await w.page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+      await w.page.evaluate("location.hash = '#/team'");
+      await w.page.locator('#members').waitFor();
+      expect(await w.page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+      await done(w);
+    });
   });
 
   describe('expired access tokens (a head office whose tokens last 2 s)', () => {

@@ -1,6 +1,170 @@
-import { h, replace } from './dom.js';
+import { api, ApiError } from './api.js';
+import { busy, field, h, notice, replace, select, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
+import { atLeast } from './session.js';
+import type { Invitation, Member } from './types.js';
 
+/**
+ * The team (GET /api/team, any member). Managers and owners also see pending invitations, invite by email, change
+ * roles and deactivate or reactivate people; the API's refusals (last owner, only an owner may act on an owner)
+ * are shown as it words them.
+ */
 export function renderTeam(p: Page): void {
-  replace(p.main, h('p', { class: 'muted' }, 'This page is not built yet.'));
+  const manager = atLeast(p.user, 'manager');
+  const owner = atLeast(p.user, 'owner');
+  const msg = notice();
+  const members = h('div', { class: 'table-wrap' });
+  const invitations = h('div', { id: 'invitations' });
+  replace(p.main, h('h1', {}, 'Team'), msg.el, members);
+  if (manager) p.main.append(h('h2', {}, 'Pending invitations'), invitations, inviteForm(owner, () => void loadInvitations()));
+
+  async function load(): Promise<void> {
+    try {
+      const list = await api<Member[]>('GET', '/api/team', { signal: p.signal });
+      replace(members, membersTable(list));
+    } catch (err) {
+      if (!p.signal.aborted) msg.show(messageOf(err));
+    }
+  }
+
+  async function loadInvitations(): Promise<void> {
+    try {
+      const list = await api<Invitation[]>('GET', '/api/team/invitations', { signal: p.signal });
+      if (list.length === 0) return replace(invitations, h('p', { class: 'muted' }, 'None.'));
+      replace(
+        invitations,
+        h(
+          'div',
+          { class: 'table-wrap' },
+          h(
+            'table',
+            {},
+            h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Email'), h('th', {}, 'Role'), h('th', { class: 'optional' }, 'Invited by'), h('th', { class: 'optional' }, 'Expires'), h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')))),
+            h('tbody', {}, ...list.map((i) => invitationRow(i))),
+          ),
+        ),
+      );
+    } catch (err) {
+      if (!p.signal.aborted) msg.show(messageOf(err));
+    }
+  }
+
+  function invitationRow(i: Invitation): HTMLElement {
+    const withdraw = h('button', { type: 'button', class: 'danger' }, 'Withdraw');
+    withdraw.setAttribute('aria-label', `Withdraw the invitation of ${i.email}`);
+    withdraw.addEventListener('click', () => {
+      if (!window.confirm(`Withdraw the invitation of ${i.email}? Its code stops working.`)) return;
+      void busy(withdraw, async () => {
+        try {
+          await api('DELETE', `/api/team/invitations/${encodeURIComponent(i.id)}`);
+          msg.show(`Withdrew the invitation of ${i.email}.`, 'ok');
+        } catch (err) {
+          msg.show(messageOf(err));
+        }
+        await loadInvitations();
+      });
+    });
+    return h('tr', { 'data-invitation': i.email }, h('td', {}, i.full_name), h('td', {}, i.email), h('td', {}, i.role), h('td', { class: 'optional' }, i.invited_by), h('td', { class: 'optional' }, when(i.expires_at)), h('td', {}, withdraw));
+  }
+
+  function membersTable(list: Member[]): HTMLElement {
+    return h(
+      'table',
+      { id: 'members' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Email'), h('th', {}, 'Role'), h('th', {}, 'Status'), h('th', { class: 'optional' }, 'Last sign-in'), manager ? h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')) : null)),
+      h('tbody', {}, ...list.map((m) => memberRow(m))),
+    );
+  }
+
+  function memberRow(m: Member): HTMLElement {
+    const me = m.id === p.user.id;
+    const name = h('td', {}, m.full_name, me ? h('span', { class: 'muted small' }, ' (you)') : null);
+    const status = h('td', {}, h('span', { class: `badge ${m.active ? 'good' : 'unknown'}` }, m.active ? 'active' : 'inactive'));
+    const last = h('td', { class: 'optional' }, m.last_login_at ? timeAgo(m.last_login_at) : 'never');
+    // Only an owner may act on an owner or grant the owner role (docs/team.md); others get plain text.
+    const editable = manager && (owner || m.role !== 'owner');
+    if (!editable) return h('tr', { 'data-member': m.email, class: m.active ? '' : 'inactive' }, name, h('td', {}, m.email), h('td', {}, m.role), status, last, manager ? h('td') : null);
+
+    const roles: [string, string][] = owner ? [['staff', 'staff'], ['manager', 'manager'], ['owner', 'owner']] : [['staff', 'staff'], ['manager', 'manager']];
+    const role = select('role', roles, m.role);
+    role.setAttribute('aria-label', `Role of ${m.email}`);
+    role.addEventListener('change', () => {
+      role.disabled = true;
+      patch(m, { role: role.value }, `${m.full_name} is now ${role.value}.`).finally(() => (role.disabled = false));
+    });
+    const toggle = h('button', { type: 'button', class: m.active ? 'danger' : '' }, m.active ? 'Deactivate' : 'Reactivate');
+    toggle.setAttribute('aria-label', `${m.active ? 'Deactivate' : 'Reactivate'} ${m.email}`);
+    toggle.addEventListener('click', () => {
+      if (m.active && !window.confirm(`Deactivate ${m.full_name}? They are signed out everywhere at once and cannot sign in until reactivated.`)) return;
+      void busy(toggle, () => patch(m, { active: !m.active }, m.active ? `${m.full_name} is deactivated and signed out everywhere.` : `${m.full_name} can sign in again.`));
+    });
+    return h('tr', { 'data-member': m.email, class: m.active ? '' : 'inactive' }, name, h('td', {}, m.email), h('td', {}, role), status, last, h('td', {}, toggle));
+  }
+
+  async function patch(m: Member, body: Record<string, unknown>, done: string): Promise<void> {
+    msg.show('');
+    try {
+      await api('PATCH', `/api/team/${encodeURIComponent(m.id)}`, { body });
+      if (m.id === p.user.id && body.active === false) return; // the API ended this session; sign-in follows
+      msg.show(done, 'ok');
+    } catch (err) {
+      msg.show(messageOf(err));
+    }
+    await load();
+  }
+
+  void load();
+  if (manager) void loadInvitations();
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof ApiError ? err.message : err instanceof Error ? err.message : String(err);
+}
+
+/** POST /api/team/invitations; shows the code once, and a link to the console's join page carrying it. */
+function inviteForm(owner: boolean, done: () => void): HTMLElement {
+  const email = h('input', { type: 'email', name: 'email', required: true, autocomplete: 'off' });
+  const name = h('input', { name: 'full_name', required: true, maxlength: 200, autocomplete: 'off' });
+  const role = select('role', owner ? [['staff', 'staff'], ['manager', 'manager'], ['owner', 'owner']] : [['staff', 'staff'], ['manager', 'manager']], 'staff');
+  const days = h('input', { type: 'number', name: 'expires_in_days', min: 1, max: 30, value: 7 });
+  const button = h('button', { type: 'submit', class: 'primary' }, 'Invite');
+  const msg = notice();
+  const out = h('div', { id: 'invitation-result', 'aria-live': 'polite' });
+  const form = h(
+    'form',
+    { class: 'card form', id: 'invite' },
+    h('h2', {}, 'Invite someone'),
+    h('p', { class: 'small muted' }, 'Footfall sends no email: give the person the code or the link below. They choose their own password when they join.'),
+    h('div', { class: 'inline' }, field('Email', email), field('Full name', name)),
+    h('div', { class: 'inline' }, field('Role', role), field('Valid for (days)', days)),
+    msg.el,
+    h('div', { class: 'actions' }, button),
+    out,
+  );
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    msg.show('');
+    replace(out);
+    void busy(button, async () => {
+      try {
+        const inv = await api<Invitation>('POST', '/api/team/invitations', { body: { email: email.value.trim(), full_name: name.value.trim(), role: role.value, expires_in_days: Number(days.value) || 7 } });
+        const link = `${location.origin}/#/join/${encodeURIComponent(inv.code ?? '')}`;
+        replace(
+          out,
+          h('p', { class: 'notice ok' }, `Invitation for ${inv.email} created. It is shown only now and works until ${when(inv.expires_at)}.`),
+          h('p', {}, 'Code:'),
+          h('code', { class: 'secret', id: 'invitation-code' }, inv.code ?? ''),
+          h('p', {}, 'Or send this link:'),
+          h('code', { class: 'secret small', id: 'invitation-link' }, link),
+        );
+        form.querySelectorAll('input').forEach((i) => {
+          if (i !== days) i.value = '';
+        });
+        done();
+      } catch (err) {
+        msg.show(messageOf(err));
+      }
+    });
+  });
+  return form;
 }
