@@ -78,12 +78,24 @@ async function authed(method: string, path: string, opts: Options): Promise<Resp
   const body = opts.body === undefined ? null : JSON.stringify(opts.body);
   const send = (token: string) => fetch(path, { method, headers: jsonHeaders(opts.body, token), body, signal: opts.signal ?? null, credentials: 'omit' });
 
-  let res = await send(session.access_token);
-  if (res.status === 401 && (await codeOf(res)) === 'token_expired') {
-    const fresh = await refresh(session.access_token);
-    res = await send(fresh.access_token);
+  const token = session.access_token;
+  let res = await send(token);
+  if (res.status === 401) {
+    let fresh: Session | null = null;
+    if ((await codeOf(res)) === 'token_expired') {
+      fresh = await refresh(token);
+    } else {
+      // A call sent just before another call (or tab) rotated the tokens carries an access token that no longer
+      // exists: 401 unauthorized, not token_expired. Wait for that refresh; if the stored token changed, retry.
+      if (inflight) await inflight.catch(() => undefined);
+      const now = load();
+      if (now && now.access_token !== token) fresh = now;
+    }
+    if (fresh) res = await send(fresh.access_token);
   }
   if (res.status === 401) {
+    // A call whose page was left meanwhile cannot read its answer: that says nothing about the session.
+    if (opts.signal?.aborted) throw new DOMException('The page was left.', 'AbortError');
     const message = (await messageOf(res)) ?? 'Your session has ended. Sign in again.';
     end(message);
     throw new ApiError(401, 'unauthorized', message);
