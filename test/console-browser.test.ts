@@ -184,6 +184,17 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
       await w.page.getByLabel('Time zone').fill('Asia/Kolkata');
       await w.page.getByRole('button', { name: 'Open shop' }).click();
       await w.page.locator('[data-shop="colaba"]').waitFor();
+      // The same short name again: the API's 409 message in the form's message line, the button usable again,
+      // nothing made.
+      await w.page.getByLabel('Shop name').fill('Colaba West');
+      await w.page.getByLabel('Short name (slug)').fill('colaba');
+      await w.page.getByRole('button', { name: 'Open shop' }).click();
+      const alert = w.page.locator('#open-shop .notice.error[role="alert"]');
+      await alert.waitFor();
+      const conflict = await h.request('POST', '/api/sites', { token: fresh.ownerToken, body: { name: 'Colaba West', slug: 'colaba' } });
+      expect(conflict.status).toBe(409);
+      expect(await alert.textContent()).toBe(conflict.body.message);
+      expect(await w.page.getByRole('button', { name: 'Open shop' }).isDisabled()).toBe(false);
       const sites = await h.request('GET', '/api/sites', { token: fresh.ownerToken });
       expect(sites.body.map((s: { slug: string }) => s.slug)).toEqual(['colaba']);
       await done(w);

@@ -1,5 +1,5 @@
-import { api, ApiError } from './api.js';
-import { busy, field, h, notice, replace, when } from './dom.js';
+import { api, errorText } from './api.js';
+import { cardForm, busy, field, h, notice, replace, when } from './dom.js';
 import type { Page } from './main.js';
 import type { Company } from './types.js';
 
@@ -26,7 +26,7 @@ export function renderAdmin(p: Page): void {
         ),
       );
     } catch (err) {
-      if (!p.signal.aborted) msg.show(err instanceof ApiError ? err.message : String(err));
+      if (!p.signal.aborted) msg.show(errorText(err));
     }
   }
 
@@ -42,7 +42,7 @@ export function renderAdmin(p: Page): void {
           const r = await api<{ client: Company; sessions_revoked: number }>('PATCH', `/api/admin/clients/${encodeURIComponent(c.id)}`, { body: { active: !active } });
           msg.show(active ? `${c.name} is suspended; ${r.sessions_revoked} session(s) signed out.` : `${c.name} is active again. Its people sign in again.`, 'ok');
         } catch (err) {
-          msg.show(err instanceof ApiError ? err.message : String(err));
+          msg.show(errorText(err));
         }
         await load();
       });
@@ -69,40 +69,26 @@ function createForm(done: () => void): HTMLElement {
   const slug = h('input', { name: 'slug', autocomplete: 'off', placeholder: 'derived from the name' });
   const email = h('input', { type: 'email', name: 'owner_email', required: true, autocomplete: 'off' });
   const owner = h('input', { name: 'owner_name', required: true, maxlength: 200, autocomplete: 'off' });
-  const button = h('button', { type: 'submit', class: 'primary' }, 'Create company');
-  const msg = notice();
-  const out = h('div', { id: 'company-result', 'aria-live': 'polite' });
-  const form = h(
-    'form',
-    { class: 'card form', id: 'create-company' },
-    h('h2', {}, 'Create a company'),
-    h('div', { class: 'inline' }, field('Company name', name), field('Short name (slug)', slug, 'Optional; cannot be changed later.')),
-    h('div', { class: 'inline' }, field('Owner’s email', email), field('Owner’s name', owner)),
-    msg.el,
-    h('div', { class: 'actions' }, button),
-    out,
-  );
-  form.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    msg.show('');
-    replace(out);
-    const body: Record<string, string> = { company_name: name.value.trim(), owner_email: email.value.trim(), owner_name: owner.value.trim() };
-    if (slug.value.trim()) body.slug = slug.value.trim();
-    void busy(button, async () => {
-      try {
-        const r = await api<{ client_id: string; slug: string; owner_email: string; password: string }>('POST', '/api/admin/clients', { body });
-        replace(
-          out,
-          h('p', { class: 'notice ok' }, `Created ${body.company_name} (${r.slug}). Give the owner this password; it is shown only now and cannot be recovered.`),
-          h('p', {}, 'Owner: ', h('strong', {}, r.owner_email)),
-          h('code', { class: 'secret', id: 'owner-password' }, r.password),
-        );
-        form.querySelectorAll('input').forEach((i) => (i.value = ''));
-        done();
-      } catch (err) {
-        msg.show(err instanceof ApiError ? err.message : String(err));
-      }
-    });
+  return cardForm({
+    id: 'create-company',
+    title: 'Create a company',
+    fields: [
+      h('div', { class: 'inline' }, field('Company name', name), field('Short name (slug)', slug, 'Optional; cannot be changed later.')),
+      h('div', { class: 'inline' }, field('Owner’s email', email), field('Owner’s name', owner)),
+    ],
+    submitLabel: 'Create company',
+    submit: async ({ form, out }) => {
+      const body: Record<string, string> = { company_name: name.value.trim(), owner_email: email.value.trim(), owner_name: owner.value.trim() };
+      if (slug.value.trim()) body.slug = slug.value.trim();
+      const r = await api<{ client_id: string; slug: string; owner_email: string; password: string }>('POST', '/api/admin/clients', { body });
+      replace(
+        out,
+        h('p', { class: 'notice ok' }, `Created ${body.company_name} (${r.slug}). Give the owner this password; it is shown only now and cannot be recovered.`),
+        h('p', {}, 'Owner: ', h('strong', {}, r.owner_email)),
+        h('code', { class: 'secret', id: 'owner-password' }, r.password),
+      );
+      form.querySelectorAll('input').forEach((i) => (i.value = ''));
+      done();
+    },
   });
-  return form;
 }

@@ -21,6 +21,13 @@ export class ApiError extends Error {
   }
 }
 
+/** What to tell a person about a failed call: the API's own message, or that head office could not be reached. */
+export function errorText(err: unknown): string {
+  if (err instanceof ApiError) return err.message;
+  if (err instanceof TypeError) return 'Head office could not be reached. Try again.';
+  return err instanceof Error ? err.message : String(err);
+}
+
 /** Called once the session is gone (refresh failed, token revoked): the console goes back to sign-in. */
 let onEnded: (message: string) => void = () => {};
 export function whenSessionEnds(fn: (message: string) => void): void {

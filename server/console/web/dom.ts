@@ -3,6 +3,8 @@
  * ever parsed as HTML anywhere in the console.
  */
 
+import { errorText } from './api.js';
+
 export type Child = Node | string | number | null | undefined | false;
 type Handler = (ev: Event) => void;
 export type Props = Record<string, string | number | boolean | Handler | null | undefined>;
@@ -62,6 +64,7 @@ export function notice(kind: 'error' | 'ok' | 'info' = 'error'): { el: HTMLEleme
     el,
     show(text, k = kind) {
       el.className = `notice ${k}`;
+      el.setAttribute('role', k === 'error' ? 'alert' : 'status');
       el.textContent = text;
       el.hidden = text === '';
     },
@@ -98,6 +101,41 @@ export function timeAgo(iso: string | null | undefined): HTMLElement {
 
 export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n.toLocaleString()} ${n === 1 ? one : many}`;
+}
+
+export type Notice = ReturnType<typeof notice>;
+
+export interface CardFormOptions {
+  id: string;
+  title: string;
+  /** A line under the title. */
+  intro?: string;
+  /** Fields, rows of fields (`h('div', { class: 'inline' }, ...)`). */
+  fields: Child[];
+  submitLabel: string;
+  /**
+   * Runs on submit, with the button disabled, after the message line and the result area are cleared. What it
+   * throws is shown in the message line (errorText: the API's message).
+   */
+  submit: (parts: { form: HTMLFormElement; msg: Notice; out: HTMLElement }) => Promise<void>;
+}
+
+/**
+ * A form in a card: title, intro, fields, a message line, the submit button and a result area (for what is shown
+ * once, such as a code or a password). Every form of the console is one.
+ */
+export function cardForm(o: CardFormOptions): HTMLFormElement {
+  const button = h('button', { type: 'submit', class: 'primary' }, o.submitLabel);
+  const msg = notice();
+  const out = h('div', { id: `${o.id}-result`, 'aria-live': 'polite' });
+  const form = h('form', { class: 'card form', id: o.id }, h('h2', {}, o.title), o.intro ? h('p', { class: 'small muted' }, o.intro) : null, ...o.fields, msg.el, h('div', { class: 'actions' }, button), out);
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    msg.show('');
+    replace(out);
+    void busy(button, () => o.submit({ form, msg, out }).catch((err: unknown) => msg.show(errorText(err))));
+  });
+  return form;
 }
 
 /** Disables a button while `work` runs. */

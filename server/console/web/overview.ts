@@ -1,5 +1,5 @@
 import { api, ApiError } from './api.js';
-import { field, h, notice, plural, replace, timeAgo } from './dom.js';
+import { cardForm, field, h, notice, plural, replace, timeAgo } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
 import { placement, type Camera, type Footfall, type Shop } from './types.js';
@@ -110,35 +110,26 @@ function emptyCompany(p: Page): HTMLElement {
 /** Owners only: POST /api/sites. */
 function openShopForm(done: () => void): HTMLElement {
   const name = h('input', { name: 'name', required: true, maxlength: 200, autocomplete: 'off' });
-  const slug = h('input', { name: 'slug', autocomplete: 'off', pattern: '[a-z0-9-]{3,32}', placeholder: 'derived from the name' });
+  const slug = h('input', { name: 'slug', autocomplete: 'off', pattern: '[a-z0-9\\-]{3,32}', placeholder: 'derived from the name' });
   const tz = h('input', { name: 'timezone', autocomplete: 'off', value: Intl.DateTimeFormat().resolvedOptions().timeZone || 'Asia/Kolkata' });
-  const button = h('button', { type: 'submit', class: 'primary' }, 'Open shop');
-  const msg = notice();
-  const form = h(
-    'form',
-    { class: 'card form', id: 'open-shop' },
-    h('h2', {}, 'Open a shop'),
-    field('Shop name', name),
-    field('Short name (slug)', slug, 'Optional: 3 to 32 lower-case letters, digits and dashes. It cannot be changed later.'),
-    field('Time zone', tz, 'An IANA name such as Asia/Kolkata or Europe/London; reports count days in it.'),
-    msg.el,
-    h('div', { class: 'actions' }, button),
-  );
-  form.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    button.disabled = true;
-    const body: Record<string, string> = { name: name.value.trim() };
-    if (slug.value.trim()) body.slug = slug.value.trim();
-    if (tz.value.trim()) body.timezone = tz.value.trim();
-    api<{ slug: string; name: string }>('POST', '/api/sites', { body })
-      .then((r) => {
-        msg.show(`Opened ${r.name} (${r.slug}).`, 'ok');
-        name.value = '';
-        slug.value = '';
-        done();
-      })
-      .catch((err: unknown) => msg.show(err instanceof Error ? err.message : String(err), 'error'))
-      .finally(() => (button.disabled = false));
+  return cardForm({
+    id: 'open-shop',
+    title: 'Open a shop',
+    fields: [
+      field('Shop name', name),
+      field('Short name (slug)', slug, 'Optional: 3 to 32 lower-case letters, digits and dashes. It cannot be changed later.'),
+      field('Time zone', tz, 'An IANA name such as Asia/Kolkata or Europe/London; reports count days in it.'),
+    ],
+    submitLabel: 'Open shop',
+    submit: async ({ msg }) => {
+      const body: Record<string, string> = { name: name.value.trim() };
+      if (slug.value.trim()) body.slug = slug.value.trim();
+      if (tz.value.trim()) body.timezone = tz.value.trim();
+      const r = await api<{ slug: string; name: string }>('POST', '/api/sites', { body });
+      msg.show(`Opened ${r.name} (${r.slug}).`, 'ok');
+      name.value = '';
+      slug.value = '';
+      done();
+    },
   });
-  return form;
 }

@@ -1,5 +1,5 @@
-import { api, ApiError, raw } from './api.js';
-import { busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
+import { api, errorText, ApiError, raw } from './api.js';
+import { cardForm, busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import { watchLive } from './live.js';
 import { atLeast } from './session.js';
@@ -114,7 +114,7 @@ function shopCheck(s: Shop, signal: AbortSignal): HTMLElement {
           ),
         );
       } catch (err) {
-        replace(out, h('p', { class: 'notice error' }, err instanceof Error ? err.message : String(err)));
+        replace(out, h('p', { class: 'notice error' }, errorText(err)));
       }
     });
   });
@@ -193,7 +193,7 @@ function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload
         renderCheck({ ...check, state: 'requested' });
         reload();
       } catch (err) {
-        msg.show(err instanceof Error ? err.message : String(err));
+        msg.show(errorText(err));
       }
     });
   }
@@ -262,40 +262,25 @@ function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload
 function enrolmentForm(s: Shop): HTMLElement {
   const label = h('input', { name: 'label', maxlength: 100, placeholder: 'e.g. till PC', autocomplete: 'off' });
   const days = h('input', { name: 'days', type: 'number', min: 1, max: 30, value: 7 });
-  const button = h('button', { type: 'submit', class: 'primary' }, 'Create installation code');
-  const out = h('div', { 'aria-live': 'polite' });
-  const msg = notice();
-  const form = h(
-    'form',
-    { class: 'card form', id: 'enrolment' },
-    h('h2', {}, 'Install the shop PC'),
-    h('p', { class: 'small muted' }, 'An installation code connects a shop PC to this shop once. It is shown only now; make a new one if it is lost. A new enrolment replaces the shop’s earlier PC.'),
-    h('div', { class: 'inline' }, field('Label (optional)', label), field('Valid for (days)', days)),
-    msg.el,
-    h('div', { class: 'actions' }, button),
-    out,
-  );
-  form.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    msg.show('');
-    const body: Record<string, unknown> = { days: Number(days.value) || 7 };
-    if (label.value.trim()) body.label = label.value.trim();
-    void busy(button, async () => {
-      try {
-        const r = await api<{ code: string; expires_at: string }>('POST', `/api/sites/${encodeURIComponent(s.slug)}/enrolment-code`, { body });
-        replace(
-          out,
-          h('p', {}, 'Installation code (valid until ', when(r.expires_at), '):'),
-          h('code', { class: 'secret', id: 'enrolment-code' }, r.code),
-          h('p', { class: 'small' }, 'On the shop PC run:'),
-          h('code', { class: 'secret small' }, `footfall enrol --server ${location.origin} --code ${r.code}`),
-        );
-      } catch (err) {
-        msg.show(err instanceof Error ? err.message : String(err));
-      }
-    });
+  return cardForm({
+    id: 'enrolment',
+    title: 'Install the shop PC',
+    intro: 'An installation code connects a shop PC to this shop once. It is shown only now; make a new one if it is lost. A new enrolment replaces the shop’s earlier PC.',
+    fields: [h('div', { class: 'inline' }, field('Label (optional)', label), field('Valid for (days)', days))],
+    submitLabel: 'Create installation code',
+    submit: async ({ out }) => {
+      const body: Record<string, unknown> = { days: Number(days.value) || 7 };
+      if (label.value.trim()) body.label = label.value.trim();
+      const r = await api<{ code: string; expires_at: string }>('POST', `/api/sites/${encodeURIComponent(s.slug)}/enrolment-code`, { body });
+      replace(
+        out,
+        h('p', {}, 'Installation code (valid until ', when(r.expires_at), '):'),
+        h('code', { class: 'secret', id: 'enrolment-code' }, r.code),
+        h('p', { class: 'small' }, 'On the shop PC run:'),
+        h('code', { class: 'secret small' }, `footfall enrol --server ${location.origin} --code ${r.code}`),
+      );
+    },
   });
-  return form;
 }
 
 /** Managers: POST /api/sites/{site}/cameras. */
@@ -307,35 +292,24 @@ function addCameraForm(s: Shop, done: () => void): HTMLElement {
   const path = h('input', { name: 'path', autocomplete: 'off', placeholder: '/Streaming/Channels/101' });
   const username = h('input', { name: 'username', autocomplete: 'off' });
   const password = h('input', { name: 'password', type: 'password', autocomplete: 'new-password' });
-  const button = h('button', { type: 'submit', class: 'primary' }, 'Add camera');
-  const msg = notice();
-  const form = h(
-    'form',
-    { class: 'card form', id: 'add-camera' },
-    h('h2', {}, 'Add a camera'),
-    h('div', { class: 'inline' }, field('Camera name (id)', cameraId, 'Lands on every visit; cannot be changed.'), field('Label', label)),
-    h('div', { class: 'inline' }, field('Address (host or IP)', host), field('RTSP port', port)),
-    field('Stream path', path),
-    h('div', { class: 'inline' }, field('Camera user name', username), field('Camera password', password, 'Stored encrypted; never shown again.')),
-    msg.el,
-    h('div', { class: 'actions' }, button),
-  );
-  form.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    msg.show('');
-    const body: Record<string, unknown> = { camera_id: cameraId.value.trim(), host: host.value.trim(), port: Number(port.value) || 554, path: path.value.trim(), username: username.value };
-    if (label.value.trim()) body.label = label.value.trim();
-    if (password.value) body.password = password.value;
-    void busy(button, async () => {
-      try {
-        const c = await api<Camera>('POST', `/api/sites/${encodeURIComponent(s.slug)}/cameras`, { body });
-        msg.show(`Added ${c.label || c.camera_id}. The shop PC sets it up within a minute.`, 'ok');
-        form.reset();
-        done();
-      } catch (err) {
-        msg.show(err instanceof Error ? err.message : String(err));
-      }
-    });
+  return cardForm({
+    id: 'add-camera',
+    title: 'Add a camera',
+    fields: [
+      h('div', { class: 'inline' }, field('Camera name (id)', cameraId, 'Lands on every visit; cannot be changed.'), field('Label', label)),
+      h('div', { class: 'inline' }, field('Address (host or IP)', host), field('RTSP port', port)),
+      field('Stream path', path),
+      h('div', { class: 'inline' }, field('Camera user name', username), field('Camera password', password, 'Stored encrypted; never shown again.')),
+    ],
+    submitLabel: 'Add camera',
+    submit: async ({ form, msg }) => {
+      const body: Record<string, unknown> = { camera_id: cameraId.value.trim(), host: host.value.trim(), port: Number(port.value) || 554, path: path.value.trim(), username: username.value };
+      if (label.value.trim()) body.label = label.value.trim();
+      if (password.value) body.password = password.value;
+      const c = await api<Camera>('POST', `/api/sites/${encodeURIComponent(s.slug)}/cameras`, { body });
+      msg.show(`Added ${c.label || c.camera_id}. The shop PC sets it up within a minute.`, 'ok');
+      form.reset();
+      done();
+    },
   });
-  return form;
 }

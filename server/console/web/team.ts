@@ -1,5 +1,5 @@
-import { api, ApiError } from './api.js';
-import { busy, field, h, notice, replace, select, timeAgo, when } from './dom.js';
+import { api, errorText } from './api.js';
+import { cardForm, busy, field, h, notice, replace, select, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
 import type { Invitation, Member } from './types.js';
@@ -23,7 +23,7 @@ export function renderTeam(p: Page): void {
       const list = await api<Member[]>('GET', '/api/team', { signal: p.signal });
       replace(members, membersTable(list));
     } catch (err) {
-      if (!p.signal.aborted) msg.show(messageOf(err));
+      if (!p.signal.aborted) msg.show(errorText(err));
     }
   }
 
@@ -45,7 +45,7 @@ export function renderTeam(p: Page): void {
         ),
       );
     } catch (err) {
-      if (!p.signal.aborted) msg.show(messageOf(err));
+      if (!p.signal.aborted) msg.show(errorText(err));
     }
   }
 
@@ -59,7 +59,7 @@ export function renderTeam(p: Page): void {
           await api('DELETE', `/api/team/invitations/${encodeURIComponent(i.id)}`);
           msg.show(`Withdrew the invitation of ${i.email}.`, 'ok');
         } catch (err) {
-          msg.show(messageOf(err));
+          msg.show(errorText(err));
         }
         await loadInvitations();
       });
@@ -108,7 +108,7 @@ export function renderTeam(p: Page): void {
       if (m.id === p.user.id && body.active === false) return; // the API ended this session; sign-in follows
       msg.show(done, 'ok');
     } catch (err) {
-      msg.show(messageOf(err));
+      msg.show(errorText(err));
     }
     await load();
   }
@@ -117,54 +117,33 @@ export function renderTeam(p: Page): void {
   if (manager) void loadInvitations();
 }
 
-function messageOf(err: unknown): string {
-  return err instanceof ApiError ? err.message : err instanceof Error ? err.message : String(err);
-}
-
 /** POST /api/team/invitations; shows the code once, and a link to the console's join page carrying it. */
 function inviteForm(owner: boolean, done: () => void): HTMLElement {
   const email = h('input', { type: 'email', name: 'email', required: true, autocomplete: 'off' });
   const name = h('input', { name: 'full_name', required: true, maxlength: 200, autocomplete: 'off' });
   const role = select('role', owner ? [['staff', 'staff'], ['manager', 'manager'], ['owner', 'owner']] : [['staff', 'staff'], ['manager', 'manager']], 'staff');
   const days = h('input', { type: 'number', name: 'expires_in_days', min: 1, max: 30, value: 7 });
-  const button = h('button', { type: 'submit', class: 'primary' }, 'Invite');
-  const msg = notice();
-  const out = h('div', { id: 'invitation-result', 'aria-live': 'polite' });
-  const form = h(
-    'form',
-    { class: 'card form', id: 'invite' },
-    h('h2', {}, 'Invite someone'),
-    h('p', { class: 'small muted' }, 'Footfall sends no email: give the person the code or the link below. They choose their own password when they join.'),
-    h('div', { class: 'inline' }, field('Email', email), field('Full name', name)),
-    h('div', { class: 'inline' }, field('Role', role), field('Valid for (days)', days)),
-    msg.el,
-    h('div', { class: 'actions' }, button),
-    out,
-  );
-  form.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    msg.show('');
-    replace(out);
-    void busy(button, async () => {
-      try {
-        const inv = await api<Invitation>('POST', '/api/team/invitations', { body: { email: email.value.trim(), full_name: name.value.trim(), role: role.value, expires_in_days: Number(days.value) || 7 } });
-        const link = `${location.origin}/#/join/${encodeURIComponent(inv.code ?? '')}`;
-        replace(
-          out,
-          h('p', { class: 'notice ok' }, `Invitation for ${inv.email} created. It is shown only now and works until ${when(inv.expires_at)}.`),
-          h('p', {}, 'Code:'),
-          h('code', { class: 'secret', id: 'invitation-code' }, inv.code ?? ''),
-          h('p', {}, 'Or send this link:'),
-          h('code', { class: 'secret small', id: 'invitation-link' }, link),
-        );
-        form.querySelectorAll('input').forEach((i) => {
-          if (i !== days) i.value = '';
-        });
-        done();
-      } catch (err) {
-        msg.show(messageOf(err));
-      }
-    });
+  return cardForm({
+    id: 'invite',
+    title: 'Invite someone',
+    intro: 'Footfall sends no email: give the person the code or the link below. They choose their own password when they join.',
+    fields: [h('div', { class: 'inline' }, field('Email', email), field('Full name', name)), h('div', { class: 'inline' }, field('Role', role), field('Valid for (days)', days))],
+    submitLabel: 'Invite',
+    submit: async ({ form, out }) => {
+      const inv = await api<Invitation>('POST', '/api/team/invitations', { body: { email: email.value.trim(), full_name: name.value.trim(), role: role.value, expires_in_days: Number(days.value) || 7 } });
+      const link = `${location.origin}/#/join/${encodeURIComponent(inv.code ?? '')}`;
+      replace(
+        out,
+        h('p', { class: 'notice ok' }, `Invitation for ${inv.email} created. It is shown only now and works until ${when(inv.expires_at)}.`),
+        h('p', {}, 'Code:'),
+        h('code', { class: 'secret', id: 'invitation-code' }, inv.code ?? ''),
+        h('p', {}, 'Or send this link:'),
+        h('code', { class: 'secret small', id: 'invitation-link' }, link),
+      );
+      form.querySelectorAll('input').forEach((i) => {
+        if (i !== days) i.value = '';
+      });
+      done();
+    },
   });
-  return form;
 }
