@@ -1,8 +1,8 @@
-import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser } from 'playwright-core';
 import { upTopic } from '../shared/topics.js';
+import { CHROMIUM, done, haveChromium, openWatched, signIn, stored, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Harness, type Company } from './support/harness.js';
 import { addCamera, heartbeat, jpeg, openShop, upload, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
@@ -14,53 +14,12 @@ import { settled, shopPc, type ShopPc } from './support/visits.js';
  * Without /usr/bin/chromium the file skips with a printed reason (the HTTP tests in console-serve.test.ts still run).
  */
 
-const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? '/usr/bin/chromium';
-const haveChromium = fs.existsSync(CHROMIUM);
-if (!haveChromium) console.warn(`console-browser.test.ts skipped: no chromium at ${CHROMIUM} (apt-get install chromium, or set FOOTFALL_CHROMIUM)`);
-
-/** Failed fetches the console makes on purpose (a wrong password, an expired token) are logged by Chromium. */
-const EXPECTED_NETWORK = /^Failed to load resource: the server responded with a status of (401|403|404|409|429) /;
-
-interface Watched {
-  page: Page;
-  context: BrowserContext;
-  problems: string[];
-}
+warnIfNoChromium('console-browser.test.ts');
 
 let browser: Browser;
 let h: Harness;
 
-async function open(path = '/'): Promise<Watched> {
-  const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if ((m.type() === 'error' || m.type() === 'warning') && !EXPECTED_NETWORK.test(m.text())) problems.push(`console ${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  // Runs before the console's own code in every document of the page (the CSP does not apply to it).
-  await page.addInitScript(`document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));`);
-  await page.goto(h.url + path);
-  return { page, context, problems };
-}
-
-async function done(w: Watched): Promise<void> {
-  await w.context.close();
-  expect(w.problems).toEqual([]);
-}
-
-async function signIn(page: Page, email: string, password: string, remember = false): Promise<void> {
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  if (remember) await page.getByLabel('Keep me signed in on this computer').check();
-  await page.getByRole('button', { name: 'Sign in' }).click();
-}
-
-/** The session the console keeps in localStorage or sessionStorage (null when none). */
-async function stored(page: Page, where: 'localStorage' | 'sessionStorage'): Promise<{ access_token: string; refresh_token: string } | null> {
-  const text = (await page.evaluate(`${where}.getItem('footfall.session')`)) as string | null;
-  return text ? JSON.parse(text) : null;
-}
+const open = (path = '/'): Promise<Watched> => openWatched(browser, h.url + path);
 
 function visit(cameraId: string, minutesAgo = 1) {
   return { visit_id: randomUUID(), occurred_at: new Date(Date.now() - minutesAgo * 60_000).toISOString(), camera_id: cameraId, quality: 0.3, passed_gate: false };

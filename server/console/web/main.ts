@@ -7,10 +7,11 @@ import { renderShop } from './shop.js';
 import { renderTeam } from './team.js';
 import { renderAdmin } from './admin.js';
 import { renderJoin } from './join.js';
+import { renderReports } from './reports.js';
 
 /**
- * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/team`, `#/admin`, `#/join/<code>`,
- * `#/signin`). Each page gets a signal that aborts when the page is left (polls, the live stream, timers).
+ * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/team`, `#/admin`,
+ * `#/join/<code>`, `#/signin`). Each page gets a signal that aborts when the page is left (polls, the live stream, timers).
  */
 
 export interface Page {
@@ -22,6 +23,8 @@ export interface Page {
 const root = document.getElementById('app')!;
 let leave: AbortController | null = null;
 let pendingMessage = '';
+/** Company members' routes besides the overview. */
+const PAGES = ['shop', 'reports', 'team'];
 
 whenSessionEnds((message) => {
   pendingMessage = message;
@@ -52,7 +55,7 @@ function render(): void {
   pendingMessage = '';
   const user = session.user;
   const admin = isPlatformAdmin(user);
-  const page = admin ? 'admin' : route === 'shop' || route === 'team' ? route : 'overview';
+  const page = admin ? 'admin' : PAGES.includes(route) ? route : 'overview';
   const main = h('main', { id: 'page' });
   replace(root, header(user, page), main);
   const p: Page = { user, main, signal };
@@ -60,6 +63,7 @@ function render(): void {
   if (page === 'admin') renderAdmin(p);
   else if (page === 'shop') renderShop(p, decodeURIComponent(arg));
   else if (page === 'team') renderTeam(p);
+  else if (page === 'reports') renderReports(p);
   else renderOverview(p);
 }
 
@@ -68,7 +72,13 @@ function header(user: User, page: string): HTMLElement {
   const link = (href: string, label: string, here: boolean) => h('a', { href, 'aria-current': here ? 'page' : undefined }, label);
   const nav = admin
     ? h('nav', { 'aria-label': 'Main' }, link('#/admin', 'Companies', true))
-    : h('nav', { 'aria-label': 'Main' }, link('#/', 'Overview', page === 'overview' || page === 'shop'), link('#/team', 'Team', page === 'team'));
+    : h(
+        'nav',
+        { 'aria-label': 'Main' },
+        link('#/', 'Overview', page === 'overview' || page === 'shop'),
+        link('#/reports', 'Reports', page === 'reports'),
+        link('#/team', 'Team', page === 'team'),
+      );
   const signOut = h('button', { type: 'button', class: 'link', id: 'sign-out' }, 'Sign out');
   signOut.addEventListener('click', () => {
     signOut.disabled = true;

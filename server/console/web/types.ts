@@ -66,6 +66,87 @@ export interface Footfall {
   worst_site: string;
 }
 
+export interface Conversion {
+  visitors: number;
+  purchasers: number;
+  conversion: number;
+  revenue: number;
+  average_basket: number;
+  currency: string;
+}
+
+export interface Attributes {
+  gender?: string;
+  age?: number;
+  emotion?: string;
+}
+
+/** An arrival (visit) of the feed and the stream (spec: Arrival). */
+export interface Arrival {
+  visit_id: string;
+  occurred_at: string;
+  site_id: string;
+  site: string;
+  site_slug: string;
+  camera_id: string;
+  visitor_id?: string;
+  visitor_ref?: string;
+  label: string;
+  is_new_visitor: boolean;
+  similarity: number;
+  quality: number;
+  attributes?: Attributes;
+  image: ImageRef;
+}
+
+export interface Feed {
+  arrivals: Arrival[];
+  cursor: string;
+  polled_at: string;
+}
+
+/** A customer (spec: Customer (visitor)). */
+export interface Customer {
+  id: string;
+  ref: string;
+  label: string;
+  full_name: string;
+  phone: string;
+  email: string;
+  visit_count: number;
+  first_seen_at: string;
+  last_seen_at: string;
+  has_profile: boolean;
+  has_consent: boolean;
+}
+
+/** One visit of a customer's history, newest first. */
+export interface HistoryRow {
+  id: string;
+  occurred_at: string;
+  site: string;
+  site_slug?: string;
+  camera_id: string;
+  is_new_visitor: boolean;
+  similarity: number;
+  quality: number;
+  attributes?: Attributes;
+}
+
+/** The answer of DELETE /api/visitors/{id} (docs/visits-and-customers.md, Erasure). */
+export interface Erasure {
+  erased: string;
+  ref: string;
+  visits_unlinked: number;
+  images_deleted: number;
+}
+
+/** "female, 30, happy": the attributes the shop PC sent, or an empty string. */
+export function attributesText(a: Attributes | undefined): string {
+  if (!a) return '';
+  return [a.gender, a.age === undefined ? undefined : String(Math.round(a.age)), a.emotion].filter((x) => x !== undefined && x !== '').join(', ');
+}
+
 export interface Member {
   id: string;
   email: string;

@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { encodeEmbedding, type VisitMessage } from '../shared/messages.js';
+import { CHROMIUM, done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
+import { startHarness, type Company, type Harness } from './support/harness.js';
+import { settled, shopPc, type ShopPc } from './support/visits.js';
+
+/**
+ * The console's reports, arrivals and customers pages in Chromium against a real head office (SQLite, broker,
+ * HTTP) with real shop PCs publishing visits over MQTT. The pages' numbers are compared with the API's answers to
+ * the same query. Every page is watched for console errors, page errors and CSP violations.
+ */
+
+warnIfNoChromium('console-insights.test.ts');
+
+let browser: Browser;
+let h: Harness;
+let chain: Company;
+let bandra: ShopPc;
+let powai: ShopPc;
+
+/** The API's 400 answers (a bad range) are expected here too, besides the ones the other browser tests expect. */
+const EXPECTED = /^Failed to load resource: the server responded with a status of (400|401|403|404|409|429) /;
+const open = (path = '/'): Promise<Watched> => openWatched(browser, h.url + path, EXPECTED);
+
+/** A unit vector: a face nobody else has (random 512-d vectors are far apart), the same each time for a seed. */
+function face(seed: number): string {
+  let x = seed * 2654435761;
+  const v = new Float32Array(512);
+  for (let i = 0; i < v.length; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    v[i] = x / 2147483648 - 0.5;
+  }
+  const n = Math.hypot(...v);
+  return encodeEmbedding(v.map((a) => a / n));
+}
+
+/** A visit as a shop PC publishes it: identified when `who` names a face, footfall without identity otherwise. */
+function visit(who: number | null, minutesAgo: number, over: Partial<VisitMessage> = {}): VisitMessage {
+  const occurred = new Date(Date.now() - minutesAgo * 60_000).toISOString();
+  return {
+    visit_id: randomUUID(),
+    occurred_at: occurred,
+    camera_id: 'door',
+    ...(who === null ? { quality: 0.2, passed_gate: false } : { embedding: face(who), recognition_model: 'test-model', quality: 0.9, passed_gate: true }),
+    attributes: { gender: 'female', age: 34, emotion: 'happy' },
+    ...over,
+  };
+}
+
+describe.skipIf(!haveChromium)('console: reports, arrivals, customers', () => {
+  beforeAll(async () => {
+    [browser, h] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness({ FOOTFALL_IMAGES: 'local' })]);
+    chain = await h.company('Insight Chain');
+    bandra = await shopPc(h, chain.ownerToken, chain.slug, 'Bandra West');
+    powai = await shopPc(h, chain.ownerToken, chain.slug, 'Powai');
+    // Customer 1 first came two days ago and again today; customer 2 is new today; two people nobody identified.
+    await bandra.publish(visit(1, 2 * 24 * 60));
+    await settled(h);
+    await bandra.publish(visit(1, 3));
+    await bandra.publish(visit(2, 2));
+    await bandra.publish(visit(null, 4));
+    await powai.publish(visit(null, 5));
+    await powai.publish(visit(3, 24 * 60 + 10));
+    await settled(h);
+    const sale = await h.request('POST', '/api/purchases', { token: chain.ownerToken, body: { visitor_id: 'V-1', site_id: bandra.shop.slug, amount: 450.5, currency: 'INR' } });
+    expect(sale.status).toBe(201);
+  });
+
+  afterAll(async () => {
+    await bandra?.close();
+    await powai?.close();
+    await h?.close();
+    await browser?.close();
+  });
+
+  /** A field of the report form by its exact label. */
+  const form = (page: Page, label: string) => page.locator('#report-form').getByLabel(label, { exact: true });
+
+  /** The report the page shows (its query kept on #report) equals the API's answer to the same query. */
+  async function expectReportMatchesApi(page: Page): Promise<{ query: URLSearchParams; footfall: any }> {
+    const query = await page.locator('#report').getAttribute('data-query');
+    expect(query).toBeTruthy();
+    const footfall = await h.request('GET', `/api/reports/footfall?${query}`, { token: chain.ownerToken });
+    const conversion = await h.request('GET', `/api/reports/conversion?${query}`, { token: chain.ownerToken });
+    expect(footfall.status).toBe(200);
+    const r = footfall.body;
+
+    const total = async (name: string) => (await page.locator(`#report-totals [data-total="${name}"]`).innerText()).trim();
+    const newSum = r.points.reduce((n: number, p: any) => n + p.new, 0);
+    const unidentified = r.points.reduce((n: number, p: any) => n + p.visitors - p.new - p.returning, 0);
+    expect(await total('Visitors')).toBe(String(r.total));
+    expect(await total('Visits')).toBe(String(r.visits));
+    expect(await total('New customers')).toBe(String(newSum));
+    expect(await total('Not identified')).toBe(String(unidentified));
+    expect(await total('Returning customers')).toBe(String(r.total - newSum - unidentified));
+    if (r.visits > 0) expect(await total('Faces too poor to use')).toBe(`${Math.round(r.fraction_below_gate * 1000) / 10}%`);
+    if (!query!.includes('site=') && r.worst_site) expect(await total('Shop with most poor faces')).toBe(r.worst_site);
+
+    // One bar per point, in order, with the point's numbers in its title, and heights in proportion to visitors.
+    const bars = (await page.evaluate(`[...document.querySelectorAll('#report-chart g.bar')].map((g) => ({
+      bucket: g.getAttribute('data-bucket'),
+      title: g.querySelector('title').textContent,
+      height: [...g.querySelectorAll('rect:not(.hit)')].reduce((n, r) => n + Number(r.getAttribute('height')), 0),
+      segments: Object.fromEntries([...g.querySelectorAll('rect:not(.hit)')].map((r) => [r.getAttribute('class'), Number(r.getAttribute('height'))])),
+    }))`)) as { bucket: string; title: string; height: number; segments: Record<string, number> }[];
+    expect(bars.map((b) => b.bucket)).toEqual(r.points.map((p: any) => p.bucket));
+    const scale = Math.max(...bars.map((b, i) => (r.points[i].visitors > 0 ? b.height / r.points[i].visitors : 0)));
+    bars.forEach((b, i) => {
+      const p = r.points[i];
+      expect(b.title).toBe(`${p.bucket}: ${p.visitors} visitor${p.visitors === 1 ? '' : 's'} (${p.new} new, ${p.returning} returning, ${p.visitors - p.new - p.returning} not identified)`);
+      expect(b.height).toBeCloseTo(p.visitors * scale, 1);
+      expect(b.segments.new ?? 0).toBeCloseTo(p.new * scale, 1);
+      expect(b.segments.returning ?? 0).toBeCloseTo(p.returning * scale, 1);
+    });
+    // The table under the chart: the same numbers.
+    const rows = (await page.evaluate(`[...document.querySelectorAll('#report-table tbody tr')].map((tr) => [...tr.children].map((c) => c.textContent))`)) as string[][];
+    expect(rows).toEqual(r.points.map((p: any) => [p.bucket, String(p.visitors), String(p.new), String(p.returning), String(p.visitors - p.new - p.returning)]));
+
+    const c = conversion.body;
+    const conv = async (name: string) => (await page.locator(`#report-conversion [data-conversion="${name}"]`).innerText()).trim();
+    expect(await conv('Visitors')).toBe(String(c.visitors));
+    expect(await conv('Purchasers')).toBe(String(c.purchasers));
+    expect(await conv('Conversion')).toBe(`${Math.round(c.conversion * 1000) / 10}%`);
+    if (c.currency) {
+      expect(await conv('Currency')).toBe(c.currency);
+      expect(await conv('Revenue')).toBe(new Intl.NumberFormat('en-US', { style: 'currency', currency: c.currency }).format(c.revenue));
+    }
+    return { query: new URLSearchParams(query!), footfall: r };
+  }
+
+  it('reports: the last 7 days for the company, today by hour for one shop, and the API’s message for a bad range', async () => {
+    const w = await open('/#/reports');
+    const { page } = w;
+    await signIn(page, chain.ownerEmail, chain.ownerPassword);
+    await page.locator('#report[data-query]').waitFor();
+    expect(await page.locator('header nav a[aria-current="page"]').innerText()).toBe('Reports');
+
+    // The default: the last seven days by day, the whole company, in the shops' zone.
+    const week = await expectReportMatchesApi(page);
+    expect(week.query.get('bucket')).toBe('day');
+    expect(week.query.get('site')).toBeNull();
+    expect(week.query.get('tz')).toBe('Asia/Kolkata');
+    expect(week.footfall.points).toHaveLength(7);
+    expect(week.footfall.total).toBe(5); // two customers and two unidentified at Bandra, customer 3 at Powai
+    expect(week.footfall.worst_site).toBe('Powai'); // one of two visits below the gate, Bandra one of four
+    expect(await page.locator('#report-conversion [data-conversion="Purchasers"]').innerText()).toBe('1');
+
+    // Today at Bandra West: by hour.
+    await form(page, 'Period').selectOption('today');
+    await form(page, 'Shop').selectOption(bandra.shop.slug);
+    expect(await form(page, 'Group by').inputValue()).toBe('hour');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForFunction(`document.querySelector('#report')?.getAttribute('data-query')?.includes('site=')`);
+    const today = await expectReportMatchesApi(page);
+    expect(today.query.get('bucket')).toBe('hour');
+    expect(today.query.get('from')).toBe(today.query.get('to'));
+    expect(today.footfall.points.length).toBeGreaterThanOrEqual(23);
+
+    // Hours are offered for 30 days, not for 40 (the API takes at most 31 days by hour); months are.
+    await form(page, 'Period').selectOption('30');
+    expect(await page.locator('select[name="bucket"] option[value="hour"]').isDisabled()).toBe(false);
+    await form(page, 'Period').selectOption('custom');
+    const to = await form(page, 'To').inputValue();
+    await form(page, 'From').fill(new Date(Date.parse(to) - 39 * 86_400_000).toISOString().slice(0, 10));
+    await form(page, 'From').dispatchEvent('change');
+    expect(await page.locator('select[name="bucket"] option[value="hour"]').isDisabled()).toBe(true);
+    expect(await page.locator('select[name="bucket"] option[value="day"]').isDisabled()).toBe(false);
+    await form(page, 'Group by').selectOption('month');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForFunction(`document.querySelector('#report')?.getAttribute('data-query')?.includes('bucket=month')`);
+    await expectReportMatchesApi(page);
+
+    // A custom range that ends before it starts: the API's message, and no stale numbers.
+    await form(page, 'Period').selectOption('custom');
+    await form(page, 'From').fill('2026-01-10');
+    await form(page, 'To').fill('2026-01-01');
+    await page.getByRole('button', { name: 'Show' }).click();
+    const alert = page.locator('#report-form [role="alert"]');
+    await alert.waitFor();
+    const bad = await h.request('GET', `/api/reports/footfall?from=2026-01-10&to=2026-01-01&tz=Asia/Kolkata&bucket=month&site=${bandra.shop.slug}`, { token: chain.ownerToken });
+    expect(bad.status).toBe(400);
+    expect(await alert.innerText()).toBe(bad.body.message);
+    expect(await page.locator('#report-chart').count()).toBe(0);
+    await done(w);
+  });
+});

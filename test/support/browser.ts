@@ -1,0 +1,60 @@
+import fs from 'node:fs';
+import { expect } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+
+/**
+ * Helpers for the console's browser tests (Debian's chromium driven by playwright-core): a page in a fresh context
+ * (empty storage) watched for console errors, uncaught exceptions and CSP violations, signing in, and the stored
+ * session. Without /usr/bin/chromium (or FOOTFALL_CHROMIUM) the test files skip with a printed reason.
+ */
+
+export const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? '/usr/bin/chromium';
+export const haveChromium = fs.existsSync(CHROMIUM);
+
+/** Prints why a browser test file is skipped (call at the top of the file). */
+export function warnIfNoChromium(file: string): void {
+  if (!haveChromium) console.warn(`${file} skipped: no chromium at ${CHROMIUM} (apt-get install chromium, or set FOOTFALL_CHROMIUM)`);
+}
+
+/** Failed fetches the console makes on purpose (a wrong password, an expired token) are logged by Chromium. */
+export const EXPECTED_NETWORK = /^Failed to load resource: the server responded with a status of (401|403|404|409|429) /;
+
+export interface Watched {
+  page: Page;
+  context: BrowserContext;
+  problems: string[];
+}
+
+/** Opens `url` in a fresh context; every console error or warning, page error and CSP violation is collected. */
+export async function openWatched(browser: Browser, url: string, expected: RegExp = EXPECTED_NETWORK): Promise<Watched> {
+  const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if ((m.type() === 'error' || m.type() === 'warning') && !expected.test(m.text())) problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  // Runs before the console's own code in every document of the page (the CSP does not apply to it).
+  await page.addInitScript(`document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));`);
+  await page.goto(url);
+  return { page, context, problems };
+}
+
+/** Closes the context and fails the test if anything went wrong on the page meanwhile. */
+export async function done(w: Watched): Promise<void> {
+  await w.context.close();
+  expect(w.problems).toEqual([]);
+}
+
+export async function signIn(page: Page, email: string, password: string, remember = false): Promise<void> {
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  if (remember) await page.getByLabel('Keep me signed in on this computer').check();
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** The session the console keeps in localStorage or sessionStorage (null when none). */
+export async function stored(page: Page, where: 'localStorage' | 'sessionStorage'): Promise<{ access_token: string; refresh_token: string } | null> {
+  const text = (await page.evaluate(`${where}.getItem('footfall.session')`)) as string | null;
+  return text ? JSON.parse(text) : null;
+}
