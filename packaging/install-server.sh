@@ -62,7 +62,7 @@ setting() {
 port="$(setting FOOTFALL_HTTP_PORT)"; port="${port:-8080}"
 host="$(setting FOOTFALL_HTTP_HOST)"
 case "$host" in
-  ''|0.0.0.0|::|'[::]') probe_host=127.0.0.1; console_host="$(hostname -f 2>/dev/null || hostname)" ;;
+  ''|0.0.0.0|::|'[::]') probe_host=127.0.0.1; console_host="$(hostname -f 2>/dev/null || uname -n)" ;;
   *:*) probe_host="[${host#[}"; probe_host="${probe_host%]}]"; console_host="$probe_host" ;;
   *) probe_host="$host"; console_host="$host" ;;
 esac
