@@ -4,6 +4,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { encodeEmbedding, type VisitMessage } from '../shared/messages.js';
 import { CHROMIUM, done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
+import { jpeg, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 
 /**
@@ -23,6 +24,12 @@ let powai: ShopPc;
 /** The API's 400 answers (a bad range) are expected here too, besides the ones the other browser tests expect. */
 const EXPECTED = /^Failed to load resource: the server responded with a status of (400|401|403|404|409|429) /;
 const open = (path = '/'): Promise<Watched> => openWatched(browser, h.url + path, EXPECTED);
+
+/**
+ * Waits until an expression is true in the page. page.waitForFunction would poll it with eval inside the page,
+ * which the console's CSP refuses; page.evaluate runs it through the DevTools protocol instead.
+ */
+const until = (page: Page, expression: string, timeoutMs = 5000) => waitFor(async () => (await page.evaluate(expression)) === true, timeoutMs, 50);
 
 /** A unit vector: a face nobody else has (random 512-d vectors are far apart), the same each time for a seed. */
 function face(seed: number): string {
@@ -152,7 +159,7 @@ describe.skipIf(!haveChromium)('console: reports, arrivals, customers', () => {
     await form(page, 'Shop').selectOption(bandra.shop.slug);
     expect(await form(page, 'Group by').inputValue()).toBe('hour');
     await page.getByRole('button', { name: 'Show' }).click();
-    await page.waitForFunction(`document.querySelector('#report')?.getAttribute('data-query')?.includes('site=')`);
+    await until(page, `document.querySelector('#report')?.getAttribute('data-query')?.includes('site=')`);
     const today = await expectReportMatchesApi(page);
     expect(today.query.get('bucket')).toBe('hour');
     expect(today.query.get('from')).toBe(today.query.get('to'));
@@ -169,7 +176,7 @@ describe.skipIf(!haveChromium)('console: reports, arrivals, customers', () => {
     expect(await page.locator('select[name="bucket"] option[value="day"]').isDisabled()).toBe(false);
     await form(page, 'Group by').selectOption('month');
     await page.getByRole('button', { name: 'Show' }).click();
-    await page.waitForFunction(`document.querySelector('#report')?.getAttribute('data-query')?.includes('bucket=month')`);
+    await until(page, `document.querySelector('#report')?.getAttribute('data-query')?.includes('bucket=month')`);
     await expectReportMatchesApi(page);
 
     // A custom range that ends before it starts: the API's message, and no stale numbers.
@@ -183,6 +190,80 @@ describe.skipIf(!haveChromium)('console: reports, arrivals, customers', () => {
     expect(bad.status).toBe(400);
     expect(await alert.innerText()).toBe(bad.body.message);
     expect(await page.locator('#report-chart').count()).toBe(0);
+    await done(w);
+  });
+  it('arrivals: the latest from the feed, then live ones from the stream, once each across a reconnect; the stream closes on leaving', async () => {
+    const streams = () => h.server.deps.arrivals.listeners;
+    const w = await open('/#/arrivals');
+    const { page } = w;
+    const streamUrls: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/api/visits/stream')) streamUrls.push(r.url());
+    });
+    await signIn(page, chain.ownerEmail, chain.ownerPassword);
+    const feed = (await h.request('GET', '/api/visits?limit=50', { token: chain.ownerToken })).body;
+    const rows = page.locator('#arrivals li[data-visit]');
+    await page.getByText('Live: new arrivals appear at the top.').waitFor();
+    expect(await rows.count()).toBe(feed.arrivals.length);
+    // Newest on top: the feed's rows are ascending.
+    expect(await rows.first().getAttribute('data-visit')).toBe(feed.arrivals.at(-1).visit_id);
+    expect(await rows.last().getAttribute('data-visit')).toBe(feed.arrivals[0].visit_id);
+    await waitFor(() => streams() === 1, 3000);
+
+    // Customer 2 comes back to Bandra West, with a face photo, while the page is open.
+    const up = await bandra.uploadFace(await jpeg(40, 40, 200));
+    expect(up.status).toBe(201);
+    const back = visit(2, 0, { face_image_id: up.body.face_image_id });
+    await bandra.publish(back);
+    const row = page.locator(`#arrivals li[data-visit="${back.visit_id}"]`);
+    await row.waitFor({ timeout: 5000 });
+    expect(await rows.first().getAttribute('data-visit')).toBe(back.visit_id);
+    const text = await row.innerText();
+    expect(text).toContain('V-2');
+    expect(text).toContain('Returning');
+    expect(text).toContain('Bandra West · camera door');
+    expect(text).toContain('female, 34, happy');
+    await until(page, `document.querySelector('[data-visit="${back.visit_id}"] img.face')?.naturalWidth === 40`);
+    const photo = await row.locator('img.face').getAttribute('src');
+    expect(photo).toMatch(/^blob:/);
+
+    // Head office ends every stream; the page reconnects. Its resume position is rewritten to the first one, so
+    // head office sends the arrival again: the page shows it once.
+    const first = new URL(streamUrls[0]!).searchParams.get('cursor')!;
+    await page.route('**/api/visits/stream*', (route) => {
+      const u = new URL(route.request().url());
+      u.searchParams.set('cursor', first);
+      return route.continue({ url: u.toString() });
+    });
+    const replay = await h.request('GET', `/api/visits?cursor=${encodeURIComponent(first)}`, { token: chain.ownerToken });
+    expect(replay.body.arrivals.map((a: any) => a.visit_id)).toContain(back.visit_id); // what the reconnect receives
+    h.server.deps.arrivals.close();
+    await waitFor(() => streamUrls.length === 2 && streams() === 1, 8000, 50);
+    await page.unroute('**/api/visits/stream*');
+    const later = visit(null, 0, { attributes: { gender: 'male' } });
+    await powai.publish(later);
+    await page.locator(`#arrivals li[data-visit="${later.visit_id}"]`).waitFor({ timeout: 5000 });
+    expect(await page.locator(`#arrivals li[data-visit="${back.visit_id}"]`).count()).toBe(1);
+    expect(await rows.count()).toBe(feed.arrivals.length + 2);
+    expect(await page.locator(`#arrivals li[data-visit="${later.visit_id}"]`).innerText()).toContain('Not identified');
+
+    // One shop: only its arrivals, over a new stream (the old one is closed).
+    await page.locator('#page').getByLabel('Shop').selectOption(powai.shop.slug);
+    const powaiFeed = (await h.request('GET', `/api/visits?limit=50&site=${powai.shop.slug}`, { token: chain.ownerToken })).body;
+    await until(page, `document.querySelectorAll('#arrivals li[data-visit]').length === ${powaiFeed.arrivals.length}`);
+    expect(await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-visit')))).toEqual(powaiFeed.arrivals.map((a: any) => a.visit_id).reverse());
+    await waitFor(() => streams() === 1 && streamUrls.at(-1)!.includes(`site=${powai.shop.slug}`), 3000);
+    const elsewhere = visit(null, 0);
+    const here = visit(null, 0);
+    await bandra.publish(elsewhere);
+    await powai.publish(here);
+    await page.locator(`#arrivals li[data-visit="${here.visit_id}"]`).waitFor({ timeout: 5000 });
+    expect(await page.locator(`#arrivals li[data-visit="${elsewhere.visit_id}"]`).count()).toBe(0);
+
+    // Leaving the page closes the stream: head office has no listener left.
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.locator(`[data-shop="${bandra.shop.slug}"]`).waitFor();
+    await waitFor(() => streams() === 0, 3000);
     await done(w);
   });
 });

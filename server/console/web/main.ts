@@ -8,9 +8,10 @@ import { renderTeam } from './team.js';
 import { renderAdmin } from './admin.js';
 import { renderJoin } from './join.js';
 import { renderReports } from './reports.js';
+import { renderArrivals } from './arrivals.js';
 
 /**
- * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/team`, `#/admin`,
+ * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/arrivals`, `#/team`, `#/admin`,
  * `#/join/<code>`, `#/signin`). Each page gets a signal that aborts when the page is left (polls, the live stream, timers).
  */
 
@@ -24,7 +25,7 @@ const root = document.getElementById('app')!;
 let leave: AbortController | null = null;
 let pendingMessage = '';
 /** Company members' routes besides the overview. */
-const PAGES = ['shop', 'reports', 'team'];
+const PAGES = ['shop', 'reports', 'arrivals', 'team'];
 
 whenSessionEnds((message) => {
   pendingMessage = message;
@@ -64,6 +65,7 @@ function render(): void {
   else if (page === 'shop') renderShop(p, decodeURIComponent(arg));
   else if (page === 'team') renderTeam(p);
   else if (page === 'reports') renderReports(p);
+  else if (page === 'arrivals') renderArrivals(p);
   else renderOverview(p);
 }
 
@@ -77,6 +79,7 @@ function header(user: User, page: string): HTMLElement {
         { 'aria-label': 'Main' },
         link('#/', 'Overview', page === 'overview' || page === 'shop'),
         link('#/reports', 'Reports', page === 'reports'),
+        link('#/arrivals', 'Arrivals', page === 'arrivals'),
         link('#/team', 'Team', page === 'team'),
       );
   const signOut = h('button', { type: 'button', class: 'link', id: 'sign-out' }, 'Sign out');

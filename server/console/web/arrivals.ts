@@ -1,0 +1,178 @@
+import { api, errorText, raw } from './api.js';
+import { ago, field, h, notice, replace, select, when } from './dom.js';
+import type { Page } from './main.js';
+import { follow, type StreamState } from './sse.js';
+import { attributesText, type Arrival, type Feed, type Shop } from './types.js';
+
+/**
+ * A live feed of arrivals: the latest rows of GET /api/visits, then new ones from GET /api/visits/stream (fetch()
+ * streaming, resumed from the last event id; docs/console.md). Newest on top, at most SHOWN rows; de-duplicated on
+ * `visit_id` (delivery is at least once). Face photos are fetched with the token and shown through blob: URLs,
+ * released when their row leaves the list or the page is left. Changing the shop filter, or leaving the page, aborts
+ * the stream.
+ */
+
+const SHOWN = 50;
+/** How many visit ids are remembered for de-duplication (more than are shown: a replay may reach further back). */
+const REMEMBERED = 1000;
+
+export function renderArrivals(p: Page): void {
+  const status = h('p', { class: 'stream-state small', id: 'stream-state', role: 'status' }, 'Connecting…');
+  const error = notice('error');
+  const list = h('ol', { class: 'arrivals', id: 'arrivals', 'aria-label': 'Arrivals, newest first' });
+  const shop = select('site', [['', 'All shops']], '');
+  const filter = h('div', { class: 'inline filters' }, field('Shop', shop));
+  replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Arrivals'), status), filter, error.el, list);
+
+  const rows = new Map<string, Row>();
+  const seen: string[] = [];
+  const seenSet = new Set<string>();
+  let current: AbortController | null = null;
+
+  const ticker = window.setInterval(() => {
+    for (const r of rows.values()) r.tick();
+  }, 30_000);
+  p.signal.addEventListener('abort', () => {
+    clearInterval(ticker);
+    current?.abort();
+    for (const r of rows.values()) r.release();
+    rows.clear();
+  });
+
+  const remember = (id: string): boolean => {
+    if (seenSet.has(id)) return false;
+    seenSet.add(id);
+    seen.push(id);
+    if (seen.length > REMEMBERED) seenSet.delete(seen.shift()!);
+    return true;
+  };
+
+  const add = (a: Arrival, signal: AbortSignal) => {
+    if (!remember(a.visit_id)) return;
+    const r = arrivalRow(a, signal);
+    rows.set(a.visit_id, r);
+    list.prepend(r.el);
+    while (rows.size > SHOWN) {
+      const oldest = list.lastElementChild as HTMLElement | null;
+      const id = oldest?.getAttribute('data-visit');
+      if (!oldest || !id) break;
+      rows.get(id)?.release();
+      rows.delete(id);
+      oldest.remove();
+    }
+  };
+
+  const start = async () => {
+    current?.abort();
+    const ac = new AbortController();
+    current = ac;
+    for (const r of rows.values()) r.release();
+    rows.clear();
+    seen.length = 0;
+    seenSet.clear();
+    replace(list);
+    error.show('');
+    showState(status, { kind: 'connecting' });
+    const site = shop.value ? `&site=${encodeURIComponent(shop.value)}` : '';
+    let feed: Feed;
+    try {
+      feed = await api<Feed>('GET', `/api/visits?limit=${SHOWN}${site}`, { signal: ac.signal });
+    } catch (err) {
+      if (ac.signal.aborted) return;
+      error.show(errorText(err));
+      showState(status, { kind: 'stopped', why: 'Not connected.' });
+      return;
+    }
+    if (ac.signal.aborted) return;
+    for (const a of feed.arrivals) add(a, ac.signal); // ascending: the newest ends on top
+    if (feed.arrivals.length === 0) list.append(h('li', { class: 'muted empty-row' }, 'No arrivals yet. New ones appear here as the cameras see people.'));
+    follow({
+      url: (lastId) => `/api/visits/stream?cursor=${encodeURIComponent(lastId)}${site}`,
+      lastId: feed.cursor,
+      signal: ac.signal,
+      onState: (s) => showState(status, s),
+      onEvent: (e) => {
+        if (e.event !== 'arrival') return;
+        let a: Arrival;
+        try {
+          a = JSON.parse(e.data) as Arrival;
+        } catch {
+          return;
+        }
+        list.querySelector('.empty-row')?.remove();
+        add(a, ac.signal);
+      },
+    });
+  };
+
+  shop.addEventListener('change', () => void start());
+
+  void (async () => {
+    try {
+      const shops = await api<Shop[]>('GET', '/api/sites', { signal: p.signal });
+      for (const s of shops) shop.append(h('option', { value: s.slug }, s.name));
+    } catch (err) {
+      if (!p.signal.aborted) error.show(errorText(err));
+    }
+    if (!p.signal.aborted) await start();
+  })();
+}
+
+function showState(el: HTMLElement, s: StreamState): void {
+  el.className = `stream-state small ${s.kind}`;
+  el.textContent =
+    s.kind === 'open' ? 'Live: new arrivals appear at the top.' : s.kind === 'connecting' ? 'Connecting…' : s.kind === 'waiting' ? `${s.why} Reconnecting in ${Math.max(1, Math.round(s.ms / 1000))} s…` : s.why;
+}
+
+interface Row {
+  el: HTMLElement;
+  tick(): void;
+  release(): void;
+}
+
+function arrivalRow(a: Arrival, signal: AbortSignal): Row {
+  const time = h('time', { datetime: a.occurred_at, title: when(a.occurred_at) }, ago(a.occurred_at));
+  const who = a.visitor_ref
+    ? h('span', {}, h('a', { href: `#/customers/${encodeURIComponent(a.visitor_ref)}` }, a.visitor_ref), a.label && a.label !== `Visitor ${a.visitor_ref.slice(2)}` ? ` ${a.label}` : '')
+    : h('span', { class: 'muted' }, 'Not identified');
+  const kind = a.visitor_ref ? h('span', { class: `badge ${a.is_new_visitor ? 'warn' : 'good'}` }, a.is_new_visitor ? 'New customer' : 'Returning') : null;
+  const attrs = attributesText(a.attributes);
+  const el = h(
+    'li',
+    { class: 'arrival', 'data-visit': a.visit_id },
+    h(
+      'div',
+      { class: 'arrival-main' },
+      h('div', {}, who, ' ', kind),
+      h('div', { class: 'small' }, a.site, ' · camera ', a.camera_id, ' · ', time),
+      attrs ? h('div', { class: 'small muted attributes' }, attrs) : null,
+    ),
+  );
+
+  let url = '';
+  let released = false;
+  const img = a.image.available && a.image.url?.startsWith('/') ? h('img', { class: 'face', alt: `Photo of ${a.visitor_ref ?? 'the visitor'}`, width: 64, height: 64 }) : null;
+  if (img) {
+    el.prepend(img);
+    void (async () => {
+      try {
+        const res = await raw(a.image.url!, signal);
+        const blob = await res.blob();
+        if (released) return;
+        url = URL.createObjectURL(blob);
+        img.src = url;
+      } catch {
+        img.replaceWith(h('span', { class: 'face none', title: 'The photo could not be loaded.' }));
+      }
+    })();
+  }
+  return {
+    el,
+    tick: () => (time.textContent = ago(a.occurred_at)),
+    release: () => {
+      released = true;
+      if (url) URL.revokeObjectURL(url);
+      url = '';
+    },
+  };
+}
