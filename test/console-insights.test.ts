@@ -266,4 +266,79 @@ describe.skipIf(!haveChromium)('console: reports, arrivals, customers', () => {
     await waitFor(() => streams() === 0, 3000);
     await done(w);
   });
+  it('customers: the most recently seen, search, a customer’s visits, erasure in the page (and the API’s message when it fails)', async () => {
+    expect((await h.request('PUT', '/api/visitors/V-1/profile', { token: chain.ownerToken, body: { full_name: 'Priya Shah', phone: '+91 98765 43210', consent: true } })).status).toBe(200);
+    const w = await open('/#/customers');
+    const { page } = w;
+    await signIn(page, chain.ownerEmail, chain.ownerPassword);
+    await page.getByRole('heading', { name: 'Most recently seen' }).waitFor();
+    const recent = (await h.request('GET', '/api/visitors?limit=50', { token: chain.ownerToken })).body;
+    expect(await page.locator('#customers tr[data-customer]').evaluateAll((els) => els.map((e) => e.getAttribute('data-customer')))).toEqual(recent.map((c: any) => c.ref));
+
+    // Search by name: the customer, then their visits as the API lists them (newest first, the first visit marked).
+    await page.getByLabel('Search', { exact: true }).fill('priya');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('heading', { name: 'Customers matching “priya”' }).waitFor();
+    expect(await page.locator('#customers tr[data-customer]').evaluateAll((els) => els.map((e) => e.getAttribute('data-customer')))).toEqual(['V-1']);
+    expect(await page.locator('#customers tr[data-customer="V-1"]').innerText()).toContain('Priya Shah');
+    await page.getByRole('link', { name: 'V-1' }).click();
+    await page.getByRole('heading', { name: 'Priya Shah (V-1)' }).waitFor();
+    const history = (await h.request('GET', '/api/visitors/V-1/history', { token: chain.ownerToken })).body;
+    expect(history.length).toBe(2);
+    expect(await page.locator('#history tbody tr').evaluateAll((els) => els.map((e) => e.getAttribute('data-visit')))).toEqual(history.map((r: any) => r.id));
+    const firstVisit = history.find((r: any) => r.is_new_visitor).id;
+    expect(await page.locator(`#history tr[data-visit="${firstVisit}"]`).innerText()).toContain('First visit');
+    expect(await page.locator('#history tbody').innerText()).toContain('Bandra West');
+
+    // Erase: a confirmation step in the page, then the API's answer; the customer is gone from the API.
+    await page.getByRole('button', { name: 'Erase customer…' }).click();
+    await page.locator('#erase-confirm').getByText('This cannot be undone.').waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    expect(await page.locator('#erase-confirm').isHidden()).toBe(true);
+    await page.getByRole('button', { name: 'Erase customer…' }).click();
+    await page.getByRole('button', { name: 'Erase V-1' }).click();
+    expect(await page.locator('#erased').innerText()).toBe('V-1 is erased: 2 visits no longer linked, 0 photos deleted.');
+    expect((await h.request('GET', '/api/visitors/V-1/history', { token: chain.ownerToken })).status).toBe(404);
+    expect((await h.request('GET', '/api/visitors?q=priya', { token: chain.ownerToken })).body).toEqual([]);
+
+    // A customer erased elsewhere while the page was open: the API's message, nothing else happens.
+    await page.evaluate(`location.hash = '#/customers/V-2'`);
+    await page.getByRole('heading', { name: 'Visitor 2' }).waitFor();
+    const v2 = (await h.request('GET', '/api/visitors?q=V-2', { token: chain.ownerToken })).body[0];
+    expect(v2.ref).toBe('V-2');
+    await page.locator('#customer img.face').waitFor(); // the photo of the arrivals test
+    await page.getByRole('button', { name: 'Erase customer…' }).click();
+    expect((await h.request('DELETE', `/api/visitors/${v2.id}`, { token: chain.ownerToken })).status).toBe(200);
+    await page.getByRole('button', { name: 'Erase V-2' }).click();
+    const alert = page.locator('#erase [role="alert"]');
+    await alert.waitFor();
+    const again = await h.request('DELETE', `/api/visitors/${v2.id}`, { token: chain.ownerToken });
+    expect(again.status).toBe(404);
+    expect(await alert.innerText()).toBe(again.body.message);
+    expect(await page.getByRole('button', { name: 'Erase V-2' }).isDisabled()).toBe(false);
+    await done(w);
+  });
+
+  it('customers: staff see a customer’s visits but cannot erase', async () => {
+    const email = `staff-${process.pid}@shop.test`;
+    expect((await h.request('POST', '/api/team/members', { token: chain.ownerToken, body: { email, full_name: 'Sam Staff', role: 'staff', password: 'staff-password-1' } })).status).toBe(201);
+    const w = await open('/#/customers/V-3');
+    await signIn(w.page, email, 'staff-password-1');
+    await w.page.getByRole('heading', { name: 'Visitor 3' }).waitFor();
+    await w.page.locator('#history tbody tr').first().waitFor();
+    expect(await w.page.locator('#erase').count()).toBe(0);
+    expect(await w.page.locator('header nav').innerText()).toMatch(/Overview\s+Reports\s+Arrivals\s+Customers\s+Team/);
+    // At phone width the three pages fit without sideways scrolling (the navigation wraps).
+    await w.page.setViewportSize({ width: 375, height: 740 });
+    const fits = 'document.documentElement.scrollWidth <= window.innerWidth';
+    expect(await w.page.evaluate(fits)).toBe(true);
+    await w.page.evaluate(`location.hash = '#/reports'`);
+    await w.page.locator('#report-chart').waitFor();
+    expect(await w.page.evaluate(fits)).toBe(true);
+    if (process.env.SHOT) await w.page.screenshot({ path: '/tmp/phone.png', fullPage: true });
+    await w.page.evaluate(`location.hash = '#/arrivals'`);
+    await w.page.locator('#arrivals li[data-visit]').first().waitFor();
+    expect(await w.page.evaluate(fits)).toBe(true);
+    await done(w);
+  });
 });

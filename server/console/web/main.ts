@@ -9,9 +9,10 @@ import { renderAdmin } from './admin.js';
 import { renderJoin } from './join.js';
 import { renderReports } from './reports.js';
 import { renderArrivals } from './arrivals.js';
+import { renderCustomers } from './customers.js';
 
 /**
- * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/arrivals`, `#/team`, `#/admin`,
+ * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/arrivals`, `#/customers[/<ref>]`, `#/team`, `#/admin`,
  * `#/join/<code>`, `#/signin`). Each page gets a signal that aborts when the page is left (polls, the live stream, timers).
  */
 
@@ -25,7 +26,7 @@ const root = document.getElementById('app')!;
 let leave: AbortController | null = null;
 let pendingMessage = '';
 /** Company members' routes besides the overview. */
-const PAGES = ['shop', 'reports', 'arrivals', 'team'];
+const PAGES = ['shop', 'reports', 'arrivals', 'customers', 'team'];
 
 whenSessionEnds((message) => {
   pendingMessage = message;
@@ -66,6 +67,7 @@ function render(): void {
   else if (page === 'team') renderTeam(p);
   else if (page === 'reports') renderReports(p);
   else if (page === 'arrivals') renderArrivals(p);
+  else if (page === 'customers') renderCustomers(p, decodeURIComponent(arg));
   else renderOverview(p);
 }
 
@@ -80,6 +82,7 @@ function header(user: User, page: string): HTMLElement {
         link('#/', 'Overview', page === 'overview' || page === 'shop'),
         link('#/reports', 'Reports', page === 'reports'),
         link('#/arrivals', 'Arrivals', page === 'arrivals'),
+        link('#/customers', 'Customers', page === 'customers'),
         link('#/team', 'Team', page === 'team'),
       );
   const signOut = h('button', { type: 'button', class: 'link', id: 'sign-out' }, 'Sign out');
