@@ -1,4 +1,5 @@
 import { raw } from './api.js';
+import { readSse } from './sse.js';
 
 /**
  * A camera's live view: GET /api/cameras/{id}/live read with fetch() streaming (EventSource cannot send the
@@ -39,7 +40,8 @@ export function watchLive(cameraId: string, pageSignal: AbortSignal, view: LiveV
     try {
       const res = await raw(`/api/cameras/${encodeURIComponent(cameraId)}/live`, ac.signal);
       view.status('Waiting for the shop PC to send pictures…');
-      const reason = await readEvents(res, (event, data) => {
+      let reason: string | undefined;
+      await readSse(res, ({ event, data }) => {
         if (event === 'frame') {
           const url = URL.createObjectURL(jpegOf(data));
           view.frame(url);
@@ -48,9 +50,10 @@ export function watchLive(cameraId: string, pageSignal: AbortSignal, view: LiveV
         } else if (event === 'waiting') {
           view.status('Waiting for the shop PC to send pictures…');
         } else if (event === 'end') {
-          return data.includes('max_duration') ? 'The live view stops after five minutes. Press “Watch live” to go on watching.' : 'Head office ended the live view.';
+          reason = data.includes('max_duration') ? 'The live view stops after five minutes. Press “Watch live” to go on watching.' : 'Head office ended the live view.';
+          return true;
         }
-        return undefined;
+        return false;
       });
       finish(reason ?? 'The live view ended.');
     } catch (err) {
@@ -65,39 +68,6 @@ export function watchLive(cameraId: string, pageSignal: AbortSignal, view: LiveV
       release();
     },
   };
-}
-
-/** Reads server-sent events until the stream ends or `onEvent` returns a reason to stop. */
-async function readEvents(res: Response, onEvent: (event: string, data: string) => string | undefined): Promise<string | undefined> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return undefined;
-      buf += value.replace(/\r\n?/g, '\n');
-      let i: number;
-      while ((i = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        let event = 'message';
-        const data: string[] = [];
-        for (const line of block.split('\n')) {
-          if (line.startsWith(':')) continue;
-          const colon = line.indexOf(':');
-          const name = colon < 0 ? line : line.slice(0, colon);
-          const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-          if (name === 'event') event = val;
-          else if (name === 'data') data.push(val);
-        }
-        if (data.length === 0 && event === 'message') continue;
-        const stop = onEvent(event, data.join('\n'));
-        if (stop) return stop;
-      }
-    }
-  } finally {
-    reader.cancel().catch(() => {});
-  }
 }
 
 function jpegOf(base64: string): Blob {

@@ -13,8 +13,11 @@ export interface SseEvent {
   id: string;
 }
 
-/** Reads events until the stream ends (resolves) or fails (rejects: a network error, or an abort). */
-export async function readSse(res: Response, onEvent: (e: SseEvent) => void, onRetry: (ms: number) => void = () => {}): Promise<void> {
+/**
+ * Reads events until the stream ends or `onEvent` returns true (resolves), or fails (rejects: a network error, or an
+ * abort).
+ */
+export async function readSse(res: Response, onEvent: (e: SseEvent) => boolean | void, onRetry: (ms: number) => void = () => {}): Promise<void> {
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
   let lastId = '';
@@ -39,7 +42,7 @@ export async function readSse(res: Response, onEvent: (e: SseEvent) => void, onR
           else if (name === 'id' && !val.includes('\0')) lastId = val;
           else if (name === 'retry' && /^\d+$/.test(val)) onRetry(Number(val));
         }
-        if (data.length > 0) onEvent({ event, data: data.join('\n'), id: lastId });
+        if (data.length > 0 && onEvent({ event, data: data.join('\n'), id: lastId }) === true) return;
       }
     }
   } finally {
