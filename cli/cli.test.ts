@@ -175,6 +175,7 @@ describe('footfall CLI', () => {
 
       const password = /Password \(shown once, not stored anywhere\): (\S+)/.exec(s.stdout())?.[1];
       expect(s.stdout()).toContain('Platform admin created: admin@footfall.local');
+      expect(s.stdout()).toContain(`Web console: ${s.url}/ (sign in there`);
       expect(await login(s.url, 'admin@footfall.local', password!)).toBe(200);
       expect(fs.statSync(path.join(dataDir, 'encryption.key')).mode & 0o777).toBe(0o600);
       expect(fs.existsSync(path.join(dataDir, 'footfall.db'))).toBe(true);
@@ -191,6 +192,7 @@ describe('footfall CLI', () => {
     const again = await startServerProcess({ ...serverVars(dataDir), FOOTFALL_ADMIN_EMAIL: 'other@footfall.local', FOOTFALL_ADMIN_PASSWORD: 'other-password' });
     try {
       expect(again.stdout()).not.toMatch(/Password/);
+      expect(again.stdout()).not.toContain('Web console:');
       expect(await login(again.url, 'other@footfall.local', 'other-password')).toBe(401);
     } finally {
       again.child.kill('SIGINT');

@@ -73,9 +73,11 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   await ingest.start();
   metrics?.watch({ config, store, broker, arrivals, live, ingest });
 
+  let firstAdmin = false;
   if (!adminExists(store)) {
     const email = config.FOOTFALL_ADMIN_EMAIL ?? DEFAULT_ADMIN_EMAIL;
     const made = await createAdmin(store, email, config.FOOTFALL_ADMIN_PASSWORD);
+    firstAdmin = true;
     if (made.generated) {
       announce(`\nPlatform admin created: ${made.email}\nPassword (shown once, not stored anywhere): ${made.password}\n`);
     } else {
@@ -100,7 +102,8 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const httpPort = (server.address() as AddressInfo).port;
   const host = config.FOOTFALL_HTTP_HOST === '0.0.0.0' || config.FOOTFALL_HTTP_HOST === '::' ? '127.0.0.1' : config.FOOTFALL_HTTP_HOST;
   const url = `http://${host}:${httpPort}`;
-  log.info({ url, mqtt_port: broker.port, data_dir: config.dataDir, key: keys.source }, 'head office ready');
+  log.info({ url, console: `${url}/`, mqtt_port: broker.port, data_dir: config.dataDir, key: keys.source }, 'head office ready');
+  if (firstAdmin) announce(`Web console: ${url}/ (sign in there as the platform admin, then create the first company)\n`);
 
   const prune = setInterval(() => {
     pruneFailures(store.db, config);
