@@ -129,6 +129,11 @@ async function messageOf(res: Response): Promise<string | undefined> {
   }
 }
 
+/** Ends the session in this browser (storage cleared) and returns to sign-in with `message`. */
+export function endSession(message: string): void {
+  end(message);
+}
+
 function end(message: string): void {
   clear();
   onEnded(message);

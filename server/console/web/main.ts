@@ -10,9 +10,10 @@ import { renderJoin } from './join.js';
 import { renderReports } from './reports.js';
 import { renderArrivals } from './arrivals.js';
 import { renderCustomers } from './customers.js';
+import { renderAccount } from './account.js';
 
 /**
- * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/arrivals`, `#/customers[/<ref>]`, `#/team`, `#/admin`,
+ * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/arrivals`, `#/customers[/<ref>]`, `#/team`, `#/account`, `#/admin`,
  * `#/join/<code>`, `#/signin`). Each page gets a signal that aborts when the page is left (polls, the live stream, timers).
  */
 
@@ -26,7 +27,7 @@ const root = document.getElementById('app')!;
 let leave: AbortController | null = null;
 let pendingMessage = '';
 /** Company members' routes besides the overview. */
-const PAGES = ['shop', 'reports', 'arrivals', 'customers', 'team'];
+const PAGES = ['shop', 'reports', 'arrivals', 'customers', 'team', 'account'];
 
 whenSessionEnds((message) => {
   pendingMessage = message;
@@ -57,12 +58,13 @@ function render(): void {
   pendingMessage = '';
   const user = session.user;
   const admin = isPlatformAdmin(user);
-  const page = admin ? 'admin' : PAGES.includes(route) ? route : 'overview';
+  const page = admin ? (route === 'account' ? 'account' : 'admin') : PAGES.includes(route) ? route : 'overview';
   const main = h('main', { id: 'page' });
   replace(root, header(user, page), main);
   const p: Page = { user, main, signal };
 
-  if (page === 'admin') renderAdmin(p);
+  if (page === 'account') renderAccount(p);
+  else if (page === 'admin') renderAdmin(p);
   else if (page === 'shop') renderShop(p, decodeURIComponent(arg));
   else if (page === 'team') renderTeam(p);
   else if (page === 'reports') renderReports(p);
@@ -75,7 +77,7 @@ function header(user: User, page: string): HTMLElement {
   const admin = isPlatformAdmin(user);
   const link = (href: string, label: string, here: boolean) => h('a', { href, 'aria-current': here ? 'page' : undefined }, label);
   const nav = admin
-    ? h('nav', { 'aria-label': 'Main' }, link('#/admin', 'Companies', true))
+    ? h('nav', { 'aria-label': 'Main' }, link('#/admin', 'Companies', page === 'admin'))
     : h(
         'nav',
         { 'aria-label': 'Main' },
@@ -95,7 +97,7 @@ function header(user: User, page: string): HTMLElement {
     { class: 'top' },
     h('div', { class: 'brand' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'Footfall', h('span', { class: 'company' }, admin ? 'Platform administration' : user.client_name)),
     nav,
-    h('div', { class: 'who' }, h('span', { class: 'user', title: user.email }, user.full_name || user.email), h('span', { class: 'role' }, user.role), signOut),
+    h('div', { class: 'who' }, h('a', { class: 'user', href: '#/account', title: `My account (${user.email})`, 'aria-current': page === 'account' ? 'page' : undefined }, user.full_name || user.email), h('span', { class: 'role' }, user.role), signOut),
   );
 }
 

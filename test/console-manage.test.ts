@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser } from 'playwright-core';
+import { CHROMIUM, done, haveChromium, openWatched, signIn, stored, warnIfNoChromium, type Watched } from './support/browser.js';
+import { startHarness, type Company, type Harness } from './support/harness.js';
+
+/**
+ * The console's management pages in a real browser (Debian's chromium through playwright-core) against a real head
+ * office (test harness: SQLite file, broker, HTTP): my account and its devices, adding members and resetting their
+ * passwords, editing and removing cameras, removing a shop, the platform admin's owner-password reset and company
+ * deletion, and the assistant (through a loopback LLM stand-in). Every outcome is checked through the API. Every
+ * page is watched for console errors, uncaught exceptions and CSP violations.
+ */
+
+warnIfNoChromium('console-manage.test.ts');
+
+/** Chromium logs the API's expected refusals (a wrong slug, a non-empty shop, a revoked token, the assistant off). */
+const EXPECTED = /^Failed to load resource: the server responded with a status of (400|401|404|409|501) /;
+
+let browser: Browser;
+let h: Harness;
+
+const open = (path = '/'): Promise<Watched> => openWatched(browser, h.url + path, EXPECTED);
+const token = async (page: Watched['page']): Promise<string> => (await stored(page, 'sessionStorage'))!.access_token;
+
+describe.skipIf(!haveChromium)('console management pages in a browser', () => {
+  let chain: Company;
+
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    h = await startHarness();
+    chain = await h.company('Manage Mart');
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await h?.close();
+  });
+
+  it('my account: who I am and my devices; sign out one device, every other device, then this one', async () => {
+    const phone = await h.login(chain.ownerEmail, chain.ownerPassword, 'Phone app');
+    const tablet = await h.login(chain.ownerEmail, chain.ownerPassword, 'Tablet');
+    const w = await open('/#/account');
+    const { page } = w;
+    await signIn(page, chain.ownerEmail, chain.ownerPassword);
+    await page.locator('#me').getByText(chain.ownerEmail).waitFor();
+    expect(await page.locator('#me').innerText()).toMatch(/Role\s+owner/);
+    expect(await page.locator('#me').innerText()).toMatch(/Company\s+Manage Mart/);
+    expect(await page.locator('header a.user').getAttribute('aria-current')).toBe('page');
+
+    const sessions = page.locator('#sessions');
+    await sessions.getByText('Tablet').waitFor();
+    const mine = await token(page);
+    const listed = (await h.request('GET', '/api/auth/sessions', { token: mine })).body as { id: string; device: string; current: boolean }[];
+    const current = listed.find((s) => s.current)!;
+    expect(await sessions.locator(`[data-session="${current.id}"]`).innerText()).toContain('this device');
+    expect(await sessions.locator('tbody tr').count()).toBe(listed.length);
+
+    // One device: the phone's token stops working at once.
+    const phoneRow = listed.find((s) => s.device === 'Phone app')!;
+    await sessions.locator(`[data-session="${phoneRow.id}"]`).getByRole('button', { name: /^Sign out Phone app/ }).click();
+    await page.getByText('Signed out Phone app.').waitFor();
+    expect((await h.request('GET', '/api/auth/me', { token: phone.access_token })).status).toBe(401);
+    expect((await h.request('GET', '/api/auth/me', { token: tablet.access_token })).status).toBe(200);
+
+    // Every other device: only this one is left.
+    await page.getByRole('button', { name: 'Sign out every other device' }).click();
+    await page.getByText(/^Signed out \d+ other devices?\.$/).waitFor();
+    const left = (await h.request('GET', '/api/auth/sessions', { token: mine })).body as { id: string; current: boolean }[];
+    expect(left).toEqual([expect.objectContaining({ id: current.id, current: true })]);
+    expect((await h.request('GET', '/api/auth/me', { token: tablet.access_token })).status).toBe(401);
+    await sessions.locator('tbody tr').nth(1).waitFor({ state: 'detached' });
+    expect(await page.getByRole('button', { name: 'Sign out every other device' }).isHidden()).toBe(true);
+
+    // This device: a sign-out.
+    await sessions.getByRole('button', { name: 'Sign out this device' }).click();
+    await page.getByText('You are signed out.').waitFor();
+    expect(await stored(page, 'sessionStorage')).toBeNull();
+    expect((await h.request('GET', '/api/auth/me', { token: mine })).status).toBe(401);
+    await done(w);
+  });
+
+  it('my account: the platform admin reaches it from the header too', async () => {
+    const w = await open();
+    await signIn(w.page, h.admin.email, h.admin.password);
+    await w.page.locator(`[data-company="${chain.slug}"]`).waitFor();
+    await w.page.locator('header a.user').click();
+    await w.page.locator('#me').getByText(h.admin.email).waitFor();
+    expect(await w.page.locator('#me').innerText()).toMatch(/Role\s+platform admin/);
+    await w.page.locator('#sessions [data-session]').first().waitFor();
+    await w.page.getByRole('link', { name: 'Companies' }).click();
+    await w.page.locator(`[data-company="${chain.slug}"]`).waitFor();
+    await done(w);
+  });
+});
