@@ -90,4 +90,47 @@ describe.skipIf(!haveChromium)('console management pages in a browser', () => {
     await w.page.locator(`[data-company="${chain.slug}"]`).waitFor();
     await done(w);
   });
+
+  it('team: an owner adds a member (the shown password signs in), then resets it after a confirmation step', async () => {
+    const w = await open('/#/team');
+    const { page } = w;
+    await signIn(page, chain.ownerEmail, chain.ownerPassword);
+    const email = `mira-${process.pid}@shop.test`;
+    const form = page.locator('#add-member');
+    await form.getByLabel('Email').fill(email);
+    await form.getByLabel('Full name').fill('Mira Manager');
+    await form.getByLabel('Role').selectOption('manager');
+    await form.getByRole('button', { name: 'Add member' }).click();
+    const first = await page.locator('#member-password').innerText();
+    expect(first.length).toBeGreaterThanOrEqual(8);
+    const mira = await h.login(email, first);
+    expect(mira.user).toMatchObject({ email, role: 'manager', full_name: 'Mira Manager' });
+
+    const row = page.locator(`[data-member="${email}"]`);
+    await row.waitFor();
+    expect(await page.locator(`[data-member="${chain.ownerEmail}"]`).getByRole('button', { name: /Reset the password/ }).count()).toBe(0); // not yourself
+    // The confirmation step: cancel first, nothing happens.
+    await row.getByRole('button', { name: `Reset the password of ${email}` }).click();
+    const confirm = page.locator('#reset-confirm');
+    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    await confirm.waitFor({ state: 'detached' });
+    expect((await h.request('GET', '/api/auth/me', { token: mira.access_token })).status).toBe(200);
+
+    await row.getByRole('button', { name: `Reset the password of ${email}` }).click();
+    await confirm.getByRole('button', { name: `Reset the password of ${email}` }).click();
+    const second = await page.locator('#member-password-reset').innerText();
+    expect(second).not.toBe(first);
+    expect((await h.login(email, second)).user.email).toBe(email);
+    expect((await h.request('POST', '/api/auth/login', { body: { email, password: first } })).status).toBe(401);
+    expect((await h.request('GET', '/api/auth/me', { token: mira.access_token })).status).toBe(401); // signed out everywhere
+    await done(w);
+
+    // Mira (a manager) gets no reset control on the owner's row.
+    const m = await open('/#/team');
+    await signIn(m.page, email, second);
+    await m.page.locator(`[data-member="${email}"]`).waitFor();
+    expect(await m.page.locator(`[data-member="${chain.ownerEmail}"] button`).count()).toBe(0);
+    expect(await m.page.locator('#add-member').getByLabel('Role').locator('option').allInnerTexts()).toEqual(['staff', 'manager']);
+    await done(m);
+  });
 });

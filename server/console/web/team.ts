@@ -5,9 +5,10 @@ import { atLeast } from './session.js';
 import type { Invitation, Member } from './types.js';
 
 /**
- * The team (GET /api/team, any member). Managers and owners also see pending invitations, invite by email, change
- * roles and deactivate or reactivate people; the API's refusals (last owner, only an owner may act on an owner)
- * are shown as it words them.
+ * The team (GET /api/team, any member). Managers and owners also see pending invitations, invite by email, add a
+ * member directly (generated password shown once), reset a member's password (after a confirmation step in the
+ * page; shown once), change roles and deactivate or reactivate people; the API's refusals (last owner, only an
+ * owner may act on an owner) are shown as it words them.
  */
 export function renderTeam(p: Page): void {
   const manager = atLeast(p.user, 'manager');
@@ -15,8 +16,10 @@ export function renderTeam(p: Page): void {
   const msg = notice();
   const members = h('div', { class: 'table-wrap' });
   const invitations = h('div', { id: 'invitations' });
-  replace(p.main, h('h1', {}, 'Team'), msg.el, members);
-  if (manager) p.main.append(h('h2', {}, 'Pending invitations'), invitations, inviteForm(owner, () => void loadInvitations()));
+  // The password reset's confirmation and its one-time answer live outside the table, which is re-rendered.
+  const reset = h('div', { id: 'reset', 'aria-live': 'polite' });
+  replace(p.main, h('h1', {}, 'Team'), msg.el, reset, members);
+  if (manager) p.main.append(h('h2', {}, 'Pending invitations'), invitations, inviteForm(owner, () => void loadInvitations()), addMemberForm(owner, () => void load()));
 
   async function load(): Promise<void> {
     try {
@@ -98,7 +101,48 @@ export function renderTeam(p: Page): void {
       if (m.active && !window.confirm(`Deactivate ${m.full_name}? They are signed out everywhere at once and cannot sign in until reactivated.`)) return;
       void busy(toggle, () => patch(m, { active: !m.active }, m.active ? `${m.full_name} is deactivated and signed out everywhere.` : `${m.full_name} can sign in again.`));
     });
-    return h('tr', { 'data-member': m.email, class: m.active ? '' : 'inactive' }, name, h('td', {}, m.email), h('td', {}, role), status, last, h('td', {}, toggle));
+    const resetButton = me ? null : h('button', { type: 'button', 'aria-label': `Reset the password of ${m.email}` }, 'Reset password…');
+    resetButton?.addEventListener('click', () => confirmReset(m));
+    return h('tr', { 'data-member': m.email, class: m.active ? '' : 'inactive' }, name, h('td', {}, m.email), h('td', {}, role), status, last, h('td', {}, h('div', { class: 'actions' }, toggle, resetButton)));
+  }
+
+  /** POST /api/team/{id}/password after a confirmation step in the page; the new password is shown once. */
+  function confirmReset(m: Member): void {
+    msg.show('');
+    const go = h('button', { type: 'button', class: 'danger' }, `Reset the password of ${m.email}`);
+    const cancel = h('button', { type: 'button' }, 'Cancel');
+    const line = notice();
+    replace(
+      reset,
+      h(
+        'div',
+        { class: 'confirm', id: 'reset-confirm', role: 'group', 'aria-label': `Confirm resetting the password of ${m.email}` },
+        h('p', {}, `Reset the password of ${m.full_name} (${m.email})? A new password is made and shown here once; their old password stops working and they are signed out everywhere.`),
+        line.el,
+        h('div', { class: 'actions' }, go, cancel),
+      ),
+    );
+    go.focus();
+    cancel.addEventListener('click', () => replace(reset));
+    go.addEventListener('click', () => {
+      void busy(go, async () => {
+        line.show('');
+        try {
+          const r = await api<{ password: string }>('POST', `/api/team/${encodeURIComponent(m.id)}/password`, { body: {} });
+          replace(
+            reset,
+            h(
+              'div',
+              { class: 'card', id: 'reset-result' },
+              h('p', { class: 'notice ok' }, `New password for ${m.email}. Give it to ${m.full_name}; it is shown only now and cannot be recovered. They are signed out everywhere.`),
+              h('code', { class: 'secret', id: 'member-password-reset' }, r.password),
+            ),
+          );
+        } catch (err) {
+          line.show(errorText(err));
+        }
+      });
+    });
   }
 
   async function patch(m: Member, body: Record<string, unknown>, done: string): Promise<void> {
@@ -143,6 +187,31 @@ function inviteForm(owner: boolean, done: () => void): HTMLElement {
       form.querySelectorAll('input').forEach((i) => {
         if (i !== days) i.value = '';
       });
+      done();
+    },
+  });
+}
+
+/** POST /api/team/members: an account made at once (no invitation); the generated password is shown once. */
+function addMemberForm(owner: boolean, done: () => void): HTMLElement {
+  const email = h('input', { type: 'email', name: 'email', required: true, autocomplete: 'off' });
+  const name = h('input', { name: 'full_name', required: true, maxlength: 200, autocomplete: 'off' });
+  const role = select('role', owner ? [['staff', 'staff'], ['manager', 'manager'], ['owner', 'owner']] : [['staff', 'staff'], ['manager', 'manager']], 'staff');
+  return cardForm({
+    id: 'add-member',
+    title: 'Add a member directly',
+    intro: 'The account exists at once with a generated password, shown here once: give it to the person yourself. A pending invitation for the same address is withdrawn.',
+    fields: [h('div', { class: 'inline' }, field('Email', email), field('Full name', name)), field('Role', role)],
+    submitLabel: 'Add member',
+    submit: async ({ form, out }) => {
+      const m = await api<Member & { password: string }>('POST', '/api/team/members', { body: { email: email.value.trim(), full_name: name.value.trim(), role: role.value } });
+      replace(
+        out,
+        h('p', { class: 'notice ok' }, `${m.full_name} (${m.email}) can sign in now as ${m.role}. Give them this password; it is shown only now and cannot be recovered.`),
+        h('code', { class: 'secret', id: 'member-password' }, m.password),
+      );
+      form.querySelectorAll('input').forEach((i) => (i.value = ''));
+      role.value = 'staff';
       done();
     },
   });
