@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
 import { CHROMIUM, done, haveChromium, openWatched, signIn, stored, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
+import { addCamera, enrol, openShop } from './support/shop-pc.js';
 
 /**
  * The console's management pages in a real browser (Debian's chromium through playwright-core) against a real head
@@ -36,14 +37,16 @@ describe.skipIf(!haveChromium)('console management pages in a browser', () => {
   });
 
   it('my account: who I am and my devices; sign out one device, every other device, then this one', async () => {
-    const phone = await h.login(chain.ownerEmail, chain.ownerPassword, 'Phone app');
-    const tablet = await h.login(chain.ownerEmail, chain.ownerPassword, 'Tablet');
+    // A company of its own: "every other device" also ends the sessions the other tests use.
+    const own = await h.company('Account Co');
+    const phone = await h.login(own.ownerEmail, own.ownerPassword, 'Phone app');
+    const tablet = await h.login(own.ownerEmail, own.ownerPassword, 'Tablet');
     const w = await open('/#/account');
     const { page } = w;
-    await signIn(page, chain.ownerEmail, chain.ownerPassword);
-    await page.locator('#me').getByText(chain.ownerEmail).waitFor();
+    await signIn(page, own.ownerEmail, own.ownerPassword);
+    await page.locator('#me').getByText(own.ownerEmail).waitFor();
     expect(await page.locator('#me').innerText()).toMatch(/Role\s+owner/);
-    expect(await page.locator('#me').innerText()).toMatch(/Company\s+Manage Mart/);
+    expect(await page.locator('#me').innerText()).toMatch(/Company\s+Account Co/);
     expect(await page.locator('header a.user').getAttribute('aria-current')).toBe('page');
 
     const sessions = page.locator('#sessions');
@@ -132,5 +135,73 @@ describe.skipIf(!haveChromium)('console management pages in a browser', () => {
     expect(await m.page.locator(`[data-member="${chain.ownerEmail}"] button`).count()).toBe(0);
     expect(await m.page.locator('#add-member').getByLabel('Role').locator('option').allInnerTexts()).toEqual(['staff', 'manager']);
     await done(m);
+  });
+
+  it('shop page: an owner edits a camera (blank password kept) and removes one; an owner removes an empty shop, not a busy one', async () => {
+    const shop = await openShop(h, chain.ownerToken, { name: 'Edit Street', slug: 'edit-street' });
+    const door = await addCamera(h, chain.ownerToken, shop.slug, { camera_id: 'door', label: 'Door', host: '10.0.0.5', username: 'admin', password: 'cam-secret' });
+    const back = await addCamera(h, chain.ownerToken, shop.slug, { camera_id: 'back', label: 'Back <door>' });
+    const pc = await enrol(h, chain.ownerToken, shop.slug);
+    const pulled = async (cameraId: string) => ((await h.request('GET', '/api/agent/cameras', { token: pc.token })).body.cameras as { camera_id: string; password?: string }[]).find((c) => c.camera_id === cameraId);
+    const camera = async (id: string) => ((await h.request('GET', '/api/cameras', { token: chain.ownerToken })).body as { id: string; [k: string]: unknown }[]).find((c) => c.id === id);
+
+    const w = await open('/#/shop/edit-street');
+    const { page } = w;
+    await signIn(page, chain.ownerEmail, chain.ownerPassword);
+    const card = page.locator('[data-camera="door"]');
+    await card.getByRole('button', { name: 'Edit…' }).click();
+    const form = card.locator('form.edit-camera');
+    expect(await form.getByLabel('Address (host or IP)').inputValue()).toBe('10.0.0.5');
+    expect(await form.getByLabel('New camera password').inputValue()).toBe('');
+    await form.getByLabel('Label').fill('Front door');
+    await form.getByLabel('Address (host or IP)').fill('10.0.0.9');
+    await form.getByLabel('RTSP port').fill('8554');
+    await form.getByLabel('Stream path').fill('/stream1');
+    await form.getByLabel('Largest picture width').fill('1920');
+    await form.getByRole('button', { name: 'Save camera' }).click();
+    await card.getByText(/^Saved \(revision \d+\)/).waitFor();
+    const edited = await camera(door.id);
+    expect(edited).toMatchObject({ label: 'Front door', host: '10.0.0.9', port: 8554, path: '/stream1', username: 'admin', max_width: 1920, has_password: true });
+    expect(edited!.revision as number).toBeGreaterThan(door.revision);
+    expect((await pulled('door'))?.password).toBe('cam-secret'); // blank field: the password was kept
+    await card.locator('h3').getByText('Front door').waitFor();
+
+    // A typed password replaces it.
+    await card.getByRole('button', { name: 'Edit…' }).click();
+    await form.getByLabel('New camera password').fill('new-secret');
+    await form.getByRole('button', { name: 'Save camera' }).click();
+    await form.waitFor({ state: 'detached' });
+    expect((await pulled('door'))?.password).toBe('new-secret');
+    expect((await camera(door.id))!.revision as number).toBeGreaterThan(edited!.revision as number);
+
+    // Remove a camera after the confirmation step.
+    const backCard = page.locator('[data-camera="back"]');
+    await backCard.getByRole('button', { name: 'Remove…' }).click();
+    await backCard.getByRole('button', { name: 'Remove Back <door>' }).click();
+    await backCard.waitFor({ state: 'detached' });
+    await page.getByText('Removed Back <door>.', { exact: false }).waitFor();
+    expect(await camera(back.id)).toBeUndefined();
+
+    // This shop still has a camera: the API refuses, and its message is shown.
+    await page.getByRole('button', { name: 'Remove this shop…' }).click();
+    await page.getByRole('button', { name: 'Remove Edit Street' }).click();
+    const alert = page.locator('#remove-shop [role="alert"]');
+    await alert.waitFor();
+    const refused = await h.request('DELETE', '/api/sites/edit-street', { token: chain.ownerToken });
+    expect(refused.status).toBe(409);
+    expect(await alert.innerText()).toBe(refused.body.message);
+    await done(w);
+
+    // An empty shop goes.
+    await openShop(h, chain.ownerToken, { name: 'Empty Corner', slug: 'empty-corner' });
+    const e = await open('/#/shop/empty-corner');
+    await signIn(e.page, chain.ownerEmail, chain.ownerPassword);
+    await e.page.locator('#no-cameras').waitFor();
+    await e.page.getByRole('button', { name: 'Remove this shop…' }).click();
+    await e.page.getByRole('button', { name: 'Remove Empty Corner' }).click();
+    await e.page.locator('#shop-removed').getByText('Empty Corner (empty-corner) is removed.').waitFor();
+    const sites = (await h.request('GET', '/api/sites', { token: chain.ownerToken })).body as { slug: string }[];
+    expect(sites.map((s) => s.slug)).not.toContain('empty-corner');
+    await done(e);
   });
 });

@@ -6,29 +6,32 @@ import { atLeast } from './session.js';
 import { placement, type Camera, type Check, type Shop } from './types.js';
 
 /**
- * One shop: its PC, the shop check, its cameras (status, latest snapshot, camera checks, live view), and for
- * managers the installation code and adding a camera. Camera state is re-read every 30 s, every 2 s while a check
+ * One shop: its PC, the shop check, its cameras (status, latest snapshot, camera checks, live view), for managers
+ * the installation code and adding, editing and removing a camera, for owners removing an empty shop. Camera state is re-read every 30 s, every 2 s while a check
  * waits for the shop PC.
  */
 export function renderShop(p: Page, slug: string): void {
   const head = h('div', { class: 'page-head' }, h('h1', {}, 'Shop'));
   const error = notice('error');
+  const status = notice('ok');
   const facts = h('div');
   const cams = h('div', { class: 'cameras', id: 'cameras' });
-  replace(p.main, h('p', { class: 'small' }, h('a', { href: '#/' }, '← All shops')), head, error.el, facts, h('h2', {}, 'Cameras'), cams);
+  replace(p.main, h('p', { class: 'small' }, h('a', { href: '#/' }, '← All shops')), head, error.el, status.el, facts, h('h2', {}, 'Cameras'), cams);
 
   const manager = atLeast(p.user, 'manager');
   const cards = new Map<string, CameraCard>();
   let timer = 0;
   p.signal.addEventListener('abort', () => clearTimeout(timer));
   let built = false;
+  let removed = false;
 
   async function load(): Promise<void> {
     clearTimeout(timer);
+    if (removed) return;
     let pending = false;
     try {
       const [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal })]);
-      if (p.signal.aborted) return;
+      if (p.signal.aborted || removed) return;
       const shop = shops.find((s) => s.slug === slug);
       if (!shop) {
         replace(p.main, h('p', { class: 'small' }, h('a', { href: '#/' }, '← All shops')), h('div', { class: 'card empty' }, h('h1', {}, 'No such shop'), h('p', {}, `Your company has no shop "${slug}".`)));
@@ -40,6 +43,14 @@ export function renderShop(p: Page, slug: string): void {
         built = true;
         facts.append(shopFacts(shop), shopCheck(shop, p.signal));
         if (manager) p.main.append(enrolmentForm(shop), addCameraForm(shop, () => void load()));
+        if (atLeast(p.user, 'owner')) p.main.append(
+            removeShop(shop, () => {
+              removed = true;
+              clearTimeout(timer);
+              for (const card of cards.values()) card.el.remove();
+              replace(p.main, h('p', { class: 'small' }, h('a', { href: '#/' }, '← All shops')), h('div', { class: 'card', id: 'shop-removed' }, h('h1', {}, 'Shop removed'), h('p', { class: 'notice ok', role: 'status' }, `${shop.name} (${shop.slug}) is removed.`)));
+            }),
+          );
       } else {
         facts.firstChild?.replaceWith(shopFacts(shop));
       }
@@ -49,7 +60,7 @@ export function renderShop(p: Page, slug: string): void {
       for (const c of mine) {
         let card = cards.get(c.id);
         if (!card) {
-          card = cameraCard(c, manager, p.signal, () => void load());
+          card = cameraCard(c, manager, p.signal, () => void load(), (text) => status.show(text));
           cards.set(c.id, card);
           cams.append(card.el);
         }
@@ -128,7 +139,7 @@ interface CameraCard {
   update(c: Camera): void;
 }
 
-function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload: () => void): CameraCard {
+function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload: () => void, said: (text: string) => void): CameraCard {
   const title = h('h3');
   const status = h('p');
   const picture = h('div', { class: 'picture' });
@@ -147,9 +158,60 @@ function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload
   const buttons = h('div', { class: 'actions' }, liveButton);
   const connection = h('button', { type: 'button' }, 'Check connection');
   const place = h('button', { type: 'button' }, 'Check placement (30 s)');
-  if (manager) buttons.append(connection, place);
+  const edit = h('button', { type: 'button' }, 'Edit…');
+  const remove = h('button', { type: 'button', class: 'danger' }, 'Remove…');
+  if (manager) buttons.append(connection, place, edit, remove);
+  const panel = h('div');
 
-  const el = h('article', { class: 'card camera', 'data-camera': first.camera_id }, title, status, picture, caption, buttons, msg.el, checkOut);
+  const el = h('article', { class: 'card camera', 'data-camera': first.camera_id }, title, status, picture, caption, buttons, msg.el, checkOut, panel);
+
+  edit.addEventListener('click', () => {
+    msg.show('');
+    replace(
+      panel,
+      editCameraForm(
+        current,
+        (c) => {
+          replace(panel);
+          msg.show(`Saved (revision ${c.revision}). The shop PC picks up the change within a minute.`, 'ok');
+          reload();
+        },
+        () => replace(panel),
+      ),
+    );
+    panel.querySelector('input')?.focus();
+  });
+  remove.addEventListener('click', () => {
+    msg.show('');
+    const name = current.label || current.camera_id;
+    const yes = h('button', { type: 'button', class: 'danger' }, `Remove ${name}`);
+    const cancel = h('button', { type: 'button' }, 'Cancel');
+    const line = notice();
+    replace(
+      panel,
+      h(
+        'div',
+        { class: 'confirm', role: 'group', 'aria-label': `Confirm removing ${name}` },
+        h('p', {}, `Remove ${name} (${current.camera_id})? The shop PC stops using it within a minute and its latest picture is deleted. Visits it counted are kept. Its name can be used again.`),
+        line.el,
+        h('div', { class: 'actions' }, yes, cancel),
+      ),
+    );
+    yes.focus();
+    cancel.addEventListener('click', () => replace(panel));
+    yes.addEventListener('click', () => {
+      void busy(yes, async () => {
+        line.show('');
+        try {
+          await api('DELETE', `/api/cameras/${encodeURIComponent(current.id)}`);
+          said(`Removed ${name}. The shop PC stops using it within a minute.`);
+          reload();
+        } catch (err) {
+          line.show(errorText(err));
+        }
+      });
+    });
+  });
 
   const stopLive = () => {
     live?.stop();
@@ -312,4 +374,90 @@ function addCameraForm(s: Shop, done: () => void): HTMLElement {
       done();
     },
   });
+}
+
+/**
+ * Managers: PATCH /api/cameras/{id}, only the fields that changed (an edit made meanwhile elsewhere is not undone).
+ * The password is sent only when a new one is typed: blank keeps it (the API takes `''` as "no password", so a blank
+ * field is never sent); removing it is a separate tick.
+ */
+function editCameraForm(c: Camera, saved: (c: Camera) => void, cancel: () => void): HTMLElement {
+  const label = h('input', { name: 'label', maxlength: 100, autocomplete: 'off', value: c.label });
+  const host = h('input', { name: 'host', required: true, autocomplete: 'off', value: c.host });
+  const port = h('input', { name: 'port', type: 'number', required: true, min: 1, max: 65535, value: c.port });
+  const path = h('input', { name: 'path', autocomplete: 'off', value: c.path ?? '' });
+  const username = h('input', { name: 'username', autocomplete: 'off', value: c.username ?? '' });
+  const password = h('input', { name: 'password', type: 'password', autocomplete: 'new-password' });
+  const maxWidth = h('input', { name: 'max_width', type: 'number', required: true, min: 160, max: 7680, value: c.max_width ?? 1280 });
+  const drop = h('input', { type: 'checkbox', name: 'remove_password' });
+  drop.addEventListener('change', () => {
+    password.disabled = drop.checked;
+    if (drop.checked) password.value = '';
+  });
+  const close = h('button', { type: 'button' }, 'Cancel');
+  close.addEventListener('click', cancel);
+  const form = cardForm({
+    id: `edit-${c.camera_id}`,
+    title: `Edit ${c.label || c.camera_id}`,
+    intro: `The camera name (${c.camera_id}) cannot be changed; remove the camera and add it again to rename it.`,
+    fields: [
+      h('div', { class: 'inline' }, field('Label', label), field('Address (host or IP)', host)),
+      h('div', { class: 'inline' }, field('RTSP port', port), field('Largest picture width', maxWidth, '160 to 7680 pixels.')),
+      field('Stream path', path),
+      h('div', { class: 'inline' }, field('Camera user name', username), field('New camera password', password, c.has_password ? 'A password is stored. Leave blank to keep it.' : 'No password is stored. Leave blank for none.')),
+      c.has_password ? h('div', { class: 'check' }, drop, h('label', { for: (drop.id = `drop-${c.camera_id}`) }, 'Remove the stored password')) : null,
+    ],
+    submitLabel: 'Save camera',
+    submit: async ({ msg }) => {
+      const body: Record<string, unknown> = {};
+      const text: [string, HTMLInputElement, string][] = [
+        ['label', label, c.label],
+        ['host', host, c.host],
+        ['path', path, c.path ?? ''],
+        ['username', username, c.username ?? ''],
+      ];
+      for (const [key, input, was] of text) {
+        const v = key === 'username' ? input.value : input.value.trim();
+        if (v !== was) body[key] = v;
+      }
+      for (const [key, input, was] of [['port', port, c.port], ['max_width', maxWidth, c.max_width]] as [string, HTMLInputElement, number][]) {
+        const n = Number(input.value);
+        if (n !== was) body[key] = n;
+      }
+      if (drop.checked) body.password = '';
+      else if (password.value !== '') body.password = password.value;
+      if (Object.keys(body).length === 0) return msg.show('Nothing changed.', 'info');
+      saved(await api<Camera>('PATCH', `/api/cameras/${encodeURIComponent(c.id)}`, { body }));
+    },
+  });
+  form.classList.add('edit-camera');
+  form.querySelector('.actions')?.append(close);
+  return form;
+}
+
+/** Owners: DELETE /api/sites/{site} after a confirmation step. The API refuses a shop with cameras or visits. */
+function removeShop(s: Shop, removed: () => void): HTMLElement {
+  const open = h('button', { type: 'button', class: 'danger' }, 'Remove this shop…');
+  const area = h('div', { 'aria-live': 'polite' });
+  const card = h('section', { class: 'card', id: 'remove-shop' }, h('h2', {}, 'Remove this shop'), h('p', { class: 'small muted' }, 'Only a shop with no cameras and no visits can be removed (one opened by mistake). Its short name can then be used again.'), h('div', { class: 'actions' }, open), area);
+  open.addEventListener('click', () => {
+    const yes = h('button', { type: 'button', class: 'danger' }, `Remove ${s.name}`);
+    const cancel = h('button', { type: 'button' }, 'Cancel');
+    const line = notice();
+    replace(area, h('div', { class: 'confirm', role: 'group', 'aria-label': `Confirm removing ${s.name}` }, h('p', {}, `Remove the shop ${s.name} (${s.slug})? Its installation codes stop working and its shop PC is disconnected.`), line.el, h('div', { class: 'actions' }, yes, cancel)));
+    yes.focus();
+    cancel.addEventListener('click', () => replace(area));
+    yes.addEventListener('click', () => {
+      void busy(yes, async () => {
+        line.show('');
+        try {
+          await api('DELETE', `/api/sites/${encodeURIComponent(s.slug)}`);
+          removed();
+        } catch (err) {
+          line.show(errorText(err));
+        }
+      });
+    });
+  });
+  return card;
 }

@@ -45,6 +45,11 @@ export interface Camera {
   label: string;
   host: string;
   port: number;
+  path: string;
+  username: string;
+  has_password: boolean;
+  max_width: number;
+  revision: number;
   enabled: boolean;
   connected: boolean | null;
   connection_reason?: string;
