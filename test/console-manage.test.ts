@@ -204,4 +204,62 @@ describe.skipIf(!haveChromium)('console management pages in a browser', () => {
     expect(sites.map((s) => s.slug)).not.toContain('empty-corner');
     await done(e);
   });
+
+  it('platform admin: resets an owner’s password (choosing among several owners) and deletes a company with its slug typed', async () => {
+    const solo = await h.company('Solo Shops');
+    const duo = await h.company('Duo Shops');
+    const second = `second-${process.pid}@shop.test`;
+    expect((await h.request('POST', '/api/team/members', { token: duo.ownerToken, body: { email: second, full_name: 'Second Owner', role: 'owner', password: 'second-owner-1' } })).status).toBe(201);
+    const doomed = await h.company('Doomed Shops');
+    // Only a suspended company can be deleted (the API answers 409 still_active otherwise); the page offers no Delete before.
+    expect((await h.request('PATCH', `/api/admin/clients/${doomed.id}`, { token: await h.adminToken(), body: { active: false } })).status).toBe(200);
+
+    const w = await open();
+    const { page } = w;
+    await signIn(page, h.admin.email, h.admin.password);
+
+    // One owner: reset at once.
+    await page.locator(`[data-company="${solo.slug}"]`).getByRole('button', { name: 'Reset the owner’s password of Solo Shops' }).click();
+    await page.locator('#owner-reset').getByRole('button', { name: 'Reset owner password' }).click();
+    const soloPassword = await page.locator('#owner-reset-password').innerText();
+    expect((await h.login(solo.ownerEmail, soloPassword)).user.email).toBe(solo.ownerEmail);
+    expect((await h.request('POST', '/api/auth/login', { body: { email: solo.ownerEmail, password: solo.ownerPassword } })).status).toBe(401);
+    expect((await h.request('GET', '/api/auth/me', { token: solo.ownerToken })).status).toBe(401);
+
+    // Two owners: the API's 400 lists them, the admin picks one.
+    await page.locator(`[data-company="${duo.slug}"]`).getByRole('button', { name: 'Reset the owner’s password of Duo Shops' }).click();
+    const reset = page.locator('#owner-reset');
+    await reset.getByRole('button', { name: 'Reset owner password' }).click();
+    const pick = reset.getByLabel('Owner');
+    await pick.waitFor();
+    expect((await pick.locator('option').allInnerTexts()).sort()).toEqual([duo.ownerEmail, second].sort());
+    await pick.selectOption(second);
+    await reset.getByRole('button', { name: 'Reset this owner’s password' }).click();
+    const duoPassword = await page.locator('#owner-reset-password').innerText();
+    expect(await page.locator('#owner-reset-result').innerText()).toContain(second);
+    expect((await h.login(second, duoPassword)).user.email).toBe(second);
+    expect((await h.request('POST', '/api/auth/login', { body: { email: second, password: 'second-owner-1' } })).status).toBe(401);
+    expect((await h.request('GET', '/api/auth/me', { token: duo.ownerToken })).status).toBe(200); // the other owner untouched
+
+    expect(await page.locator(`[data-company="${solo.slug}"]`).getByRole('button', { name: /^Delete/ }).count()).toBe(0);
+    // Delete: a wrong slug is refused with the API's message, the right one deletes.
+    await page.locator(`[data-company="${doomed.slug}"]`).getByRole('button', { name: 'Delete Doomed Shops' }).click();
+    const form = page.locator('#delete-company');
+    await form.getByLabel('Short name, to confirm').fill('not-the-slug');
+    await form.getByRole('button', { name: 'Delete company for good' }).click();
+    const alert = form.locator('[role="alert"]');
+    await alert.waitFor();
+    const wrong = await h.request('DELETE', `/api/admin/clients/${doomed.id}`, { token: await h.adminToken(), body: { confirm: 'not-the-slug' } });
+    expect(wrong.status).toBe(400);
+    expect(await alert.innerText()).toBe(wrong.body.message);
+    const companies = async () => ((await h.request('GET', '/api/admin/clients', { token: await h.adminToken() })).body as { slug: string }[]).map((c) => c.slug);
+    expect(await companies()).toContain(doomed.slug);
+    await form.getByLabel('Short name, to confirm').fill(doomed.slug);
+    await form.getByRole('button', { name: 'Delete company for good' }).click();
+    await page.getByText(`Deleted Doomed Shops (${doomed.slug}); 0 stored photos deleted.`).waitFor();
+    await page.locator(`[data-company="${doomed.slug}"]`).waitFor({ state: 'detached' });
+    expect(await companies()).not.toContain(doomed.slug);
+    expect((await h.request('POST', '/api/auth/login', { body: { email: doomed.ownerEmail, password: doomed.ownerPassword } })).status).toBe(401);
+    await done(w);
+  });
 });

@@ -1,16 +1,19 @@
-import { api, errorText } from './api.js';
-import { cardForm, busy, field, h, notice, replace, when } from './dom.js';
+import { api, ApiError, errorText } from './api.js';
+import { cardForm, busy, field, h, notice, replace, select, when } from './dom.js';
 import type { Page } from './main.js';
 import type { Company } from './types.js';
 
 /**
  * Platform administration (the platform admin only; the API answers 404 to anyone else): the companies, creating a
- * company with its owner (the owner's password is shown once), suspending and reactivating.
+ * company with its owner (the owner's password is shown once), suspending and reactivating, resetting an owner's
+ * password (shown once) and deleting a company (its slug typed as confirmation).
  */
 export function renderAdmin(p: Page): void {
   const msg = notice();
   const list = h('div', { class: 'table-wrap', id: 'companies' });
-  replace(p.main, h('h1', {}, 'Companies'), msg.el, list, createForm(() => void load()));
+  // The owner-password reset and the deletion open here, outside the table (which is re-rendered).
+  const action = h('div', { id: 'company-action', 'aria-live': 'polite' });
+  replace(p.main, h('h1', {}, 'Companies'), msg.el, action, list, createForm(() => void load()));
 
   async function load(): Promise<void> {
     try {
@@ -56,8 +59,104 @@ export function renderAdmin(p: Page): void {
       h('td', {}, c.users),
       h('td', { class: 'optional' }, when(c.created_at)),
       h('td', {}, h('span', { class: `badge ${active ? 'good' : 'bad'}` }, active ? 'active' : 'suspended')),
-      h('td', {}, toggle),
+      h('td', {}, h('div', { class: 'actions' }, toggle, resetButton(c), active ? null : deleteButton(c))),
     );
+  }
+
+  function resetButton(c: Company): HTMLButtonElement {
+    const b = h('button', { type: 'button', 'aria-label': `Reset the owner’s password of ${c.name}` }, 'Reset owner password…');
+    b.addEventListener('click', () => resetOwner(c));
+    return b;
+  }
+
+  function deleteButton(c: Company): HTMLButtonElement {
+    const b = h('button', { type: 'button', class: 'danger', 'aria-label': `Delete ${c.name}` }, 'Delete…');
+    b.addEventListener('click', () => deleteCompany(c));
+    return b;
+  }
+
+  /**
+   * POST /api/admin/clients/{id}/owner-password, after a confirmation step. A company with several active owners
+   * answers 400 with `owners`: the admin picks one and the call is made again with `email`.
+   */
+  function resetOwner(c: Company): void {
+    msg.show('');
+    const line = notice();
+    const go = h('button', { type: 'button', class: 'danger' }, 'Reset owner password');
+    const cancel = h('button', { type: 'button' }, 'Cancel');
+    const choice = h('div');
+    let chosen: HTMLSelectElement | null = null;
+    cancel.addEventListener('click', () => replace(action));
+    replace(
+      action,
+      h(
+        'div',
+        { class: 'confirm', id: 'owner-reset', role: 'group', 'aria-label': `Reset the owner’s password of ${c.name}` },
+        h('p', {}, `Reset the password of ${c.name}’s owner? A new password is made and shown here once; the old one stops working and the owner is signed out everywhere.`),
+        choice,
+        line.el,
+        h('div', { class: 'actions' }, go, cancel),
+      ),
+    );
+    go.focus();
+    go.addEventListener('click', () => {
+      void busy(go, async () => {
+        line.show('');
+        try {
+          const body = chosen ? { email: chosen.value } : {};
+          const r = await api<{ email: string; password: string }>('POST', `/api/admin/clients/${encodeURIComponent(c.id)}/owner-password`, { body });
+          replace(
+            action,
+            h(
+              'div',
+              { class: 'card', id: 'owner-reset-result' },
+              h('p', { class: 'notice ok' }, `New password for ${r.email} (${c.name}). Give it to the owner; it is shown only now and cannot be recovered. They are signed out everywhere.`),
+              h('code', { class: 'secret', id: 'owner-reset-password' }, r.password),
+            ),
+          );
+        } catch (err) {
+          const owners = err instanceof ApiError && err.status === 400 && Array.isArray(err.body.owners) ? err.body.owners.filter((o): o is string => typeof o === 'string') : [];
+          if (owners.length > 1 && !chosen) {
+            chosen = select('email', owners.map((o) => [o, o]));
+            replace(choice, h('p', {}, `${c.name} has ${owners.length} owners. Choose whose password to reset:`), field('Owner', chosen));
+            go.textContent = 'Reset this owner’s password';
+            chosen.focus();
+            return;
+          }
+          line.show(errorText(err));
+        }
+      });
+    });
+  }
+
+  /**
+   * DELETE /api/admin/clients/{id} with `confirm`: the slug as the admin typed it (the API compares). Offered for
+   * suspended companies only: the API refuses an active one (409 `still_active`).
+   */
+  function deleteCompany(c: Company): void {
+    msg.show('');
+    const typed = h('input', { name: 'confirm', autocomplete: 'off', spellcheck: 'false' });
+    replace(
+      action,
+      cardForm({
+        id: 'delete-company',
+        title: `Delete ${c.name}`,
+        intro: `This cannot be undone: its shops, cameras, people, customers, visits, reports and stored photos are deleted, and its shop PCs are disconnected. To confirm, type its short name: ${c.slug}`,
+        fields: [field('Short name, to confirm', typed)],
+        submitLabel: 'Delete company for good',
+        submit: async () => {
+          const r = await api<{ deleted: string; images_deleted: number }>('DELETE', `/api/admin/clients/${encodeURIComponent(c.id)}`, { body: { confirm: typed.value } });
+          replace(action);
+          msg.show(`Deleted ${c.name} (${r.deleted}); ${r.images_deleted} stored photo${r.images_deleted === 1 ? '' : 's'} deleted.`, 'ok');
+          await load();
+        },
+      }),
+    );
+    const cancel = h('button', { type: 'button' }, 'Cancel');
+    cancel.addEventListener('click', () => replace(action));
+    action.querySelector('.actions')?.append(cancel);
+    action.querySelector('button.primary')?.classList.replace('primary', 'danger');
+    typed.focus();
   }
 
   void load();
