@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
 import { CHROMIUM, done, haveChromium, openWatched, signIn, stored, warnIfNoChromium, type Watched } from './support/browser.js';
@@ -16,6 +18,36 @@ warnIfNoChromium('console-manage.test.ts');
 
 /** Chromium logs the API's expected refusals (a wrong slug, a non-empty shop, a revoked token, the assistant off). */
 const EXPECTED = /^Failed to load resource: the server responded with a status of (400|401|404|409|501) /;
+
+interface LlmBody {
+  messages: { role: string; content: string | null }[];
+}
+
+/**
+ * A loopback stand-in for the assistant's LLM (an OpenAI-compatible Chat Completions API, as in
+ * test/api-fuzz.test.ts and server/assistant/assistant.test.ts): asked a question, it calls the `sites` tool once;
+ * given the tool's result, it answers with the question it was asked. Every request body is kept.
+ */
+async function llmStandIn(): Promise<{ url: string; bodies: LlmBody[]; close(): Promise<void> }> {
+  const bodies: LlmBody[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as LlmBody;
+      bodies.push(body);
+      const asked = [...body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+      const toolDone = body.messages[body.messages.length - 1]?.role === 'tool';
+      const message = toolDone
+        ? { role: 'assistant', content: `About "${asked}": you have <b>2</b> shops.` }
+        : { role: 'assistant', content: null, tool_calls: [{ id: `call_${bodies.length}`, type: 'function', function: { name: 'sites', arguments: '{}' } }] };
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ id: `c${bodies.length}`, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: toolDone ? 'stop' : 'tool_calls' }] }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
 
 let browser: Browser;
 let h: Harness;
@@ -260,6 +292,83 @@ describe.skipIf(!haveChromium)('console management pages in a browser', () => {
     await page.locator(`[data-company="${doomed.slug}"]`).waitFor({ state: 'detached' });
     expect(await companies()).not.toContain(doomed.slug);
     expect((await h.request('POST', '/api/auth/login', { body: { email: doomed.ownerEmail, password: doomed.ownerPassword } })).status).toBe(401);
+    await done(w);
+  });
+
+  it('assistant: answers through the LLM with the tools it used, the page resending the conversation; limits said before sending', async () => {
+    const llm = await llmStandIn();
+    const ha = await startHarness({ FOOTFALL_ASSISTANT_URL: `${llm.url}/v1`, FOOTFALL_ASSISTANT_MODEL: 'stand-in', FOOTFALL_ASSISTANT_TIMEOUT_MS: 5000 });
+    try {
+      const co = await ha.company('Ask Co');
+      const w = await openWatched(browser, ha.url + '/', EXPECTED);
+      const { page } = w;
+      await signIn(page, co.ownerEmail, co.ownerPassword);
+      await page.getByRole('link', { name: 'Assistant' }).click();
+      const chat = page.locator('#chat');
+      await page.getByLabel('Your question').fill('Which shops <i>do</i> we have?');
+      await page.getByRole('button', { name: 'Ask' }).click();
+      const answer = chat.locator('li.assistant').first();
+      await answer.getByText('you have <b>2</b> shops.', { exact: false }).waitFor();
+      expect(await answer.locator('.used').innerText()).toBe('Consulted: sites');
+      expect(await chat.locator('li.user').first().innerText()).toContain('Which shops <i>do</i> we have?');
+      expect(await chat.locator('b, i').count()).toBe(0); // text, never markup
+
+      // The second question carries the first question and answer (the page holds the conversation).
+      await page.getByLabel('Your question').fill('And the second one?');
+      await page.getByRole('button', { name: 'Ask' }).click();
+      await chat.locator('li.assistant').nth(1).waitFor();
+      const sent = llm.bodies[llm.bodies.length - 1]!.messages.filter((m) => m.role === 'user' || (m.role === 'assistant' && m.content));
+      expect(sent.map((m) => [m.role, m.content])).toEqual([
+        ['user', 'Which shops <i>do</i> we have?'],
+        ['assistant', 'About "Which shops <i>do</i> we have?": you have <b>2</b> shops.'],
+        ['user', 'And the second one?'],
+      ]);
+
+      // Too long: said before sending, nothing sent.
+      const calls = llm.bodies.length;
+      await page.getByLabel('Your question').fill('x'.repeat(2001));
+      await page.getByRole('button', { name: 'Ask' }).click();
+      await page.locator('#ask [role="alert"]').getByText('That question has 2,001 characters; the assistant takes at most 2,000. Shorten it.').waitFor();
+
+      // 24 turns: 12 questions fill the conversation; the 13th is refused in the page.
+      for (let i = 3; i <= 12; i++) {
+        await page.getByLabel('Your question').fill(`Question ${i}`);
+        await page.getByRole('button', { name: 'Ask' }).click();
+        await chat.locator('li.assistant').nth(i - 1).waitFor();
+      }
+      const before = llm.bodies.length;
+      expect(before).toBe(calls + 20);
+      await page.getByLabel('Your question').fill('One more?');
+      await page.getByRole('button', { name: 'Ask' }).click();
+      await page.locator('#ask [role="alert"]').getByText(/reached 24 turns/).waitFor();
+      expect(llm.bodies.length).toBe(before);
+      await page.getByRole('button', { name: 'New conversation' }).click();
+      expect(await chat.locator('li').count()).toBe(0);
+      await page.getByRole('button', { name: 'Ask' }).click();
+      await chat.locator('li.assistant').first().waitFor();
+      expect(llm.bodies[llm.bodies.length - 1]!.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['One more?']);
+      await done(w);
+    } finally {
+      await ha.close();
+      await llm.close();
+    }
+  });
+
+  it('assistant: with no LLM configured the page says it is not set up, and the navigation entry goes', async () => {
+    const w = await open('/#/assistant');
+    const { page } = w;
+    await signIn(page, chain.ownerEmail, chain.ownerPassword);
+    await page.getByLabel('Your question').fill('How many visitors today?');
+    await page.getByRole('button', { name: 'Ask' }).click();
+    await page.locator('#assistant-off').getByText('The assistant is not set up on this head office.', { exact: false }).waitFor();
+    expect(await page.locator('#ask').isHidden()).toBe(true);
+    expect(await page.locator('header nav a[href="#/assistant"]').count()).toBe(0);
+    const r = await h.request('POST', '/api/assistant', { token: chain.ownerToken, body: { history: [{ role: 'user', text: 'Hi' }] } });
+    expect(r.body.error).toBe('assistant_off');
+    // Other pages of this tab no longer offer it.
+    await page.getByRole('link', { name: 'Team' }).click();
+    await page.locator(`[data-member="${chain.ownerEmail}"]`).waitFor();
+    expect(await page.locator('header nav').innerText()).not.toContain('Assistant');
     await done(w);
   });
 });

@@ -38,8 +38,8 @@ export function replace(parent: Node, ...children: Child[]): void {
 
 let ids = 0;
 
-/** A labelled form field: label, input (or select), and an optional hint under it. */
-export function field(label: string, control: HTMLInputElement | HTMLSelectElement, hint?: string): HTMLElement {
+/** A labelled form field: label, input (or select, or textarea), and an optional hint under it. */
+export function field(label: string, control: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLElement {
   const id = control.id || `f${++ids}`;
   control.id = id;
   const parts: Child[] = [h('label', { for: id }, label), control];

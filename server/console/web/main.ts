@@ -11,9 +11,10 @@ import { renderReports } from './reports.js';
 import { renderArrivals } from './arrivals.js';
 import { renderCustomers } from './customers.js';
 import { renderAccount } from './account.js';
+import { assistantKnownOff, forgetConversation, renderAssistant } from './assistant.js';
 
 /**
- * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/arrivals`, `#/customers[/<ref>]`, `#/team`, `#/account`, `#/admin`,
+ * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/arrivals`, `#/customers[/<ref>]`, `#/team`, `#/assistant`, `#/account`, `#/admin`,
  * `#/join/<code>`, `#/signin`). Each page gets a signal that aborts when the page is left (polls, the live stream, timers).
  */
 
@@ -27,7 +28,7 @@ const root = document.getElementById('app')!;
 let leave: AbortController | null = null;
 let pendingMessage = '';
 /** Company members' routes besides the overview. */
-const PAGES = ['shop', 'reports', 'arrivals', 'customers', 'team', 'account'];
+const PAGES = ['shop', 'reports', 'arrivals', 'customers', 'team', 'assistant', 'account'];
 
 whenSessionEnds((message) => {
   pendingMessage = message;
@@ -49,6 +50,7 @@ function render(): void {
   }
   const session = load();
   if (!session) {
+    forgetConversation();
     const message = pendingMessage;
     pendingMessage = '';
     // After signing in, stay on the page that was asked for (a link to a shop), unless it was the sign-in page.
@@ -67,6 +69,7 @@ function render(): void {
   else if (page === 'admin') renderAdmin(p);
   else if (page === 'shop') renderShop(p, decodeURIComponent(arg));
   else if (page === 'team') renderTeam(p);
+  else if (page === 'assistant') renderAssistant(p);
   else if (page === 'reports') renderReports(p);
   else if (page === 'arrivals') renderArrivals(p);
   else if (page === 'customers') renderCustomers(p, decodeURIComponent(arg));
@@ -86,6 +89,8 @@ function header(user: User, page: string): HTMLElement {
         link('#/arrivals', 'Arrivals', page === 'arrivals'),
         link('#/customers', 'Customers', page === 'customers'),
         link('#/team', 'Team', page === 'team'),
+        // Hidden once head office answered 501 assistant_off in this tab.
+        page === 'assistant' || !assistantKnownOff() ? link('#/assistant', 'Assistant', page === 'assistant') : null,
       );
   const signOut = h('button', { type: 'button', class: 'link', id: 'sign-out' }, 'Sign out');
   signOut.addEventListener('click', () => {
