@@ -4,13 +4,12 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../server/paths.js';
 import { startHarness, type Harness } from '../test/support/harness.js';
-import { closedPort } from '../test/support/ports.js';
+import { closedPort, silentServer } from '../test/support/ports.js';
 import { enrolmentCode, openShop, waitFor } from '../test/support/shop-pc.js';
 import { loadAgentConfig, queueFile, saveAgentConfig, type AgentConfig } from '../agent/config/config.js';
 import { enrolShopPc } from '../agent/enrol/enrol.js';
@@ -37,28 +36,6 @@ function ensureBuilt(): void {
   }
 }
 
-/** A head office that accepts connections and never answers: the agent's start-up waits on it (5 s at most). */
-async function silentServer(): Promise<{ url: string; connections: () => number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  let connections = 0;
-  const server = net.createServer((socket) => {
-    connections++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
-    socket.resume(); // read and ignore what is sent, so that the peer's close is seen
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    connections: () => connections,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 interface AgentProcess {
   kill(signal: NodeJS.Signals): void;

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +20,7 @@ import { repoRoot, testModelsDir } from '../models/test-cache.js';
 import { DurableQueue } from '../queue/queue.js';
 import type { Visit } from '../vision/types.js';
 import { AgentRuntime, type AgentRuntimeOptions } from './runtime.js';
-import { closedPort } from '../../test/support/ports.js';
+import { closedPort, silentServer } from '../../test/support/ports.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 
@@ -92,32 +92,6 @@ async function countingRelay(target: string): Promise<{ url: string; counts: Map
       server.closeAllConnections();
       server.close(() => resolve());
     }),
-  };
-}
-
-/** A server that accepts TCP connections and never answers (a head office or a camera that hangs). */
-async function silentServer(): Promise<{ port: number; url: string; connections: () => number; open: () => number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  let connections = 0;
-  const server = net.createServer((socket) => {
-    connections++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
-    socket.resume(); // read and ignore what is sent, so that the peer's close is seen
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  return {
-    port,
-    url: `http://127.0.0.1:${port}`,
-    connections: () => connections,
-    open: () => sockets.size,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
   };
 }
 
