@@ -138,6 +138,35 @@ export function cardForm(o: CardFormOptions): HTMLFormElement {
   return form;
 }
 
+export interface ConfirmOptions {
+  /** The group's accessible name ("Confirm removing Front door"). */
+  label: string;
+  /** What will happen, as a question. */
+  question: string;
+  /** The button that does it ("Remove Front door"). */
+  yes: string;
+  id?: string;
+  /** Does it; what it throws is shown under the question (errorText), and the step stays open. */
+  act: () => Promise<void>;
+}
+
+/**
+ * An in-page confirmation step (no window.confirm) shown in `area`: the question, a danger button that runs `act`
+ * (disabled while it runs), and Cancel, which empties `area`.
+ */
+export function confirmStep(area: HTMLElement, o: ConfirmOptions): void {
+  const yes = h('button', { type: 'button', class: 'danger' }, o.yes);
+  const cancel = h('button', { type: 'button' }, 'Cancel');
+  const line = notice();
+  replace(area, h('div', { class: 'confirm', id: o.id, role: 'group', 'aria-label': o.label }, h('p', {}, o.question), line.el, h('div', { class: 'actions' }, yes, cancel)));
+  yes.focus();
+  cancel.addEventListener('click', () => replace(area));
+  yes.addEventListener('click', () => {
+    line.show('');
+    void busy(yes, () => o.act().catch((err: unknown) => line.show(errorText(err))));
+  });
+}
+
 /** Disables a button while `work` runs. */
 export async function busy<T>(button: HTMLButtonElement, work: () => Promise<T>): Promise<T> {
   button.disabled = true;

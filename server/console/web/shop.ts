@@ -1,5 +1,5 @@
 import { api, errorText, ApiError, raw } from './api.js';
-import { cardForm, busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
+import { cardForm, confirmStep, busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import { watchLive } from './live.js';
 import { atLeast } from './session.js';
@@ -184,32 +184,15 @@ function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload
   remove.addEventListener('click', () => {
     msg.show('');
     const name = current.label || current.camera_id;
-    const yes = h('button', { type: 'button', class: 'danger' }, `Remove ${name}`);
-    const cancel = h('button', { type: 'button' }, 'Cancel');
-    const line = notice();
-    replace(
-      panel,
-      h(
-        'div',
-        { class: 'confirm', role: 'group', 'aria-label': `Confirm removing ${name}` },
-        h('p', {}, `Remove ${name} (${current.camera_id})? The shop PC stops using it within a minute and its latest picture is deleted. Visits it counted are kept. Its name can be used again.`),
-        line.el,
-        h('div', { class: 'actions' }, yes, cancel),
-      ),
-    );
-    yes.focus();
-    cancel.addEventListener('click', () => replace(panel));
-    yes.addEventListener('click', () => {
-      void busy(yes, async () => {
-        line.show('');
-        try {
-          await api('DELETE', `/api/cameras/${encodeURIComponent(current.id)}`);
-          said(`Removed ${name}. The shop PC stops using it within a minute.`);
-          reload();
-        } catch (err) {
-          line.show(errorText(err));
-        }
-      });
+    confirmStep(panel, {
+      label: `Confirm removing ${name}`,
+      question: `Remove ${name} (${current.camera_id})? The shop PC stops using it within a minute and its latest picture is deleted. Visits it counted are kept. Its name can be used again.`,
+      yes: `Remove ${name}`,
+      act: async () => {
+        await api('DELETE', `/api/cameras/${encodeURIComponent(current.id)}`);
+        said(`Removed ${name}. The shop PC stops using it within a minute.`);
+        reload();
+      },
     });
   });
 
@@ -440,24 +423,16 @@ function removeShop(s: Shop, removed: () => void): HTMLElement {
   const open = h('button', { type: 'button', class: 'danger' }, 'Remove this shop…');
   const area = h('div', { 'aria-live': 'polite' });
   const card = h('section', { class: 'card', id: 'remove-shop' }, h('h2', {}, 'Remove this shop'), h('p', { class: 'small muted' }, 'Only a shop with no cameras and no visits can be removed (one opened by mistake). Its short name can then be used again.'), h('div', { class: 'actions' }, open), area);
-  open.addEventListener('click', () => {
-    const yes = h('button', { type: 'button', class: 'danger' }, `Remove ${s.name}`);
-    const cancel = h('button', { type: 'button' }, 'Cancel');
-    const line = notice();
-    replace(area, h('div', { class: 'confirm', role: 'group', 'aria-label': `Confirm removing ${s.name}` }, h('p', {}, `Remove the shop ${s.name} (${s.slug})? Its installation codes stop working and its shop PC is disconnected.`), line.el, h('div', { class: 'actions' }, yes, cancel)));
-    yes.focus();
-    cancel.addEventListener('click', () => replace(area));
-    yes.addEventListener('click', () => {
-      void busy(yes, async () => {
-        line.show('');
-        try {
-          await api('DELETE', `/api/sites/${encodeURIComponent(s.slug)}`);
-          removed();
-        } catch (err) {
-          line.show(errorText(err));
-        }
-      });
-    });
-  });
+  open.addEventListener('click', () =>
+    confirmStep(area, {
+      label: `Confirm removing ${s.name}`,
+      question: `Remove the shop ${s.name} (${s.slug})? Its installation codes stop working and its shop PC is disconnected.`,
+      yes: `Remove ${s.name}`,
+      act: async () => {
+        await api('DELETE', `/api/sites/${encodeURIComponent(s.slug)}`);
+        removed();
+      },
+    }),
+  );
   return card;
 }

@@ -1,5 +1,5 @@
 import { api, errorText } from './api.js';
-import { cardForm, busy, field, h, notice, replace, select, timeAgo, when } from './dom.js';
+import { cardForm, confirmStep, busy, field, h, notice, replace, select, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
 import type { Invitation, Member } from './types.js';
@@ -109,39 +109,23 @@ export function renderTeam(p: Page): void {
   /** POST /api/team/{id}/password after a confirmation step in the page; the new password is shown once. */
   function confirmReset(m: Member): void {
     msg.show('');
-    const go = h('button', { type: 'button', class: 'danger' }, `Reset the password of ${m.email}`);
-    const cancel = h('button', { type: 'button' }, 'Cancel');
-    const line = notice();
-    replace(
-      reset,
-      h(
-        'div',
-        { class: 'confirm', id: 'reset-confirm', role: 'group', 'aria-label': `Confirm resetting the password of ${m.email}` },
-        h('p', {}, `Reset the password of ${m.full_name} (${m.email})? A new password is made and shown here once; their old password stops working and they are signed out everywhere.`),
-        line.el,
-        h('div', { class: 'actions' }, go, cancel),
-      ),
-    );
-    go.focus();
-    cancel.addEventListener('click', () => replace(reset));
-    go.addEventListener('click', () => {
-      void busy(go, async () => {
-        line.show('');
-        try {
-          const r = await api<{ password: string }>('POST', `/api/team/${encodeURIComponent(m.id)}/password`, { body: {} });
-          replace(
-            reset,
-            h(
-              'div',
-              { class: 'card', id: 'reset-result' },
-              h('p', { class: 'notice ok' }, `New password for ${m.email}. Give it to ${m.full_name}; it is shown only now and cannot be recovered. They are signed out everywhere.`),
-              h('code', { class: 'secret', id: 'member-password-reset' }, r.password),
-            ),
-          );
-        } catch (err) {
-          line.show(errorText(err));
-        }
-      });
+    confirmStep(reset, {
+      id: 'reset-confirm',
+      label: `Confirm resetting the password of ${m.email}`,
+      question: `Reset the password of ${m.full_name} (${m.email})? A new password is made and shown here once; their old password stops working and they are signed out everywhere.`,
+      yes: `Reset the password of ${m.email}`,
+      act: async () => {
+        const r = await api<{ password: string }>('POST', `/api/team/${encodeURIComponent(m.id)}/password`, { body: {} });
+        replace(
+          reset,
+          h(
+            'div',
+            { class: 'card', id: 'reset-result' },
+            h('p', { class: 'notice ok' }, `New password for ${m.email}. Give it to ${m.full_name}; it is shown only now and cannot be recovered. They are signed out everywhere.`),
+            h('code', { class: 'secret', id: 'member-password-reset' }, r.password),
+          ),
+        );
+      },
     });
   }
 
