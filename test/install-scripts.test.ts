@@ -274,11 +274,30 @@ describe.each(['install-agent.sh', 'install-server.sh'])('%s refuses', (script) 
     expect(fs.readdirSync(root)).toEqual([]);
   });
 
-  if (isRoot) console.log(`${script}: the real not-root refusal (no --root) is not run: this test runs as root`);
-  it.skipIf(isRoot)('to run as another user than root, for real', () => {
-    const r = run(script, ['--app-dir', app()], { FOOTFALL_INSTALL_TEST_UID: undefined });
-    expect(r.code).toBe(1);
-    expect(r.err).toContain('run it as root');
+  it('to run as another user than root, for real', () => {
+    if (!isRoot) {
+      const r = run(script, ['--app-dir', app()], { FOOTFALL_INSTALL_TEST_UID: undefined });
+      expect(r.code).toBe(1);
+      expect(r.err).toContain('run it as root');
+      return;
+    }
+    // This test runs as root (CI does): run the scripts as nobody, from a copy any user can read (the checkout may
+    // sit in a folder nobody cannot enter).
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-install-nobody-'));
+    try {
+      fs.chmodSync(dir, 0o755);
+      for (const f of fs.readdirSync(packaging)) fs.copyFileSync(path.join(packaging, f), path.join(dir, f));
+      fs.rmSync(guardLog, { force: true });
+      const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'bash', path.join(dir, script)], {
+        encoding: 'utf8',
+        env: { PATH: basePath },
+      });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain(`${name}: run it as root`);
+      expect(fs.existsSync(guardLog) ? fs.readFileSync(guardLog, 'utf8') : '').toBe('');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('an application that is not built', () => {
