@@ -1,5 +1,5 @@
 import { api, endSession, errorText } from './api.js';
-import { busy, h, notice, replace, timeAgo, when } from './dom.js';
+import { facts, busy, h, notice, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import type { User } from './session.js';
 
@@ -56,7 +56,7 @@ export function renderAccount(p: Page): void {
         ['Role', u.role === 'admin' ? 'platform admin' : u.role],
       ];
       if (u.client_id) rows.push(['Company', u.client_name]);
-      replace(me, h('dl', { class: 'facts' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+      replace(me, facts(rows));
     } catch (err) {
       if (!p.signal.aborted) replace(me, h('p', { class: 'notice error', role: 'alert' }, errorText(err)));
     }

@@ -52,6 +52,14 @@ export async function raw(path: string, signal?: AbortSignal): Promise<Response>
   return res;
 }
 
+/**
+ * An image the API serves only with the token (a snapshot, a face photo), as a blob: URL for an <img>. The caller
+ * revokes it (URL.revokeObjectURL) when the image leaves the page.
+ */
+export async function imageUrl(path: string, signal?: AbortSignal): Promise<string> {
+  return URL.createObjectURL(await (await raw(path, signal)).blob());
+}
+
 /** A call without a session (sign-in, invitation lookup, register). */
 export async function open<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(path, { method, headers: jsonHeaders(body), body: body === undefined ? null : JSON.stringify(body), credentials: 'omit' });
@@ -89,7 +97,7 @@ async function authed(method: string, path: string, opts: Options): Promise<Resp
   let res = await send(token);
   if (res.status === 401) {
     let fresh: Session | null = null;
-    if ((await codeOf(res)) === 'token_expired') {
+    if ((await problemOf(res)).code === 'token_expired') {
       fresh = await refresh(token);
     } else {
       // A call sent just before another call (or tab) rotated the tokens carries an access token that no longer
@@ -103,38 +111,27 @@ async function authed(method: string, path: string, opts: Options): Promise<Resp
   if (res.status === 401) {
     // A call whose page was left meanwhile cannot read its answer: that says nothing about the session.
     if (opts.signal?.aborted) throw new DOMException('The page was left.', 'AbortError');
-    const message = (await messageOf(res)) ?? 'Your session has ended. Sign in again.';
-    end(message);
+    const message = (await problemOf(res)).message ?? 'Your session has ended. Sign in again.';
+    endSession(message);
     throw new ApiError(401, 'unauthorized', message);
   }
   return res;
 }
 
-async function codeOf(res: Response): Promise<string | undefined> {
-  try {
-    const b = (await res.clone().json()) as { error?: unknown };
-    return typeof b.error === 'string' ? b.error : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function messageOf(res: Response): Promise<string | undefined> {
+/** The error body of a refused call (`error` code and a message to show), read from a clone; empty when it is not JSON. */
+async function problemOf(res: Response): Promise<{ code?: string; message?: string }> {
   try {
     const b = (await res.clone().json()) as { message?: unknown; error?: unknown };
-    if (b.error === 'token_expired') return 'Your session has ended. Sign in again.';
-    return typeof b.message === 'string' ? b.message : undefined;
+    const code = typeof b.error === 'string' ? b.error : undefined;
+    const message = code === 'token_expired' ? 'Your session has ended. Sign in again.' : typeof b.message === 'string' ? b.message : undefined;
+    return { ...(code ? { code } : {}), ...(message ? { message } : {}) };
   } catch {
-    return undefined;
+    return {};
   }
 }
 
 /** Ends the session in this browser (storage cleared) and returns to sign-in with `message`. */
 export function endSession(message: string): void {
-  end(message);
-}
-
-function end(message: string): void {
   clear();
   onEnded(message);
 }
@@ -157,7 +154,7 @@ function withLock<T>(work: () => Promise<T>): Promise<T> {
 async function rotate(stale: string): Promise<Session> {
   const current = load();
   if (!current) {
-    end('Sign in to continue.');
+    endSession('Sign in to continue.');
     throw new ApiError(401, 'unauthorized', 'Sign in to continue.');
   }
   if (current.access_token !== stale) return current; // another tab (or an earlier call) already refreshed
@@ -168,8 +165,8 @@ async function rotate(stale: string): Promise<Session> {
     credentials: 'omit',
   });
   if (!res.ok) {
-    const message = (await messageOf(res)) ?? 'Your session has ended. Sign in again.';
-    end(res.status === 401 ? message : 'Your session could not be renewed. Sign in again.');
+    const message = (await problemOf(res)).message ?? 'Your session has ended. Sign in again.';
+    endSession(res.status === 401 ? message : 'Your session could not be renewed. Sign in again.');
     throw new ApiError(res.status, 'unauthorized', message);
   }
   const next = (await res.json()) as Session;

@@ -1,4 +1,4 @@
-import { api, errorText, raw } from './api.js';
+import { api, errorText, imageUrl } from './api.js';
 import { ago, field, h, notice, replace, select, when } from './dom.js';
 import type { Page } from './main.js';
 import { follow, type StreamState } from './sse.js';
@@ -25,8 +25,8 @@ export function renderArrivals(p: Page): void {
   replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Arrivals'), status), filter, error.el, list);
 
   const rows = new Map<string, Row>();
-  const seen: string[] = [];
-  const seenSet = new Set<string>();
+  /** Visit ids seen, oldest first (a Set keeps insertion order). */
+  const seen = new Set<string>();
   let current: AbortController | null = null;
 
   const ticker = window.setInterval(() => {
@@ -40,10 +40,9 @@ export function renderArrivals(p: Page): void {
   });
 
   const remember = (id: string): boolean => {
-    if (seenSet.has(id)) return false;
-    seenSet.add(id);
-    seen.push(id);
-    if (seen.length > REMEMBERED) seenSet.delete(seen.shift()!);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    if (seen.size > REMEMBERED) seen.delete(seen.values().next().value!);
     return true;
   };
 
@@ -68,8 +67,7 @@ export function renderArrivals(p: Page): void {
     current = ac;
     for (const r of rows.values()) r.release();
     rows.clear();
-    seen.length = 0;
-    seenSet.clear();
+    seen.clear();
     replace(list);
     error.show('');
     showState(status, { kind: 'connecting' });
@@ -156,10 +154,9 @@ function arrivalRow(a: Arrival, signal: AbortSignal): Row {
     el.prepend(img);
     void (async () => {
       try {
-        const res = await raw(a.image.url!, signal);
-        const blob = await res.blob();
-        if (released) return;
-        url = URL.createObjectURL(blob);
+        const got = await imageUrl(a.image.url!, signal);
+        if (released) return URL.revokeObjectURL(got);
+        url = got;
         img.src = url;
       } catch {
         img.replaceWith(h('span', { class: 'face none', title: 'The photo could not be loaded.' }));

@@ -31,9 +31,14 @@ export function niceMax(n: number): number {
   return 10 * p;
 }
 
+/** Visitors of a bucket who were no known customer (unidentified visits, one person each). */
+export function unidentified(b: Pick<Bar, 'visitors' | 'new' | 'returning'>): number {
+  return Math.max(0, b.visitors - b.new - b.returning);
+}
+
 /** "12 visitors: 5 new, 6 returning, 1 not identified". */
 export function barText(b: Bar): string {
-  const other = Math.max(0, b.visitors - b.new - b.returning);
+  const other = unidentified(b);
   return `${b.label}: ${b.visitors.toLocaleString()} visitor${b.visitors === 1 ? '' : 's'} (${b.new.toLocaleString()} new, ${b.returning.toLocaleString()} returning, ${other.toLocaleString()} not identified)`;
 }
 
@@ -65,7 +70,7 @@ export function barChart(bars: Bar[], name: string, tick: (label: string) => str
   const every = Math.max(1, Math.ceil(bars.length / 8)); // at most about eight labels under the bars
   bars.forEach((b, i) => {
     const x = LEFT + i * slot + (slot - width) / 2;
-    const other = Math.max(0, b.visitors - b.new - b.returning);
+    const other = unidentified(b);
     const g = svg('g', { class: 'bar', role: 'img', 'data-bucket': b.label, 'data-visitors': b.visitors, 'data-new': b.new, 'data-returning': b.returning }, svg('title', {}, barText(b)));
     let base = 0;
     for (const [cls, v] of [['returning', b.returning], ['new', b.new], ['other', other]] as const) {

@@ -1,5 +1,5 @@
-import { api, errorText, raw } from './api.js';
-import { busy, cardForm, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
+import { api, errorText, imageUrl } from './api.js';
+import { facts, busy, cardForm, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
 import { attributesText, type Customer, type Erasure, type HistoryRow, type ImageRef } from './types.js';
@@ -100,7 +100,7 @@ function renderCustomer(p: Page, ref: string): void {
     if (p.signal.aborted) return;
     const c = customer;
     const photo = h('div', { class: 'customer-photo' });
-    const facts: [string, string | HTMLElement][] = [
+    const rows: [string, string | HTMLElement][] = [
       ['Customer', c.ref],
       ['Visits', String(c.visit_count)],
       ['First seen', timeAgo(c.first_seen_at)],
@@ -113,7 +113,7 @@ function renderCustomer(p: Page, ref: string): void {
       p.main,
       back,
       h('div', { class: 'page-head' }, h('h1', {}, c.full_name ? `${c.full_name} (${c.ref})` : c.label)),
-      h('section', { class: 'card customer', id: 'customer' }, photo, h('dl', { class: 'facts' }, ...facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))),
+      h('section', { class: 'card customer', id: 'customer' }, photo, facts(rows)),
       h('h2', {}, `Visits (${plural(history.length, 'visit')})`),
       historyTable(history),
       atLeast(p.user, 'manager') ? erasure(c, p) : null,
@@ -127,9 +127,11 @@ async function showPhoto(c: Customer, box: HTMLElement, signal: AbortSignal): Pr
   try {
     const ref = await api<ImageRef>('GET', `/api/visitors/${encodeURIComponent(c.id)}/image`, { signal });
     if (!ref.available || !ref.url?.startsWith('/')) return '';
-    const blob = await (await raw(ref.url, signal)).blob();
-    if (signal.aborted) return '';
-    const url = URL.createObjectURL(blob);
+    const url = await imageUrl(ref.url, signal);
+    if (signal.aborted) {
+      URL.revokeObjectURL(url);
+      return '';
+    }
     box.append(h('img', { class: 'face', src: url, alt: `Photo of ${c.ref}`, width: 96, height: 96 }));
     return url;
   } catch {

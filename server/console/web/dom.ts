@@ -38,6 +38,14 @@ export function replace(parent: Node, ...children: Child[]): void {
 
 let ids = 0;
 
+/**
+ * A list of facts (`dl`): each row a term and its value. `key` names an attribute that each value carries with its
+ * term (for tests and styling: `data-total="Visits"`).
+ */
+export function facts(rows: [string, Child][], opts: { class?: string; key?: string } = {}): HTMLElement {
+  return h('dl', { class: opts.class ? `facts ${opts.class}` : 'facts' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', opts.key ? { [opts.key]: k } : {}, v)]));
+}
+
 /** A labelled form field: label, input (or select, or textarea), and an optional hint under it. */
 export function field(label: string, control: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLElement {
   const id = control.id || `f${++ids}`;

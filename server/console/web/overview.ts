@@ -1,5 +1,5 @@
 import { api, ApiError } from './api.js';
-import { cardForm, field, h, notice, plural, replace, timeAgo } from './dom.js';
+import { facts, cardForm, field, h, notice, plural, replace, timeAgo } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
 import { placement, type Camera, type Footfall, type Shop } from './types.js';
@@ -77,7 +77,7 @@ function shopCard(s: Shop, cameras: Camera[], t: Today | null): HTMLElement {
       ? 'none added yet'
       : `${plural(cameras.length, 'camera')} added, not reported yet`;
   const camerasCls = s.last_heartbeat_at ? (s.cameras_up < s.cameras_total ? 'bad' : 'good') : 'unknown';
-  const rows: [string, HTMLElement | string, string?][] = [
+  const rows: [string, HTMLElement | string][] = [
     ['Shop PC', h('span', { class: `badge ${st.cls}` }, st.word)],
     ['Last seen', timeAgo(s.last_heartbeat_at)],
     ['Cameras', h('span', { class: `dot ${camerasCls}` }, camerasLine)],
@@ -90,7 +90,7 @@ function shopCard(s: Shop, cameras: Camera[], t: Today | null): HTMLElement {
     { class: 'card shop', 'data-shop': s.slug },
     h('h2', {}, h('a', { href: `#/shop/${encodeURIComponent(s.slug)}` }, s.name)),
     h('p', { class: 'muted small' }, s.slug, ' · ', s.timezone),
-    h('dl', { class: 'facts' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+    facts(rows),
   );
   if (s.dropped > 0) card.append(h('p', { class: 'notice error' }, `${plural(s.dropped, 'visit')} lost on the shop PC (its queue overflowed): reports are missing them.`));
   return card;

@@ -1,6 +1,6 @@
 import { api, errorText } from './api.js';
-import { barChart, barText } from './chart.js';
-import { cardForm, field, h, notice, replace, select } from './dom.js';
+import { barChart, barText, unidentified as unidentifiedOf } from './chart.js';
+import { cardForm, facts, field, h, notice, replace, select } from './dom.js';
 import type { Page } from './main.js';
 import type { Conversion, Footfall, Shop } from './types.js';
 
@@ -134,14 +134,12 @@ function daysBetween(a: string, b: string): number {
   return Math.round((Date.parse(`${b}T00:00:00Z`) - Date.parse(`${a}T00:00:00Z`)) / 86_400_000);
 }
 
-const BUCKET_WORD: Record<string, string> = { hour: 'hour', day: 'day', week: 'week', month: 'month' };
-
 function totals(r: Footfall, name: string, oneShop: boolean): HTMLElement {
   // `total` is unique people over the window. New customers are new in exactly one bucket (their first visit
   // ever), so their sum is the window's; unidentified visits are one person each, in one bucket; the rest of
   // `total` are the returning customers (docs/console.md).
   const newSum = r.points.reduce((n, pt) => n + pt.new, 0);
-  const unidentified = r.points.reduce((n, pt) => n + Math.max(0, pt.visitors - pt.new - pt.returning), 0);
+  const unidentified = r.points.reduce((n, pt) => n + unidentifiedOf(pt), 0);
   const returning = Math.max(0, r.total - newSum - unidentified);
   const rows: [string, string][] = [
     ['Visitors', r.total.toLocaleString()],
@@ -156,8 +154,8 @@ function totals(r: Footfall, name: string, oneShop: boolean): HTMLElement {
     'div',
     { class: 'card', id: 'report-totals' },
     h('h2', {}, `${name}: ${r.from === r.to ? r.from : `${r.from} to ${r.to}`}`),
-    h('p', { class: 'muted small' }, `By ${BUCKET_WORD[r.bucket] ?? r.bucket}, in ${r.timezone}`),
-    h('dl', { class: 'facts totals' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-total': k }, v)])),
+    h('p', { class: 'muted small' }, `By ${r.bucket}, in ${r.timezone}`),
+    facts(rows, { class: 'totals', key: 'data-total' }),
   );
 }
 
@@ -165,7 +163,7 @@ function chartCard(r: Footfall): HTMLElement {
   const bars = r.points.map((pt) => ({ label: pt.bucket, visitors: pt.visitors, new: pt.new, returning: pt.returning }));
   const sameDay = bars.every((b) => b.label.slice(0, 10) === bars[0]?.label.slice(0, 10));
   const tick = (l: string) => (r.bucket === 'hour' ? (sameDay ? l.slice(11) : `${l.slice(5, 10)} ${l.slice(11)}`) : r.bucket === 'month' ? l : l.slice(5));
-  const word = BUCKET_WORD[r.bucket] ?? r.bucket;
+  const word = r.bucket;
   const most = bars.reduce<(typeof bars)[number] | undefined>((m, b) => (!m || b.visitors > m.visitors ? b : m), undefined);
   const name = `Visitors per ${word}${most && most.visitors > 0 ? `; the most: ${barText(most)}` : '; none in this period'}`;
   return h(
@@ -184,7 +182,7 @@ function chartCard(r: Footfall): HTMLElement {
         h(
           'tbody',
           {},
-          ...bars.map((b) => h('tr', { 'data-bucket': b.label }, h('th', { scope: 'row' }, b.label), h('td', {}, b.visitors), h('td', {}, b.new), h('td', {}, b.returning), h('td', {}, Math.max(0, b.visitors - b.new - b.returning)))),
+          ...bars.map((b) => h('tr', { 'data-bucket': b.label }, h('th', { scope: 'row' }, b.label), h('td', {}, b.visitors), h('td', {}, b.new), h('td', {}, b.returning), h('td', {}, unidentifiedOf(b)))),
         ),
       ),
     ),
@@ -208,7 +206,7 @@ function conversionCard(c: Conversion): HTMLElement {
     'div',
     { class: 'card', id: 'report-conversion' },
     h('h2', {}, 'Conversion'),
-    h('dl', { class: 'facts' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-conversion': k }, v)])),
+    facts(rows, { key: 'data-conversion' }),
     c.currency ? null : h('p', { class: 'muted small' }, 'No purchases recorded in this period.'),
     c.conversion > 1 ? h('p', { class: 'muted small' }, 'More purchasers than visitors: some purchases were recorded for customers whose visits fall outside this period or shop.') : null,
   );

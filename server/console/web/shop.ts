@@ -1,5 +1,5 @@
-import { api, errorText, ApiError, raw } from './api.js';
-import { cardForm, confirmStep, busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
+import { api, errorText, ApiError, imageUrl } from './api.js';
+import { facts, cardForm, confirmStep, busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import { watchLive } from './live.js';
 import { atLeast } from './session.js';
@@ -95,7 +95,7 @@ function shopFacts(s: Shop): HTMLElement {
     ['Recognition model', s.recognition_model || '—'],
     ['Waiting on the shop PC', plural(s.queued, 'visit')],
   ];
-  const card = h('section', { class: 'card', id: 'shop-facts' }, h('dl', { class: 'facts' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+  const card = h('section', { class: 'card', id: 'shop-facts' }, facts(rows));
   if (s.dropped > 0) card.append(h('p', { class: 'notice error' }, `${plural(s.dropped, 'visit')} lost on the shop PC (its queue overflowed): reports are missing them.`));
   return card;
 }
@@ -274,8 +274,7 @@ function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload
     if (key === shownSnapshot) return;
     shownSnapshot = key;
     try {
-      const res = await raw(c.snapshot.url, signal);
-      const url = URL.createObjectURL(await res.blob());
+      const url = await imageUrl(c.snapshot.url, signal);
       if (live) return URL.revokeObjectURL(url);
       img.src = url;
       img.alt = `Latest picture from ${c.label || c.camera_id}`;
