@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { consoleDir } from '../server/console/serve.js';
+import os from 'node:os';
+import Koa from 'koa';
+import { consoleDir, consoleRoutes } from '../server/console/serve.js';
 import { startHarness, type Harness } from './support/harness.js';
 
 /**
@@ -158,6 +160,31 @@ describe('web console: serving', () => {
       expect(r.text, p).not.toContain('"name": "footfall"');
       expect(r.text, p).not.toContain('buildApp');
       if (r.status === 404) expectNotFound(r, p);
+    }
+  });
+
+  it('a file rebuilt while head office runs is served anew, with a new ETag (files are read once per version)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-console-'));
+    const app = new Koa();
+    app.use(consoleRoutes(dir) as unknown as Koa.Middleware);
+    const server = http.createServer(app.callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/console/app.js`;
+    try {
+      fs.writeFileSync(path.join(dir, 'app.js'), 'export const v = 1;\n');
+      const first = await fetch(url);
+      expect(await first.text()).toBe('export const v = 1;\n');
+      const etag = first.headers.get('etag')!;
+      expect((await fetch(url, { headers: { 'If-None-Match': etag } })).status).toBe(304);
+
+      fs.writeFileSync(path.join(dir, 'app.js'), 'export const v = 22;\n');
+      const second = await fetch(url);
+      expect(await second.text()).toBe('export const v = 22;\n');
+      expect(second.headers.get('etag')).not.toBe(etag);
+      expect((await fetch(url, { headers: { 'If-None-Match': etag } })).status).toBe(200);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 

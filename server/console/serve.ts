@@ -60,6 +60,11 @@ export function consoleDir(): string {
 
 export function consoleRoutes(dir = consoleDir()): Mw {
   const root = path.resolve(dir);
+  /**
+   * Files read and hashed once, again only when their size or time changes (a rebuild): a page load asks for some
+   * twenty of them, each revalidated every time. Keys are names that exist in the folder, so the map stays small.
+   */
+  const files = new Map<string, { mtimeMs: number; size: number; body: Buffer; etag: string }>();
   return async (ctx, next) => {
     const p = ctx.path;
     const isRoot = p === '/';
@@ -80,15 +85,20 @@ export function consoleRoutes(dir = consoleDir()): Mw {
     const file = path.resolve(root, name);
     if (!file.startsWith(root + path.sep)) throw noSuchRoute(ctx.method, p);
 
-    let body: Buffer;
+    let cached = files.get(file);
     try {
       const st = await fs.stat(file);
       if (!st.isFile()) throw new Error('not a file');
-      body = await fs.readFile(file);
+      if (!cached || cached.mtimeMs !== st.mtimeMs || cached.size !== st.size) {
+        const body = await fs.readFile(file);
+        cached = { mtimeMs: st.mtimeMs, size: st.size, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+        files.set(file, cached);
+      }
     } catch {
+      files.delete(file);
       throw noSuchRoute(ctx.method, p);
     }
-    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+    const { body, etag } = cached;
     ctx.set('ETag', etag);
     // Names are not content-hashed, so every use revalidates (a 304 costs one small round trip).
     ctx.set('Cache-Control', 'no-cache');
