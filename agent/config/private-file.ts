@@ -30,19 +30,11 @@ export function ownerForNewFile(euid: number | undefined, folder: Owner | undefi
   return { uid: folder.uid, gid: folder.gid };
 }
 
-/** ownerForNewFile for this process and the folder `dir` (undefined when it cannot be read). */
-export async function newFileOwner(dir: string): Promise<Owner | undefined> {
-  if (windows || process.geteuid?.() !== 0) return undefined;
-  try {
-    const { uid, gid } = await stat(dir);
-    return ownerForNewFile(0, { uid, gid });
-  } catch {
-    return undefined;
-  }
-}
-
-/** newFileOwner, synchronously (the queue file is opened synchronously). */
-export function newFileOwnerSync(dir: string): Owner | undefined {
+/**
+ * ownerForNewFile for this process and the folder `dir` (undefined when it cannot be read). Synchronous (one stat):
+ * the queue file is opened synchronously, and the async writers use it as well.
+ */
+export function newFileOwner(dir: string): Owner | undefined {
   if (windows || process.geteuid?.() !== 0) return undefined;
   try {
     const { uid, gid } = statSync(dir);
@@ -57,7 +49,7 @@ export function newFileOwnerSync(dir: string): Owner | undefined {
  * it is theirs already (a file an earlier run as root left behind). Nothing otherwise, or when the file is missing.
  */
 export async function giveToFolderOwner(file: string): Promise<void> {
-  const owner = await newFileOwner(path.dirname(file));
+  const owner = newFileOwner(path.dirname(file));
   if (!owner) return;
   try {
     const now = await stat(file);
@@ -77,7 +69,7 @@ export interface PrivateFileOptions {
 export async function writePrivateFile(file: string, text: string, options: PrivateFileOptions = {}): Promise<void> {
   const dir = path.dirname(file);
   await mkdir(dir, { recursive: true, mode: options.dirMode ?? 0o700 });
-  const owner = options.owner ?? (await newFileOwner(dir));
+  const owner = options.owner ?? newFileOwner(dir);
   const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   try {
     const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);

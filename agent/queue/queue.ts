@@ -19,7 +19,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, renameSync } from 'node:fs
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { pino, type Logger } from 'pino';
-import { newFileOwnerSync } from '../config/private-file.js';
+import { newFileOwner } from '../config/private-file.js';
 
 export type Log = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
@@ -75,7 +75,7 @@ function openFile(file: string): { db: Database.Database; count: number } {
     // Run as root in the service user's data folder (an installer trying `footfall agent` by hand): the files are
     // the service's, else it could not open them at its next start. Also those an earlier root run left. SQLite,
     // run as root, gives the WAL file it creates the main file's owner.
-    const owner = newFileOwnerSync(path.dirname(file));
+    const owner = newFileOwner(path.dirname(file));
     if (owner) {
       for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chownSync(f, owner.uid, owner.gid);
     }
