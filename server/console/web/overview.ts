@@ -2,6 +2,7 @@ import { api, ApiError } from './api.js';
 import { facts, cardForm, field, h, notice, plural, replace, timeAgo } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
+import { droppedNotice } from './shop.js';
 import { placement, type Camera, type Footfall, type Shop } from './types.js';
 
 /**
@@ -85,15 +86,14 @@ function shopCard(s: Shop, cameras: Camera[], t: Today | null): HTMLElement {
     ['Today', t ? `${plural(t.visitors, 'visitor')}${t.new + t.returning > 0 ? ` (${t.new} new, ${t.returning} returning)` : ''}` : 'not available'],
     ['Last 7 days', t ? plural(t.week, 'visitor') : 'not available'],
   ];
-  const card = h(
+  return h(
     'article',
     { class: 'card shop', 'data-shop': s.slug },
     h('h2', {}, h('a', { href: `#/shop/${encodeURIComponent(s.slug)}` }, s.name)),
     h('p', { class: 'muted small' }, s.slug, ' · ', s.timezone),
     facts(rows),
+    droppedNotice(s),
   );
-  if (s.dropped > 0) card.append(h('p', { class: 'notice error' }, `${plural(s.dropped, 'visit')} lost on the shop PC (its queue overflowed): reports are missing them.`));
-  return card;
 }
 
 function emptyCompany(p: Page): HTMLElement {

@@ -14,9 +14,9 @@ export function renderShop(p: Page, slug: string): void {
   const head = h('div', { class: 'page-head' }, h('h1', {}, 'Shop'));
   const error = notice('error');
   const status = notice('ok');
-  const facts = h('div');
+  const factsBox = h('div');
   const cams = h('div', { class: 'cameras', id: 'cameras' });
-  replace(p.main, h('p', { class: 'small' }, h('a', { href: '#/' }, '← All shops')), head, error.el, status.el, facts, h('h2', {}, 'Cameras'), cams);
+  replace(p.main, h('p', { class: 'small' }, h('a', { href: '#/' }, '← All shops')), head, error.el, status.el, factsBox, h('h2', {}, 'Cameras'), cams);
 
   const manager = atLeast(p.user, 'manager');
   const cards = new Map<string, CameraCard>();
@@ -41,7 +41,7 @@ export function renderShop(p: Page, slug: string): void {
       replace(head, h('h1', {}, shop.name), h('span', { class: `badge ${shop.online ? 'good' : shop.last_heartbeat_at ? 'bad' : 'unknown'}` }, shop.online ? 'Shop PC online' : shop.last_heartbeat_at ? 'Shop PC offline' : 'No shop PC reporting'));
       if (!built) {
         built = true;
-        facts.append(shopFacts(shop), shopCheck(shop, p.signal));
+        factsBox.append(shopFacts(shop), shopCheck(shop, p.signal));
         if (manager) p.main.append(enrolmentForm(shop), addCameraForm(shop, () => void load()));
         if (atLeast(p.user, 'owner')) p.main.append(
             removeShop(shop, () => {
@@ -52,7 +52,7 @@ export function renderShop(p: Page, slug: string): void {
             }),
           );
       } else {
-        facts.firstChild?.replaceWith(shopFacts(shop));
+        factsBox.firstChild?.replaceWith(shopFacts(shop));
       }
       const mine = cameras.filter((c) => c.site_id === shop.site_id);
       if (mine.length === 0) replace(cams, h('p', { class: 'muted', id: 'no-cameras' }, manager ? 'No cameras yet. Add one below; the shop PC picks it up within a minute.' : 'No cameras yet. A manager can add them.'));
@@ -95,9 +95,12 @@ function shopFacts(s: Shop): HTMLElement {
     ['Recognition model', s.recognition_model || '—'],
     ['Waiting on the shop PC', plural(s.queued, 'visit')],
   ];
-  const card = h('section', { class: 'card', id: 'shop-facts' }, facts(rows));
-  if (s.dropped > 0) card.append(h('p', { class: 'notice error' }, `${plural(s.dropped, 'visit')} lost on the shop PC (its queue overflowed): reports are missing them.`));
-  return card;
+  return h('section', { class: 'card', id: 'shop-facts' }, facts(rows), droppedNotice(s));
+}
+
+/** Visits the shop PC lost (its queue overflowed), when there are any: on the overview's card and the shop page. */
+export function droppedNotice(s: Shop): HTMLElement | null {
+  return s.dropped > 0 ? h('p', { class: 'notice error' }, `${plural(s.dropped, 'visit')} lost on the shop PC (its queue overflowed): reports are missing them.`) : null;
 }
 
 interface Step {
