@@ -58,3 +58,21 @@ export async function stored(page: Page, where: 'localStorage' | 'sessionStorage
   const text = (await page.evaluate(`${where}.getItem('footfall.session')`)) as string | null;
   return text ? JSON.parse(text) : null;
 }
+
+/**
+ * Waits until an expression is true in the page. page.waitForFunction would poll it with eval inside the page,
+ * which the console's CSP refuses; page.evaluate runs it through the DevTools protocol instead.
+ */
+export async function until(page: Page, expression: string, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if ((await page.evaluate(expression)) === true) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${expression}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Whether the page scrolls sideways at its current viewport (it must not at phone width). */
+export async function overflowsSideways(page: Page): Promise<boolean> {
+  return (await page.evaluate('document.scrollingElement.scrollWidth > window.innerWidth')) as boolean;
+}

@@ -1,5 +1,5 @@
 import { api, endSession, errorText } from './api.js';
-import { facts, busy, h, notice, replace, timeAgo, when } from './dom.js';
+import { facts, busy, h, stacked, notice, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import type { User } from './session.js';
 
@@ -70,12 +70,12 @@ export function renderAccount(p: Page): void {
       others.hidden = !sessions.some((s) => !s.current);
       replace(
         list,
-        h(
+        stacked(h(
           'table',
           {},
           h('thead', {}, h('tr', {}, h('th', {}, 'Device'), h('th', {}, 'Signed in'), h('th', {}, 'Last used'), h('th', { class: 'optional' }, 'Expires'), h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')))),
           h('tbody', {}, ...sessions.map(row)),
-        ),
+        )),
       );
     } catch (err) {
       if (!p.signal.aborted) msg.show(errorText(err));

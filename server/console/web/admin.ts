@@ -1,5 +1,5 @@
 import { api, ApiError, errorText } from './api.js';
-import { cardForm, busy, field, h, notice, replace, select, when } from './dom.js';
+import { cardForm, busy, field, h, notice, replace, select, stacked, when } from './dom.js';
 import type { Page } from './main.js';
 import type { Company } from './types.js';
 
@@ -21,12 +21,12 @@ export function renderAdmin(p: Page): void {
       if (companies.length === 0) return replace(list, h('p', { class: 'muted' }, 'No companies yet. Create the first one below.'));
       replace(
         list,
-        h(
+        stacked(h(
           'table',
           {},
           h('thead', {}, h('tr', {}, h('th', {}, 'Company'), h('th', {}, 'Short name'), h('th', {}, 'Shops'), h('th', {}, 'People'), h('th', { class: 'optional' }, 'Created'), h('th', {}, 'Status'), h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')))),
           h('tbody', {}, ...companies.map(row)),
-        ),
+        )),
       );
     } catch (err) {
       if (!p.signal.aborted) msg.show(errorText(err));

@@ -74,6 +74,7 @@ function jsonHeaders(body: unknown, token?: string): Record<string, string> {
 }
 
 async function parse(res: Response): Promise<unknown> {
+  observeClock(res);
   if (res.status === 204) return undefined;
   const type = res.headers.get('content-type') ?? '';
   const body: unknown = type.includes('json') ? await res.json().catch(() => undefined) : undefined;
@@ -93,7 +94,14 @@ async function authed(method: string, path: string, opts: Options): Promise<Resp
   const body = opts.body === undefined ? null : JSON.stringify(opts.body);
   const send = (token: string) => fetch(path, { method, headers: jsonHeaders(opts.body, token), body, signal: opts.signal ?? null, credentials: 'omit' });
 
-  const token = session.access_token;
+  let token = session.access_token;
+  // A token at (or past) the point where it should have been renewed (the tab slept, a timer was throttled):
+  // renew it first. A failure here (head office unreachable) is not the call's: it goes out with the old token.
+  if (due(session)) {
+    const fresh = await refresh(token, true).catch(() => load());
+    if (!fresh) throw new ApiError(401, 'unauthorized', 'Your session has ended. Sign in again.');
+    token = fresh.access_token;
+  }
   let res = await send(token);
   if (res.status === 401) {
     let fresh: Session | null = null;
@@ -138,12 +146,87 @@ export function endSession(message: string): void {
 
 let inflight: Promise<Session> | null = null;
 
-/** Refreshes the session whose access token `stale` was refused as expired; one refresh at a time. */
-export function refresh(stale: string): Promise<Session> {
-  inflight ??= withLock(() => rotate(stale)).finally(() => {
+/**
+ * Refreshes the session whose access token `stale` was refused as expired (or, `ahead`, is about to expire); one
+ * refresh at a time.
+ */
+export function refresh(stale: string, ahead = false): Promise<Session> {
+  inflight ??= withLock(() => rotate(stale, ahead)).finally(() => {
     inflight = null;
   });
   return inflight;
+}
+
+/*
+ * Refresh ahead of expiry. The envelope's `expires_at` is head office's clock; the browser's may differ, so the
+ * difference is measured from the `Date` header of every answer (whole seconds, rounded down: the estimate assumes
+ * head office is up to a second later, so renewal comes early rather than late). A token is renewed a quarter of
+ * its life before it ends, at most a minute before (12 h tokens: a minute; the tests' few-second tokens: about a
+ * second). The timer only says when to look: each time it fires the stored session is read again (another tab may
+ * have renewed it), and a call made when the token is already due renews it first (a sleeping laptop, a throttled
+ * background tab). A renewal that fails for a transient reason (network, 5xx) signs nobody out: it is tried again,
+ * and once the token has expired the 401 path takes over as before.
+ */
+let skewMs = 0; // head office's clock minus the browser's
+let timer: ReturnType<typeof setTimeout> | undefined;
+let failures = 0;
+/** How long before its end each access token is renewed, fixed when the tab first sees the token. */
+const leads = new Map<string, number>();
+
+function observeClock(res: Response): void {
+  const date = Date.parse(res.headers.get('date') ?? '');
+  if (Number.isNaN(date)) return;
+  const next = date + 1000 - Date.now();
+  const moved = Math.abs(next - skewMs) > 2000;
+  skewMs = next;
+  if (moved && timer !== undefined) keepFresh();
+}
+
+/** When the token ends, in the browser's clock (ms). */
+function endsAt(s: Session): number {
+  return Date.parse(s.expires_at) - skewMs;
+}
+
+function leadOf(s: Session): number {
+  let lead = leads.get(s.access_token);
+  if (lead === undefined) {
+    lead = Math.min(60_000, Math.max(0, (endsAt(s) - Date.now()) / 4));
+    if (leads.size > 20) leads.clear();
+    leads.set(s.access_token, lead);
+  }
+  return lead;
+}
+
+function due(s: Session): boolean {
+  return !Number.isNaN(Date.parse(s.expires_at)) && Date.now() >= endsAt(s) - leadOf(s);
+}
+
+/** Keeps the stored session's access token renewed ahead of its expiry while the console is open (idempotent). */
+export function keepFresh(): void {
+  clearTimeout(timer);
+  timer = undefined;
+  const s = load();
+  if (!s || Number.isNaN(Date.parse(s.expires_at))) return;
+  const retry = failures > 0 ? Math.min(30_000, 1000 * 2 ** failures) : 0;
+  const wait = Math.max(retry, endsAt(s) - leadOf(s) - Date.now());
+  // Looked at again at least every five minutes: the clock difference may have been measured meanwhile.
+  timer = setTimeout(() => void renewIfDue(), Math.min(wait, 300_000));
+}
+
+async function renewIfDue(): Promise<void> {
+  timer = undefined;
+  const s = load();
+  if (!s) return;
+  if (due(s)) {
+    try {
+      await refresh(s.access_token, true);
+      failures = 0;
+    } catch {
+      if (!load()) return; // the session ended (a refused refresh token): sign-in is shown already
+      failures++;
+    }
+  }
+  keepFresh();
 }
 
 function withLock<T>(work: () => Promise<T>): Promise<T> {
@@ -151,7 +234,7 @@ function withLock<T>(work: () => Promise<T>): Promise<T> {
   return locks ? (locks.request('footfall-refresh', work) as Promise<T>) : work();
 }
 
-async function rotate(stale: string): Promise<Session> {
+async function rotate(stale: string, ahead: boolean): Promise<Session> {
   const current = load();
   if (!current) {
     endSession('Sign in to continue.');
@@ -164,12 +247,17 @@ async function rotate(stale: string): Promise<Session> {
     body: JSON.stringify({ refresh_token: current.refresh_token }),
     credentials: 'omit',
   });
+  observeClock(res);
   if (!res.ok) {
     const message = (await problemOf(res)).message ?? 'Your session has ended. Sign in again.';
+    // Head office busy or restarting (429, 5xx): the refresh token was not used, so the session lives on; a renewal
+    // ahead of expiry is simply tried again. Any other refusal (401: revoked, rotated already) ends it.
+    if (ahead && (res.status === 429 || res.status >= 500)) throw new ApiError(res.status, 'refresh_failed', message);
     endSession(res.status === 401 ? message : 'Your session could not be renewed. Sign in again.');
     throw new ApiError(res.status, 'unauthorized', message);
   }
   const next = (await res.json()) as Session;
   save(next); // before anything else: the old refresh token is already dead
+  keepFresh();
   return next;
 }

@@ -1,8 +1,8 @@
-import { api, errorText, imageUrl } from './api.js';
-import { facts, busy, cardForm, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
+import { ApiError, api, errorText, imageUrl } from './api.js';
+import { facts, busy, cardForm, confirmStep, field, h, notice, plural, replace, select, stacked, timeAgo, when, type Child, type Props } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
-import { attributesText, type Customer, type Erasure, type HistoryRow, type ImageRef } from './types.js';
+import { attributesText, type Conversion, type Customer, type CustomerDetail, type Erasure, type HistoryRow, type ImageRef, type Profile, type Purchase, type Shop } from './types.js';
 
 /**
  * Customers: search (GET /api/visitors?q=) or the most recently seen; one customer's visits
@@ -44,7 +44,7 @@ function renderList(p: Page): void {
       h(
         'div',
         { class: 'table-wrap' },
-        h(
+        stacked(h(
           'table',
           {},
           h('thead', {}, h('tr', {}, ...['Customer', 'Name', 'Visits', 'First seen', 'Last seen', 'Consent'].map((t) => h('th', { scope: 'col' }, t)))),
@@ -64,7 +64,7 @@ function renderList(p: Page): void {
               ),
             ),
           ),
-        ),
+        )),
       ),
     );
   }
@@ -73,53 +73,346 @@ function renderList(p: Page): void {
   });
 }
 
+/** A message for the next customer page shown (after a merge, the survivor's page says what moved). */
+let flash = '';
+
 function renderCustomer(p: Page, ref: string): void {
   const back = h('p', { class: 'small' }, h('a', { href: '#/customers' }, '← All customers'));
   replace(p.main, back, h('h1', {}, ref), h('p', { class: 'loading' }, 'Loading…'));
+  const arrived = flash;
+  flash = '';
   let photoUrl = '';
   p.signal.addEventListener('abort', () => {
     if (photoUrl) URL.revokeObjectURL(photoUrl);
   });
 
   void (async () => {
-    let customer: Customer | undefined;
+    let c: CustomerDetail;
     let history: HistoryRow[];
     try {
-      // The spec has no read of one customer: a search by number puts the exact match first.
-      const found = await api<Customer[]>('GET', `/api/visitors?limit=5&q=${encodeURIComponent(ref)}`, { signal: p.signal });
-      customer = found.find((c) => c.ref.toLowerCase() === ref.toLowerCase() || c.id === ref);
-      if (!customer) {
-        replace(p.main, back, h('div', { class: 'card empty' }, h('h1', {}, 'No such customer'), h('p', {}, `Your company has no customer “${ref}”. An erased customer is gone for good.`)));
-        return;
-      }
-      history = await api<HistoryRow[]>('GET', `/api/visitors/${encodeURIComponent(customer.id)}/history`, { signal: p.signal });
+      // GET /api/visitors/{ref} takes V-n, the number or the uuid; a merged-away customer answers the survivor.
+      c = await api<CustomerDetail>('GET', `/api/visitors/${encodeURIComponent(ref)}`, { signal: p.signal });
+      history = await api<HistoryRow[]>('GET', `/api/visitors/${encodeURIComponent(c.id)}/history`, { signal: p.signal });
     } catch (err) {
-      if (!p.signal.aborted) replace(p.main, back, h('h1', {}, ref), h('p', { class: 'notice error', role: 'alert' }, errorText(err)));
+      if (p.signal.aborted) return;
+      if (err instanceof ApiError && err.status === 404) {
+        replace(p.main, back, h('div', { class: 'card empty' }, h('h1', {}, 'No such customer'), h('p', {}, `Your company has no customer “${ref}”. An erased customer is gone for good.`)));
+      } else replace(p.main, back, h('h1', {}, ref), h('p', { class: 'notice error', role: 'alert' }, errorText(err)));
       return;
     }
     if (p.signal.aborted) return;
-    const c = customer;
     const photo = h('div', { class: 'customer-photo' });
-    const rows: [string, string | HTMLElement][] = [
-      ['Customer', c.ref],
-      ['Visits', String(c.visit_count)],
-      ['First seen', timeAgo(c.first_seen_at)],
-      ['Last seen', timeAgo(c.last_seen_at)],
-      ['Phone', c.phone || '—'],
-      ['Email', c.email || '—'],
-      ['Consent to be recognised', c.has_consent ? 'given' : 'not recorded'],
-    ];
+    const known = c.ref.toLowerCase() === ref.toLowerCase() || c.id === ref;
+    const staff = atLeast(p.user, 'staff');
+    const manager = atLeast(p.user, 'manager');
+    const profileBox = h('div', { class: 'profile' });
+    const editArea = h('div', { id: 'profile-edit-area' });
+    const showProfile = (d: CustomerDetail) => {
+      c = d;
+      replace(profileBox, facts(customerFacts(d), { key: 'data-fact' }));
+    };
+    showProfile(c);
+    const edit = staff ? h('button', { type: 'button', id: 'edit-profile' }, 'Edit profile…') : null;
+    edit?.addEventListener('click', () => {
+      edit.hidden = true;
+      replace(
+        editArea,
+        profileForm(c, p, (d) => {
+          showProfile(d);
+          replace(editArea, h('p', { class: 'notice ok', role: 'status', id: 'profile-saved' }, `Saved the profile of ${d.ref}.`));
+          edit.hidden = false;
+        }, () => {
+          replace(editArea);
+          edit.hidden = false;
+          edit.focus();
+        }),
+      );
+      editArea.querySelector('input')?.focus();
+    });
     replace(
       p.main,
       back,
       h('div', { class: 'page-head' }, h('h1', {}, c.full_name ? `${c.full_name} (${c.ref})` : c.label)),
-      h('section', { class: 'card customer', id: 'customer' }, photo, facts(rows)),
+      arrived ? h('p', { class: 'notice ok', role: 'status', id: 'merged' }, arrived) : null,
+      known ? null : h('p', { class: 'notice info', role: 'status', id: 'merged-into' }, `${ref} was merged into ${c.ref}: this is the customer kept.`),
+      h('section', { class: 'card customer', id: 'customer' }, photo, profileBox, edit ? h('div', { class: 'actions' }, edit) : null),
+      editArea,
+      staff ? purchaseForm(c, history, p) : null,
       h('h2', {}, `Visits (${plural(history.length, 'visit')})`),
       historyTable(history),
-      atLeast(p.user, 'manager') ? erasure(c, p) : null,
+      manager ? mergeSection(c, p) : null,
+      manager ? erasure(c, p) : null,
     );
     void showPhoto(c, photo, p.signal).then((url) => (photoUrl = url));
   })();
+}
+
+/** The customer's facts and profile, as shown on their page. */
+function customerFacts(c: CustomerDetail): [string, Child][] {
+  const pr = c.profile;
+  const dash = (v: string) => v || '—';
+  const consent = pr.consent ? 'Agreed to be recognised' : 'Not agreed to be recognised';
+  return [
+    ['Customer', c.ref],
+    ['Full name', dash(pr.full_name)],
+    ['Phone', dash(pr.phone)],
+    ['Email', dash(pr.email)],
+    ['Gender', dash(pr.gender)],
+    ['Date of birth', dash(pr.date_of_birth)],
+    ['Notes', pr.notes ? h('span', { class: 'notes' }, pr.notes) : '—'],
+    ['Consent', h('span', {}, h('span', { class: `badge ${pr.consent ? 'good' : 'unknown'}` }, consent), pr.consent_changed_at ? h('span', { class: 'muted small' }, ' since ', timeAgo(pr.consent_changed_at)) : null)],
+    ['Visits', String(c.visit_count)],
+    ['First seen', timeAgo(c.first_seen_at)],
+    ['Last seen', timeAgo(c.last_seen_at)],
+  ];
+}
+
+/**
+ * Staff and above: the profile form (PUT /api/visitors/{id}/profile). The API replaces the whole profile, so every
+ * field starts with the stored value and all of them are sent. Before saving, the profile is read again: if someone
+ * changed it since the form was filled, nothing is sent and the form shows their version.
+ */
+function profileForm(c: CustomerDetail, p: Page, saved: (d: CustomerDetail) => void, cancel: () => void): HTMLFormElement {
+  const pr = c.profile;
+  let base = pr.updated_at;
+  const input = (name: string, value: string, type = 'text', extra: Props = {}) => h('input', { name, type, value, autocomplete: 'off', ...extra });
+  const fullName = input('full_name', pr.full_name, 'text', { maxlength: 200 });
+  const phone = input('phone', pr.phone, 'tel', { maxlength: 40 });
+  const email = input('email', pr.email, 'email', { maxlength: 254 });
+  const gender = input('gender', pr.gender, 'text', { maxlength: 32 });
+  const dob = input('date_of_birth', pr.date_of_birth, 'date', { min: '1900-01-01', max: new Date().toISOString().slice(0, 10) });
+  const notes = h('textarea', { name: 'notes', rows: 3, maxlength: 2000 });
+  notes.value = pr.notes;
+  const consent = h('input', { type: 'checkbox', name: 'consent', id: 'profile-consent', checked: pr.consent, 'aria-describedby': 'profile-consent-hint' });
+  const fill = (d: Profile) => {
+    fullName.value = d.full_name;
+    phone.value = d.phone;
+    email.value = d.email;
+    gender.value = d.gender;
+    dob.value = d.date_of_birth;
+    notes.value = d.notes;
+    consent.checked = d.consent;
+    base = d.updated_at;
+  };
+  const cancelButton = h('button', { type: 'button' }, 'Cancel');
+  cancelButton.addEventListener('click', cancel);
+  const form = cardForm({
+    id: 'profile-form',
+    title: `Edit the profile of ${c.ref}`,
+    intro: 'Every field is saved as shown here; empty a field to clear it.',
+    fields: [
+      field('Full name', fullName),
+      h('div', { class: 'inline' }, field('Phone', phone, 'With the country code: +91 98765 43210.'), field('Email', email)),
+      h('div', { class: 'inline' }, field('Gender', gender), field('Date of birth', dob)),
+      field('Notes', notes, 'Visible to everyone in your company.'),
+      h(
+        'div',
+        { class: 'consent' },
+        h('div', { class: 'check' }, consent, h('label', { for: 'profile-consent' }, 'Agreed to be recognised')),
+        h('small', { class: 'hint', id: 'profile-consent-hint' }, 'Tick only if the customer told you they agree that the cameras recognise them on their visits. Untick if they withdraw it; the change is recorded with your name.'),
+      ),
+    ],
+    submitLabel: 'Save profile',
+    submit: async ({ msg }) => {
+      const now = await api<CustomerDetail>('GET', `/api/visitors/${encodeURIComponent(c.id)}`, { signal: p.signal });
+      if (now.profile.updated_at !== base) {
+        fill(now.profile);
+        msg.show('Someone changed this profile since you opened the form. It now shows their version: make your change again and save.');
+        return;
+      }
+      const body = { full_name: fullName.value, phone: phone.value, email: email.value, gender: gender.value, date_of_birth: dob.value, notes: notes.value, consent: consent.checked };
+      const d = await api<CustomerDetail>('PUT', `/api/visitors/${encodeURIComponent(c.id)}/profile`, { body, signal: p.signal });
+      saved(d);
+    },
+  });
+  form.querySelector('.actions')?.append(cancelButton);
+  return form;
+}
+
+/** A currency guessed from a shop's time zone, for a few common zones (used only when nothing better is known). */
+const ZONE_CURRENCY: Record<string, string> = {
+  'Asia/Kolkata': 'INR', 'Asia/Calcutta': 'INR', 'Asia/Dubai': 'AED', 'Asia/Singapore': 'SGD', 'Asia/Tokyo': 'JPY', 'Asia/Kuwait': 'KWD',
+  'Asia/Colombo': 'LKR', 'Asia/Dhaka': 'BDT', 'Asia/Kathmandu': 'NPR', 'Europe/London': 'GBP', 'Europe/Paris': 'EUR', 'Europe/Berlin': 'EUR',
+  'Europe/Madrid': 'EUR', 'Europe/Rome': 'EUR', 'Europe/Amsterdam': 'EUR', 'America/New_York': 'USD', 'America/Chicago': 'USD',
+  'America/Denver': 'USD', 'America/Los_Angeles': 'USD', 'Australia/Sydney': 'AUD', 'UTC': 'USD',
+};
+const CURRENCY_KEY = 'footfall.currency';
+const SHOP_KEY = 'footfall.purchase-shop';
+
+function remembered(key: string): string {
+  try {
+    return localStorage.getItem(key) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+function remember(key: string, value: string): void {
+  try {
+    localStorage.setItem(key, value);
+  } catch {
+    // storage full or refused: only a default is lost
+  }
+}
+
+/** Decimals of a currency (INR 2, JPY 0, KWD 3), as Intl knows them. */
+function decimalsOf(currency: string): number {
+  try {
+    return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  } catch {
+    return 2;
+  }
+}
+
+function money(amount: number, currency: string): string {
+  try {
+    return new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(amount);
+  } catch {
+    return `${amount} ${currency}`;
+  }
+}
+
+/** A v4 uuid from getRandomValues (crypto.randomUUID needs a secure context; head office may be plain HTTP on a LAN). */
+function uuid(): string {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const x = Array.from(b, (n) => n.toString(16).padStart(2, '0')).join('');
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+}
+
+/**
+ * Staff and above: record a purchase (POST /api/purchases). The shop defaults to where the customer was last seen,
+ * else the one last used in this browser; the currency to the one last used in this browser, else the company's
+ * main currency in the last twelve months (the conversion report's), else a guess from the shop's time zone. Each
+ * filled-in purchase carries a `purchase_id` made here, so pressing Record again after a lost answer cannot record it
+ * twice; a new one is made once it is recorded.
+ */
+function purchaseForm(c: Customer, history: HistoryRow[], p: Page): HTMLElement {
+  const shop = h('select', { name: 'site_id', required: true }, h('option', { value: '' }, 'Loading shops…'));
+  const amount = h('input', { name: 'amount', type: 'number', inputmode: 'decimal', min: '0', step: '0.01', required: true, autocomplete: 'off' });
+  const codes = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('currency') : ['INR', 'USD', 'EUR', 'GBP'];
+  const currency = select('currency', [['', 'Choose…'], ...codes.map((k): [string, string] => [k, k])]);
+  currency.required = true;
+  const items = h('textarea', { name: 'items', rows: 3 });
+  const notes = h('textarea', { name: 'notes', rows: 2, maxlength: 2000 });
+  const setStep = () => {
+    const d = decimalsOf(currency.value || 'INR');
+    amount.step = d === 0 ? '1' : (1 / 10 ** d).toFixed(d);
+  };
+  currency.addEventListener('change', setStep);
+  let purchaseId = uuid();
+  for (const el of [shop, amount, currency, items, notes]) el.addEventListener('input', () => (purchaseId = uuid()));
+
+  const form = cardForm({
+    id: 'purchase-form',
+    title: 'Record a purchase',
+    intro: `A sale to ${c.full_name ? `${c.full_name} (${c.ref})` : c.ref}; the conversion report counts it.`,
+    fields: [
+      h('div', { class: 'inline' }, field('Shop', shop), field('Amount', amount), field('Currency', currency)),
+      field('Items', items, 'One per line; optional.'),
+      field('Notes', notes, 'Optional.'),
+    ],
+    submitLabel: 'Record purchase',
+    submit: async ({ out }) => {
+      const list = items.value.split('\n').map((s) => s.trim()).filter((s) => s !== '');
+      const body = { purchase_id: purchaseId, visitor_id: c.id, site_id: shop.value, amount: Number(amount.value), currency: currency.value, items: list, notes: notes.value.trim(), source: 'console' };
+      const r = await api<Purchase>('POST', '/api/purchases', { body, signal: p.signal });
+      remember(CURRENCY_KEY, r.currency);
+      remember(SHOP_KEY, r.site_slug);
+      purchaseId = uuid();
+      amount.value = '';
+      items.value = '';
+      notes.value = '';
+      replace(
+        out,
+        h(
+          'p',
+          { class: 'notice ok', role: 'status', id: 'purchase-recorded' },
+          `Recorded ${money(r.amount, r.currency)} at ${r.site} for ${r.visitor_ref}${r.items.length ? ` (${plural(r.items.length, 'item')})` : ''}. `,
+          h('a', { href: '#/reports' }, 'See conversion in Reports'),
+        ),
+      );
+    },
+  });
+
+  void (async () => {
+    try {
+      const shops = await api<Shop[]>('GET', '/api/sites', { signal: p.signal });
+      if (p.signal.aborted) return;
+      replace(shop, ...(shops.length === 0 ? [h('option', { value: '' }, 'No shops yet')] : []), ...shops.map((s) => h('option', { value: s.slug }, s.name)));
+      const lastSeenAt = history[0]?.site_slug;
+      const pick = [lastSeenAt, remembered(SHOP_KEY)].find((slug) => slug && shops.some((s) => s.slug === slug));
+      if (pick) shop.value = pick;
+      let code = remembered(CURRENCY_KEY);
+      if (!code) {
+        const conv = await api<Conversion>('GET', '/api/reports/conversion?bucket=month', { signal: p.signal }).catch(() => null);
+        code = conv?.currency || ZONE_CURRENCY[shops.find((s) => s.slug === shop.value)?.timezone ?? ''] || '';
+      }
+      if (p.signal.aborted) return;
+      if (codes.includes(code)) currency.value = code;
+      setStep();
+    } catch (err) {
+      if (!p.signal.aborted) replace(shop, h('option', { value: '' }, errorText(err)));
+    }
+  })();
+  return form;
+}
+
+/**
+ * Managers: merge this customer (a duplicate) into another one, who is kept. Find the one to keep by name, phone,
+ * email or number (V-12), pick it, confirm with both shown, then POST /api/visitors/{id}/merge; the survivor's page
+ * opens and says how many visits moved.
+ */
+function mergeSection(c: CustomerDetail, p: Page): HTMLElement {
+  const q = h('input', { name: 'q', type: 'search', autocomplete: 'off' });
+  const results = h('div', { id: 'merge-results', 'aria-live': 'polite' });
+  const area = h('div', { id: 'merge-confirm-area' });
+  const form = cardForm({
+    id: 'merge-form',
+    title: 'Merge a duplicate',
+    intro: `When ${c.ref} and another customer are the same person: find the one to keep, and ${c.ref} is merged into them.`,
+    fields: [field('Customer to keep', q, 'Name, phone, email or customer number (V-12).')],
+    submitLabel: 'Find',
+    submit: async ({ msg }) => {
+      replace(area);
+      const text = q.value.trim();
+      if (!text) return msg.show('Type a name, phone, email or customer number.');
+      const found = (await api<Customer[]>('GET', `/api/visitors?limit=10&q=${encodeURIComponent(text)}`, { signal: p.signal })).filter((x) => x.id !== c.id);
+      if (found.length === 0) return replace(results, h('p', { class: 'muted' }, `Nobody else matches “${text}”.`));
+      replace(
+        results,
+        h(
+          'ul',
+          { class: 'pick' },
+          ...found.map((x) => {
+            const b = h('button', { type: 'button', 'data-keep': x.ref }, `Keep ${x.ref}`);
+            b.addEventListener('click', () => confirmMerge(x));
+            return h('li', {}, b, ' ', h('strong', {}, x.full_name || x.label), h('span', { class: 'muted small' }, ` · ${plural(x.visit_count, 'visit')} · last seen `, timeAgo(x.last_seen_at), x.phone ? ` · ${x.phone}` : '', x.email ? ` · ${x.email}` : ''));
+          }),
+        ),
+      );
+    },
+  });
+  form.append(results, area);
+
+  function confirmMerge(keep: Customer): void {
+    const side = (title: string, x: Customer) =>
+      h('div', { class: 'merge-side' }, h('h3', {}, title), facts([['Customer', x.ref], ['Name', x.full_name || x.label], ['Phone', x.phone || '—'], ['Email', x.email || '—'], ['Visits', String(x.visit_count)], ['Last seen', timeAgo(x.last_seen_at)]]));
+    confirmStep(area, {
+      id: 'merge-confirm',
+      label: `Confirm merging ${c.ref} into ${keep.ref}`,
+      question: `Merge ${c.ref} into ${keep.ref}? ${keep.ref} is kept and gets all ${plural(c.visit_count, 'visit')}, photos and purchases of ${c.ref}. Where ${keep.ref}'s profile is empty it is filled from ${c.ref}; notes are joined; consent stays given if either gave it. ${c.ref} then leads to ${keep.ref} and no longer appears in search. This cannot be undone.`,
+      yes: `Merge ${c.ref} into ${keep.ref}`,
+      act: async () => {
+        const r = await api<CustomerDetail>('POST', `/api/visitors/${encodeURIComponent(c.id)}/merge`, { body: { into: keep.id }, signal: p.signal });
+        flash = `${r.merged?.ref ?? c.ref} was merged into ${r.ref}: ${plural(r.merged?.visits_moved ?? 0, 'visit')} moved.`;
+        location.hash = `#/customers/${encodeURIComponent(r.ref)}`;
+      },
+    });
+    area.querySelector('.confirm')?.insertBefore(h('div', { class: 'merge-pair' }, side('Merged away', c), side('Kept', keep)), area.querySelector('.confirm p')?.nextSibling ?? null);
+  }
+  return form;
 }
 
 /** The customer's newest photo (GET /api/visitors/{id}/image, then the bytes with the token); nothing when none. */
@@ -144,7 +437,7 @@ function historyTable(rows: HistoryRow[]): HTMLElement {
   return h(
     'div',
     { class: 'table-wrap' },
-    h(
+    stacked(h(
       'table',
       { id: 'history' },
       h('thead', {}, h('tr', {}, ...['When', 'Shop', 'Camera', '', 'Attributes'].map((t) => h('th', { scope: 'col' }, t || h('span', { class: 'visually-hidden' }, 'First visit'))))),
@@ -163,7 +456,7 @@ function historyTable(rows: HistoryRow[]): HTMLElement {
           ),
         ),
       ),
-    ),
+    )),
   );
 }
 

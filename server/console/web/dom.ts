@@ -184,3 +184,23 @@ export async function busy<T>(button: HTMLButtonElement, work: () => Promise<T>)
     button.disabled = false;
   }
 }
+
+/**
+ * A data table that stacks on a phone: under the breakpoint in console.css each row becomes a block and each cell a
+ * line led by its column's name, which CSS shows from the cell's `data-label` (taken here from the header cells, so
+ * no style attribute is needed). Call it once the body's rows are in; `stackRow` labels a row added later.
+ */
+export function stacked<T extends HTMLTableElement>(table: T): T {
+  table.classList.add('stack');
+  for (const row of Array.from(table.tBodies).flatMap((b) => Array.from(b.rows))) stackRow(table, row);
+  return table;
+}
+
+export function stackRow(table: HTMLTableElement, row: HTMLTableRowElement): void {
+  const heads = Array.from(table.tHead?.rows[0]?.cells ?? []).map((c) => (c.textContent ?? '').trim());
+  Array.from(row.cells).forEach((cell, i) => {
+    const label = heads[i] ?? '';
+    if (label) cell.setAttribute('data-label', label);
+    else cell.removeAttribute('data-label');
+  });
+}

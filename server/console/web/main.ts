@@ -1,4 +1,4 @@
-import { api, whenSessionEnds } from './api.js';
+import { api, keepFresh, whenSessionEnds } from './api.js';
 import { h, replace } from './dom.js';
 import { clear, isPlatformAdmin, load, type User } from './session.js';
 import { renderSignIn } from './signin.js';
@@ -58,6 +58,7 @@ function render(): void {
     return;
   }
   pendingMessage = '';
+  keepFresh();
   const user = session.user;
   const admin = isPlatformAdmin(user);
   const page = admin ? (route === 'account' ? 'account' : 'admin') : PAGES.includes(route) ? route : 'overview';

@@ -1,6 +1,6 @@
 import { api, errorText } from './api.js';
 import { barChart, barText, unidentified as unidentifiedOf } from './chart.js';
-import { cardForm, facts, field, h, notice, replace, select } from './dom.js';
+import { cardForm, facts, field, h, notice, replace, select, stacked } from './dom.js';
 import type { Page } from './main.js';
 import type { Conversion, Footfall, Shop } from './types.js';
 
@@ -174,7 +174,7 @@ function chartCard(r: Footfall): HTMLElement {
     h(
       'div',
       { class: 'table-wrap' },
-      h(
+      stacked(h(
         'table',
         { id: 'report-table' },
         h('caption', { class: 'visually-hidden' }, `Visitors per ${word}`),
@@ -184,7 +184,7 @@ function chartCard(r: Footfall): HTMLElement {
           {},
           ...bars.map((b) => h('tr', { 'data-bucket': b.label }, h('th', { scope: 'row' }, b.label), h('td', {}, b.visitors), h('td', {}, b.new), h('td', {}, b.returning), h('td', {}, unidentifiedOf(b)))),
         ),
-      ),
+      )),
     ),
   );
 }

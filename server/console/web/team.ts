@@ -1,5 +1,5 @@
 import { api, errorText } from './api.js';
-import { cardForm, confirmStep, busy, field, h, notice, replace, select, timeAgo, when } from './dom.js';
+import { cardForm, confirmStep, busy, field, h, notice, replace, select, stacked, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
 import type { Invitation, Member } from './types.js';
@@ -39,11 +39,13 @@ export function renderTeam(p: Page): void {
         h(
           'div',
           { class: 'table-wrap' },
-          h(
-            'table',
-            {},
-            h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Email'), h('th', {}, 'Role'), h('th', { class: 'optional' }, 'Invited by'), h('th', { class: 'optional' }, 'Expires'), h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')))),
-            h('tbody', {}, ...list.map((i) => invitationRow(i))),
+          stacked(
+            h(
+              'table',
+              {},
+              h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Email'), h('th', {}, 'Role'), h('th', { class: 'optional' }, 'Invited by'), h('th', { class: 'optional' }, 'Expires'), h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')))),
+              h('tbody', {}, ...list.map((i) => invitationRow(i))),
+            ),
           ),
         ),
       );
@@ -71,11 +73,13 @@ export function renderTeam(p: Page): void {
   }
 
   function membersTable(list: Member[]): HTMLElement {
-    return h(
-      'table',
-      { id: 'members' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Email'), h('th', {}, 'Role'), h('th', {}, 'Status'), h('th', { class: 'optional' }, 'Last sign-in'), manager ? h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')) : null)),
-      h('tbody', {}, ...list.map((m) => memberRow(m))),
+    return stacked(
+      h(
+        'table',
+        { id: 'members' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Email'), h('th', {}, 'Role'), h('th', {}, 'Status'), h('th', { class: 'optional' }, 'Last sign-in'), manager ? h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')) : null)),
+        h('tbody', {}, ...list.map((m) => memberRow(m))),
+      ),
     );
   }
 

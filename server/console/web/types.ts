@@ -191,3 +191,39 @@ export function placement(fraction: number | null | undefined): { word: string; 
   if (fraction < 0.5) return { word: `marginal (${pct})`, cls: 'warn' };
   return { word: `needs moving (${pct})`, cls: 'bad' };
 }
+
+/** The stored profile (docs/visits-and-customers.md: PUT /api/visitors/{id}/profile). */
+export interface Profile {
+  full_name: string;
+  phone: string;
+  email: string;
+  gender: string;
+  date_of_birth: string;
+  notes: string;
+  consent: boolean;
+  consent_changed_at: string | null;
+  updated_at: string | null;
+}
+
+/** GET /api/visitors/{id}, and the answers of the profile PUT and the merge. */
+export interface CustomerDetail extends Customer {
+  profile: Profile;
+  merged?: { id: string; ref: string; visits_moved: number };
+}
+
+/** The answer of POST /api/purchases. */
+export interface Purchase {
+  id: string;
+  visitor_id: string;
+  visitor_ref: string;
+  site_id: string;
+  site: string;
+  site_slug: string;
+  amount: number;
+  currency: string;
+  items: string[];
+  source: string;
+  notes: string;
+  created_at: string;
+  created_by: string;
+}

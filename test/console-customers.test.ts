@@ -1,0 +1,278 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { encodeEmbedding, type VisitMessage } from '../shared/messages.js';
+import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
+import { startHarness, type Company, type Harness } from './support/harness.js';
+import { settled, shopPc, type ShopPc } from './support/visits.js';
+
+/**
+ * The customer page's profile, purchase and merge parts, and every table at phone width, in Chromium against a real
+ * head office (SQLite, broker, HTTP) with shop PCs publishing visits over MQTT. What the page did is checked through
+ * the API. Every page is watched for console errors, page errors and CSP violations.
+ */
+
+warnIfNoChromium('console-customers.test.ts');
+
+let browser: Browser;
+let h: Harness;
+let chain: Company;
+let bandra: ShopPc;
+let powai: ShopPc;
+const staff = { email: `staff-${process.pid}@customers.test`, password: 'staff-password-1' };
+
+/** The API's 400 answers (validation) are expected here, besides the ones the other browser tests expect. */
+const EXPECTED = /^Failed to load resource: the server responded with a status of (400|401|403|404|409|429) /;
+const open = (path = '/'): Promise<Watched> => openWatched(browser, h.url + path, EXPECTED);
+
+/** A unit vector: a face nobody else has (random 512-d vectors are far apart), the same each time for a seed. */
+function face(seed: number): string {
+  let x = seed * 2654435761;
+  const v = new Float32Array(512);
+  for (let i = 0; i < v.length; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    v[i] = x / 2147483648 - 0.5;
+  }
+  const n = Math.hypot(...v);
+  return encodeEmbedding(v.map((a) => a / n));
+}
+
+function visit(who: number, minutesAgo: number): VisitMessage {
+  return {
+    visit_id: randomUUID(),
+    occurred_at: new Date(Date.now() - minutesAgo * 60_000).toISOString(),
+    camera_id: 'door',
+    embedding: face(who),
+    recognition_model: 'test-model',
+    quality: 0.9,
+    passed_gate: true,
+    attributes: { gender: 'female', age: 34, emotion: 'happy' },
+  };
+}
+
+const api = (method: string, path: string, body?: unknown) => h.request(method, path, { token: chain.ownerToken, ...(body === undefined ? {} : { body }) });
+const today = () => new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Kolkata' }).format(new Date());
+
+describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, phone-width tables', () => {
+  beforeAll(async () => {
+    [browser, h] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness()]);
+    chain = await h.company('Profile Chain');
+    bandra = await shopPc(h, chain.ownerToken, chain.slug, 'Bandra West');
+    powai = await shopPc(h, chain.ownerToken, chain.slug, 'Powai');
+    // V-1 twice at Bandra, V-2 once at Bandra and last at Powai, V-3 (the same person as V-2, enrolled twice) at Powai.
+    for (const v of [visit(1, 300), visit(2, 240), visit(3, 200)]) await (v.embedding === face(3) ? powai : bandra).publish(v);
+    await settled(h);
+    await bandra.publish(visit(1, 60));
+    await powai.publish(visit(2, 30));
+    await powai.publish(visit(3, 20));
+    await settled(h);
+    expect((await api('GET', '/api/visitors/V-3')).status).toBe(200);
+    expect((await api('POST', '/api/team/members', { email: staff.email, full_name: 'Sam Staff', role: 'staff', password: staff.password })).status).toBe(201);
+  });
+
+  afterAll(async () => {
+    await bandra?.close();
+    await powai?.close();
+    await h?.close();
+    await browser?.close();
+  });
+
+  const fact = (page: Page, name: string) => page.locator(`#customer [data-fact="${name}"]`).innerText();
+  const profileField = (page: Page, label: string) => page.locator('#profile-form').getByLabel(label, { exact: true });
+
+  it('staff edit a profile: the form holds every stored field, only the changed one changes; consent; the API’s message for a bad phone; no merge or erase', async () => {
+    const stored = { full_name: 'Priya Shah', phone: '+91 98765 43210', email: 'Priya@Example.com', gender: 'female', date_of_birth: '1990-04-12', notes: 'Prefers cotton.\nAsk about the loyalty card.', consent: true };
+    expect((await api('PUT', '/api/visitors/V-1/profile', stored)).status).toBe(200);
+    const before = (await api('GET', '/api/visitors/V-1')).body;
+
+    const w = await open('/#/customers/V-1');
+    const { page } = w;
+    await signIn(page, staff.email, staff.password);
+    await page.getByRole('heading', { name: 'Priya Shah (V-1)' }).waitFor();
+    expect(await fact(page, 'Phone')).toBe('+919876543210');
+    expect(await fact(page, 'Email')).toBe('priya@example.com');
+    expect(await fact(page, 'Gender')).toBe('female');
+    expect(await fact(page, 'Date of birth')).toBe('1990-04-12');
+    expect(await fact(page, 'Notes')).toBe(stored.notes);
+    expect(await fact(page, 'Consent')).toContain('Agreed to be recognised');
+    // Staff may edit and record purchases; merging and erasing are for managers.
+    expect(await page.locator('#merge-form').count()).toBe(0);
+    expect(await page.locator('#erase').count()).toBe(0);
+    expect(await page.locator('#purchase-form').count()).toBe(1);
+
+    // The form starts with every stored field; only the phone is changed.
+    await page.getByRole('button', { name: 'Edit profile…' }).click();
+    expect(await profileField(page, 'Full name').inputValue()).toBe('Priya Shah');
+    expect(await profileField(page, 'Email').inputValue()).toBe('priya@example.com');
+    expect(await profileField(page, 'Gender').inputValue()).toBe('female');
+    expect(await profileField(page, 'Date of birth').inputValue()).toBe('1990-04-12');
+    expect(await profileField(page, 'Notes').inputValue()).toBe(stored.notes);
+    expect(await profileField(page, 'Agreed to be recognised').isChecked()).toBe(true);
+    await profileField(page, 'Phone').fill('+44 20 7946 0958');
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.locator('#profile-saved').waitFor();
+    const after = (await api('GET', '/api/visitors/V-1')).body;
+    expect(after.profile).toMatchObject({ ...before.profile, phone: '+442079460958', updated_at: after.profile.updated_at });
+    expect(after.profile.consent_changed_at).toBe(before.profile.consent_changed_at);
+    expect(await fact(page, 'Phone')).toBe('+442079460958');
+
+    // Consent withdrawn: recorded, and shown.
+    await page.getByRole('button', { name: 'Edit profile…' }).click();
+    await profileField(page, 'Agreed to be recognised').uncheck();
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.locator('#profile-saved').waitFor();
+    const withdrawn = (await api('GET', '/api/visitors/V-1')).body;
+    expect(withdrawn.has_consent).toBe(false);
+    expect(withdrawn.profile).toMatchObject({ consent: false, full_name: 'Priya Shah', notes: stored.notes, gender: 'female', date_of_birth: '1990-04-12' });
+    expect(withdrawn.profile.consent_changed_at).not.toBe(before.profile.consent_changed_at);
+    expect(await fact(page, 'Consent')).toContain('Not agreed to be recognised');
+
+    // A phone without a country code: the API's message next to the form, nothing saved, the form stays filled.
+    await page.getByRole('button', { name: 'Edit profile…' }).click();
+    await profileField(page, 'Phone').fill('98765');
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    const alert = page.locator('#profile-form [role="alert"]');
+    await alert.waitFor();
+    const refused = await api('PUT', '/api/visitors/V-1/profile', { ...withdrawn.profile, phone: '98765', consent_changed_at: undefined, updated_at: undefined });
+    expect(refused.status).toBe(400);
+    expect(await alert.innerText()).toBe(refused.body.message);
+    expect((await api('GET', '/api/visitors/V-1')).body.profile).toEqual(withdrawn.profile);
+    expect(await profileField(page, 'Full name').inputValue()).toBe('Priya Shah');
+
+    // Someone else changes the profile while the form is open: nothing is overwritten, the form shows their version.
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Edit profile…' }).click();
+    expect((await api('PUT', '/api/visitors/V-1/profile', { ...stored, notes: 'Changed at the till.' })).status).toBe(200);
+    await profileField(page, 'Gender').fill('f');
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.locator('#profile-form [role="alert"]').getByText('Someone changed this profile').waitFor();
+    expect(await profileField(page, 'Notes').inputValue()).toBe('Changed at the till.');
+    expect((await api('GET', '/api/visitors/V-1')).body.profile.gender).toBe('female');
+    await done(w);
+  });
+
+  it('staff record a purchase: the shop where the customer was last seen, a currency from the shop, then the one last used; the conversion report counts it', async () => {
+    const w = await open('/#/customers/V-2');
+    const { page } = w;
+    await signIn(page, staff.email, staff.password);
+    await page.getByRole('heading', { name: 'Visitor 2' }).waitFor();
+    const form = page.locator('#purchase-form');
+    await until(page, `document.querySelector('#purchase-form select[name="currency"]')?.value === 'INR'`);
+    expect(await form.getByLabel('Shop').inputValue()).toBe(powai.shop.slug); // V-2 was last seen at Powai
+    await form.getByLabel('Shop').selectOption(bandra.shop.slug);
+    await form.getByLabel('Amount').fill('1299.50');
+    await form.getByLabel('Items').fill('Kurta\n\nScarf ');
+    await form.getByLabel('Notes').fill('Paid by card');
+    await page.getByRole('button', { name: 'Record purchase' }).click();
+    await page.locator('#purchase-recorded').waitFor();
+    expect(await page.locator('#purchase-recorded').innerText()).toContain('at Bandra West for V-2 (2 items)');
+    expect(await form.getByLabel('Amount').inputValue()).toBe('');
+
+    const q = `from=${today()}&to=${today()}&tz=Asia/Kolkata&bucket=day`;
+    const all = (await api('GET', `/api/reports/conversion?${q}`)).body;
+    expect(all).toMatchObject({ purchasers: 1, revenue: 1299.5, currency: 'INR' });
+    expect((await api('GET', `/api/reports/conversion?${q}&site=${bandra.shop.slug}`)).body).toMatchObject({ purchasers: 1, revenue: 1299.5 });
+    expect((await api('GET', `/api/reports/conversion?${q}&site=${powai.shop.slug}`)).body.purchasers).toBe(0);
+
+    // Another customer, another currency; the next purchase starts with the one last used in this browser.
+    await page.evaluate(`location.hash = '#/customers/V-1'`);
+    await page.getByRole('heading', { name: 'Priya Shah (V-1)' }).waitFor();
+    await until(page, `document.querySelector('#purchase-form select[name="currency"]')?.value === 'INR'`);
+    await form.getByLabel('Currency').selectOption('JPY');
+    await form.getByLabel('Amount').fill('3000');
+    await page.getByRole('button', { name: 'Record purchase' }).click();
+    await page.locator('#purchase-recorded').waitFor();
+    await page.evaluate(`location.hash = '#/customers/V-2'`);
+    await page.getByRole('heading', { name: 'Visitor 2' }).waitFor();
+    await until(page, `document.querySelector('#purchase-form select[name="currency"]')?.value === 'JPY'`);
+    expect(await form.getByLabel('Amount').getAttribute('step')).toBe('1');
+    const after = (await api('GET', `/api/reports/conversion?${q}`)).body;
+    expect(after.purchasers).toBe(2);
+
+    // The reports page shows the same conversion.
+    await page.evaluate(`location.hash = '#/reports'`);
+    await page.locator('#report-conversion [data-conversion="Purchasers"]').waitFor();
+    expect(await page.locator('#report-conversion [data-conversion="Purchasers"]').innerText()).toBe('2');
+    await done(w);
+  });
+
+  it('a manager merges a duplicate: finds the customer to keep, confirms with both shown, and the kept one’s page says how many visits moved', async () => {
+    const v2 = (await api('GET', '/api/visitors/V-2')).body;
+    const v3 = (await api('GET', '/api/visitors/V-3')).body;
+    const h2 = (await api('GET', '/api/visitors/V-2/history')).body;
+    const h3 = (await api('GET', '/api/visitors/V-3/history')).body;
+    expect(h3.length).toBe(2);
+
+    const manager = { email: `manager-${process.pid}@customers.test`, password: 'manager-password-1' };
+    expect((await api('POST', '/api/team/members', { email: manager.email, full_name: 'Mina Manager', role: 'manager', password: manager.password })).status).toBe(201);
+    const w = await open('/#/customers/V-3');
+    const { page } = w;
+    await signIn(page, manager.email, manager.password);
+    await page.getByRole('heading', { name: 'Visitor 3' }).waitFor();
+    const merge = page.locator('#merge-form');
+    // Searching by a name that nobody else has, then by the reference.
+    await merge.getByLabel('Customer to keep').fill('Visitor 3');
+    await merge.getByRole('button', { name: 'Find' }).click();
+    await merge.getByText('Nobody else matches “Visitor 3”.').waitFor();
+    await merge.getByLabel('Customer to keep').fill('v-2');
+    await merge.getByRole('button', { name: 'Find' }).click();
+    await merge.getByRole('button', { name: 'Keep V-2' }).click();
+    const confirm = page.locator('#merge-confirm');
+    await confirm.waitFor();
+    expect(await confirm.innerText()).toContain('Merge V-3 into V-2? V-2 is kept and gets all 2 visits');
+    expect(await confirm.locator('.merge-side').allInnerTexts()).toEqual([expect.stringContaining('V-3'), expect.stringContaining('V-2')]);
+    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    expect(await page.locator('#merge-confirm').count()).toBe(0);
+    await merge.getByRole('button', { name: 'Keep V-2' }).click();
+    await page.getByRole('button', { name: 'Merge V-3 into V-2' }).click();
+
+    await page.locator('#merged').waitFor();
+    expect(page.url()).toMatch(/#\/customers\/V-2$/);
+    expect(await page.locator('#merged').innerText()).toBe('V-3 was merged into V-2: 2 visits moved.');
+    await page.getByRole('heading', { name: 'Visitor 2' }).waitFor();
+    const kept = (await api('GET', '/api/visitors/V-2/history')).body;
+    expect(kept.map((r: any) => r.id).sort()).toEqual([...h2, ...h3].map((r: any) => r.id).sort());
+    expect(kept.filter((r: any) => r.is_new_visitor)).toHaveLength(1);
+    expect((await api('GET', '/api/visitors/V-2')).body.visit_count).toBe(v2.visit_count + v3.visit_count);
+    expect((await api('GET', `/api/visitors/${v3.id}`)).body.ref).toBe('V-2');
+    expect(await page.locator('#history tbody tr').count()).toBe(kept.length);
+
+    // The old reference still leads to the customer kept, and says so.
+    await page.evaluate(`location.hash = '#/customers/V-3'`);
+    await page.locator('#merged-into').waitFor();
+    expect(await page.locator('#merged-into').innerText()).toBe('V-3 was merged into V-2: this is the customer kept.');
+    await done(w);
+  });
+
+  it('at 360 px wide no page scrolls sideways: customers, a customer, reports, team, a shop, account; tables stack with a label per cell', async () => {
+    // A long name and an invitation, so the tables hold real, wide data.
+    expect((await api('POST', '/api/team/invitations', { email: 'someone.with.a.rather.long.address@example-company.test', full_name: 'Alexandria Konstantinopoulou-Venkataraman', role: 'staff' })).status).toBe(201);
+    const w = await open('/');
+    const { page } = w;
+    await page.setViewportSize({ width: 360, height: 740 });
+    await signIn(page, chain.ownerEmail, chain.ownerPassword);
+    await page.locator(`[data-shop="${bandra.shop.slug}"]`).waitFor();
+    expect(await overflowsSideways(page)).toBe(false);
+
+    const visit = async (hash: string, ready: string) => {
+      await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
+      await page.locator(ready).first().waitFor();
+      expect(await overflowsSideways(page), hash).toBe(false);
+    };
+    await visit('#/customers', '#customers tr[data-customer]');
+    // A stacked row: each cell labelled from its column (CSS shows the label), the header row hidden.
+    const cells = await page.locator('#customers tr[data-customer]').first().locator('td').evaluateAll((tds) => tds.map((td) => td.getAttribute('data-label')));
+    expect(cells).toEqual(['Customer', 'Name', 'Visits', 'First seen', 'Last seen', 'Consent']);
+    const label = await page.evaluate(`getComputedStyle(document.querySelector('#customers tr[data-customer] td'), '::before').content`);
+    expect(label).toBe('"Customer"');
+    await visit('#/customers/V-1', '#history tbody tr');
+    await visit('#/reports', '#report-table tbody tr');
+    await visit('#/team', '#members tbody tr');
+    await page.locator('#invitations tbody tr').waitFor();
+    expect(await overflowsSideways(page)).toBe(false);
+    await visit(`#/shop/${bandra.shop.slug}`, '.card');
+    await visit('#/account', 'tbody tr');
+    if (process.env.SHOT) await page.screenshot({ path: '/tmp/phone-team.png', fullPage: true });
+    await done(w);
+  });
+});
