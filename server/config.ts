@@ -123,6 +123,8 @@ export const configSchema = z.object({
   FOOTFALL_VISITS_LIMIT_DEFAULT: int(1, 100_000).default(100),
   FOOTFALL_VISITS_LIMIT_MAX: int(1, 100_000).default(1000),
   FOOTFALL_INGEST_BATCH_MS: int(0, 1000).default(5),
+  // Report threads (docs/reports.md): reports are computed off the event loop; 0 computes them on it, as before.
+  FOOTFALL_REPORT_WORKERS: int(0, 16).default(1),
   // Face matching (docs/recognition.md, docs/identity.md): cosine similarity of 512-d embeddings.
   FOOTFALL_MATCH_THRESHOLD: z.string().trim().regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a number from 0 to 1').transform(Number).default(0.45),
   FOOTFALL_BURST_THRESHOLD: z.string().trim().regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a number from 0 to 1').transform(Number).default(0.4),

@@ -25,6 +25,7 @@ import { ArrivalsHub } from './visits/hub.js';
 import { IdentityControl } from './visits/identity-control.js';
 import { VisitIngest } from './visits/ingest.js';
 import { Metrics } from './metrics/metrics.js';
+import { reportPool, type ReportPool } from './reports/pool.js';
 
 export interface RunningServer {
   url: string;
@@ -35,6 +36,8 @@ export interface RunningServer {
   broker: Broker;
   /** Visit ingest (its counters; `drained()` for tests and the benchmark). */
   ingest: VisitIngest;
+  /** The report threads (started on the first report; terminated on close). */
+  reports: ReportPool;
   close(): Promise<void>;
 }
 
@@ -72,6 +75,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const ingest = new VisitIngest(deps);
   await ingest.start();
   metrics?.watch({ config, store, broker, arrivals, live, ingest });
+  const reports = reportPool(deps);
 
   let firstAdmin = false;
   if (!adminExists(store)) {
@@ -126,6 +130,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     store,
     broker,
     ingest,
+    reports,
     close() {
       closing ??= (async () => {
         clearInterval(prune);
@@ -133,6 +138,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         arrivals.close();
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
+        await reports.close();
         await stopHeartbeats();
         await ingest.stop();
         await broker.close();
