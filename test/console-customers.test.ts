@@ -276,3 +276,81 @@ describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, pho
     await done(w);
   });
 });
+
+describe.skipIf(!haveChromium)('console: the access token is renewed ahead of its expiry', () => {
+  let hr: Harness;
+  let chrome: Browser;
+  beforeAll(async () => {
+    [chrome, hr] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness({ FOOTFALL_ACCESS_TOKEN_TTL_S: 6 })]);
+  });
+  afterAll(async () => {
+    await hr?.close();
+    await chrome?.close();
+  });
+
+  it('renews before any call is refused, once for two tabs, and keeps the person signed in through a failed renewal', async () => {
+    const c = await hr.company('Renewal Chain');
+    // An aborted request is logged by Chromium as a failed load; that one is caused here on purpose.
+    const w = await openWatched(chrome, hr.url + '/#/customers', /^Failed to load resource: (the server responded with a status of (401|403|404|409|429) |net::ERR_FAILED)/);
+    const { page, context } = w;
+    const second = await context.newPage();
+    second.on('pageerror', (e) => w.problems.push(`second tab: page error: ${e.message}`));
+    second.on('console', (m) => {
+      if (m.type() === 'error' && !/net::ERR_FAILED/.test(m.text())) w.problems.push(`second tab: ${m.text()}`);
+    });
+
+    // Every refresh (both tabs) and every token's expiry, from the answers; every 401 anywhere.
+    const expiries: number[] = [];
+    const renewals: { at: number; validUntil: number; ok?: boolean }[] = [];
+    const refused: string[] = [];
+    context.on('request', (r) => {
+      if (r.url().endsWith('/api/auth/refresh')) renewals.push({ at: Date.now(), validUntil: expiries.at(-1) ?? 0 });
+    });
+    context.on('response', (r) => {
+      if (r.status() === 401) refused.push(r.url());
+      if (/\/api\/auth\/(login|refresh)$/.test(r.url()) && r.status() === 200) void r.json().then((s: { expires_at: string }) => expiries.push(Date.parse(s.expires_at)));
+    });
+
+    await signIn(page, c.ownerEmail, c.ownerPassword, true); // kept in localStorage: both tabs share the tokens
+    await page.getByRole('heading', { name: 'Most recently seen' }).waitFor();
+    await second.goto(hr.url + '/#/team');
+    await second.locator('#members tbody tr').waitFor();
+
+    // Three renewals while both tabs stay open: each before the token it replaces expired, so no call was refused.
+    for (let n = 1; n <= 3; n++) await waitForCondition(() => expiries.length > n, 20_000);
+    expect(refused).toEqual([]);
+    for (const r of renewals) expect(r.at).toBeLessThan(r.validUntil);
+    expect(renewals.length).toBe(expiries.length - 1); // one refresh per rotation, however many tabs
+    const session = (await page.evaluate(`JSON.parse(localStorage.getItem('footfall.session'))`)) as { access_token: string; expires_at: string };
+    expect(Date.parse(session.expires_at)).toBe(expiries.at(-1));
+    expect((await hr.request('GET', '/api/auth/me', { token: session.access_token })).status).toBe(200);
+
+    // Head office cannot be reached for the next renewal: nobody is signed out, and the renewal is tried again.
+    let failed = 0;
+    await context.route('**/api/auth/refresh', (route) => {
+      failed++;
+      return route.abort('failed');
+    });
+    await waitForCondition(() => failed >= 1, 20_000);
+    await context.unroute('**/api/auth/refresh');
+    const rotations = expiries.length;
+    await waitForCondition(() => expiries.length > rotations, 20_000);
+    expect(await page.locator('#sign-out').isVisible()).toBe(true);
+    await page.evaluate(`location.hash = '#/team'`);
+    await page.locator('#members tbody tr').waitFor();
+    await second.evaluate(`location.hash = '#/customers'`);
+    await second.getByRole('heading', { name: 'Most recently seen' }).waitFor();
+    const after = (await page.evaluate(`JSON.parse(localStorage.getItem('footfall.session'))`)) as { access_token: string };
+    expect((await hr.request('GET', '/api/auth/me', { token: after.access_token })).status).toBe(200);
+    await done(w);
+  });
+});
+
+/** Waits for a condition of the test's own state (polled every 50 ms). */
+async function waitForCondition(ok: () => boolean, timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -197,7 +197,8 @@ export function stacked<T extends HTMLTableElement>(table: T): T {
 }
 
 export function stackRow(table: HTMLTableElement, row: HTMLTableRowElement): void {
-  const heads = Array.from(table.tHead?.rows[0]?.cells ?? []).map((c) => (c.textContent ?? '').trim());
+  // A column whose header is for screen readers only (actions, a badge) gets no label: its cells speak for themselves.
+  const heads = Array.from(table.tHead?.rows[0]?.cells ?? []).map((c) => (c.querySelector('.visually-hidden') ? '' : (c.textContent ?? '').trim()));
   Array.from(row.cells).forEach((cell, i) => {
     const label = heads[i] ?? '';
     if (label) cell.setAttribute('data-label', label);
