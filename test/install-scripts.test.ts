@@ -10,9 +10,9 @@ import { configSchema } from '../server/config.js';
 /**
  * packaging/install-agent.sh and install-server.sh, run with their test-only `--root DIR` (packaging/lib.sh): files
  * are staged under a temporary folder and nothing on this machine is changed. Commands that would change it
- * (systemctl, useradd, chown, apt-get, sudo) are replaced on PATH by stand-ins that only record being called, and
+ * (systemctl, useradd, chown, apt-get, sudo, runuser) are replaced on PATH by stand-ins that only record being called, and
  * every test checks that none was. What needs a real systemd (the service starting, /healthz answering through it,
- * the user being created) is not tested here.
+ * the user being created) is tested in test/systemd.test.ts.
  */
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -26,7 +26,7 @@ afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 const guardBin = path.join(tmp, 'guard-bin');
 const guardLog = path.join(tmp, 'guard.log');
 fs.mkdirSync(guardBin);
-for (const cmd of ['systemctl', 'useradd', 'chown', 'apt-get', 'sudo']) {
+for (const cmd of ['systemctl', 'useradd', 'chown', 'apt-get', 'sudo', 'runuser']) {
   fs.writeFileSync(path.join(guardBin, cmd), `#!/bin/sh\necho "${cmd} $*" >> '${guardLog}'\nexit 1\n`, { mode: 0o755 });
 }
 const basePath = `${guardBin}:${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`;
