@@ -10,12 +10,17 @@
  * presenter), after a warm-up, median and max of several runs; then a few end-to-end GET requests. Checked: one
  * shop's week by day (the week London's clocks go back), the whole company's week and a month's conversion against
  * a brute-force count in JavaScript over the raw rows; the benchmark throws if anything differs.
+ *
+ * Watched: the main thread's event-loop delay (perf_hooks.monitorEventLoopDelay) and the time of GET /healthz sent
+ * meanwhile, while the company's year reports run through HTTP (computed in the report thread, as served) and, for
+ * comparison, while the same reports are computed inline on the main thread (direct calls, as before the thread).
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig } from '../server/config.js';
@@ -24,7 +29,7 @@ import { presentConversion, presentFootfall, ratio } from '../server/reports/pre
 import { ReportQueryInput, resolveReportQuery } from '../server/reports/query.js';
 import { conversionReport, footfallReport } from '../server/reports/service.js';
 import { startServer, type RunningServer } from '../server/start.js';
-import { BENCH_ADMIN, benchServerSettings, loadAverage, ms, progress, table } from './util.js';
+import { BENCH_ADMIN, benchServerSettings, loadAverage, ms, percentile, progress, table } from './util.js';
 
 const VISITS = Number(process.env.BENCH_VISITS ?? 2_000_000);
 const CUSTOMERS = Math.round(VISITS / 10);
@@ -392,7 +397,7 @@ async function api(url: string, method: string, p: string, body?: unknown, token
 /** GET with a bearer token over the given agent; the JSON body, or throws unless 200. */
 function getJson(agent: http.Agent, url: string, token: string): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { agent, headers: { Authorization: `Bearer ${token}` } }, (res) => {
+    const req = http.get(url, { agent, headers: token ? { Authorization: `Bearer ${token}` } : {} }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
@@ -452,6 +457,45 @@ async function measureAsync(f: () => Promise<unknown>, reps: number): Promise<Ti
   }
   samples.sort((a, b) => a - b);
   return { median: samples[Math.floor(samples.length / 2)]!, max: samples[samples.length - 1]!, reps };
+}
+
+interface LoopWatch {
+  wallMs: number;
+  maxMs: number;
+  p99Ms: number;
+  meanMs: number;
+  pings: number;
+  pingMedian: number;
+  pingMax: number;
+}
+
+/** Pause between two pings: a steady trickle of other requests, not a load of its own. */
+const PING_EVERY_MS = 10;
+
+/** Runs `work` while watching the main thread's event-loop delay and sending `ping` meanwhile, 10 ms after each answer. */
+async function watchLoop(work: () => Promise<void>, ping: () => Promise<unknown>): Promise<LoopWatch> {
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  const pings: number[] = [];
+  let done = false;
+  h.enable();
+  const pinger = (async () => {
+    while (!done) {
+      const t = performance.now();
+      await ping();
+      pings.push(performance.now() - t);
+      await new Promise((resolve) => setTimeout(resolve, PING_EVERY_MS));
+    }
+  })();
+  const t0 = performance.now();
+  try {
+    await work();
+  } finally {
+    done = true;
+  }
+  const wallMs = performance.now() - t0;
+  h.disable();
+  await pinger;
+  return { wallMs, maxMs: h.max / 1e6, p99Ms: h.percentile(99) / 1e6, meanMs: h.mean / 1e6, pings: pings.length, pingMedian: percentile(pings, 0.5), pingMax: pings.reduce((a, b) => Math.max(a, b), 0) };
 }
 
 interface VisitRow {
@@ -696,7 +740,41 @@ export async function run(): Promise<string> {
       progress(`  GET ${what}: median ${ms(t.median)} ms, max ${ms(t.max)} ms`);
       httpRows.push([`GET /api/reports/footfall, ${what}`, ms(t.median), ms(t.max), t.reps]);
     }
+
+    // 5. The main thread while the company's year reports run: event-loop delay, and GET /healthz (a database read on
+    // the main connection) sent over a second connection meanwhile, 10 ms apart.
+    progress('event loop while the year reports run');
+    const year = { from: `${YEAR}-01-01`, to: `${YEAR}-12-31` };
+    const yearReports = [
+      [`/api/reports/footfall?from=${year.from}&to=${year.to}&bucket=day`, () => footfall({ ...year, bucket: 'day' })],
+      [`/api/reports/footfall?from=${year.from}&to=${year.to}&bucket=month`, () => footfall({ ...year, bucket: 'month' })],
+      [`/api/reports/conversion?from=${year.from}&to=${year.to}`, () => conversion({ ...year })],
+    ] as const;
+    const YEAR_RUNS = 3;
+    const pingAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const ping = () => getJson(pingAgent, `${url}/healthz`, '');
+    for (const [p, direct] of yearReports) compare(`GET ${p}`, await getJson(agent, url + p, chain.token), direct());
+    const threaded = await watchLoop(async () => {
+      for (let i = 0; i < YEAR_RUNS; i++) for (const [p] of yearReports) await getJson(agent, url + p, chain.token);
+    }, ping);
+    const inline = await watchLoop(async () => {
+      for (let i = 0; i < YEAR_RUNS; i++) {
+        for (const [, direct] of yearReports) {
+          direct();
+          await new Promise((resolve) => setImmediate(resolve)); // between reports the loop turns, as between requests
+        }
+      }
+    }, ping);
+    pingAgent.destroy();
     agent.destroy();
+    const loopRows = [
+      ['in the report thread (GET, as served)', threaded],
+      ['inline on the main thread (direct calls, as before)', inline],
+    ].map(([what, w]) => {
+      const x = w as LoopWatch;
+      progress(`  ${what as string}: delay max ${ms(x.maxMs)} ms, p99 ${ms(x.p99Ms)} ms; healthz max ${ms(x.pingMax)} ms (${x.pings})`);
+      return [what as string, YEAR_RUNS * yearReports.length, ms(x.wallMs / (YEAR_RUNS * yearReports.length)), ms(x.maxMs), ms(x.p99Ms), ms(x.meanMs), x.pings, ms(x.pingMedian), ms(x.pingMax)];
+    });
 
     const total = (performance.now() - started) / 1000;
     const mb = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
@@ -752,6 +830,17 @@ export async function run(): Promise<string> {
       ),
       '',
       table(['request', 'median ms', 'max ms', 'runs'], httpRows),
+      '',
+      wrap(
+        `The main thread meanwhile: the company's year reports (footfall 365 days by day and by month, conversion 365 days; ` +
+          `${YEAR_RUNS} rounds) through GET, computed in the report thread (\`FOOTFALL_REPORT_WORKERS\` 1, the default), then the ` +
+          'same reports computed inline on the main thread by direct calls (the route before the thread; the loop turns ' +
+          "between reports). Event-loop delay from `perf_hooks.monitorEventLoopDelay` (1 ms resolution; its values include that interval, so an idle loop reads about 1 ms) over each run; " +
+          'meanwhile GET /healthz (it reads the database on the main connection) sent over a second keep-alive connection, ' +
+          `each ${PING_EVERY_MS} ms after the previous answer, as a stand-in for everything else head office serves.`,
+      ),
+      '',
+      table(['reports computed', 'reports', 'ms per report', 'loop delay max ms', 'p99 ms', 'mean ms', 'healthz answered', 'healthz median ms', 'healthz max ms'], loopRows),
       '',
       `Whole benchmark: ${total.toFixed(0)} s.`,
     ].join('\n');
