@@ -92,23 +92,23 @@ export async function answer(ctx: Ctx, history: Turn[], now = new Date()): Promi
       }
 
       messages.push({ role: 'assistant', content: reply.content || null, tool_calls: reply.toolCalls });
-      reply.toolCalls.forEach((call, i) => {
+      for (const [i, call] of reply.toolCalls.entries()) {
         const name = call.function.name;
         if (isTool(name) && !used.includes(name)) used.push(name);
         if (i >= MAX_CALLS_PER_ROUND) {
           const message = `Not run: at most ${MAX_CALLS_PER_ROUND} tool calls are run at a time. Call it again if you still need it.`;
           messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify({ error: 'too_many_calls', message }) });
-          return;
+          continue;
         }
         const t1 = performance.now();
-        const outcome = runTool(ctx, name, call.function.arguments);
+        const outcome = await runTool(ctx, name, call.function.arguments);
         const ms = Math.round(performance.now() - t1);
         stats.tool_calls++;
         stats.tools_ms += ms;
         if (!outcome.ok) stats.tool_errors++;
         ctx.log.debug({ assistant_tool: { name, ms, ok: outcome.ok, ...(outcome.error ? { error: outcome.error } : {}) } }, 'assistant tool');
         messages.push({ role: 'tool', tool_call_id: call.id, content: outcome.content });
-      });
+      }
     }
   } catch (err) {
     if (err instanceof LlmError) {

@@ -16,7 +16,7 @@ import { presentShop, presentShopCheck } from '../shops/presenter.js';
 import { reportsPolicy } from '../reports/policy.js';
 import { presentFootfall } from '../reports/presenter.js';
 import { BUCKETS, ReportQueryInput, resolveReportQuery } from '../reports/query.js';
-import { footfallReport } from '../reports/service.js';
+import { reportPool } from '../reports/pool.js';
 import { getShop, listShops } from '../shops/service.js';
 import type { ToolSpec } from './llm.js';
 import { allows } from './policy.js';
@@ -35,6 +35,7 @@ export interface Tool {
   args: z.ZodType;
   /** The rule of the route this tool stands for. */
   rule: Rule;
+  /** The result, or a promise of it (the footfall report is counted on a report thread). */
   run(ctx: Ctx, args: never): unknown;
 }
 
@@ -141,12 +142,13 @@ const footfall = tool({
     bucket: z.enum(BUCKETS).optional().describe('Default day.'),
   }),
   rule: reportsPolicy.view,
-  run(ctx, args) {
+  async run(ctx, args) {
     const db = ctx.deps.store.db;
     const companyId = tenantOf(ctx);
     const input = ReportQueryInput.safeParse(args, { error: plainErrors });
     if (!input.success) throw badRequest(describeIssues(input.error));
-    return presentFootfall(footfallReport(db, companyId, resolveReportQuery(db, companyId, input.data)));
+    // Counted on a report thread, as GET /api/reports/footfall is: a year's report must not stall head office.
+    return presentFootfall(await reportPool(ctx.deps).footfall(companyId, resolveReportQuery(db, companyId, input.data)));
   },
 });
 
@@ -186,7 +188,7 @@ const failed = (error: string, message: string): ToolOutcome => ({ content: JSON
  * Runs one call the model made, as the signed-in user. Never throws: refusals, bad arguments and the API's errors are
  * the result; an unexpected failure (a bug) is logged and the model told only that the tool failed.
  */
-export function runTool(ctx: Ctx, name: string, rawArgs: string): ToolOutcome {
+export async function runTool(ctx: Ctx, name: string, rawArgs: string): Promise<ToolOutcome> {
   const t = byName.get(name);
   if (!t) return failed('unknown_tool', `There is no tool named "${name}". The tools are: ${tools.map((x) => x.name).join(', ')}.`);
   if (!allows(t.rule, actorOf(ctx).role)) return failed('forbidden', t.rule.message);
@@ -201,7 +203,7 @@ export function runTool(ctx: Ctx, name: string, rawArgs: string): ToolOutcome {
   const parsed = t.args.safeParse(json, { error: plainErrors });
   if (!parsed.success) return failed('invalid_arguments', describeIssues(parsed.error));
   try {
-    const text = JSON.stringify(t.run(ctx, parsed.data as never));
+    const text = JSON.stringify(await t.run(ctx, parsed.data as never));
     if (text.length <= MAX_TOOL_RESULT_CHARS) return { content: text, ok: true };
     return { content: `${text.slice(0, MAX_TOOL_RESULT_CHARS)}\n[cut: the result was too long; ask about one shop at a time]`, ok: true };
   } catch (err) {

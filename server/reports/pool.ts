@@ -5,7 +5,7 @@ import type { Store } from '../db/open.js';
 import { HttpError } from '../http/errors.js';
 import type { ReportQuery } from './query.js';
 import { conversionReport, footfallReport, type ConversionReport, type FootfallReport } from './service.js';
-import { spawnWorker } from './thread.js';
+import { spawnWorker } from '../thread.js';
 
 /**
  * Reports off the event loop (docs/reports.md, "Where reports run"). A year of a whole chain takes seconds of

@@ -1,11 +1,10 @@
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { PublishPacket } from 'aedes';
 import type { Logger } from 'pino';
 import { parseTopic } from '../../shared/topics.js';
 import type { Broker } from '../broker/broker.js';
 import type { Config } from '../config.js';
+import { spawnWorker } from '../thread.js';
 import type { ArrivalsHub } from './hub.js';
 import type { IdentityControl } from './identity-control.js';
 import { EMPTY_STATS, type IngestStats } from './ingest-core.js';
@@ -172,15 +171,7 @@ export class VisitIngest {
   }
 }
 
-/**
- * Starts the ingest thread: ingest-worker.js when built. From TypeScript sources (vitest, tsx) it is
- * ingest-worker.ts, loaded through tsx's CommonJS hook (Node 20 applies no ESM loader hooks inside worker threads),
- * as agent/vision/engine.ts does.
- */
+/** Starts the ingest thread (ingest-worker.ts; see spawnWorker for how it is loaded from sources). */
 function spawnIngestWorker(init: WorkerInit): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./ingest-worker.js', import.meta.url), { workerData: init });
-  const require = createRequire(import.meta.url);
-  const tsxCjs = require.resolve('tsx/cjs');
-  const entry = fileURLToPath(new URL('./ingest-worker.ts', import.meta.url));
-  return new Worker(`require(${JSON.stringify(tsxCjs)}); require(${JSON.stringify(entry)});`, { eval: true, workerData: init });
+  return spawnWorker(new URL('./ingest-worker.js', import.meta.url), { workerData: init });
 }

@@ -6,8 +6,9 @@ import { Worker, type WorkerOptions } from 'node:worker_threads';
  * Starts a worker thread on a server module, given as the URL of its compiled `.js` file next to the caller
  * (`new URL('./worker.js', import.meta.url)`). Built (dist/), that file is loaded as it is. From TypeScript sources
  * (vitest, tsx) there is no `.js` file and Node 20 applies no ESM loader hooks inside worker threads, so the `.ts`
- * file is loaded through tsx's CommonJS hook from a small eval'd boot script (as agent/vision/engine.ts and
- * visits/ingest.ts do; the server does not import agent code).
+ * file is loaded through tsx's CommonJS hook from a small eval'd boot script (as agent/vision/engine.ts does; the
+ * server does not import agent code). Used by the ingest thread (visits/ingest.ts) and the report threads
+ * (reports/pool.ts).
  */
 export function spawnWorker(entry: URL, options: Omit<WorkerOptions, 'eval'> = {}): Worker {
   if (!import.meta.url.endsWith('.ts')) return new Worker(entry, options);
