@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { encodeEmbedding, type VisitMessage } from '../shared/messages.js';
+import type { VisitMessage } from '../shared/messages.js';
+import { syntheticFace } from './support/shop-pc.js';
 import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
@@ -25,24 +26,12 @@ const staff = { email: `staff-${process.pid}@customers.test`, password: 'staff-p
 const EXPECTED = /^Failed to load resource: the server responded with a status of (400|401|403|404|409|429) /;
 const open = (path = '/'): Promise<Watched> => openWatched(browser, h.url + path, EXPECTED);
 
-/** A unit vector: a face nobody else has (random 512-d vectors are far apart), the same each time for a seed. */
-function face(seed: number): string {
-  let x = seed * 2654435761;
-  const v = new Float32Array(512);
-  for (let i = 0; i < v.length; i++) {
-    x = (x * 1103515245 + 12345) % 2147483648;
-    v[i] = x / 2147483648 - 0.5;
-  }
-  const n = Math.hypot(...v);
-  return encodeEmbedding(v.map((a) => a / n));
-}
-
 function visit(who: number, minutesAgo: number): VisitMessage {
   return {
     visit_id: randomUUID(),
     occurred_at: new Date(Date.now() - minutesAgo * 60_000).toISOString(),
     camera_id: 'door',
-    embedding: face(who),
+    embedding: syntheticFace(who),
     recognition_model: 'test-model',
     quality: 0.9,
     passed_gate: true,
@@ -60,7 +49,7 @@ describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, pho
     bandra = await shopPc(h, chain.ownerToken, chain.slug, 'Bandra West');
     powai = await shopPc(h, chain.ownerToken, chain.slug, 'Powai');
     // V-1 twice at Bandra, V-2 once at Bandra and last at Powai, V-3 (the same person as V-2, enrolled twice) at Powai.
-    for (const v of [visit(1, 300), visit(2, 240), visit(3, 200)]) await (v.embedding === face(3) ? powai : bandra).publish(v);
+    for (const v of [visit(1, 300), visit(2, 240), visit(3, 200)]) await (v.embedding === syntheticFace(3) ? powai : bandra).publish(v);
     await settled(h);
     await bandra.publish(visit(1, 60));
     await powai.publish(visit(2, 30));

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { encodeEmbedding, type VisitMessage } from '../shared/messages.js';
+import type { VisitMessage } from '../shared/messages.js';
 import { CHROMIUM, done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
-import { jpeg, waitFor } from './support/shop-pc.js';
+import { jpeg, syntheticFace, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 
 /**
@@ -31,18 +31,6 @@ const open = (path = '/'): Promise<Watched> => openWatched(browser, h.url + path
  */
 const until = (page: Page, expression: string, timeoutMs = 5000) => waitFor(async () => (await page.evaluate(expression)) === true, timeoutMs, 50);
 
-/** A unit vector: a face nobody else has (random 512-d vectors are far apart), the same each time for a seed. */
-function face(seed: number): string {
-  let x = seed * 2654435761;
-  const v = new Float32Array(512);
-  for (let i = 0; i < v.length; i++) {
-    x = (x * 1103515245 + 12345) % 2147483648;
-    v[i] = x / 2147483648 - 0.5;
-  }
-  const n = Math.hypot(...v);
-  return encodeEmbedding(v.map((a) => a / n));
-}
-
 /** A visit as a shop PC publishes it: identified when `who` names a face, footfall without identity otherwise. */
 function visit(who: number | null, minutesAgo: number, over: Partial<VisitMessage> = {}): VisitMessage {
   const occurred = new Date(Date.now() - minutesAgo * 60_000).toISOString();
@@ -50,7 +38,7 @@ function visit(who: number | null, minutesAgo: number, over: Partial<VisitMessag
     visit_id: randomUUID(),
     occurred_at: occurred,
     camera_id: 'door',
-    ...(who === null ? { quality: 0.2, passed_gate: false } : { embedding: face(who), recognition_model: 'test-model', quality: 0.9, passed_gate: true }),
+    ...(who === null ? { quality: 0.2, passed_gate: false } : { embedding: syntheticFace(who), recognition_model: 'test-model', quality: 0.9, passed_gate: true }),
     attributes: { gender: 'female', age: 34, emotion: 'happy' },
     ...over,
   };

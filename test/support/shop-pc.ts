@@ -1,7 +1,7 @@
 import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
 import sharp from 'sharp';
 import type { EnrolResponse } from '../../shared/agent-api.js';
-import type { Heartbeat } from '../../shared/messages.js';
+import { encodeEmbedding, type Heartbeat } from '../../shared/messages.js';
 import type { Harness } from './harness.js';
 
 /**
@@ -133,4 +133,16 @@ export function closed(client: MqttClient): Promise<void> {
     if (!client.connected) return resolve();
     client.once('close', () => resolve());
   });
+}
+
+/** A visit's encoded embedding: a unit vector, a face nobody else has (random 512-d vectors are far apart), the same each time for a seed. */
+export function syntheticFace(seed: number): string {
+  let x = seed * 2654435761;
+  const v = new Float32Array(512);
+  for (let i = 0; i < v.length; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    v[i] = x / 2147483648 - 0.5;
+  }
+  const n = Math.hypot(...v);
+  return encodeEmbedding(v.map((a) => a / n));
 }
