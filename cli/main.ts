@@ -14,6 +14,8 @@ const commands: Record<string, () => Promise<Command>> = {
   enrol: async () => (await import('./agent.js')).enrolCommand(),
   agent: async () => (await import('./agent.js')).agentCommand(),
   vision: async () => (await import('./vision.js')).visionCommand(),
+  camera: async () => (await import('./camera.js')).cameraCommand(),
+  status: async () => (await import('./status.js')).statusCommand(),
 };
 
 const program = new Command('footfall').description('Footfall: head office, shop-PC agent and installer tools').showHelpAfterError();

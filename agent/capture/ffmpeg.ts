@@ -24,6 +24,8 @@ export interface DecodeOptions {
   rotate?: Rotation;
   /** ffmpeg's own socket timeout; a backstop behind the worker's watchdogs. Default 30 s. */
   ioTimeoutMs?: number;
+  /** RTP over the RTSP connection (`tcp`, what the agent uses) or over UDP (`footfall camera test --transport udp`). */
+  transport?: 'tcp' | 'udp';
   /** Stop after this many pictures (a one-shot grab). */
   frames?: number;
   /**
@@ -55,7 +57,7 @@ export type StreamInput = string | { script: string };
 export function decodeArgs(input: StreamInput, opts: DecodeOptions): string[] {
   const source =
     typeof input === 'string'
-      ? ['-rtsp_transport', 'tcp', '-timeout', String(ioTimeoutUs(opts)), '-i', input]
+      ? ['-rtsp_transport', opts.transport ?? 'tcp', '-timeout', String(ioTimeoutUs(opts)), '-i', input]
       : ['-f', 'concat', '-safe', '0', '-protocol_whitelist', 'file,rtsp,rtp,tcp,udp', '-i', input.script];
   return ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'warning', ...source, ...pictureArgs(opts)];
 }
@@ -77,7 +79,7 @@ export function hasCredentials(url: string): boolean {
  * with the options the command line would have given; decodeArgs({ script }) opens it. The caller deletes it when
  * ffmpeg is done.
  */
-export function writeStreamScript(url: string, dir: string, name: string, opts: Pick<DecodeOptions, 'ioTimeoutMs'> = {}): { script: string } {
+export function writeStreamScript(url: string, dir: string, name: string, opts: Pick<DecodeOptions, 'ioTimeoutMs' | 'transport'> = {}): { script: string } {
   // The script is line-based and the URL sits in single quotes: control characters are percent-encoded (a URL has
   // none), a quote closes and reopens the quoting.
   let safe = '';
@@ -86,7 +88,7 @@ export function writeStreamScript(url: string, dir: string, name: string, opts: 
     safe += code <= 0x20 || code === 0x7f ? `%${code.toString(16).padStart(2, '0').toUpperCase()}` : c === "'" ? "'\\''" : c;
   }
   const script = path.join(dir, `${name}.ffconcat`);
-  fs.writeFileSync(script, `ffconcat version 1.0\nfile '${safe}'\noption rtsp_transport tcp\noption timeout ${ioTimeoutUs(opts)}\n`, { mode: 0o600 });
+  fs.writeFileSync(script, `ffconcat version 1.0\nfile '${safe}'\noption rtsp_transport ${opts.transport ?? 'tcp'}\noption timeout ${ioTimeoutUs(opts)}\n`, { mode: 0o600 });
   return { script };
 }
 
