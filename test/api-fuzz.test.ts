@@ -384,6 +384,7 @@ const routes: Route[] = [
   { method: 'GET', path: '/api/visitors/:id/image', caller: 'staff', params: () => ({ id: 'V-1' }) },
   { method: 'DELETE', path: '/api/visitors/:id', caller: 'manager', params: () => ({ id: 'V-4' }) },
   { method: 'GET', path: '/api/faces/:id', caller: 'staff', params: () => ({ id: f.faceId }) },
+  { method: 'GET', path: '/api/visitors/:id/purchases', caller: 'staff', params: () => ({ id: 'V-1' }), query: () => ({ limit: '10' }), queryValues: { limit: ['501', '0', '-1', '1e3', '9999999999999999999999'] } },
   { method: 'POST', path: '/api/purchases', caller: 'staff', body: purchase },
   { method: 'POST', path: '/api/purchases', caller: 'staff', body: () => ({ purchase_id: '22222222-2222-4222-8222-222222222222', ...purchase() }) },
   // Reports

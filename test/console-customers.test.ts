@@ -157,6 +157,17 @@ describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, pho
     expect(await page.locator('#purchase-recorded').innerText()).toContain('at Bandra West for V-2 (2 items)');
     expect(await form.getByLabel('Amount').inputValue()).toBe('');
 
+    // The customer's purchases list shows it at once, and after a reload (GET /api/visitors/{id}/purchases).
+    expect(await page.locator('#no-purchases').count()).toBe(0);
+    const row = page.locator('#purchases tbody tr');
+    expect(await row.count()).toBe(1);
+    expect(await row.first().innerText()).toMatch(/Bandra West[\s\S]*1,299\.50[\s\S]*Kurta, Scarf[\s\S]*Paid by card[\s\S]*staff-/);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Visitor 2' }).waitFor();
+    await page.locator('#purchases tbody tr').first().waitFor();
+    expect(await page.locator('#purchases tbody tr').count()).toBe(1);
+    expect((await api('GET', '/api/visitors/V-2/purchases')).body).toMatchObject([{ site_slug: bandra.shop.slug, amount: 1299.5, items: ['Kurta', 'Scarf'] }]);
+
     const q = `from=${today()}&to=${today()}&tz=Asia/Kolkata&bucket=day`;
     const all = (await api('GET', `/api/reports/conversion?${q}`)).body;
     expect(all).toMatchObject({ purchasers: 1, revenue: 1299.5, currency: 'INR' });

@@ -6,7 +6,7 @@ import { memberToken } from '../../test/support/shop-pc.js';
 import { arrivals, shopPc, type ShopPc } from '../../test/support/visits.js';
 import { minorDigits, toMinor } from './service.js';
 
-describe('POST /api/purchases', () => {
+describe('POST /api/purchases, GET /api/visitors/{id}/purchases', () => {
   let h: Harness;
   let a: Company;
   let b: Company;
@@ -121,6 +121,35 @@ describe('POST /api/purchases', () => {
     // Another company cannot reuse (or learn anything from) the id beyond a conflict.
     const other = await post({ ...body, visitor_id: 'V-1', site_id: 'powai' }, b.ownerToken);
     expect(other.status).toBe(409);
+  });
+
+  it('GET /api/visitors/{id}/purchases lists a customer’s sales, newest first, with their shops; limit; 404 across companies', async () => {
+    const list = await h.request('GET', '/api/visitors/V-1/purchases', { token: staff });
+    expect(list.status).toBe(200);
+    // Everything recorded for V-1 above: three in the first test, one in the retry test (the retry was not a second).
+    expect(list.body.map((p: { currency: string }) => p.currency)).toEqual(['USD', 'KWD', 'JPY', 'INR']);
+    expect(list.body[0]).toMatchObject({ visitor_id: customerId, visitor_ref: 'V-1', site: 'Colaba', site_slug: 'colaba', amount: 99.99, items: ['Latte'] });
+    const byId = await h.request('GET', `/api/visitors/${customerId}/purchases?limit=2`, { token: a.ownerToken });
+    expect(byId.status).toBe(200);
+    expect(byId.body).toEqual(list.body.slice(0, 2));
+    for (const q of ['limit=0', 'limit=501', 'limit=two']) {
+      const r = await h.request('GET', `/api/visitors/V-1/purchases?${q}`, { token: staff });
+      expect(r.status, q).toBe(400);
+      expect(r.body.error).toBe('invalid_request');
+    }
+    // Another company's customer, an unknown one, the platform admin, no session.
+    for (const [path, token, status] of [
+      [`/api/visitors/${otherCompanyCustomer}/purchases`, staff, 404],
+      ['/api/visitors/V-99/purchases', staff, 404],
+      ['/api/visitors/V-1/purchases', await h.adminToken(), 404],
+      ['/api/visitors/V-1/purchases', undefined, 401],
+    ] as const) {
+      expect((await h.request('GET', path, token ? { token } : {})).status, path).toBe(status);
+    }
+    // The other company sees only its own (none).
+    const mine = await h.request('GET', `/api/visitors/${otherCompanyCustomer}/purchases`, { token: b.ownerToken });
+    expect(mine.status).toBe(200);
+    expect(mine.body).toEqual([]);
   });
 
   it('an erased customer takes no purchases', async () => {

@@ -5,14 +5,14 @@ import { actorOf, tenantOf, type AppRouter } from '../context.js';
 import { customerOr404 } from '../customers/service.js';
 import { auth } from '../http/auth.js';
 import { conflict } from '../http/errors.js';
-import { bodyOf, validate } from '../http/pipeline.js';
+import { bodyOf, queryOf, validate } from '../http/pipeline.js';
 import { customerRef } from '../references/customers.js';
 import { resolve } from '../references/resolver.js';
 import { shopRef } from '../references/shops.js';
 import { getShop } from '../shops/service.js';
 import { purchasesPolicy } from './policy.js';
 import { presentPurchase } from './presenter.js';
-import { findPurchase, insertPurchase, isCurrency, minorDigits, samePurchase, toMinor } from './service.js';
+import { findPurchase, insertPurchase, isCurrency, minorDigits, purchasesOf, samePurchase, toMinor } from './service.js';
 
 export const PurchaseBody = z
   .strictObject({
@@ -37,14 +37,28 @@ export const PurchaseBody = z
     }
   });
 
+/** GET /api/visitors/{id}/purchases: `limit` 1 to 500, default 100. */
+export const PurchasesQuery = z.object({
+  limit: z.string().trim().regex(/^\d{1,3}$/, 'must be a whole number from 1 to 500').transform(Number).refine((n) => n >= 1 && n <= 500, 'must be from 1 to 500').optional(),
+});
+
 export function purchasesRoutes(): AppRouter {
-  const r: AppRouter = new Router({ prefix: '/api/purchases' });
+  const r: AppRouter = new Router({ prefix: '/api' });
+
+  /** A customer's purchases, newest first (not in the spec: docs/visits-and-customers.md). */
+  r.get('/visitors/:id/purchases', auth(purchasesPolicy.view), validate({ query: PurchasesQuery }), (ctx) => {
+    const db = ctx.deps.store.db;
+    const companyId = tenantOf(ctx);
+    const customer = customerOr404(db, companyId, resolve(db, customerRef, companyId, String(ctx.params.id), 'path'));
+    const { limit = 100 } = queryOf(ctx, PurchasesQuery);
+    ctx.body = purchasesOf(db, customer.id, limit).map(({ purchase, shop }) => presentPurchase(purchase, customer, shop ?? undefined));
+  });
 
   /**
    * Records a sale for a customer in a shop. 201 with the purchase; a retry with the same purchase_id and content
    * answers 200 with the stored one (409 if the content differs). Unknown customer or shop: 404.
    */
-  r.post('/', auth(purchasesPolicy.record), validate({ body: PurchaseBody }), (ctx) => {
+  r.post('/purchases', auth(purchasesPolicy.record), validate({ body: PurchaseBody }), (ctx) => {
     const b = bodyOf(ctx, PurchaseBody);
     const { store } = ctx.deps;
     const db = store.db;

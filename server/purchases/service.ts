@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+import { desc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
+import { shops } from '../shops/schema.js';
 import { purchases } from './schema.js';
 
 export type PurchaseRow = typeof purchases.$inferSelect;
@@ -68,4 +69,16 @@ export function samePurchase(row: PurchaseRow, p: NewPurchase): boolean {
     row.source === p.source &&
     row.notes === p.notes
   );
+}
+
+/** A customer's purchases, newest first (then last recorded first), each with its shop (none when the shop was removed since). */
+export function purchasesOf(db: Db, customerId: string, limit: number): { purchase: PurchaseRow; shop: { id: string; name: string; slug: string } | null }[] {
+  return db
+    .select({ purchase: purchases, shop: { id: shops.id, name: shops.name, slug: shops.slug } })
+    .from(purchases)
+    .leftJoin(shops, eq(shops.id, purchases.shopId))
+    .where(eq(purchases.customerId, customerId))
+    .orderBy(desc(purchases.createdAt), sql`${purchases}.rowid desc`)
+    .limit(limit)
+    .all();
 }

@@ -89,10 +89,15 @@ function renderCustomer(p: Page, ref: string): void {
   void (async () => {
     let c: CustomerDetail;
     let history: HistoryRow[];
+    let purchases: Purchase[];
     try {
       // GET /api/visitors/{ref} takes V-n, the number or the uuid; a merged-away customer answers the survivor.
       c = await api<CustomerDetail>('GET', `/api/visitors/${encodeURIComponent(ref)}`, { signal: p.signal });
-      history = await api<HistoryRow[]>('GET', `/api/visitors/${encodeURIComponent(c.id)}/history`, { signal: p.signal });
+      const id = encodeURIComponent(c.id);
+      [history, purchases] = await Promise.all([
+        api<HistoryRow[]>('GET', `/api/visitors/${id}/history`, { signal: p.signal }),
+        api<Purchase[]>('GET', `/api/visitors/${id}/purchases?limit=${PURCHASES_SHOWN}`, { signal: p.signal }),
+      ]);
     } catch (err) {
       if (p.signal.aborted) return;
       if (err instanceof ApiError && err.status === 404) {
@@ -112,6 +117,12 @@ function renderCustomer(p: Page, ref: string): void {
       replace(profileBox, facts(customerFacts(d), { key: 'data-fact' }));
     };
     showProfile(c);
+    const purchasesBox = h('section', { id: 'purchases-section' });
+    const showPurchases = (rows: Purchase[]) => {
+      purchases = rows;
+      replace(purchasesBox, h('h2', {}, 'Purchases'), purchasesTable(rows));
+    };
+    showPurchases(purchases);
     const edit = staff ? h('button', { type: 'button', id: 'edit-profile' }, 'Edit profile…') : null;
     edit?.addEventListener('click', () => {
       edit.hidden = true;
@@ -137,7 +148,8 @@ function renderCustomer(p: Page, ref: string): void {
       known ? null : h('p', { class: 'notice info', role: 'status', id: 'merged-into' }, `${ref} was merged into ${c.ref}: this is the customer kept.`),
       h('section', { class: 'card customer', id: 'customer' }, photo, profileBox, edit ? h('div', { class: 'actions' }, edit) : null),
       editArea,
-      staff ? purchaseForm(c, history, p) : null,
+      staff ? purchaseForm(c, history, p, (r) => showPurchases([r, ...purchases].slice(0, PURCHASES_SHOWN))) : null,
+      purchasesBox,
       h('h2', {}, `Visits (${plural(history.length, 'visit')})`),
       historyTable(history),
       manager ? mergeSection(c, p) : null,
@@ -288,7 +300,7 @@ function uuid(): string {
  * filled-in purchase carries a `purchase_id` made here, so pressing Record again after a lost answer cannot record it
  * twice; a new one is made once it is recorded.
  */
-function purchaseForm(c: Customer, history: HistoryRow[], p: Page): HTMLElement {
+function purchaseForm(c: Customer, history: HistoryRow[], p: Page, recorded: (r: Purchase) => void): HTMLElement {
   const shop = h('select', { name: 'site_id', required: true }, h('option', { value: '' }, 'Loading shops…'));
   const amount = h('input', { name: 'amount', type: 'number', inputmode: 'decimal', min: '0', step: '0.01', required: true, autocomplete: 'off' });
   const codes = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('currency') : ['INR', 'USD', 'EUR', 'GBP'];
@@ -320,6 +332,7 @@ function purchaseForm(c: Customer, history: HistoryRow[], p: Page): HTMLElement 
       const r = await api<Purchase>('POST', '/api/purchases', { body, signal: p.signal });
       remember(CURRENCY_KEY, r.currency);
       remember(SHOP_KEY, r.site_slug);
+      if (r.id === purchaseId) recorded(r); // a retry answered with the stored sale is in the list already
       purchaseId = uuid();
       amount.value = '';
       items.value = '';
@@ -430,6 +443,37 @@ async function showPhoto(c: Customer, box: HTMLElement, signal: AbortSignal): Pr
   } catch {
     return ''; // no_image, images_disabled: a missing photo is data, not an error
   }
+}
+
+/** The latest purchases shown on a customer's page (GET /api/visitors/{id}/purchases, newest first). */
+const PURCHASES_SHOWN = 50;
+
+function purchasesTable(rows: Purchase[]): HTMLElement {
+  if (rows.length === 0) return h('p', { class: 'muted', id: 'no-purchases' }, 'No purchases recorded.');
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    stacked(h(
+      'table',
+      { id: 'purchases' },
+      h('thead', {}, h('tr', {}, ...['When', 'Shop', 'Amount', 'Items', 'Recorded by'].map((t) => h('th', { scope: 'col' }, t)))),
+      h(
+        'tbody',
+        {},
+        ...rows.map((r) =>
+          h(
+            'tr',
+            { 'data-purchase': r.id },
+            h('td', {}, h('time', { datetime: r.created_at }, when(r.created_at))),
+            h('td', {}, r.site || '(removed shop)'),
+            h('td', {}, money(r.amount, r.currency)),
+            h('td', {}, r.items.join(', ') || '—', r.notes ? h('span', { class: 'muted small' }, ` · ${r.notes}`) : null),
+            h('td', { class: 'muted' }, r.created_by || '—'),
+          ),
+        ),
+      ),
+    )),
+  );
 }
 
 function historyTable(rows: HistoryRow[]): HTMLElement {

@@ -216,7 +216,8 @@ export interface Purchase {
   id: string;
   visitor_id: string;
   visitor_ref: string;
-  site_id: string;
+  /** null when the shop was removed since. */
+  site_id: string | null;
   site: string;
   site_slug: string;
   amount: number;
