@@ -23,7 +23,7 @@ let powai: ShopPc;
 const staff = { email: `staff-${process.pid}@customers.test`, password: 'staff-password-1' };
 
 /** The API's 400 answers (validation) are expected here, besides the ones the other browser tests expect. */
-const EXPECTED = /^Failed to load resource: the server responded with a status of (400|401|403|404|409|429) /;
+const EXPECTED = /^Failed to load resource: the server responded with a status of (400|401|403|404|409|412|429) /;
 const open = (path = '/'): Promise<Watched> => openWatched(browser, h.url + path, EXPECTED);
 
 function visit(who: number, minutesAgo: number): VisitMessage {

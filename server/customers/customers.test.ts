@@ -144,6 +144,41 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     expect(feed.find((x: any) => x.visitor_id === ids['V-2']).label).toBe('Priya Sharma');
   });
 
+  it('profile edits with If-Match: the ETag of the profile read; a stale one is 412 and changes nothing', async () => {
+    const read = await h.request('GET', '/api/visitors/V-3', { token: staff });
+    const tag = read.headers.get('etag')!;
+    expect(tag).toMatch(/^"[A-Za-z0-9_-]{22}"$/);
+    // The tag follows the profile, not the request: read again, the same tag.
+    expect((await h.request('GET', '/api/visitors/V-3', { token: staff })).headers.get('etag')).toBe(tag);
+    const profile = { full_name: 'Tara Till', phone: '', email: '', gender: '', date_of_birth: '', notes: 'first', consent: false };
+    const put = (body: unknown, ifMatch?: string) =>
+      h.request('PUT', '/api/visitors/V-3/profile', { token: staff, body, ...(ifMatch === undefined ? {} : { headers: { 'If-Match': ifMatch } }) });
+
+    const first = await put(profile, tag);
+    expect(first.status).toBe(200);
+    const next = first.headers.get('etag')!;
+    expect(next).not.toBe(tag);
+    expect((await h.request('GET', '/api/visitors/V-3', { token: staff })).headers.get('etag')).toBe(next);
+
+    // A second person still holding the old tag: refused, and the first person's change stays.
+    for (const stale of [tag, `W/${next}`, 'not-a-tag', `"${'x'.repeat(22)}"`]) {
+      const r = await put({ ...profile, notes: 'second' }, stale);
+      expect(r.status, stale).toBe(412);
+      expect(r.body.error).toBe('precondition_failed');
+      expect(r.body.message).toContain('Someone changed this profile');
+    }
+    expect((await h.request('GET', '/api/visitors/V-3', { token: staff })).body.profile.notes).toBe('first');
+
+    // The current tag among others, `*`, or no If-Match at all (as the spec's clients send): saved.
+    expect((await put({ ...profile, notes: 'second' }, `"old", ${next}`)).status).toBe(200);
+    expect((await put({ ...profile, notes: 'third' }, '*')).status).toBe(200);
+    const plain = await put({ ...profile, notes: '' });
+    expect(plain.status).toBe(200);
+    expect(plain.body.profile.notes).toBe('');
+    // Another company's customer is 404 whatever If-Match says.
+    expect((await h.request('PUT', `/api/visitors/${ids['V-3']}/profile`, { token: b.ownerToken, body: profile, headers: { 'If-Match': '*' } })).status).toBe(404);
+  });
+
   it('search: by V-number, bare number, name, phone and email; most recently seen first without q; limit', async () => {
     const refs = async (q: string) => (await get(`/api/visitors?q=${encodeURIComponent(q)}`)).body.map((c: any) => c.ref);
     expect((await refs('V-3'))[0]).toBe('V-3');

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { customers } from './schema.js';
 
@@ -50,6 +51,22 @@ export function presentCustomer(c: CustomerRow) {
 }
 
 /** The stored profile (PUT /api/visitors/{id}/profile's write shape, as kept). */
+/**
+ * The profile's entity tag (GET /api/visitors/{id}, PUT .../profile): a hash of the profile as presented, so any
+ * change to it (an edit, a merge filling it in) gives another tag. Strong: compared byte for byte with If-Match.
+ */
+export function profileTag(c: CustomerRow): string {
+  return `"${createHash('sha256').update(JSON.stringify(presentProfile(c))).digest('base64url').slice(0, 22)}"`;
+}
+
+/** Whether an If-Match header matches `tag`: `*`, or one of its comma-separated strong tags (RFC 9110 13.1.1). */
+export function ifMatchAllows(header: string, tag: string): boolean {
+  return header.split(',').some((t) => {
+    const v = t.trim();
+    return v === '*' || v === tag;
+  });
+}
+
 export function presentProfile(c: CustomerRow) {
   return {
     full_name: c.fullName,

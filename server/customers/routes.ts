@@ -4,14 +4,14 @@ import { z } from 'zod';
 import { audit } from '../audit/service.js';
 import { tenantOf, type AppRouter, type Ctx } from '../context.js';
 import { auth } from '../http/auth.js';
-import { HttpError, badRequest, notFound } from '../http/errors.js';
+import { HttpError, badRequest, notFound, preconditionFailed } from '../http/errors.js';
 import { bodyOf, queryOf, validate } from '../http/pipeline.js';
 import { customerRef as customerRefKind } from '../references/customers.js';
 import { resolve } from '../references/resolver.js';
 import { presentAttributes, presentSimilarity } from '../visits/presenter.js';
 import { faceFile, findServableFace, latestFaceOf } from './faces.js';
 import { customersPolicy } from './policy.js';
-import { customerRef, faceUrl, presentCustomer, presentProfile, type CustomerRow } from './presenter.js';
+import { customerRef, faceUrl, ifMatchAllows, presentCustomer, presentProfile, profileTag, type CustomerRow } from './presenter.js';
 import { auditPhotoLinks, customerOr404, eraseCustomer, historyOf, mergeCustomers, replaceProfile, searchCustomers } from './service.js';
 
 const wholeNumber = z.string().trim().regex(/^\d{1,7}$/, 'must be a whole number').transform(Number);
@@ -89,6 +89,7 @@ export function customersRoutes(): AppRouter {
 
   r.get('/visitors/:id', auth(customersPolicy.view), (ctx) => {
     const c = customerInPath(ctx);
+    ctx.set('ETag', profileTag(c));
     ctx.body = { ...presentCustomer(c), profile: presentProfile(c) };
   });
 
@@ -108,10 +109,22 @@ export function customersRoutes(): AppRouter {
     }));
   });
 
+  /**
+   * Whole replace. With `If-Match` (the ETag of GET /api/visitors/{id}), only if the profile is still the one read:
+   * else 412 and nothing changes, so two people editing at once cannot undo each other's change unseen.
+   */
   r.put('/visitors/:id/profile', auth(customersPolicy.editProfile), validate({ body: ProfileBody }), (ctx) => {
     const body = bodyOf(ctx, ProfileBody);
+    const ifMatch = ctx.get('If-Match');
     const { store } = ctx.deps;
-    const row = store.tx(() => replaceProfile(ctx, customerInPath(ctx), body));
+    const row = store.tx(() => {
+      const current = customerInPath(ctx);
+      if (ifMatch && !ifMatchAllows(ifMatch, profileTag(current))) {
+        throw preconditionFailed('Someone changed this profile since you read it (If-Match does not match its ETag). Read it again, then save your change.');
+      }
+      return replaceProfile(ctx, current, body);
+    });
+    ctx.set('ETag', profileTag(row));
     ctx.body = { ...presentCustomer(row), profile: presentProfile(row) };
   });
 

@@ -21,5 +21,6 @@ export const tokenExpired = () => new HttpError(401, 'token_expired', 'Your sess
 export const forbidden = (message: string) => new HttpError(403, 'forbidden', message);
 export const notFound = (what = 'That') => new HttpError(404, 'not_found', `${what} was not found.`);
 export const conflict = (message: string, code = 'conflict') => new HttpError(409, code, message);
+export const preconditionFailed = (message: string) => new HttpError(412, 'precondition_failed', message);
 /** The 404 of a path nothing answers; admin routes answer exactly this to anyone but the platform admin. */
 export const noSuchRoute = (method: string, path: string) => new HttpError(404, 'not_found', `There is no ${method} ${path}.`);

@@ -37,12 +37,20 @@ export function whenSessionEnds(fn: (message: string) => void): void {
 interface Options {
   body?: unknown;
   signal?: AbortSignal;
+  /** Sent as If-Match: the call only succeeds on the version read (else 412 precondition_failed). */
+  ifMatch?: string;
 }
 
 /** A JSON call; answers the parsed body (undefined for 204) or throws ApiError with the API's message. */
 export async function api<T = unknown>(method: string, path: string, opts: Options = {}): Promise<T> {
   const res = await authed(method, path, opts);
   return (await parse(res)) as T;
+}
+
+/** A JSON call that also answers the resource's ETag (empty when it has none), for a later `ifMatch`. */
+export async function apiTagged<T = unknown>(method: string, path: string, opts: Options = {}): Promise<{ body: T; etag: string }> {
+  const res = await authed(method, path, opts);
+  return { body: (await parse(res)) as T, etag: res.headers.get('etag') ?? '' };
 }
 
 /** A call that answers the Response as it is (images, the live stream); errors still throw ApiError. */
@@ -66,9 +74,10 @@ export async function open<T = unknown>(method: string, path: string, body?: unk
   return (await parse(res)) as T;
 }
 
-function jsonHeaders(body: unknown, token?: string): Record<string, string> {
+function jsonHeaders(body: unknown, token?: string, ifMatch?: string): Record<string, string> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (ifMatch) headers['If-Match'] = ifMatch;
   if (token) headers.Authorization = `Bearer ${token}`;
   return headers;
 }
@@ -92,7 +101,7 @@ async function authed(method: string, path: string, opts: Options): Promise<Resp
   }
   // The body is serialised once so that the retry sends exactly the same request.
   const body = opts.body === undefined ? null : JSON.stringify(opts.body);
-  const send = (token: string) => fetch(path, { method, headers: jsonHeaders(opts.body, token), body, signal: opts.signal ?? null, credentials: 'omit' });
+  const send = (token: string) => fetch(path, { method, headers: jsonHeaders(opts.body, token, opts.ifMatch), body, signal: opts.signal ?? null, credentials: 'omit' });
 
   let token = session.access_token;
   // A token at (or past) the point where it should have been renewed (the tab slept, a timer was throttled):

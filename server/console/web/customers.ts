@@ -1,4 +1,4 @@
-import { ApiError, api, errorText, imageUrl } from './api.js';
+import { ApiError, api, apiTagged, errorText, imageUrl } from './api.js';
 import { facts, busy, cardForm, confirmStep, field, h, notice, plural, replace, select, stacked, timeAgo, when, type Child, type Props } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
@@ -88,11 +88,13 @@ function renderCustomer(p: Page, ref: string): void {
 
   void (async () => {
     let c: CustomerDetail;
+    /** The profile's ETag as last read or saved: edits are sent with it as If-Match. */
+    let tag = '';
     let history: HistoryRow[];
     let purchases: Purchase[];
     try {
       // GET /api/visitors/{ref} takes V-n, the number or the uuid; a merged-away customer answers the survivor.
-      c = await api<CustomerDetail>('GET', `/api/visitors/${encodeURIComponent(ref)}`, { signal: p.signal });
+      ({ body: c, etag: tag } = await apiTagged<CustomerDetail>('GET', `/api/visitors/${encodeURIComponent(ref)}`, { signal: p.signal }));
       const id = encodeURIComponent(c.id);
       [history, purchases] = await Promise.all([
         api<HistoryRow[]>('GET', `/api/visitors/${id}/history`, { signal: p.signal }),
@@ -128,7 +130,8 @@ function renderCustomer(p: Page, ref: string): void {
       edit.hidden = true;
       replace(
         editArea,
-        profileForm(c, p, (d) => {
+        profileForm(c, tag, p, (d, newTag) => {
+          tag = newTag;
           showProfile(d);
           replace(editArea, h('p', { class: 'notice ok', role: 'status', id: 'profile-saved' }, `Saved the profile of ${d.ref}.`));
           edit.hidden = false;
@@ -184,9 +187,9 @@ function customerFacts(c: CustomerDetail): [string, Child][] {
  * field starts with the stored value and all of them are sent. Before saving, the profile is read again: if someone
  * changed it since the form was filled, nothing is sent and the form shows their version.
  */
-function profileForm(c: CustomerDetail, p: Page, saved: (d: CustomerDetail) => void, cancel: () => void): HTMLFormElement {
+function profileForm(c: CustomerDetail, readTag: string, p: Page, saved: (d: CustomerDetail, tag: string) => void, cancel: () => void): HTMLFormElement {
   const pr = c.profile;
-  let base = pr.updated_at;
+  let tag = readTag;
   const input = (name: string, value: string, type = 'text', extra: Props = {}) => h('input', { name, type, value, autocomplete: 'off', ...extra });
   const fullName = input('full_name', pr.full_name, 'text', { maxlength: 200 });
   const phone = input('phone', pr.phone, 'tel', { maxlength: 40 });
@@ -204,7 +207,6 @@ function profileForm(c: CustomerDetail, p: Page, saved: (d: CustomerDetail) => v
     dob.value = d.date_of_birth;
     notes.value = d.notes;
     consent.checked = d.consent;
-    base = d.updated_at;
   };
   const cancelButton = h('button', { type: 'button' }, 'Cancel');
   cancelButton.addEventListener('click', cancel);
@@ -226,15 +228,19 @@ function profileForm(c: CustomerDetail, p: Page, saved: (d: CustomerDetail) => v
     ],
     submitLabel: 'Save profile',
     submit: async ({ msg }) => {
-      const now = await api<CustomerDetail>('GET', `/api/visitors/${encodeURIComponent(c.id)}`, { signal: p.signal });
-      if (now.profile.updated_at !== base) {
-        fill(now.profile);
-        msg.show('Someone changed this profile since you opened the form. It now shows their version: make your change again and save.');
-        return;
-      }
+      const path = `/api/visitors/${encodeURIComponent(c.id)}`;
       const body = { full_name: fullName.value, phone: phone.value, email: email.value, gender: gender.value, date_of_birth: dob.value, notes: notes.value, consent: consent.checked };
-      const d = await api<CustomerDetail>('PUT', `/api/visitors/${encodeURIComponent(c.id)}/profile`, { body, signal: p.signal });
-      saved(d);
+      try {
+        // If-Match: head office saves only if the profile is still the one this form was filled from.
+        const r = await apiTagged<CustomerDetail>('PUT', `${path}/profile`, { body, signal: p.signal, ...(tag ? { ifMatch: tag } : {}) });
+        saved(r.body, r.etag);
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.status !== 412) throw err;
+        const now = await apiTagged<CustomerDetail>('GET', path, { signal: p.signal });
+        tag = now.etag;
+        fill(now.body.profile);
+        msg.show('Someone changed this profile since you opened the form. It now shows their version: make your change again and save.');
+      }
     },
   });
   form.querySelector('.actions')?.append(cancelButton);
