@@ -123,7 +123,7 @@ describe('footfall CLI', () => {
     const made = await run(['admin', 'create', '--email', 'Ops@Example.test'], { FOOTFALL_DATA_DIR: dataDir });
     expect(made.stderr).toBe('');
     expect(made.code).toBe(0);
-    expect(made.stdout).toContain('Platform admin created: ops@example.test');
+    expect(made.stdout).toContain(`Platform admin created: ops@example.test (database ${path.join(dataDir, 'footfall.db')})`);
     const password = /Password \(shown once, not stored anywhere\): (\S+)/.exec(made.stdout)?.[1];
     expect(password).toMatch(/^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/);
     expect(made.stdout.split(password!).length - 1).toBe(1);

@@ -80,12 +80,16 @@ describe('web console: serving', () => {
     expect(head.text).toBe('');
   });
 
-  it('GET / from an API client (no text/html in Accept) keeps the JSON 404 of an unknown path', async () => {
+  it('GET / from curl or an app (no text/html in Accept) is a one-line pointer to the console, API reference and health check', async () => {
     for (const accept of [undefined, '*/*', 'application/json']) {
       const r = await rawGet('/', accept ? { Accept: accept } : {});
-      expectNotFound(r, `Accept ${accept}`);
+      expect(r.status, `Accept ${accept}`).toBe(200);
+      expect(String(r.headers['content-type'])).toContain('application/json');
+      expect(r.text.split('\n').filter(Boolean)).toHaveLength(1);
+      expect(JSON.parse(r.text)).toEqual({ service: 'Footfall head office', console: '/ (open it in a browser)', api_reference: '/api/openapi.json', health: '/healthz' });
       expect(r.headers['content-security-policy']).toBeUndefined();
     }
+    for (const method of ['PUT', 'PATCH', 'DELETE'] as const) expectNotFound(await rawGet('/', {}, method), `${method} /`);
     const post = await rawGet('/', { Accept: browserAccept }, 'POST');
     expectNotFound(post, 'POST /');
   });
