@@ -783,10 +783,10 @@ describe('authentication service limits on a small budget (3 per IP)', () => {
   });
 });
 
-describe('authentication service without a configured provider', () => {
+describe('authentication service with FOOTFALL_IDP=google and no Google project', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness();
+    h = await startHarness({ FOOTFALL_IDP: 'google' });
   });
   afterAll(() => h.close());
 

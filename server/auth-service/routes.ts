@@ -12,7 +12,7 @@ import { HttpError } from '../http/errors.js';
 import { bodyOf, describeIssues, plainErrors } from '../http/pipeline.js';
 import { e164, maskPhone, phoneMessage } from '../team/phone.js';
 import { authError, fromProvider, invalid, tooManyAttempts, unauthenticated } from './errors.js';
-import { BadToken, verifyIdToken, type IdClaims } from './id-tokens.js';
+import { BadToken, type IdClaims } from './id-tokens.js';
 import { book, clearKey, forget, limitsFor, type AttemptKind, type Booked } from './limits.js';
 import { assertSignOutRoute, kindOf, memberRefusal, pickStaff, refuse, unknownPhone, type SignInKind } from './policy.js';
 import {
@@ -138,12 +138,16 @@ const tokenMessages: Record<BadToken['reason'], string> = {
 async function verified(ctx: Ctx, rt: AuthRuntime, token: string | undefined): Promise<IdClaims> {
   try {
     if (!token) throw new BadToken('token_missing');
-    const claims = await verifyIdToken(token, rt.projectId, rt.keys);
+    const claims = await rt.verify(token);
     const before = revokedBefore(ctx.deps.store.db, claims.uid);
     if (before !== undefined && claims.authTime < before) throw new BadToken('token_revoked');
     return claims;
   } catch (err) {
-    if (err instanceof BadToken) throw unauthenticated(tokenMessages[err.reason], err.reason);
+    if (err instanceof BadToken) {
+      // Every refusal, with its reason and never the token (docs/auth-service.md, "Logs").
+      ctx.log.info({ reason: err.reason, route: ctx.path, idp: rt.mode }, 'ID token refused');
+      throw unauthenticated(tokenMessages[err.reason], err.reason);
+    }
     providerFailure(ctx, err, 'keys');
   }
 }
@@ -176,7 +180,7 @@ async function unlinkedAccount(ctx: Ctx, rt: AuthRuntime, email: string, passwor
   const attempt = bookOrThrow(ctx, 'sign_in', email);
   let signed: PasswordSignIn;
   try {
-    signed = await rt.provider.signInWithPassword(email, password);
+    signed = await rt.provider.signInWithPassword(email, password, ipOf(ctx));
   } catch (err) {
     const wrongPassword = err instanceof ProviderError && fromProvider(err).error.status === 401;
     if (!wrongPassword) store.tx(() => forget(store.db, attempt));
@@ -206,7 +210,7 @@ export function authServiceRoutes(): AppRouter {
     const { store } = ctx.deps;
     const b = bodyOf(ctx, SignInBody);
     const attempt = bookOrThrow(ctx, 'sign_in', b.email);
-    const signed = await counted(ctx, attempt, 'signInWithPassword', () => rt.provider.signInWithPassword(b.email, b.password));
+    const signed = await counted(ctx, attempt, 'signInWithPassword', () => rt.provider.signInWithPassword(b.email, b.password, ipOf(ctx)));
     // The password was right from here on: nothing below is a failed guess.
     let found = clientMember(ctx, signed.localId, undefined);
     if (!found.member) {
@@ -248,10 +252,14 @@ export function authServiceRoutes(): AppRouter {
     // Every sign-up counts per IP (the answer below says whether an address has an account here).
     const attempt = bookOrThrow(ctx, 'sign_up', '-');
     if (emailTaken(store.db, b.email)) throw emailInUse();
-    // The owner signs in through the provider; the local password (used by /api only) is random and never shown.
-    const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
+    // Embedded provider: the account is the owner's users row, with this password (it works on /api too).
+    // Otherwise the owner signs in through the provider; the local password (used by /api only) is random and never shown.
+    const embedded = rt.embedded;
+    const passwordHash = await hashPassword(embedded ? b.password : randomBytes(32).toString('base64url'));
     let adopted = false;
-    const created = await rt.provider.signUp(b.email, b.password).catch(async (err: unknown) => {
+    const created = embedded
+      ? undefined
+      : await rt.provider.signUp(b.email, b.password).catch(async (err: unknown) => {
       if (err instanceof ProviderError && err.kind === 'unavailable') store.tx(() => forget(store.db, attempt));
       if (err instanceof ProviderError && err.code === 'EMAIL_EXISTS') {
         const orphan = await unlinkedAccount(ctx, rt, b.email, b.password);
@@ -268,7 +276,8 @@ export function authServiceRoutes(): AppRouter {
         const slug = freeSlug(store.db, derived, config.FOOTFALL_SLUG_MAX_LENGTH);
         const ownerName = b.email.split('@')[0]!;
         const { company, owner } = createCompanyWithOwner(store.db, { name: b.companyName, slug, ownerEmail: b.email, ownerName, passwordHash });
-        link(store.db, created.localId, owner.id, 'sign_up', true);
+        const uid = created?.localId ?? owner.id;
+        link(store.db, uid, owner.id, 'sign_up', true);
         markSignedIn(store.db, owner.id);
         const business = ensureBusiness(store.db, company);
         writeAudit(store.db, {
@@ -278,20 +287,23 @@ export function authServiceRoutes(): AppRouter {
           actorId: owner.id,
           actorEmail: owner.email,
           requestId: ctx.state.requestId,
-          detail: { slug, business_id: business.id, provider_uid: created.localId, ...(adopted ? { adopted_provider_account: true } : {}) },
+          detail: { slug, business_id: business.id, provider_uid: uid, ...(adopted ? { adopted_provider_account: true } : {}) },
         });
         return { user: { ...owner, lastLoginAt: new Date().toISOString() }, company, business };
       });
     } catch (err) {
       // Our half failed: the provider account must not stay behind (it would hold the address without an account here).
-      await rt.provider.deleteAccount(created.idToken).catch((e: unknown) => {
-        log.error({ provider_uid: created.localId, provider_code: e instanceof ProviderError ? e.code : 'unknown', req_id: ctx.state.requestId }, 'sign-up rollback: the provider account could not be deleted');
-      });
+      if (created) {
+        await rt.provider.deleteAccount(created.idToken).catch((e: unknown) => {
+          log.error({ provider_uid: created.localId, provider_code: e instanceof ProviderError ? e.code : 'unknown', req_id: ctx.state.requestId }, 'sign-up rollback: the provider account could not be deleted');
+        });
+      }
       if (err instanceof HttpError && err.code === 'conflict') throw emailInUse();
       throw err;
     }
     ctx.status = 201;
-    const tokens: ProviderTokens = { idToken: created.idToken, refreshToken: created.refreshToken, expiresInSeconds: Number(created.expiresIn) };
+    const signed = created ?? (await embedded!.tokensFor(made.user, 'password'));
+    const tokens: ProviderTokens = { idToken: signed.idToken, refreshToken: signed.refreshToken, expiresInSeconds: Number(signed.expiresIn) };
     ctx.body = presentClientEnvelope(tokens, made.user, made.company, made.business, ctx.state.requestId);
   });
 
