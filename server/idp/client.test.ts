@@ -12,6 +12,7 @@ import { KEY_FILE } from './keys.js';
  * password sign-in, refresh through Secure Token, /auth/session, sign-out, and what is refused after it.
  */
 let seq = 0;
+const json = (r: Response): Promise<any> => r.json();
 const address = (tag: string) => `${tag}-${process.pid}-${++seq}@embedded.test`;
 
 describe('embedded identity provider: client (email) path with the Firebase SDK', () => {
@@ -44,7 +45,7 @@ describe('embedded identity provider: client (email) path with the Firebase SDK'
     expect(loadConfig({}).idpMode).toBe('embedded');
     const st = fs.statSync(`${h.dataDir}/${KEY_FILE}`);
     expect(st.mode & 0o777).toBe(0o600);
-    const jwks = await (await fetch(`${h.url}/.well-known/jwks.json`)).json();
+    const jwks = await json(await fetch(`${h.url}/.well-known/jwks.json`));
     expect(jwks.keys).toHaveLength(1);
     expect(jwks.keys[0]).toMatchObject({ kty: 'RSA', alg: 'RS256', use: 'sig', kid: expect.any(String) });
     expect(jwks.keys[0].d).toBeUndefined(); // never the private part
@@ -80,7 +81,7 @@ describe('embedded identity provider: client (email) path with the Firebase SDK'
     // The rotated-out refresh token is dead.
     const reuse = await fetch(`${h.url}/securetoken.googleapis.com/v1/token?key=k`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `grant_type=refresh_token&refresh_token=${encodeURIComponent(refreshBefore)}` });
     expect(reuse.status).toBe(400);
-    expect((await reuse.json()).error.message).toBe('INVALID_REFRESH_TOKEN');
+    expect((await json(reuse)).error.message).toBe('INVALID_REFRESH_TOKEN');
 
     const session = await call('GET', '/auth/session', { token: refreshed });
     expect(session.status).toBe(200);
@@ -138,7 +139,7 @@ describe('embedded identity provider: client (email) path with the Firebase SDK'
     const c = await h.company();
     const wrong = await toolkit('signInWithPassword', { email: c.ownerEmail, password: 'nope', returnSecureToken: true });
     expect(wrong.status).toBe(400);
-    expect(await wrong.json()).toEqual({ error: { code: 400, message: 'INVALID_LOGIN_CREDENTIALS', errors: [{ message: 'INVALID_LOGIN_CREDENTIALS', domain: 'global', reason: 'invalid' }], status: 'INVALID_ARGUMENT' } });
+    expect(await json(wrong)).toEqual({ error: { code: 400, message: 'INVALID_LOGIN_CREDENTIALS', errors: [{ message: 'INVALID_LOGIN_CREDENTIALS', domain: 'global', reason: 'invalid' }], status: 'INVALID_ARGUMENT' } });
     await expect(signInWithEmailAndPassword(client().auth, address('nobody'), 'whatever-pw')).rejects.toMatchObject({ code: 'auth/invalid-credential' });
     const cases: [string, unknown, string][] = [
       ['signInWithPassword', { password: 'x' }, 'MISSING_EMAIL'],
@@ -156,19 +157,19 @@ describe('embedded identity provider: client (email) path with the Firebase SDK'
     ];
     for (const [op, body, code] of cases) {
       const r = await toolkit(op, body);
-      const j = await r.json();
+      const j = await json(r);
       expect(r.status, op).toBe(400);
       expect(j.error.message.split(' : ')[0], `${op} ${JSON.stringify(body)}`).toBe(code);
       expect(j.error.errors[0].message).toBe(j.error.message);
     }
     const bad = await fetch(`${h.url}/identitytoolkit.googleapis.com/v1/accounts:lookup?key=k`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{nope' });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error.message).toMatch(/^INVALID_JSON_PAYLOAD/);
+    expect((await json(bad)).error.message).toMatch(/^INVALID_JSON_PAYLOAD/);
     const unknown = await toolkit('createAuthUri', {});
     expect(unknown.status).toBe(404);
-    expect((await unknown.json()).error.code).toBe(404);
+    expect((await json(unknown)).error.code).toBe(404);
     const grant = await fetch(`${h.url}/securetoken.googleapis.com/v1/token?key=k`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=password' });
-    expect((await grant.json()).error.message).toBe('INVALID_GRANT_TYPE');
+    expect((await json(grant)).error.message).toBe('INVALID_GRANT_TYPE');
   });
 
   it('FOOTFALL_IDP_API_KEY: only that key is accepted', async () => {
@@ -179,7 +180,7 @@ describe('embedded identity provider: client (email) path with the Firebase SDK'
       const body = JSON.stringify({ email: c.ownerEmail, password: c.ownerPassword, returnSecureToken: true });
       const wrong = await fetch(`${k.url}${path}?key=other`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
       expect(wrong.status).toBe(400);
-      expect((await wrong.json()).error.message).toBe('API key not valid. Please pass a valid API key.');
+      expect((await json(wrong)).error.message).toBe('API key not valid. Please pass a valid API key.');
       const sdk = firebaseClient(k.url, 'footfall', 'the-lan-key');
       clients.push(sdk);
       const right = await signInWithEmailAndPassword(sdk.auth, c.ownerEmail, c.ownerPassword);
