@@ -51,7 +51,13 @@ export async function loadSigningKeys(dataDir: string, now = Date.now()): Promis
   const file = path.join(dataDir, KEY_FILE);
   let stored: Stored | undefined;
   if (fs.existsSync(file)) {
-    const parsed = Stored.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
+    let json: unknown;
+    try {
+      json = JSON.parse(fs.readFileSync(file, 'utf8'));
+    } catch {
+      json = undefined;
+    }
+    const parsed = Stored.safeParse(json);
     if (!parsed.success) throw new Error(`${file} is not a key file of the embedded identity provider; move it away to make a new one (signs everyone out)`);
     stored = parsed.data;
     if ((fs.statSync(file).mode & 0o077) !== 0) fs.chmodSync(file, 0o600);
