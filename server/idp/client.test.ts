@@ -126,6 +126,21 @@ describe('embedded identity provider: client (email) path with the Firebase SDK'
     expect((await h.request('POST', '/api/auth/login', { body: { email: c.ownerEmail, password: 'changed-through-sdk' } })).status).toBe(200);
   });
 
+  it('a password reset on head office (/api/team) ends the SDK session too: refresh refused, earlier ID tokens refused', async () => {
+    const c = await h.company();
+    const r = await h.request('POST', '/api/team/members', { token: c.ownerToken, body: { full_name: 'Reset Me', role: 'staff', email: address('reset'), password: 'first-password' } });
+    expect(r.status).toBe(201);
+    const cred = await signInWithEmailAndPassword(client().auth, r.body.email, 'first-password');
+    const token = await cred.user.getIdToken();
+    expect((await call('GET', '/auth/session', { token })).status).toBe(200);
+    const reset = await h.request('POST', `/api/team/${r.body.id}/password`, { token: c.ownerToken, body: { password: 'second-password' } });
+    expect(reset.status, JSON.stringify(reset.body)).toBe(200);
+    expect((await call('GET', '/auth/session', { token })).body.details.reason).toBe('token_revoked');
+    await expect(cred.user.getIdToken(true)).rejects.toMatchObject({ code: 'auth/invalid-refresh-token' });
+    await expect(signInWithEmailAndPassword(client().auth, r.body.email, 'first-password')).rejects.toMatchObject({ code: 'auth/invalid-credential' });
+    expect((await signInWithEmailAndPassword(client().auth, r.body.email, 'second-password')).user.uid).toBe(r.body.id);
+  });
+
   it('the same login limits: failures on /api lock the SDK and /auth sign-in of that account', async () => {
     const c = await h.company();
     for (let i = 0; i < 3; i++) expect((await h.request('POST', '/api/auth/login', { body: { email: c.ownerEmail, password: 'wrong-password' } })).status).toBe(401);

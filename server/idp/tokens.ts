@@ -4,7 +4,8 @@ import type { UserRow } from '../auth/sessions.js';
 import { users } from '../auth/schema.js';
 import type { Config } from '../config.js';
 import type { Store } from '../db/open.js';
-import { revokedBefore } from '../auth-service/service.js';
+import { recordRevocation, revokedBefore } from '../auth-service/service.js';
+import type { Db } from '../db/open.js';
 import { IdpError } from './errors.js';
 import type { SigningKeys } from './keys.js';
 import { idpRefreshTokens } from './schema.js';
@@ -97,6 +98,17 @@ export async function refresh(d: TokenDeps, refreshToken: string): Promise<Issue
 /** Sign-out: every refresh token of the account dies. Call inside a transaction. */
 export function revokeRefreshTokens(store: Store, uid: string): number {
   return store.db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.uid, uid)).run().changes;
+}
+
+/**
+ * A password reset or a deactivation on head office (/api) ends the member's embedded-provider sessions too, as it
+ * ends their /api sessions: refresh tokens die, and ID tokens issued before are refused. Nothing when the member has
+ * none (e.g. in `google` mode, whose accounts are Google's). Call inside the caller's transaction.
+ */
+export function endProviderSessions(db: Db, uid: string): number {
+  const ended = db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.uid, uid)).run().changes;
+  if (ended > 0) recordRevocation(db, uid, nowS() + 1);
+  return ended;
 }
 
 /** Drops refresh tokens past their life. */
