@@ -66,7 +66,10 @@ export class EmbeddedIdp {
     try {
       claims = await this.verify(idToken);
     } catch (err) {
-      if (err instanceof BadToken) throw new IdpError(err.reason === 'token_expired' || err.reason === 'token_revoked' ? 'TOKEN_EXPIRED' : 'INVALID_ID_TOKEN');
+      if (err instanceof BadToken) {
+        this.d.log.info({ reason: err.reason, route: 'identitytoolkit', idp: 'embedded' }, 'ID token refused');
+        throw new IdpError(err.reason === 'token_expired' || err.reason === 'token_revoked' ? 'TOKEN_EXPIRED' : 'INVALID_ID_TOKEN');
+      }
       throw err;
     }
     const user = this.d.store.db.select().from(users).where(eq(users.id, claims.uid)).get();
