@@ -187,6 +187,17 @@ describe('embedded identity provider: client (email) path with the Firebase SDK'
     expect((await json(grant)).error.message).toBe('INVALID_GRANT_TYPE');
   });
 
+  it("an unsigned (emulator-style) token naming head office's project is refused outside emulator mode", async () => {
+    const c = await h.company();
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { iss: 'https://securetoken.google.com/footfall', aud: 'footfall', sub: c.owner.user.id, user_id: c.owner.user.id, email: c.ownerEmail, email_verified: true, iat: now, auth_time: now, exp: now + 3600, firebase: { sign_in_provider: 'password' } };
+    const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.`;
+    const r = await call('GET', '/auth/session', { token: unsigned });
+    expect(r.status).toBe(401);
+    expect(r.body.details.reason).toBe('token_invalid');
+    expect((await toolkit('lookup', { idToken: unsigned })).status).toBe(400);
+  });
+
   it('FOOTFALL_IDP_API_KEY: only that key is accepted', async () => {
     const k = await startHarness({ FOOTFALL_IDP: 'embedded', FOOTFALL_IDP_API_KEY: 'the-lan-key' });
     try {
