@@ -19,6 +19,7 @@ import { assistantRoutes } from './assistant/routes.js';
 import { authServiceRoutes } from './auth-service/routes.js';
 import { metricsRoutes, requestMetrics } from './metrics/routes.js';
 import { consoleRoutes } from './console/serve.js';
+import { idpRoutes } from './idp/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -33,6 +34,8 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
   app.use(accessLog);
   app.use(requestMetrics);
   app.use(errors);
+  // The embedded identity provider's Identity Toolkit paths (their own body parsing and error JSON; docs/auth-service.md).
+  app.use(idpRoutes(deps.config));
   app.use(
     deferBodyErrors(
       bodyParser({

@@ -5,6 +5,7 @@ import { audit } from '../audit/service.js';
 import { generatePassword, hashPassword } from '../auth/passwords.js';
 import { users } from '../auth/schema.js';
 import { revokeCompanySessions, revokeUserSessions } from '../auth/sessions.js';
+import { endProviderSessions } from '../idp/tokens.js';
 import type { AppRouter, Ctx } from '../context.js';
 import { auth } from '../http/auth.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
@@ -117,6 +118,7 @@ export function clientsRoutes(): AppRouter {
     const target = owner;
     store.tx(() => {
       store.db.update(users).set({ passwordHash }).where(eq(users.id, target.id)).run();
+      endProviderSessions(store.db, target.id); // the same account on /auth's embedded provider
       const revoked = revokeUserSessions(store.db, target.id, 'password_reset');
       audit(ctx, { action: 'client.owner_password', companyId: null, target: target.id, detail: { company_id: company.id, email: target.email, sessions_revoked: revoked } });
     });

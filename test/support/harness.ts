@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { loadConfig, type RawConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 
@@ -58,6 +58,8 @@ export interface HarnessOptions {
   dataDir?: string;
   /** Leave the data folder in place on close. Default: true when dataDir was given, else false. */
   keepDataDir?: boolean;
+  /** The server's logger (default: silent, or FOOTFALL_TEST_LOG's level). */
+  log?: Logger;
 }
 
 let counter = 0;
@@ -79,7 +81,7 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
     },
     overrides,
   );
-  const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
+  const log = opts.log ?? pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
   const server = await startServer(config, { log, announce: () => {} }).catch((err: unknown) => {
     if (!keepDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     throw err;
