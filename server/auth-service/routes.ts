@@ -8,6 +8,7 @@ import { createCompanyWithOwner, emailTaken, freeSlug } from '../clients/service
 import { slugify } from '../clients/slug.js';
 import type { AppRouter, Ctx, Mw } from '../context.js';
 import { bearer } from '../http/auth.js';
+import { describesRequest } from '../http/describe.js';
 import { HttpError } from '../http/errors.js';
 import { bodyOf, describeIssues, plainErrors } from '../http/pipeline.js';
 import { e164, maskPhone, phoneMessage } from '../team/phone.js';
@@ -74,7 +75,7 @@ const configured: Mw = async (ctx, next) => {
 
 /** Body validation with the service's envelope: 400 VALIDATION_ERROR, `details.fields` naming each bad field. */
 function body(schema: z.ZodType): Mw {
-  return async (ctx, next) => {
+  return describesRequest<Mw>(async (ctx, next) => {
     const unreadable = ctx.state.bodyError as { status?: number } | undefined;
     if (unreadable !== undefined) {
       if (unreadable.status === 413) throw authError(413, 'VALIDATION_ERROR', 'The request body is too large.', { reason: 'payload_too_large' });
@@ -88,7 +89,7 @@ function body(schema: z.ZodType): Mw {
     }
     ctx.state.body = parsed.data;
     await next();
-  };
+  }, { body: schema });
 }
 
 /** A provider failure as the caller's error; codes that point at our configuration are logged. */

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { loadConfig, type RawConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/start.js';
+import { responseChecker, type ResponseChecker } from './openapi-check.js';
 
 /**
  * An in-process head office for tests: a real SQLite file in a temp folder, the real broker on a free TCP
@@ -58,6 +59,12 @@ export interface HarnessOptions {
   dataDir?: string;
   /** Leave the data folder in place on close. Default: true when dataDir was given, else false. */
   keepDataDir?: boolean;
+  /**
+   * Every answer `request` gets is checked against the OpenAPI document (test/support/openapi-check.ts): by default
+   * the one this server serves at /api/openapi.json; a document given here instead (a deliberately broken copy);
+   * false: no check.
+   */
+  openapi?: Record<string, unknown> | false;
 }
 
 let counter = 0;
@@ -86,6 +93,16 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
   });
   const url = server.url;
 
+  const document = opts.openapi;
+  let checker: Promise<ResponseChecker> | undefined;
+  const checkerOf = () =>
+    (checker ??= (async () => {
+      if (document) return responseChecker(document);
+      const res = await fetch(url + '/api/openapi.json');
+      if (res.status !== 200) throw new Error(`GET /api/openapi.json answered ${res.status}`);
+      return responseChecker((await res.json()) as Record<string, unknown>);
+    })());
+
   const request: Harness['request'] = async (method, p, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
@@ -101,6 +118,7 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
     const text = await res.text();
     let parsed: unknown = text;
     if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
+    if (document !== false) (await checkerOf()).check({ method, path: p, status: res.status, contentType: res.headers.get('content-type') ?? '', body: parsed });
     return { status: res.status, body: parsed as any, headers: res.headers };
   };
 
