@@ -1,4 +1,3 @@
-import type Koa from 'koa';
 import { z } from 'zod';
 import { requestSchemasOf, securityOf, type RequestSchemas, type SecurityNote, type SecurityScheme } from '../http/describe.js';
 import { appVersion } from '../paths.js';
@@ -34,9 +33,9 @@ const METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 export const openapiPath = (koaPath: string) => koaPath.replace(/:(\w+)/g, '{$1}');
 
 /** Every route of an app's routers (the middleware made by `router.routes()` carries its router). */
-export function routesOf(app: Pick<Koa, 'middleware'>): RouteInfo[] {
+export function routesOf(app: { middleware: readonly unknown[] }): RouteInfo[] {
   const out: RouteInfo[] = [];
-  for (const mw of app.middleware as unknown[]) {
+  for (const mw of app.middleware) {
     const router = (mw as { router?: { stack: Layer[] } }).router;
     if (!router) continue;
     const uses = router.stack.filter((l) => l.methods.length === 0);

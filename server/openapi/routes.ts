@@ -1,4 +1,3 @@
-import type Koa from 'koa';
 import Router from '@koa/router';
 import type { AppRouter } from '../context.js';
 import { buildDocument, routesOf } from './document.js';
@@ -7,7 +6,7 @@ import { allDocs } from './domains.js';
 const documents = new WeakMap<object, string>();
 
 /** The document of this app, built from its routers on first request (they do not change after buildApp). */
-export function documentOf(app: Pick<Koa, 'middleware'>): string {
+export function documentOf(app: { middleware: readonly unknown[] }): string {
   let text = documents.get(app);
   if (!text) {
     text = JSON.stringify(buildDocument(routesOf(app), allDocs(), { keepUnrouted: false }));
