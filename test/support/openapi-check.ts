@@ -15,7 +15,6 @@ type ValidateFunction = ((data: unknown) => boolean) & { errors?: unknown[] | nu
 type AjvClass = new (opts: Record<string, unknown>) => {
   addSchema(schema: object, key: string): unknown;
   getSchema(ref: string): ValidateFunction | undefined;
-  errorsText(errors: unknown[] | null | undefined): string;
 };
 const Ajv2020 = (fromValidator('ajv/dist/2020.js') as { default: AjvClass }).default;
 const addFormats = (fromValidator('ajv-formats') as { default: (ajv: unknown) => void }).default;
@@ -30,6 +29,18 @@ export class OpenApiMismatch extends Error {}
 export interface ResponseChecker {
   /** Throws OpenApiMismatch when the answer is not what the document says; returns quietly for undocumented paths. */
   check(answer: { method: string; path: string; status: number; contentType: string; body: unknown }): void;
+}
+
+/** ajv's errors with what they name (`/0/tuning must NOT have additional properties: extra`). */
+function describe(errors: unknown[] | null | undefined): string {
+  return (errors ?? [])
+    .slice(0, 8)
+    .map((e) => {
+      const { instancePath, message, params } = e as { instancePath: string; message?: string; params?: Record<string, unknown> };
+      const what = params?.additionalProperty ?? params?.missingProperty ?? params?.allowedValues ?? params?.format;
+      return `${instancePath || 'body'} ${message ?? 'is invalid'}${what === undefined ? '' : `: ${JSON.stringify(what)}`}`;
+    })
+    .join('; ');
 }
 
 const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
@@ -73,7 +84,7 @@ export function responseChecker(doc: Json): ResponseChecker {
         compiled.set(ref, validate);
       }
       if (!validate(body)) {
-        throw new OpenApiMismatch(`${where}: the body does not match the documented schema: ${ajv.errorsText(validate.errors)}\nbody: ${JSON.stringify(body).slice(0, 600)}`);
+        throw new OpenApiMismatch(`${where}: the body does not match the documented schema: ${describe(validate.errors)}\nbody: ${JSON.stringify(body).slice(0, 600)}`);
       }
     },
   };
