@@ -44,3 +44,25 @@ export function requestSchemasOf(mw: unknown): RequestSchemas | undefined {
 export function securityOf(mw: unknown): SecurityNote | undefined {
   return typeof mw === 'function' ? (mw as Tagged)[SECURITY] : undefined;
 }
+
+/** A route a plain middleware answers without a koa router (a dispatch table, e.g. the embedded identity provider). */
+export interface DeclaredRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** As OpenAPI writes it: `/identitytoolkit.googleapis.com/v1/accounts:signUp`, `/x/{id}`. */
+  path: string;
+}
+
+const ROUTES = Symbol.for('footfall.openapi.routes');
+
+/**
+ * Records the routes a plain middleware answers, so that the generator and the coverage test see them as they see a
+ * router's: `app.use(describesRoutes(idpMiddleware, [{ method: 'POST', path: '/securetoken.googleapis.com/v1/token' }]))`.
+ */
+export function describesRoutes<T extends object>(mw: T, routes: DeclaredRoute[]): T {
+  (mw as { [ROUTES]?: DeclaredRoute[] })[ROUTES] = routes;
+  return mw;
+}
+
+export function routesDeclaredBy(mw: unknown): DeclaredRoute[] | undefined {
+  return typeof mw === 'function' ? (mw as { [ROUTES]?: DeclaredRoute[] })[ROUTES] : undefined;
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requestSchemasOf, securityOf, type RequestSchemas, type SecurityNote, type SecurityScheme } from '../http/describe.js';
+import { requestSchemasOf, routesDeclaredBy, securityOf, type RequestSchemas, type SecurityNote, type SecurityScheme } from '../http/describe.js';
 import { appVersion } from '../paths.js';
 import { ApiError, AuthError, type Method, type ResponseDoc, type RouteDoc, type RouteDocs, type RouteKey } from './registry.js';
 
@@ -29,13 +29,17 @@ interface Layer {
 
 const METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
-/** koa's `/:id/x` as OpenAPI's `/{id}/x`. */
-export const openapiPath = (koaPath: string) => koaPath.replace(/:(\w+)/g, '{$1}');
+/** koa's `/:id/x` as OpenAPI's `/{id}/x`; an escaped colon (`/v1/accounts\\:signUp`) is a literal `:`. */
+export const openapiPath = (koaPath: string) => koaPath.replace(/(?<!\\):(\w+)/g, '{$1}').replace(/\\:/g, ':');
 
-/** Every route of an app's routers (the middleware made by `router.routes()` carries its router). */
+/**
+ * Every route of an app: its routers' (the middleware made by `router.routes()` carries its router), and those a plain
+ * middleware declares with describesRoutes() (server/http/describe.ts).
+ */
 export function routesOf(app: { middleware: readonly unknown[] }): RouteInfo[] {
   const out: RouteInfo[] = [];
   for (const mw of app.middleware) {
+    for (const declared of routesDeclaredBy(mw) ?? []) out.push({ method: declared.method, path: declared.path, stack: [mw] });
     const router = (mw as { router?: { stack: Layer[] } }).router;
     if (!router) continue;
     const uses = router.stack.filter((l) => l.methods.length === 0);
@@ -186,7 +190,7 @@ function impliedErrors(path: string, request: RequestSchemas, security: Security
   const schemes = docSecurity ?? (security ? [security.scheme] : []);
   if (schemes.length > 0) out[401] = 'No token, an unknown or revoked one, or (user sessions) `token_expired`: refresh once and retry.';
   if (security?.least === 'admin') out[404] = 'Anyone but the platform admin: this path does not exist for them.';
-  else if (security?.least && security.least !== 'any') out[403] = `A role below ${security.least}: ${security.message ?? 'forbidden'}`;
+  else if (security?.least === 'manager' || security?.least === 'owner') out[403] = `A role below ${security.least}: ${security.message ?? 'forbidden'}`;
   if (/\{\w+\}/.test(path)) out[404] ??= 'Nothing with that id here (another company’s is 404 too).';
   return out;
 }

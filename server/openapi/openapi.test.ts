@@ -5,7 +5,8 @@ import { startHarness, type Company, type Harness } from '../../test/support/har
 import { OpenApiMismatch, responseChecker } from '../../test/support/openapi-check.js';
 import { buildApp } from '../app.js';
 import type { AppRouter } from '../context.js';
-import { buildDocument, coverage, keyOf, routesOf } from './document.js';
+import { describesRoutes } from '../http/describe.js';
+import { buildDocument, coverage, keyOf, openapiPath, routesOf } from './document.js';
 import { allDocs } from './domains.js';
 import type { RouteDocs } from './registry.js';
 
@@ -97,6 +98,32 @@ describe('route coverage', () => {
     const doc = buildDocument(routes, docs);
     expect(doc.paths).not.toHaveProperty(['/api/extra/{id}/thing']);
     expect(operationsOf(doc)).toContain('DELETE /api/ghost/{id}');
+  });
+});
+
+describe('routes outside a koa router', () => {
+  it('a plain middleware that declares its routes is covered like a router (the identity provider registers this way)', () => {
+    const app = buildApp(h.server.deps);
+    const provider = describesRoutes(async (_ctx: unknown, next: () => Promise<void>) => next(), [
+      { method: 'POST', path: '/identitytoolkit.googleapis.com/v1/accounts:signUp' },
+      { method: 'POST', path: '/securetoken.googleapis.com/v1/token' },
+    ]);
+    app.middleware.unshift(provider as never);
+    const routes = routesOf(app);
+    expect(coverage(routes, allDocs()).undocumented).toEqual(['POST /identitytoolkit.googleapis.com/v1/accounts:signUp', 'POST /securetoken.googleapis.com/v1/token']);
+    const docs: RouteDocs = {
+      ...allDocs(),
+      'POST /identitytoolkit.googleapis.com/v1/accounts:signUp': { summary: 'Sign up', security: [], responses: { 200: 'Signed up' } },
+      'POST /securetoken.googleapis.com/v1/token': { summary: 'Exchange a refresh token', security: [], responses: { 200: 'Tokens' } },
+    };
+    expect(coverage(routes, docs)).toEqual({ undocumented: [], unrouted: [] });
+    const doc = buildDocument(routes, docs) as Json;
+    expect(doc.paths['/securetoken.googleapis.com/v1/token'].post.tags).toEqual(['Identity provider']);
+  });
+
+  it("writes koa's parameters the OpenAPI way and keeps escaped colons literal", () => {
+    expect(openapiPath('/api/visitors/:id/history')).toBe('/api/visitors/{id}/history');
+    expect(openapiPath('/v1/accounts\\:signUp')).toBe('/v1/accounts:signUp');
   });
 });
 
