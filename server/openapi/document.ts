@@ -198,16 +198,17 @@ function impliedErrors(path: string, request: RequestSchemas, security: Security
 function responseObject(path: string, status: number, doc: ResponseDoc | string, schemas: Schemas): Json {
   const r: ResponseDoc = typeof doc === 'string' ? { description: doc } : doc;
   const out: Json = { description: r.description };
-  if (r.json) out.content = { 'application/json': { schema: schemas.convert(r.json, 'output') } };
-  else if (r.events) {
+  const content: Json = {};
+  if (r.json) content['application/json'] = { schema: schemas.convert(r.json, 'output') };
+  for (const media of r.media === undefined ? [] : [r.media].flat()) content[media] = { schema: { type: 'string', contentMediaType: media } };
+  if (r.events) {
     const events = Object.entries(r.events).map(([name, e]) => ({ event: name, description: e.description, ...(e.data ? { data: schemas.convert(e.data, 'output') } : {}) }));
-    out.content = {
-      'text/event-stream': {
-        schema: { type: 'string', description: 'Server-sent events (text/event-stream); see x-events for each event and its JSON data.' },
-        'x-events': events,
-      },
+    content['text/event-stream'] = {
+      schema: { type: 'string', description: 'Server-sent events (text/event-stream); see x-events for each event and its JSON data.' },
+      'x-events': events,
     };
-  } else if (r.media) out.content = { [r.media]: { schema: { type: 'string', contentMediaType: r.media } } };
+  }
+  if (Object.keys(content).length > 0) out.content = content;
   else if (status >= 400) return { ...errorResponse(path, r.description), ...(r.headers ? { headers: headersOf(r.headers) } : {}) };
   if (r.headers) out.headers = headersOf(r.headers);
   return out;

@@ -15,8 +15,8 @@ export interface ResponseDoc {
   description: string;
   /** A JSON body (application/json), as the presenter shapes it. */
   json?: z.ZodType;
-  /** A body of another type: `image/jpeg`, `text/plain`, ... */
-  media?: string;
+  /** A body of another type (`image/jpeg`, `text/plain`, `text/csv`), instead of or beside the JSON one. */
+  media?: string | string[];
   /** A server-sent event stream (text/event-stream): its events, each with the JSON of its `data:` line. */
   events?: Record<string, { description: string; data?: z.ZodType }>;
   headers?: Record<string, string>;
