@@ -41,6 +41,7 @@ export const customersDocs = routeDocs({
   'GET /api/visitors': {
     summary: 'Search customers',
     description: '`q` matches name, phone, email or V-number; without it the most recent customers.',
+    params: { q: 'Search text', limit: 'At most this many (1 to FOOTFALL_VISITOR_SEARCH_LIMIT_MAX)' },
     responses: { 200: { description: 'Matching customers', json: z.array(Customer) } },
   },
   'GET /api/visitors/{id}': {

@@ -243,7 +243,8 @@ function operation(route: RouteInfo, doc: RouteDoc, schemas: Schemas): Json {
     const required = new Set((q.required as string[] | undefined) ?? []);
     for (const [name, schema] of Object.entries((q.properties ?? {}) as Record<string, Json>)) {
       const { description, ...rest } = schema;
-      parameters.push({ name, in: 'query', required: required.has(name), ...(description ? { description } : {}), schema: rest });
+      const text = description ?? doc.params?.[name];
+      parameters.push({ name, in: 'query', required: required.has(name), ...(text ? { description: text } : {}), schema: rest });
     }
   }
   for (const [name, description] of Object.entries(doc.request?.headers ?? {})) parameters.push({ name, in: 'header', required: false, description, schema: { type: 'string' } });

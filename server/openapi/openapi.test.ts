@@ -62,6 +62,7 @@ describe('GET /api/openapi.json', () => {
     expect(served.paths['/auth/session'].get.security).toEqual([{ idToken: [] }]);
     const feed = served.paths['/api/visits'].get.parameters.map((p: Json) => `${p.in}:${p.name}`);
     expect(feed).toEqual(['query:limit', 'query:cursor', 'query:site', 'query:site_id']);
+    expect(served.paths['/api/visits'].get.parameters[1].description).toContain('cursor');
     expect(served.paths['/api/visitors/{id}'].get.parameters[0]).toMatchObject({ name: 'id', in: 'path', required: true });
     // Admin routes: 404 to anyone else, as the route answers.
     expect(served.paths['/api/admin/clients'].get.responses['404']).toBeDefined();

@@ -33,7 +33,7 @@ export interface RouteDoc {
     /** Request headers the route reads. */
     headers?: Record<string, string>;
   };
-  /** Descriptions of the path's parameters, by name. */
+  /** Descriptions of the path's and the query's parameters, by name (a description on the zod schema wins). */
   params?: Record<string, string>;
   /** Security the stack does not show (checked in the handler); `[]` means none. */
   security?: SecurityScheme[];

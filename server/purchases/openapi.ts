@@ -23,7 +23,7 @@ export const Purchase = z
 export const purchasesDocs = routeDocs({
   'GET /api/visitors/{id}/purchases': {
     summary: "A customer's purchases",
-    params: { id: 'Customer id (uuid), `V-<number>` or the number' },
+    params: { id: 'Customer id (uuid), `V-<number>` or the number', limit: 'At most this many, 1 to 500 (default 100)' },
     responses: { 200: { description: 'Newest first', json: z.array(Purchase) } },
   },
   'POST /api/purchases': {

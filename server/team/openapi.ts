@@ -50,6 +50,7 @@ export const teamDocs = routeDocs({
   },
   'GET /api/auth/invitation': {
     summary: 'Preview an invitation by its code',
+    params: { code: 'The invitation code' },
     security: [],
     responses: {
       200: { description: 'What the invitee sees before choosing a password', json: z.object({ client_name: z.string(), email: z.string(), full_name: z.string(), role: TenantRole }) },

@@ -25,6 +25,8 @@ export const Arrival = z
   })
   .meta({ id: 'Arrival' });
 
+const siteParams = { site: 'Only this shop (slug or id); unknown: 400', site_id: 'The same filter as `site`' };
+
 const cursorHeader = {
   'Last-Event-ID': 'Resume after this event id (the opaque cursor of the last event received); wins over the `cursor` query parameter',
 };
@@ -34,6 +36,7 @@ export const visitsDocs = routeDocs({
     summary: 'Poll arrivals after a cursor',
     description:
       'Rows are ascending; at most `limit` (default FOOTFALL_VISITS_LIMIT_DEFAULT, at most FOOTFALL_VISITS_LIMIT_MAX). Without a cursor: the latest `limit` rows. Send the answer’s `cursor` back on the next poll; an empty poll returns your own cursor. A cursor that fails to parse (400) means its format changed: drop it and poll without one. Unknown `site`: 400.',
+    params: { limit: 'At most this many rows (1 to FOOTFALL_VISITS_LIMIT_MAX)', cursor: 'The `cursor` of the previous answer (opaque)', ...siteParams },
     responses: {
       200: {
         description: 'Arrivals after the cursor',
@@ -46,6 +49,7 @@ export const visitsDocs = routeDocs({
     description:
       'Each `arrival` event carries an Arrival; its `id:` is the opaque cursor, so a reconnecting client resumes with `Last-Event-ID` (or `?cursor=`) and misses nothing. Without either: arrivals from now on. The stream starts with `retry: 2000`, and sends `: keep-alive` comments every FOOTFALL_SSE_KEEPALIVE_S seconds. A client too slow to read is disconnected; it resumes from its last id. A browser EventSource cannot send the Authorization header: use an HTTP client.',
     request: { headers: cursorHeader },
+    params: { cursor: 'Resume after this cursor when Last-Event-ID cannot be sent', ...siteParams },
     responses: {
       200: {
         description: 'An event stream',
