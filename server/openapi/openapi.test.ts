@@ -177,4 +177,34 @@ describe('response validation', () => {
     expect(() => responseChecker(served).check({ ...answer, contentType: 'text/html' })).toThrow(/with text\/html/);
     expect(() => responseChecker(served).check(answer)).not.toThrow();
   });
+
+  it('checks server-sent events against x-events, and catches a broken copy', () => {
+    const checker = responseChecker(served);
+    const live = { path: '/api/cameras/0b7c6a52-8f0e-4a59-9d3a-6f8f2b7c3a11/live' };
+    expect(() => checker.checkEvent({ ...live, event: 'waiting', data: '{}' })).not.toThrow();
+    expect(() => checker.checkEvent({ ...live, event: 'end', data: '{"reason":"max_duration"}' })).not.toThrow();
+    expect(() => checker.checkEvent({ ...live, event: 'frame', data: '/9j/4AAQ' })).not.toThrow();
+    expect(() => checker.checkEvent({ ...live, event: 'end', data: '{"reason":"bored"}' })).toThrow(/reason must be equal to one of the allowed values/);
+    expect(() => checker.checkEvent({ ...live, event: 'gone', data: '{}' })).toThrow(/lists waiting, frame, end/);
+    expect(() => checker.checkEvent({ path: '/api/visits/stream', event: 'arrival', data: '{"visit_id":"x"}' })).toThrow(/must have required property/);
+    // A copy whose Arrival needs a field the presenter never writes refuses every real arrival.
+    const broken = copy();
+    broken.components.schemas.Arrival.required.push('dwell_s');
+    const arrival = {
+      visit_id: '0b7c6a52-8f0e-4a59-9d3a-6f8f2b7c3a11',
+      occurred_at: '2026-11-26T08:00:00.000Z',
+      site_id: '0b7c6a52-8f0e-4a59-9d3a-6f8f2b7c3a12',
+      site: 'Bandra',
+      site_slug: 'bandra',
+      camera_id: 'door',
+      label: '',
+      is_new_visitor: false,
+      similarity: 0,
+      quality: 0.4,
+      attributes: {},
+      image: { available: false, reason: 'Photos are kept only for identified customers.' },
+    };
+    expect(() => checker.checkEvent({ path: '/api/visits/stream', event: 'arrival', data: JSON.stringify(arrival) })).not.toThrow();
+    expect(() => responseChecker(broken).checkEvent({ path: '/api/visits/stream', event: 'arrival', data: JSON.stringify(arrival) })).toThrow(/dwell_s/);
+  });
 });

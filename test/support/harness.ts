@@ -19,6 +19,8 @@ export interface Harness {
   /** Signs in and returns the session envelope (throws unless 200). */
   login(email: string, password: string, device?: string): Promise<Envelope>;
   adminToken(): Promise<string>;
+  /** Checks a server-sent event of a stream at `path` against the document (see HarnessOptions.openapi). */
+  checkEvent(path: string, e: { event: string; data: string }): Promise<void>;
   /** Platform admin creates a company; returns its id, slug, owner email/password and an owner token. */
   company(name?: string): Promise<Company>;
   close(): Promise<void>;
@@ -149,6 +151,9 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
     dataDir,
     admin,
     request,
+    async checkEvent(p, e) {
+      if (document !== false) (await checkerOf()).checkEvent({ path: p, event: e.event, data: e.data });
+    },
     login,
     adminToken,
     company,

@@ -29,6 +29,8 @@ export class OpenApiMismatch extends Error {}
 export interface ResponseChecker {
   /** Throws OpenApiMismatch when the answer is not what the document says; returns quietly for undocumented paths. */
   check(answer: { method: string; path: string; status: number; contentType: string; body: unknown }): void;
+  /** Checks one server-sent event of a GET stream against the operation's `x-events` (its name, and its JSON data). */
+  checkEvent(stream: { path: string; event: string; data: string }): void;
 }
 
 /** ajv's errors with what they name (`/0/tuning must NOT have additional properties: extra`). */
@@ -55,15 +57,28 @@ export function responseChecker(doc: Json): ResponseChecker {
     .map((p) => ({ path: p, params: (p.match(/\{/g) ?? []).length, re: new RegExp('^' + p.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{\w+\\?\}/g, '[^/]+') + '$') }))
     .sort((a, b) => a.params - b.params);
   const compiled = new Map<string, ValidateFunction>();
+  const validatorAt = (ref: string, where: string) => {
+    let validate = compiled.get(ref);
+    if (!validate) {
+      validate = ajv.getSchema(ref);
+      if (!validate) throw new OpenApiMismatch(`${where}: no schema at ${ref}`);
+      compiled.set(ref, validate);
+    }
+    return validate;
+  };
+  const operationOf = (m: string, plain: string) => {
+    const found = templates.find((t) => t.re.test(plain) && paths[t.path]![m]);
+    return found ? { path: found.path, op: paths[found.path]![m] as { responses: Record<string, Json> } } : undefined;
+  };
 
   return {
     check({ method, path, status, contentType, body }) {
       const m = method.toLowerCase();
       if (m === 'head' || m === 'options') return;
       const plain = path.split('?')[0]!;
-      const found = templates.find((t) => t.re.test(plain) && paths[t.path]![m]);
+      const found = operationOf(m, plain);
       if (!found) return;
-      const op = paths[found.path]![m] as { responses: Record<string, Json> };
+      const op = found.op;
       const where = `${method} ${plain} (${found.path}) answered ${status}`;
       const key = op.responses[String(status)] ? String(status) : status >= 400 && op.responses.default ? 'default' : undefined;
       if (!key) throw new OpenApiMismatch(`${where}: the document lists no ${status} for this operation (${Object.keys(op.responses).join(', ')})`);
@@ -76,16 +91,30 @@ export function responseChecker(doc: Json): ResponseChecker {
       }
       if (!content[media]) throw new OpenApiMismatch(`${where} with ${media || 'no content type'}; the document says ${Object.keys(content).join(' or ')}`);
       if (media !== 'application/json') return;
-      const ref = `openapi.json#/${pointer('paths', found.path, m, 'responses', key, 'content', media, 'schema')}`;
-      let validate = compiled.get(ref);
-      if (!validate) {
-        validate = ajv.getSchema(ref);
-        if (!validate) throw new OpenApiMismatch(`${where}: no schema at ${ref}`);
-        compiled.set(ref, validate);
-      }
+      const validate = validatorAt(`openapi.json#/${pointer('paths', found.path, m, 'responses', key, 'content', media, 'schema')}`, where);
       if (!validate(body)) {
         throw new OpenApiMismatch(`${where}: the body does not match the documented schema: ${describe(validate.errors)}\nbody: ${JSON.stringify(body).slice(0, 600)}`);
       }
+    },
+
+    checkEvent({ path, event, data }) {
+      const plain = path.split('?')[0]!;
+      const found = operationOf('get', plain);
+      const where = `GET ${plain} sent event "${event}"`;
+      const stream = found?.op.responses['200']?.content as Record<string, Json> | undefined;
+      const events = (stream?.['text/event-stream']?.['x-events'] ?? undefined) as { event: string; data?: Json }[] | undefined;
+      if (!found || !events) throw new OpenApiMismatch(`${where}, but the document describes no event stream there`);
+      const i = events.findIndex((e) => e.event === event);
+      if (i < 0) throw new OpenApiMismatch(`${where}; the document lists ${events.map((e) => e.event).join(', ')}`);
+      if (!events[i]!.data) return;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(data);
+      } catch {
+        throw new OpenApiMismatch(`${where} whose data is not JSON: ${data.slice(0, 200)}`);
+      }
+      const validate = validatorAt(`openapi.json#/${pointer('paths', found.path, 'get', 'responses', '200', 'content', 'text/event-stream', 'x-events', String(i), 'data')}`, where);
+      if (!validate(parsed)) throw new OpenApiMismatch(`${where}: its data does not match the documented schema: ${describe(validate.errors)}\ndata: ${data.slice(0, 600)}`);
     },
   };
 }
