@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Ctx, Mw } from '../context.js';
+import { describesRequest } from '../http/describe.js';
 import { HttpError } from '../http/errors.js';
 import { describeIssues, plainErrors } from '../http/pipeline.js';
 import { e164, phoneMessage } from '../team/phone.js';
@@ -48,7 +49,7 @@ export const configured: Mw = async (ctx, next) => {
 
 /** Body validation with the service's envelope: 400 VALIDATION_ERROR, `details.fields` naming each bad field. */
 export function body(schema: z.ZodType): Mw {
-  return async (ctx, next) => {
+  return describesRequest<Mw>(async (ctx, next) => {
     const unreadable = ctx.state.bodyError as { status?: number } | undefined;
     if (unreadable !== undefined) {
       if (unreadable.status === 413) throw authError(413, 'VALIDATION_ERROR', 'The request body is too large.', { reason: 'payload_too_large' });
@@ -62,7 +63,7 @@ export function body(schema: z.ZodType): Mw {
     }
     ctx.state.body = parsed.data;
     await next();
-  };
+  }, { body: schema });
 }
 
 /** A provider failure as the caller's error; codes that point at our configuration are logged. */

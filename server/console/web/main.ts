@@ -103,7 +103,7 @@ function header(user: User, page: string): HTMLElement {
     { class: 'top' },
     h('div', { class: 'brand' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'Footfall', h('span', { class: 'company' }, admin ? 'Platform administration' : user.client_name)),
     nav,
-    h('div', { class: 'who' }, h('a', { class: 'user', href: '#/account', title: `My account (${user.email})`, 'aria-current': page === 'account' ? 'page' : undefined }, user.full_name || user.email), h('span', { class: 'role' }, user.role), signOut),
+    h('div', { class: 'who' }, h('a', { class: 'user', href: '#/account', title: `My account (${user.email})`, 'aria-current': page === 'account' ? 'page' : undefined }, user.full_name || user.email), h('span', { class: 'role' }, user.role), h('a', { class: 'api-ref', href: '/console/api-reference.html', title: 'API reference' }, 'API'), signOut),
   );
 }
 
