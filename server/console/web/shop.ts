@@ -1,5 +1,5 @@
 import { api, errorText, ApiError, imageUrl } from './api.js';
-import { facts, cardForm, confirmStep, busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
+import { ago, facts, cardForm, confirmStep, busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import { watchLive } from './live.js';
 import { atLeast } from './session.js';
@@ -24,6 +24,8 @@ export function renderShop(p: Page, slug: string): void {
   p.signal.addEventListener('abort', () => clearTimeout(timer));
   let built = false;
   let removed = false;
+  /** The shop as last read: camera cards ask it whether the shop PC is online. */
+  let shopNow: Shop | null = null;
 
   async function load(): Promise<void> {
     clearTimeout(timer);
@@ -38,10 +40,12 @@ export function renderShop(p: Page, slug: string): void {
         return;
       }
       error.show('');
+      shopNow = shop;
       replace(head, h('h1', {}, shop.name), h('span', { class: `badge ${shop.online ? 'good' : shop.last_heartbeat_at ? 'bad' : 'unknown'}` }, shop.online ? 'Shop PC online' : shop.last_heartbeat_at ? 'Shop PC offline' : 'No shop PC reporting'));
       if (!built) {
         built = true;
-        factsBox.append(shopFacts(shop), shopCheck(shop, p.signal));
+        factsBox.append(shopFacts(shop), shopCheck(() => shopNow ?? shop, p.signal));
+        cams.before(h('p', { class: 'actions', id: 'live-grid-link' }, h('a', { href: `#/live/${encodeURIComponent(shop.slug)}` }, 'Watch all cameras live (grid)')));
         if (manager) p.main.append(enrolmentForm(shop), addCameraForm(shop, () => void load()));
         if (atLeast(p.user, 'owner')) p.main.append(
             removeShop(shop, () => {
@@ -60,7 +64,7 @@ export function renderShop(p: Page, slug: string): void {
       for (const c of mine) {
         let card = cards.get(c.id);
         if (!card) {
-          card = cameraCard(c, manager, p.signal, () => void load(), (text) => status.show(text));
+          card = cameraCard(c, manager, p.signal, () => void load(), (text) => status.show(text), () => shopNow ?? shop);
           cards.set(c.id, card);
           cams.append(card.el);
         }
@@ -110,21 +114,32 @@ interface Step {
   advice?: string;
 }
 
-/** GET /api/sites/{site}/check: the five steps, first failure stops. */
-function shopCheck(s: Shop, signal: AbortSignal): HTMLElement {
+/**
+ * GET /api/sites/{site}/check: the five steps; head office stops at the first failure (spec) and marks the later
+ * ones unknown. The page names the failed step in the headline, and for a step not checked says what it does know
+ * (the last visit, from the shop's own facts) instead of a bare "Not checked" beside a visit "just now".
+ */
+function shopCheck(shopOf: () => Shop, signal: AbortSignal): HTMLElement {
   const out = h('div', { 'aria-live': 'polite' });
   const button = h('button', { type: 'button' }, 'Check this shop');
   button.addEventListener('click', () => {
     void busy(button, async () => {
       try {
+        const s = shopOf();
         const r = await api<{ ok: boolean; steps: Step[] }>('GET', `/api/sites/${encodeURIComponent(s.slug)}/check`, { signal });
+        const failed = r.steps.findIndex((st) => st.status === 'fail');
+        const headline = r.ok ? 'Everything needed for counting works.' : failed >= 0 ? `Step ${failed + 1} needs attention (${r.steps[failed]!.name}): ${r.steps[failed]!.detail}` : 'Something needs attention.';
         replace(
           out,
-          h('p', { class: `notice ${r.ok ? 'ok' : 'error'}` }, r.ok ? 'Everything needed for counting works.' : 'Something needs attention:'),
+          h('p', { class: `notice ${r.ok ? 'ok' : 'error'}`, id: 'shop-check-headline' }, headline),
           h(
             'ol',
             { class: 'steps' },
-            ...r.steps.map((st) => h('li', {}, h('span', { class: `badge ${stepClass(st.status)}` }, st.status), ' ', h('strong', {}, st.name), ': ', st.detail, st.advice ? h('div', { class: 'small muted' }, st.advice) : null)),
+            ...r.steps.map((st, i) => {
+              const skipped = st.status === 'unknown' && failed >= 0 && i > failed;
+              const detail = skipped ? notCheckedDetail(st, i, failed, s) : st.detail;
+              return h('li', { 'data-step': i + 1 }, h('span', { class: `badge ${stepClass(st.status)}` }, skipped ? 'not checked' : st.status), ' ', h('strong', {}, st.name), ': ', detail, st.advice ? h('div', { class: 'small muted' }, st.advice) : null);
+            }),
           ),
         );
       } catch (err) {
@@ -135,6 +150,13 @@ function shopCheck(s: Shop, signal: AbortSignal): HTMLElement {
   return h('section', { class: 'card', id: 'shop-check' }, h('div', { class: 'actions' }, button), out);
 }
 
+/** What the page knows about a step head office did not check (an earlier one failed). */
+function notCheckedDetail(_st: Step, i: number, failed: number, s: Shop): string {
+  const why = `not checked because step ${failed + 1} failed`;
+  if (i === 4) return s.last_event_at ? `The last visit arrived ${ago(s.last_event_at)} (${why}).` : `No visit has arrived yet (${why}).`;
+  return `Fix step ${failed + 1} first: this one is ${why}.`;
+}
+
 const stepClass = (status: string) => (status === 'pass' ? 'good' : status === 'warn' ? 'warn' : status === 'fail' ? 'bad' : 'unknown');
 
 interface CameraCard {
@@ -142,7 +164,18 @@ interface CameraCard {
   update(c: Camera): void;
 }
 
-function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload: () => void, said: (text: string) => void): CameraCard {
+/** Why the shop PC cannot be asked anything now (offline, never installed), or '' when it is online. */
+export function pcUnreachable(s: Shop): string {
+  if (s.online) return '';
+  if (s.last_heartbeat_at) return `The shop PC is offline (last heard from ${ago(s.last_heartbeat_at)}), so it cannot send pictures or run checks. Check that it is switched on and connected.`;
+  if (s.enrolled_at) return 'The shop PC was installed but has never reported, so it cannot send pictures or run checks yet.';
+  return 'This shop has no shop PC yet: install one with an installation code (below) first.';
+}
+
+/** A check the shop PC has not answered in this long is shown as waiting too long (head office releases it after five minutes). */
+const CHECK_PATIENCE_MS = 20_000;
+
+function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload: () => void, said: (text: string) => void, shopOf: () => Shop): CameraCard {
   const title = h('h3');
   const status = h('p');
   const picture = h('div', { class: 'picture' });
@@ -158,7 +191,9 @@ function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload
   const showEmpty = (text: string) => replace(picture, h('div', { class: 'snapshot-empty' }, text));
   showEmpty('No picture yet');
   const liveButton = h('button', { type: 'button', class: 'live-button' }, 'Watch live');
-  const buttons = h('div', { class: 'actions' }, liveButton);
+  const fullButton = h('button', { type: 'button', class: 'full-button', hidden: true }, 'Full screen');
+  fullButton.addEventListener('click', () => void picture.requestFullscreen?.().catch(() => undefined));
+  const buttons = h('div', { class: 'actions' }, liveButton, fullButton);
   const connection = h('button', { type: 'button' }, 'Check connection');
   const place = h('button', { type: 'button' }, 'Check placement (30 s)');
   const edit = h('button', { type: 'button' }, 'Edit…');
@@ -213,13 +248,23 @@ function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload
 
   liveButton.addEventListener('click', () => {
     if (live) return stopLive();
+    const why = pcUnreachable(shopOf());
+    if (why) {
+      caption.textContent = '';
+      msg.show(`Live view is not possible now. ${why}`, 'info');
+      return;
+    }
+    msg.show('');
     liveButton.textContent = 'Stop live view';
-    replace(picture, img);
+    // The old picture leaves the frame: what shows is live or nothing.
+    showEmpty('Connecting to the shop PC…');
     img.alt = `Live view of ${current.label || current.camera_id}`;
     caption.textContent = 'Connecting…';
     live = watchLive(current.id, signal, {
       frame(url) {
         img.src = url;
+        if (!img.isConnected) replace(picture, img);
+        fullButton.hidden = false;
         caption.textContent = 'Live';
       },
       status(text) {
@@ -227,14 +272,22 @@ function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload
       },
       ended(text) {
         live = null;
+        fullButton.hidden = true;
         liveButton.textContent = 'Watch live';
-        caption.textContent = text;
+        shownSnapshot = '';
+        void showSnapshot(current).then(() => {
+          if (text) msg.show(text, 'info');
+        });
       },
     });
   });
 
+  let checkAskedAt = 0;
   async function requestCheck(button: HTMLButtonElement, body: Record<string, unknown>): Promise<void> {
     msg.show('');
+    const why = pcUnreachable(shopOf());
+    if (why) return msg.show(`The check cannot run now. ${why}`, 'info');
+    checkAskedAt = Date.now();
     await busy(button, async () => {
       try {
         const check = await api<Check>('POST', `/api/cameras/${current.id}/check`, { body, signal });
@@ -251,6 +304,13 @@ function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload
   function renderCheck(c: Check): void {
     if (c.state === 'absent' || !c.state) return replace(checkOut);
     if (c.state === 'requested') {
+      const waited = checkAskedAt ? Date.now() - checkAskedAt : 0;
+      const patience = c.kind === 'placement' ? CHECK_PATIENCE_MS + 30_000 : CHECK_PATIENCE_MS;
+      const why = pcUnreachable(shopOf());
+      if (why || waited > patience) {
+        replace(checkOut, h('p', { class: 'notice error', role: 'alert' }, why ? `The shop PC cannot answer the check. ${why}` : `The shop PC has not answered the check in ${Math.round(waited / 1000)} seconds: it may be offline or busy. Head office drops the request after five minutes; run the shop check to see why.`));
+        return;
+      }
       replace(checkOut, h('p', { class: 'notice info' }, c.kind === 'placement' ? 'Placement check running: walk through the camera’s view now. Waiting for the shop PC…' : 'Connection check requested. Waiting for the shop PC…'));
       return;
     }
@@ -295,7 +355,9 @@ function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload
     update(c) {
       current = c;
       replace(title, c.label || c.camera_id, ' ', h('span', { class: 'muted small' }, c.camera_id));
-      const [word, cls] = c.connected === null ? ['not set up by the shop PC yet', 'unknown'] : c.connected ? ['connected', 'good'] : [`not connecting${c.connection_reason ? ` (${c.connection_reason})` : ''}`, 'bad'];
+      const pcOff = !shopOf().online;
+      // What the shop PC last said is only true while it is online: an offline PC's cameras are unknown.
+      const [word, cls] = pcOff && c.connected !== null ? ['unknown: the shop PC is offline', 'unknown'] : c.connected === null ? ['not set up by the shop PC yet', 'unknown'] : c.connected ? ['connected', 'good'] : [`not connecting${c.connection_reason ? ` (${c.connection_reason})` : ''}`, 'bad'];
       replace(status, h('span', { class: `dot ${cls}` }, c.enabled ? word : 'switched off'), h('span', { class: 'small muted' }, ` · last seen `, timeAgo(c.last_seen_at)));
       const check = c.check;
       connection.disabled = place.disabled = check.state === 'requested';
