@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import { purchases } from '../../server/purchases/schema.js';
 import { upTopic } from '../../shared/topics.js';
 import type { Harness, Company } from './harness.js';
 import { addCamera, heartbeat, jpeg, openShop, syntheticFace, upload } from './shop-pc.js';
@@ -84,6 +86,9 @@ export async function seedChain(h: Harness, opts: { days?: number } = {}): Promi
     k++;
     const r = await h.request('POST', '/api/purchases', { token: chain.ownerToken, body: { visitor_id: c.ref, site_id: k % 3 === 0 ? powai.shop.slug : bandra.shop.slug, amount: 150 * k + 49.5, currency: 'INR' } });
     if (r.status !== 201) throw new Error(`purchase: ${r.status} ${JSON.stringify(r.body)}`);
+    // The API records a purchase now; for a realistic history it is moved to a day of the last 30.
+    const back = Math.floor(rand() * Math.min(days, 30)) * DAY + 3600_000;
+    h.server.store.db.update(purchases).set({ createdAt: new Date(now - back).toISOString() }).where(eq(purchases.id, r.body.id)).run();
   }
   return {
     chain,

@@ -29,6 +29,8 @@ function datesOf(label: string, bucket: string, from: string, to: string): { fro
   return { from: lo < from ? from : lo, to: hi > to ? to : hi };
 }
 
+const whole = (n: number, currency: string) => new Intl.NumberFormat(undefined, { style: 'currency', currency, maximumFractionDigits: 0 }).format(n);
+
 let uplot: Promise<typeof uPlotType> | null = null;
 /** uPlot's ES module, served by head office from dist/console/vendor (copy-static.ts); loaded on first use. */
 function loadUplot(): Promise<typeof uPlotType> {
@@ -83,7 +85,7 @@ async function draw(box: HTMLElement, conversion: number[], perVisitor: number[]
       axes: [
         { values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) && r.points[t] ? bucketLabel(r.points[t]!.bucket, r.bucket).replace(/^Week of /, '') : '')), space: 70 },
         { scale: 'pct', values: (_u, ticks) => ticks.map((t) => `${t}%`), size: 50 },
-        { scale: 'money', side: 1, values: (_u, ticks) => ticks.map((t) => (currency ? money(t, currency) : String(t))), size: 70, grid: { show: false } },
+        { scale: 'money', side: 1, values: (_u, ticks) => ticks.map((t) => (currency ? whole(t, currency) : String(t))), size: 80, grid: { show: false } },
       ],
       series: [
         { label: r.bucket, value: (_u, v) => (v === null || !r.points[v] ? '' : bucketLabel(r.points[v]!.bucket, r.bucket)) },

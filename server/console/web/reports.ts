@@ -241,7 +241,7 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string): HTM
 
 /**
  * Visitors per bucket: bars for up to 62 buckets; more (a week by hour: 168) are not readable as bars, so the chart
- * is left out (the busiest-hours heatmap shows them) and the table is folded. The table is folded past 31 rows.
+ * is left out (the busiest-hours heatmap shows them). The table is folded past 14 rows.
  */
 function chartCard(r: Footfall): HTMLElement {
   const bars = r.points.map((pt) => ({ label: pt.bucket, visitors: pt.visitors, new: pt.new, returning: pt.returning }));
@@ -258,7 +258,7 @@ function chartCard(r: Footfall): HTMLElement {
     h('figcaption', {}, h('h2', {}, `Visitors per ${word}`), legend()),
     tooMany ? h('p', { class: 'muted', id: 'too-many-bars' }, `${bars.length} ${word}s are too many to draw as bars: see the busiest hours below, or group by day.`) : barChart(bars, name, tick, phone ? { width: 400, height: 300, labels: 4 } : {}),
     foldIf(
-      bars.length > 31,
+      bars.length > 14,
       `Show the numbers (${bars.length} rows)`,
       h(
       'div',
