@@ -1,10 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { seedChain, type Seeded } from './support/dashboard-seed.js';
 import { startHarness, type Harness } from './support/harness.js';
-import { jpeg, upload, waitFor } from './support/shop-pc.js';
+import { jpeg, syntheticFace, upload, waitFor } from './support/shop-pc.js';
+import { settled } from './support/visits.js';
 
 /**
  * The console as a dashboard (issue 18), in Chromium against a real head office with shop PCs over MQTT: first
@@ -327,10 +329,18 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       await done(again);
     });
 
-    it('customers: most visits, top spend, lapsed 30+ days; lifetime spend and visits on the customer page', async () => {
+    it('customers: photo thumbnails, most visits, top spend, lapsed 30+ days; lifetime spend and visits on the customer page', async () => {
+      // A visit with a face picture: its customer has a photo.
+      const up = await s.bandra.uploadFace(await jpeg(40, 40, 200));
+      expect(up.status).toBe(201);
+      await s.bandra.publish({ visit_id: randomUUID(), occurred_at: new Date(Date.now() - 2000).toISOString(), camera_id: 'door', embedding: syntheticFace(3), recognition_model: 'test-model', quality: 0.9, passed_gate: true, face_image_id: up.body.face_image_id });
+      await settled(h);
+      const pictured = (await h.request('GET', '/api/visitors?limit=1', { token: s.chain.ownerToken })).body[0].ref;
       for (const [who, size] of [['staff', PHONE], ['owner', WIDE]] as const) {
         const w = await as(who, size, '/#/customers');
         await w.page.locator('#customers tbody tr').first().waitFor();
+        await until(w.page, `document.querySelector('#customers tr[data-customer="${pictured}"] img.thumb')?.naturalWidth === 40`);
+        expect(await w.page.locator('#customers img.thumb').count()).toBe(1); // the others have no photo: nothing shown
         for (const [label, query] of [['Most visits', 'sort=visits'], ['Top spend', 'sort=spend'], ['Lapsed: not seen for 30+ days', 'lapsed_days=30&sort=visits']] as const) {
           await w.page.locator('#customer-search').getByLabel('Show').selectOption({ label });
           const want = (await h.request('GET', `/api/visitors?limit=50&${query}`, { token: s.chain.ownerToken })).body.map((c: any) => c.ref);

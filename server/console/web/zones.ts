@@ -69,8 +69,10 @@ export function internationalPhone(typed: string, zone: string): string {
   const code = callingCode(zone);
   if (!code) return t;
   const digits = t.replace(/[\s().-]/g, '');
-  if (!/^\d+$/.test(digits)) return t;
-  return `+${code}${digits.replace(/^0+/, '')}`;
+  const national = digits.replace(/^0+/, '');
+  // Too short to be a phone number anywhere: left as typed, for head office to refuse with its message.
+  if (!/^\d+$/.test(digits) || national.length < 6) return t;
+  return `+${code}${national}`;
 }
 
 /** "India (+91)"-style words for a hint: the code only (country names would need a table of their own). */
