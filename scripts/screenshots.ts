@@ -38,14 +38,27 @@ async function main(): Promise<void> {
     await page.getByLabel('Email').fill(s.chain.ownerEmail);
     await page.getByLabel('Password').fill(s.chain.ownerPassword);
     await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#shops [data-shop]').first().waitFor({ timeout: 20_000 });
+    // How long the pages take to fill (printed for docs/console.md; not a test).
+    let t = Date.now();
+    await page.evaluate(`location.hash = '#/reports'`);
+    await page.locator('#report-form').waitFor();
+    await page.evaluate(`location.hash = '#/'`);
+    await page.locator('#headlines .headline').first().waitFor({ timeout: 20_000 });
+    const headlinesMs = Date.now() - t;
     await page.locator('#shop-ranking').waitFor({ timeout: 20_000 });
-    await page.locator('#headlines .headline').first().waitFor();
+    const rankingMs = Date.now() - t;
     await shoot(page, 'overview');
 
+    t = Date.now();
     await page.evaluate(`location.hash = '#/reports?preset=30&bucket=day&tz=Asia%2FKolkata'`);
+    await page.locator('#report-totals').waitFor({ timeout: 20_000 });
+    const totalsMs = Date.now() - t;
     await page.locator('#heatmap').waitFor({ timeout: 20_000 });
     await page.locator('#over-time-chart canvas').waitFor({ timeout: 20_000 });
     await page.locator('#side-table').waitFor({ timeout: 20_000 });
+    const reportMs = Date.now() - t;
+    console.log(`overview: headline figures in ${headlinesMs} ms, ranking in ${rankingMs} ms; reports (30 days, 3 shops): totals in ${totalsMs} ms, everything (heatmap, 30 conversion points, side by side) in ${reportMs} ms`);
     await shoot(page, 'reports');
 
     await page.evaluate(`location.hash = '#/live/${s.bandra.shop.slug}'`);
