@@ -2,7 +2,7 @@ import { api, errorText, imageUrl } from './api.js';
 import { h, replace } from './dom.js';
 import type { Page } from './main.js';
 import { watchLive } from './live.js';
-import { pcUnreachable } from './shop.js';
+import { pcUnreachable } from './camera-card.js';
 import type { Camera, Shop } from './types.js';
 
 /**
