@@ -280,6 +280,8 @@ const routes: Route[] = [
   { method: 'POST', path: '/api/auth/refresh', caller: 'none', body: () => ({ refresh_token: `ffr_${'A'.repeat(43)}`, device: 'Fuzz phone' }) },
   { method: 'POST', path: '/api/auth/logout', caller: 'logout', endsSessions: true },
   { method: 'GET', path: '/api/auth/me', caller: 'staff' },
+  // Own password (extra route, docs/api-conventions.md): the sample's current password is wrong, so no case changes it.
+  { method: 'POST', path: '/api/auth/password', caller: 'self', body: () => ({ current_password: 'not-the-password', new_password: 'another-password-1' }) },
   { method: 'GET', path: '/api/auth/sessions', caller: 'self' },
   { method: 'POST', path: '/api/auth/sessions/revoke-others', caller: 'self', endsSessions: true },
   { method: 'DELETE', path: '/api/auth/sessions/:id', caller: 'self', endsSessions: true, params: () => ({ id: '11111111-1111-4111-8111-111111111111' }) },
@@ -391,6 +393,7 @@ const routes: Route[] = [
   { method: 'GET', path: '/api/reports/footfall', caller: 'staff', query: reportQuery, queryValues: reportValues, queries: reportQueries },
   { method: 'GET', path: '/api/reports/conversion', caller: 'staff', query: reportQuery, queryValues: reportValues, queries: reportQueries },
   // Assistant
+  { method: 'GET', path: '/api/assistant', caller: 'staff' },
   { method: 'POST', path: '/api/assistant', caller: 'staff', body: () => ({ history: [{ role: 'assistant', text: 'Hello.' }, { role: 'user', text: 'How many visitors today?' }] }) },
   // The authentication service
   { method: 'POST', path: '/auth/client/sign-in', caller: 'none', body: () => ({ email: 'nobody@fuzz.test', password: 'wrong-password' }) },
