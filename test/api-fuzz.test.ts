@@ -379,6 +379,8 @@ const routes: Route[] = [
   },
   // Customers, photos, purchases
   { method: 'GET', path: '/api/visitors', caller: 'staff', query: () => ({ q: 'V-1', limit: '10' }), queryValues: { limit: ['501', '0000000', '9999999'], q: ['V-', 'V-99999999999999999999', '%25', '_', '%5C'] } },
+  // Order and lapsed filter (docs/visits-and-customers.md).
+  { method: 'GET', path: '/api/visitors', caller: 'staff', query: () => ({ sort: 'spend', lapsed_days: '30', limit: '10' }), queryValues: { sort: ['name', 'SPEND', 'visits%00'], lapsed_days: ['0', '3651', '-1', '1.5', '9999999'] } },
   { method: 'GET', path: '/api/visitors/:id', caller: 'staff', params: () => ({ id: 'V-1' }) },
   { method: 'GET', path: '/api/visitors/:id/history', caller: 'staff', params: () => ({ id: 'V-1' }) },
   { method: 'PUT', path: '/api/visitors/:id/profile', caller: 'staff', params: () => ({ id: 'V-1' }), body: profile },
@@ -392,6 +394,9 @@ const routes: Route[] = [
   // Reports
   { method: 'GET', path: '/api/reports/footfall', caller: 'staff', query: reportQuery, queryValues: reportValues, queries: reportQueries },
   { method: 'GET', path: '/api/reports/conversion', caller: 'staff', query: reportQuery, queryValues: reportValues, queries: reportQueries },
+  // CSV export (docs/reports.md): the same query with format=csv.
+  { method: 'GET', path: '/api/reports/footfall', caller: 'staff', query: () => ({ ...reportQuery(), format: 'csv' }), queryValues: { ...reportValues, format: ['xlsx', 'CSV', 'json', 'csv%00', ''] } },
+  { method: 'GET', path: '/api/reports/conversion', caller: 'staff', query: () => ({ ...reportQuery(), format: 'csv' }), queryValues: { ...reportValues, format: ['xlsx', 'CSV', 'json', 'csv%00', ''] } },
   // Assistant
   { method: 'GET', path: '/api/assistant', caller: 'staff' },
   { method: 'POST', path: '/api/assistant', caller: 'staff', body: () => ({ history: [{ role: 'assistant', text: 'Hello.' }, { role: 'user', text: 'How many visitors today?' }] }) },
@@ -627,8 +632,9 @@ function problemsOf(c: Case, a: Answer): string[] {
     if (!allowed) out.push(`status ${a.status}`);
   }
   if (a.status < 400 && a.status !== 204) {
-    const ok = a.type.includes('application/json') ? a.json !== undefined : a.type.startsWith('image/jpeg') || a.type.startsWith('text/event-stream');
-    if (!ok) out.push(`a ${a.status} answer that is neither JSON, a JPEG nor an event stream (Content-Type "${a.type}")`);
+    const csv = a.type.startsWith('text/csv') && /[?&]format=csv(&|$)/i.test(c.url);
+    const ok = a.type.includes('application/json') ? a.json !== undefined : a.type.startsWith('image/jpeg') || a.type.startsWith('text/event-stream') || csv;
+    if (!ok) out.push(`a ${a.status} answer that is neither JSON, a JPEG, an event stream nor an asked-for CSV (Content-Type "${a.type}")`);
   }
   if (a.status < 200 || (a.status >= 300 && a.status < 400)) out.push(`status ${a.status}`);
   return out;
