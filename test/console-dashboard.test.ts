@@ -229,7 +229,7 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       await done(staff);
     });
 
-    it('deactivating a member and suspending a company confirm in the page, never with a browser dialog', async () => {
+    it('deactivating a member, withdrawing an invitation and suspending a company confirm in the page, never with a browser dialog', async () => {
       const email = `temp-${process.pid}@shop.test`;
       expect((await h.request('POST', '/api/team/members', { token: s.chain.ownerToken, body: { email, full_name: 'Tem Porary', role: 'staff', password: 'temp-password-1' } })).status).toBe(201);
       const w = await as('owner', PHONE, '/#/team');
@@ -238,6 +238,17 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       await step.waitFor();
       await step.getByRole('button', { name: 'Deactivate Tem Porary' }).click();
       await w.page.getByText('Tem Porary is deactivated and signed out everywhere.').waitFor();
+      // Withdrawing an invitation: the same in-page step.
+      const invited = `invited-${process.pid}@shop.test`;
+      expect((await h.request('POST', '/api/team/invitations', { token: s.chain.ownerToken, body: { email: invited, full_name: 'In Vited', role: 'staff' } })).status).toBe(201);
+      await w.page.evaluate(`location.hash = '#/'`);
+      await w.page.evaluate(`location.hash = '#/team'`);
+      await w.page.getByRole('button', { name: `Withdraw the invitation of ${invited}` }).click();
+      const withdraw = w.page.getByRole('group', { name: `Confirm withdrawing the invitation of ${invited}` });
+      await withdraw.getByRole('button', { name: `Withdraw the invitation of ${invited}` }).click();
+      await w.page.getByText(`Withdrew the invitation of ${invited}.`).waitFor();
+      const pending = await h.request('GET', '/api/team/invitations', { token: s.chain.ownerToken });
+      expect(pending.body.some((i: any) => i.email === invited)).toBe(false);
       await done(w);
 
       const gone = await h.company('Suspend Me');
