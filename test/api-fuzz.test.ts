@@ -280,6 +280,8 @@ const routes: Route[] = [
   { method: 'POST', path: '/api/auth/refresh', caller: 'none', body: () => ({ refresh_token: `ffr_${'A'.repeat(43)}`, device: 'Fuzz phone' }) },
   { method: 'POST', path: '/api/auth/logout', caller: 'logout', endsSessions: true },
   { method: 'GET', path: '/api/auth/me', caller: 'staff' },
+  // Own password (extra route, docs/api-conventions.md): the sample's current password is wrong, so no case changes it.
+  { method: 'POST', path: '/api/auth/password', caller: 'self', body: () => ({ current_password: 'not-the-password', new_password: 'another-password-1' }) },
   { method: 'GET', path: '/api/auth/sessions', caller: 'self' },
   { method: 'POST', path: '/api/auth/sessions/revoke-others', caller: 'self', endsSessions: true },
   { method: 'DELETE', path: '/api/auth/sessions/:id', caller: 'self', endsSessions: true, params: () => ({ id: '11111111-1111-4111-8111-111111111111' }) },
@@ -377,6 +379,8 @@ const routes: Route[] = [
   },
   // Customers, photos, purchases
   { method: 'GET', path: '/api/visitors', caller: 'staff', query: () => ({ q: 'V-1', limit: '10' }), queryValues: { limit: ['501', '0000000', '9999999'], q: ['V-', 'V-99999999999999999999', '%25', '_', '%5C'] } },
+  // Order and lapsed filter (docs/visits-and-customers.md).
+  { method: 'GET', path: '/api/visitors', caller: 'staff', query: () => ({ sort: 'spend', lapsed_days: '30', limit: '10' }), queryValues: { sort: ['name', 'SPEND', 'visits%00'], lapsed_days: ['0', '3651', '-1', '1.5', '9999999'] } },
   { method: 'GET', path: '/api/visitors/:id', caller: 'staff', params: () => ({ id: 'V-1' }) },
   { method: 'GET', path: '/api/visitors/:id/history', caller: 'staff', params: () => ({ id: 'V-1' }) },
   { method: 'PUT', path: '/api/visitors/:id/profile', caller: 'staff', params: () => ({ id: 'V-1' }), body: profile },
@@ -390,7 +394,11 @@ const routes: Route[] = [
   // Reports
   { method: 'GET', path: '/api/reports/footfall', caller: 'staff', query: reportQuery, queryValues: reportValues, queries: reportQueries },
   { method: 'GET', path: '/api/reports/conversion', caller: 'staff', query: reportQuery, queryValues: reportValues, queries: reportQueries },
+  // CSV export (docs/reports.md): the same query with format=csv.
+  { method: 'GET', path: '/api/reports/footfall', caller: 'staff', query: () => ({ ...reportQuery(), format: 'csv' }), queryValues: { ...reportValues, format: ['xlsx', 'CSV', 'json', 'csv%00', ''] } },
+  { method: 'GET', path: '/api/reports/conversion', caller: 'staff', query: () => ({ ...reportQuery(), format: 'csv' }), queryValues: { ...reportValues, format: ['xlsx', 'CSV', 'json', 'csv%00', ''] } },
   // Assistant
+  { method: 'GET', path: '/api/assistant', caller: 'staff' },
   { method: 'POST', path: '/api/assistant', caller: 'staff', body: () => ({ history: [{ role: 'assistant', text: 'Hello.' }, { role: 'user', text: 'How many visitors today?' }] }) },
   // The authentication service
   { method: 'POST', path: '/auth/client/sign-in', caller: 'none', body: () => ({ email: 'nobody@fuzz.test', password: 'wrong-password' }) },
@@ -624,8 +632,9 @@ function problemsOf(c: Case, a: Answer): string[] {
     if (!allowed) out.push(`status ${a.status}`);
   }
   if (a.status < 400 && a.status !== 204) {
-    const ok = a.type.includes('application/json') ? a.json !== undefined : a.type.startsWith('image/jpeg') || a.type.startsWith('text/event-stream');
-    if (!ok) out.push(`a ${a.status} answer that is neither JSON, a JPEG nor an event stream (Content-Type "${a.type}")`);
+    const csv = a.type.startsWith('text/csv') && /[?&]format=csv(&|$)/i.test(c.url);
+    const ok = a.type.includes('application/json') ? a.json !== undefined : a.type.startsWith('image/jpeg') || a.type.startsWith('text/event-stream') || csv;
+    if (!ok) out.push(`a ${a.status} answer that is neither JSON, a JPEG, an event stream nor an asked-for CSV (Content-Type "${a.type}")`);
   }
   if (a.status < 200 || (a.status >= 300 && a.status < 400)) out.push(`status ${a.status}`);
   return out;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import os from 'node:os';
 import Koa from 'koa';
-import { consoleDir, consoleRoutes } from '../server/console/serve.js';
+import { CONSOLE_CSP, consoleDir, consoleRoutes } from '../server/console/serve.js';
 import { startHarness, type Harness } from './support/harness.js';
 
 /**
@@ -114,8 +114,18 @@ describe('web console: serving', () => {
     expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
   });
 
+  it('uPlot is served from head office itself (dist/console/vendor, copied at build), with the same headers', async () => {
+    const js = await rawGet('/console/vendor/uplot.js');
+    expect(js.status).toBe(200);
+    expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(js.headers['content-security-policy']).toBe(CONSOLE_CSP);
+    const css = await rawGet('/console/vendor/uplot.css');
+    expect(css.status).toBe(200);
+    expect(css.headers['content-type']).toBe('text/css; charset=utf-8');
+  });
+
   it('no innerHTML and no inline styles anywhere in the built console', () => {
-    for (const name of fs.readdirSync(consoleDir())) {
+    for (const name of [...fs.readdirSync(consoleDir()), 'vendor/uplot.js']) {
       if (!name.endsWith('.js')) continue;
       const text = fs.readFileSync(path.join(consoleDir(), name), 'utf8');
       expect(text, name).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/);

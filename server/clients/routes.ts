@@ -13,6 +13,7 @@ import { bodyOf, validate } from '../http/pipeline.js';
 import { clientsPolicy } from './policy.js';
 import { presentCompany } from './presenter.js';
 import { companies } from './schema.js';
+import { companyHealth, noHealth } from './health.js';
 import { companyCounts, countsOf, createCompanyWithOwner, findCompany, freeSlug, listCompanies, ownersOf } from './service.js';
 import { slugProblem, slugify } from './slug.js';
 
@@ -43,7 +44,8 @@ export function clientsRoutes(): AppRouter {
   r.get('/clients', (ctx) => {
     const db = ctx.deps.store.db;
     const counts = companyCounts(db);
-    ctx.body = listCompanies(db).map((c) => presentCompany(c, counts.get(c.id) ?? { sites: 0, users: 0 }));
+    const health = companyHealth(db, ctx.deps.config);
+    ctx.body = listCompanies(db).map((c) => ({ ...presentCompany(c, counts.get(c.id) ?? { sites: 0, users: 0 }), ...(health.get(c.id) ?? noHealth) }));
   });
 
   r.post('/clients', validate({ body: CreateClientBody }), async (ctx) => {

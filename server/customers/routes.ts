@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import Router from '@koa/router';
+import { noSpend, rankCustomers, SORTS, spendOf } from './ranking.js';
 import { z } from 'zod';
 import { audit } from '../audit/service.js';
 import { tenantOf, type AppRouter, type Ctx } from '../context.js';
@@ -19,6 +20,10 @@ const wholeNumber = z.string().trim().regex(/^\d{1,7}$/, 'must be a whole number
 export const SearchQuery = z.object({
   q: z.string().max(200).optional(),
   limit: wholeNumber.optional(),
+  /** Additive (docs/visits-and-customers.md): recent (default), visits or spend; ignored with `q`. */
+  sort: z.enum(SORTS, { error: 'must be recent, visits or spend' }).optional(),
+  /** Additive: only customers last seen this many days ago or earlier (1 to 3650). */
+  lapsed_days: wholeNumber.refine((n) => n >= 1 && n <= 3650, 'must be from 1 to 3650').optional(),
 });
 
 /** `+` and 7 to 15 digits after removing spaces, dashes, dots and brackets; a leading `00` counts as `+`. */
@@ -84,13 +89,16 @@ export function customersRoutes(): AppRouter {
     const max = config.FOOTFALL_VISITOR_SEARCH_LIMIT_MAX;
     const limit = q.limit ?? config.FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT;
     if (limit < 1 || limit > max) throw badRequest(`limit: must be from 1 to ${max}`);
-    ctx.body = searchCustomers(store.db, tenantOf(ctx), q.q, limit).map(presentCustomer);
+    const ranked = !q.q?.trim() && (q.sort !== undefined || q.lapsed_days !== undefined);
+    const rows = ranked ? rankCustomers(store.db, tenantOf(ctx), q.sort ?? 'recent', q.lapsed_days, limit) : searchCustomers(store.db, tenantOf(ctx), q.q, limit);
+    const spend = spendOf(store.db, rows.map((c) => c.id));
+    ctx.body = rows.map((c) => ({ ...presentCustomer(c), ...(spend.get(c.id) ?? noSpend) }));
   });
 
   r.get('/visitors/:id', auth(customersPolicy.view), (ctx) => {
     const c = customerInPath(ctx);
     ctx.set('ETag', profileTag(c));
-    ctx.body = { ...presentCustomer(c), profile: presentProfile(c) };
+    ctx.body = { ...presentCustomer(c), ...(spendOf(ctx.deps.store.db, [c.id]).get(c.id) ?? noSpend), profile: presentProfile(c) };
   });
 
   r.get('/visitors/:id/history', auth(customersPolicy.view), (ctx) => {

@@ -123,6 +123,10 @@ export interface Customer {
   last_seen_at: string;
   has_profile: boolean;
   has_consent: boolean;
+  /** Additive (docs/visits-and-customers.md): purchases, and their sum in the customer's main currency. */
+  purchases: number;
+  spend: number;
+  spend_currency: string;
 }
 
 /** One visit of a customer's history, newest first. */
@@ -181,6 +185,11 @@ export interface Company {
   users: number;
   created_at: string;
   active: boolean;
+  /** Additive health (docs/api-conventions.md). */
+  shops_online: number;
+  last_heartbeat_at: string | null;
+  last_visit_at: string | null;
+  last_login_at: string | null;
 }
 
 /** The spec's placement bands for `fraction_below_gate` (worst camera): under 0.2 good, under 0.5 marginal. */
