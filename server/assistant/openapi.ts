@@ -9,6 +9,11 @@ import { assistantBody } from './routes.js';
 const body = assistantBody({ maxTurns: 24, maxChars: 2000, maxAnswerChars: 8 * 2000 });
 
 export const assistantDocs = routeDocs({
+  'GET /api/assistant': {
+    summary: 'Whether the assistant can be asked here',
+    description: 'The console shows its tab only when `available`; false when POST would answer 501 `assistant_off` or 503 `assistant_misconfigured`.',
+    responses: { 200: { description: 'Available or not', json: z.object({ available: z.boolean() }) } },
+  },
   'POST /api/assistant': {
     summary: 'Ask the assistant',
     description:

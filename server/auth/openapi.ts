@@ -52,6 +52,15 @@ export const authDocs = routeDocs({
     responses: { 200: { description: 'The new pair', json: SessionEnvelope }, 401: 'The refresh token is unknown, spent or its session ended: sign in again' },
   },
   'POST /api/auth/logout': { summary: 'Sign this session out', responses: { 204: 'Signed out' } },
+  'POST /api/auth/password': {
+    summary: 'Change your own password',
+    description: 'Needs the current password; the person’s other sessions are signed out (this one stays).',
+    responses: {
+      200: { description: 'Changed; how many other sessions were signed out', json: z.object({ revoked: z.number().int() }) },
+      403: '`forbidden`: the current password is wrong (the password was not changed)',
+      429: '`too_many_attempts`: too many wrong current passwords; wait 15 minutes',
+    },
+  },
   'GET /api/auth/me': { summary: 'The signed-in user', responses: { 200: { description: 'The user', json: User } } },
   'GET /api/auth/sessions': { summary: "The caller's device sessions", responses: { 200: { description: 'Live sessions, the current one marked', json: z.array(DeviceSession) } } },
   'POST /api/auth/sessions/revoke-others': {

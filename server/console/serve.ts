@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Mw } from '../context.js';
+import { describesRoutes } from '../http/describe.js';
 import { noSuchRoute } from '../http/errors.js';
 import { packageRoot } from '../paths.js';
 
@@ -74,7 +75,8 @@ export function consoleRoutes(dir = consoleDir()): Mw {
    * twenty of them, each revalidated every time. Keys are names that exist in the folder, so the map stays small.
    */
   const files = new Map<string, { mtimeMs: number; size: number; body: Buffer; etag: string }>();
-  return async (ctx, next) => {
+  // Only `GET /` is declared to the OpenAPI document (./openapi.ts): the console's static files are not API routes.
+  return describesRoutes<Mw>(async (ctx, next) => {
     const p = ctx.path;
     const isRoot = p === '/';
     const underPrefix = p === '/console' || p.startsWith(PREFIX);
@@ -122,7 +124,7 @@ export function consoleRoutes(dir = consoleDir()): Mw {
     }
     ctx.type = TYPES[ext]!;
     ctx.body = body;
-  };
+  }, [{ method: 'GET', path: '/' }]);
 }
 
 function wantsHtml(accept: string): boolean {

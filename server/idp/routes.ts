@@ -2,6 +2,7 @@ import { bodyParser } from '@koa/bodyparser';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { Ctx, Mw } from '../context.js';
+import { describesRoutes } from '../http/describe.js';
 import { book, clearKey, forget, limitsFor, type AttemptKind } from '../auth-service/limits.js';
 import { runtimeFor } from '../auth-service/runtime.js';
 import { revokedBefore } from '../auth-service/service.js';
@@ -123,7 +124,8 @@ const isProviderPath = (p: string) => p.startsWith(TOOLKIT) || p === TOKEN || p 
 
 export function idpRoutes(config: Config): Mw {
   const parse = bodyParser({ enableTypes: ['json', 'form'], jsonLimit: config.FOOTFALL_BODY_LIMIT_BYTES, formLimit: config.FOOTFALL_BODY_LIMIT_BYTES });
-  return async (ctx, next) => {
+  // Tagged with the paths the table answers, so the OpenAPI document and its coverage test see them (./openapi.ts).
+  return describesRoutes<Mw>(async (ctx, next) => {
     if (!isProviderPath(ctx.path)) return next();
     const idp = runtimeFor(ctx.deps.config)?.embedded;
     if (!idp) return next();
@@ -157,5 +159,9 @@ export function idpRoutes(config: Config): Mw {
       ctx.status = e.status;
       ctx.body = presentIdpError(e);
     }
-  };
+  }, [
+    ...Object.keys(operations).map((op) => ({ method: 'POST' as const, path: TOOLKIT + op })),
+    { method: 'POST', path: TOKEN },
+    { method: 'GET', path: JWKS_PATH },
+  ]);
 }

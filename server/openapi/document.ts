@@ -165,6 +165,7 @@ const TAGS: [prefix: string, tag: string, description: string][] = [
   ['/api/reports/', 'Reports', 'Footfall and conversion'],
   ['/api/assistant', 'Assistant', 'Questions about the business in plain language'],
   ['/api/openapi.json', 'Reference', 'This document'],
+  ['/console/', 'Console', 'The web console (GET / to a browser)'],
   ['/auth/', 'Auth service', 'Phone and client sign-in through the identity provider (auth-service spec v2); errors use its own envelope'],
   ['/identitytoolkit.googleapis.com/', 'Identity provider', "The embedded identity provider's Google-compatible REST paths"],
   ['/securetoken.googleapis.com/', 'Identity provider', "The embedded identity provider's Google-compatible REST paths"],
@@ -260,7 +261,9 @@ function operation(route: RouteInfo, doc: RouteDoc, schemas: Schemas): Json {
   if (parameters.length) op.parameters = parameters;
   if (request.body) {
     const body = schemas.convert(request.body, 'input');
-    op.requestBody = { required: ((body.required as unknown[] | undefined) ?? []).length > 0, content: { 'application/json': { schema: body } } };
+    const content: Json = { 'application/json': { schema: body } };
+    for (const media of doc.request?.alsoAs ?? []) content[media] = { schema: body };
+    op.requestBody = { required: ((body.required as unknown[] | undefined) ?? []).length > 0, content };
   } else if (doc.request?.media) {
     op.requestBody = { required: true, description: doc.request.media.description, content: { [doc.request.media.type]: { schema: { type: 'string', contentMediaType: doc.request.media.type } } } };
   }

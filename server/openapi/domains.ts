@@ -3,8 +3,10 @@ import { assistantDocs } from '../assistant/openapi.js';
 import { authServiceDocs } from '../auth-service/openapi.js';
 import { authDocs } from '../auth/openapi.js';
 import { camerasDocs } from '../cameras/openapi.js';
+import { consoleDocs } from '../console/openapi.js';
 import { clientsDocs } from '../clients/openapi.js';
 import { customersDocs } from '../customers/openapi.js';
+import { idpDocs } from '../idp/openapi.js';
 import { metricsDocs } from '../metrics/openapi.js';
 import { purchasesDocs } from '../purchases/openapi.js';
 import { reportsDocs } from '../reports/openapi.js';
@@ -21,6 +23,7 @@ import type { RouteDocs } from './registry.js';
  */
 export const domainDocs: RouteDocs[] = [
   ownDocs,
+  consoleDocs,
   metricsDocs,
   authDocs,
   teamDocs,
@@ -34,6 +37,7 @@ export const domainDocs: RouteDocs[] = [
   reportsDocs,
   assistantDocs,
   authServiceDocs,
+  idpDocs,
 ];
 
 let merged: RouteDocs | undefined;

@@ -103,23 +103,53 @@ describe('route coverage', () => {
 });
 
 describe('routes outside a koa router', () => {
-  it('a plain middleware that declares its routes is covered like a router (the identity provider registers this way)', () => {
+  it('a plain middleware that declares its routes is covered like a router', () => {
     const app = buildApp(h.server.deps);
-    const provider = describesRoutes(async (_ctx: unknown, next: () => Promise<void>) => next(), [
-      { method: 'POST', path: '/identitytoolkit.googleapis.com/v1/accounts:signUp' },
-      { method: 'POST', path: '/securetoken.googleapis.com/v1/token' },
+    const plain = describesRoutes(async (_ctx: unknown, next: () => Promise<void>) => next(), [
+      { method: 'POST', path: '/plain.example/v1/things:make' },
+      { method: 'GET', path: '/plain.example/v1/things/{id}' },
     ]);
-    app.middleware.unshift(provider as never);
+    app.middleware.unshift(plain as never);
     const routes = routesOf(app);
-    expect(coverage(routes, allDocs()).undocumented).toEqual(['POST /identitytoolkit.googleapis.com/v1/accounts:signUp', 'POST /securetoken.googleapis.com/v1/token']);
+    expect(coverage(routes, allDocs()).undocumented).toEqual(['GET /plain.example/v1/things/{id}', 'POST /plain.example/v1/things:make']);
     const docs: RouteDocs = {
       ...allDocs(),
-      'POST /identitytoolkit.googleapis.com/v1/accounts:signUp': { summary: 'Sign up', security: [], responses: { 200: 'Signed up' } },
-      'POST /securetoken.googleapis.com/v1/token': { summary: 'Exchange a refresh token', security: [], responses: { 200: 'Tokens' } },
+      'POST /plain.example/v1/things:make': { summary: 'Make a thing', security: [], responses: { 200: 'Made' } },
+      'GET /plain.example/v1/things/{id}': { summary: 'A thing', security: [], responses: { 200: 'The thing' } },
     };
     expect(coverage(routes, docs)).toEqual({ undocumented: [], unrouted: [] });
     const doc = buildDocument(routes, docs) as Json;
-    expect(doc.paths['/securetoken.googleapis.com/v1/token'].post.tags).toEqual(['Identity provider']);
+    expect(doc.paths['/plain.example/v1/things/{id}'].get.parameters[0]).toMatchObject({ name: 'id', in: 'path' });
+  });
+
+  it("the identity provider's middleware declares its paths, and the document describes them", () => {
+    const declared = routesOf(buildApp(h.server.deps))
+      .filter((r) => !r.path.startsWith('/api') && !r.path.startsWith('/auth') && r.path !== '/healthz' && r.path !== '/metrics')
+      .map(keyOf)
+      .sort();
+    expect(declared).toEqual([
+      'GET /',
+      'GET /.well-known/jwks.json',
+      'POST /identitytoolkit.googleapis.com/v1/accounts:delete',
+      'POST /identitytoolkit.googleapis.com/v1/accounts:lookup',
+      'POST /identitytoolkit.googleapis.com/v1/accounts:sendVerificationCode',
+      'POST /identitytoolkit.googleapis.com/v1/accounts:signInWithPassword',
+      'POST /identitytoolkit.googleapis.com/v1/accounts:signInWithPhoneNumber',
+      'POST /identitytoolkit.googleapis.com/v1/accounts:signUp',
+      'POST /identitytoolkit.googleapis.com/v1/accounts:update',
+      'POST /securetoken.googleapis.com/v1/token',
+    ]);
+    const token = served.paths['/securetoken.googleapis.com/v1/token'].post;
+    expect(token.tags).toEqual(['Identity provider']);
+    expect(token.security).toEqual([]);
+    expect(Object.keys(token.requestBody.content)).toEqual(['application/json', 'application/x-www-form-urlencoded']);
+    expect(token.requestBody.content['application/json'].schema.required).toEqual(['grant_type', 'refresh_token']);
+    expect(token.parameters).toEqual([expect.objectContaining({ name: 'key', in: 'query', required: false })]);
+    expect(token.responses['400'].content['application/json'].schema.$ref).toBe('#/components/schemas/GoogleError');
+    expect(served.components.schemas.GoogleError.properties.error.required).toEqual(['code', 'message', 'errors', 'status']);
+    const signIn = served.paths['/identitytoolkit.googleapis.com/v1/accounts:signInWithPassword'].post;
+    expect(signIn.requestBody.content['application/json'].schema.required).toEqual(['email', 'password']);
+    expect(signIn.responses['200'].content['application/json'].schema.required).toEqual(expect.arrayContaining(['idToken', 'refreshToken', 'expiresIn']));
   });
 
   it("writes koa's parameters the OpenAPI way and keeps escaped colons literal", () => {

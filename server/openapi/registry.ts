@@ -30,6 +30,8 @@ export interface RouteDoc {
   request?: RequestSchemas & {
     /** A non-JSON request body: its media type and a description. */
     media?: { type: string; description: string };
+    /** The same body is also taken in these media types (the token endpoint: application/x-www-form-urlencoded). */
+    alsoAs?: string[];
     /** Request headers the route reads. */
     headers?: Record<string, string>;
   };
