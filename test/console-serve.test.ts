@@ -6,6 +6,7 @@ import os from 'node:os';
 import Koa from 'koa';
 import { CONSOLE_CSP, consoleDir, consoleRoutes } from '../server/console/serve.js';
 import { startHarness, type Harness } from './support/harness.js';
+import { responseChecker } from './support/openapi-check.js';
 
 /**
  * Serving the web console (docs/console.md): GET / for a browser, /console/* assets from dist/console, the security
@@ -92,6 +93,31 @@ describe('web console: serving', () => {
     for (const method of ['PUT', 'PATCH', 'DELETE'] as const) expectNotFound(await rawGet('/', {}, method), `${method} /`);
     const post = await rawGet('/', { Accept: browserAccept }, 'POST');
     expectNotFound(post, 'POST /');
+  });
+
+  it('GET / is in the OpenAPI document (pointer, page and 304 as answered); the static files are not', async () => {
+    const doc = (await h.request<Record<string, any>>('GET', '/api/openapi.json')).body;
+    const checker = responseChecker(doc);
+    const answer = (r: { status: number; headers: http.IncomingHttpHeaders; text: string }) => ({
+      method: 'GET',
+      path: '/',
+      status: r.status,
+      contentType: String(r.headers['content-type'] ?? ''),
+      body: String(r.headers['content-type'] ?? '').startsWith('application/json') ? JSON.parse(r.text) : r.text,
+    });
+    const pointer = answer(await rawGet('/', { Accept: 'application/json' }));
+    const page = await rawGet('/', { Accept: browserAccept });
+    const notModified = answer(await rawGet('/', { Accept: browserAccept, 'If-None-Match': page.headers.etag! }));
+    expect(notModified.status).toBe(304);
+    for (const a of [pointer, answer(page), notModified]) expect(() => checker.check(a), `${a.status} ${a.contentType}`).not.toThrow();
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/console'))).toEqual([]);
+    // A broken copy: a pointer field the server never writes, and no HTML listed.
+    const broken = structuredClone(doc);
+    const ok = broken.paths['/'].get.responses['200'].content;
+    ok['application/json'].schema.required.push('version');
+    delete ok['text/html'];
+    expect(() => responseChecker(broken).check(pointer)).toThrow(/must have required property 'version'/);
+    expect(() => responseChecker(broken).check(answer(page))).toThrow(/with text\/html/);
   });
 
   it('assets: modules as JavaScript, the stylesheet as CSS, each with an ETag; /console/ is the page too', async () => {

@@ -6,10 +6,18 @@ export const Company = z
   .object({ id: Uuid, slug: z.string(), name: z.string(), sites: z.number().int(), users: z.number().int(), created_at: Timestamp, active: z.boolean() })
   .meta({ id: 'Company' });
 
+/** The platform admin's list adds each company's health (./health.ts). */
+const CompanyWithHealth = Company.extend({
+  shops_online: z.number().int().meta({ description: 'Shops whose PC is online now' }),
+  last_heartbeat_at: Timestamp.nullable().meta({ description: 'The latest shop-PC heartbeat, or null' }),
+  last_visit_at: Timestamp.nullable().meta({ description: 'The latest visit reported, or null' }),
+  last_login_at: Timestamp.nullable().meta({ description: 'The latest sign-in of anyone in the company, or null' }),
+}).meta({ id: 'CompanyWithHealth' });
+
 const company = { id: 'Company id (uuid)' };
 
 export const clientsDocs = routeDocs({
-  'GET /api/admin/clients': { summary: 'Every company', responses: { 200: { description: 'Companies with their counts', json: z.array(Company) } } },
+  'GET /api/admin/clients': { summary: 'Every company', responses: { 200: { description: 'Companies with their counts and health', json: z.array(CompanyWithHealth) } } },
   'POST /api/admin/clients': {
     summary: 'Create a company and its owner',
     responses: {
