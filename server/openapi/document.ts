@@ -315,7 +315,7 @@ export function buildDocument(routes: RouteInfo[], docs: RouteDocs, opts: BuildO
       version: appVersion(),
       description:
         'Every route head office serves: the LAN API under /api (web console, mobile app, shop PCs under /api/agent), the auth service under /auth, ' +
-        'health and metrics. Generated from the zod schemas the routes validate with (server/openapi). How a mobile client signs in, refreshes and ' +
+        'the embedded identity provider’s Google-compatible paths, GET / (a pointer), health and metrics. Generated from the zod schemas the routes validate with (server/openapi). How a mobile client signs in, refreshes and ' +
         'follows arrivals: docs/api.md.',
     },
     servers: [{ url: '/', description: 'This head office' }],
