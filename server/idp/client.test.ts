@@ -6,6 +6,7 @@ import { startHarness, type Harness, type Reply, type RequestOpts } from '../../
 import { capturedLog, firebaseClient, jwtParts, type FirebaseClient } from '../../test/support/firebase-client.js';
 import { loadConfig } from '../config.js';
 import { KEY_FILE } from './keys.js';
+import { responseChecker, type ResponseChecker } from '../../test/support/openapi-check.js';
 
 /**
  * The embedded provider (the default, nothing configured) with the real Firebase JS SDK: /auth sign-up, the SDK's
@@ -17,6 +18,7 @@ const address = (tag: string) => `${tag}-${process.pid}-${++seq}@embedded.test`;
 
 describe('embedded identity provider: client (email) path with the Firebase SDK', () => {
   let h: Harness;
+  let checker: ResponseChecker;
   const { log, lines } = capturedLog();
   const clients: FirebaseClient[] = [];
   const client = () => {
@@ -30,11 +32,16 @@ describe('embedded identity provider: client (email) path with the Firebase SDK'
     expect((r.body as { requestId?: string }).requestId, `${method} ${p}`).toBe(r.headers.get('x-request-id'));
     return r;
   }
-  const toolkit = (op: string, body: unknown, key = 'any-key') =>
-    fetch(`${h.url}/identitytoolkit.googleapis.com/v1/accounts:${op}?key=${key}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const toolkit = async (op: string, body: unknown, key = 'any-key') => {
+    const res = await fetch(`${h.url}/identitytoolkit.googleapis.com/v1/accounts:${op}?key=${key}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    // Not through the harness, so checked against the OpenAPI document here (server/idp/openapi.ts).
+    checker.check({ method: 'POST', path: `/identitytoolkit.googleapis.com/v1/accounts:${op}`, status: res.status, contentType: res.headers.get('content-type') ?? '', body: await res.clone().json() });
+    return res;
+  };
 
   beforeAll(async () => {
     h = await startHarness({ FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT: 3 }, { log });
+    checker = responseChecker((await h.request('GET', '/api/openapi.json')).body);
   });
   afterAll(async () => {
     for (const c of clients) await c.close();

@@ -2,6 +2,7 @@ import { PhoneAuthCredential, signInWithCredential, type AuthCredential } from '
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startHarness, type Company, type Harness, type Reply, type RequestOpts } from '../../test/support/harness.js';
 import { capturedLog, firebaseClient, jwtParts, type FirebaseClient } from '../../test/support/firebase-client.js';
+import { responseChecker, type ResponseChecker } from '../../test/support/openapi-check.js';
 import { startSmsGateway, type SmsGateway } from '../../test/support/sms-gateway.js';
 
 /**
@@ -19,6 +20,7 @@ describe('embedded identity provider: staff phone sign-in', () => {
   let h: Harness;
   let sms: SmsGateway;
   let company: Company;
+  let checker: ResponseChecker;
   const { log, lines } = capturedLog();
   const clients: FirebaseClient[] = [];
   const sdk = () => {
@@ -34,7 +36,10 @@ describe('embedded identity provider: staff phone sign-in', () => {
   }
   const toolkit = async (op: string, body: unknown) => {
     const r = await fetch(`${h.url}/identitytoolkit.googleapis.com/v1/accounts:${op}?key=any`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
-    return { status: r.status, headers: r.headers, body: (await r.json()) as any };
+    const out = { status: r.status, headers: r.headers, body: (await r.json()) as any };
+    // Not through the harness, so checked against the OpenAPI document here (server/idp/openapi.ts).
+    checker.check({ method: 'POST', path: `/identitytoolkit.googleapis.com/v1/accounts:${op}`, status: r.status, contentType: r.headers.get('content-type') ?? '', body: out.body });
+    return out;
   };
   async function staff(number = phone()) {
     const r = await h.request('POST', '/api/team/members', { token: company.ownerToken, body: { full_name: 'Floor Staff', role: 'staff', email: `staff-${process.pid}-${++seq}@phone.test`, phone: number } });
@@ -46,6 +51,7 @@ describe('embedded identity provider: staff phone sign-in', () => {
     sms = await startSmsGateway();
     h = await startHarness({ FOOTFALL_SMS: 'http', FOOTFALL_SMS_URL: sms.url, FOOTFALL_SMS_TOKEN: sms.token }, { log });
     company = await h.company();
+    checker = responseChecker((await h.request('GET', '/api/openapi.json')).body);
   });
   afterEach(() => vi.useRealTimers());
   afterAll(async () => {
