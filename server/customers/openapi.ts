@@ -34,6 +34,14 @@ export const Profile = z
   .meta({ id: 'Profile' });
 
 const CustomerWithProfile = Customer.extend({ profile: Profile });
+
+/** The list and the customer page add lifetime spend (./ranking.ts; additive fields). */
+const spend = {
+  purchases: z.number().int().meta({ description: 'Purchases recorded against the customer, in any currency' }),
+  spend: z.number().meta({ description: 'Their total in `spend_currency` (0 without purchases)' }),
+  spend_currency: z.string().meta({ description: 'The currency most of their purchases were in; empty without purchases' }),
+};
+const CustomerWithSpend = Customer.extend(spend).meta({ id: 'CustomerWithSpend' });
 const etag = { ETag: 'The profile’s entity tag: send it as If-Match with PUT .../profile' };
 const customer = { id: 'Customer id (uuid), `V-<number>` or the number' };
 
@@ -42,12 +50,12 @@ export const customersDocs = routeDocs({
     summary: 'Search customers',
     description: '`q` matches name, phone, email or V-number; without it the most recent customers.',
     params: { q: 'Search text', limit: 'At most this many (1 to FOOTFALL_VISITOR_SEARCH_LIMIT_MAX)' },
-    responses: { 200: { description: 'Matching customers', json: z.array(Customer) } },
+    responses: { 200: { description: 'Matching customers, with their lifetime spend', json: z.array(CustomerWithSpend) } },
   },
   'GET /api/visitors/{id}': {
     summary: 'A customer with their profile',
     params: customer,
-    responses: { 200: { description: 'The customer', json: CustomerWithProfile, headers: etag } },
+    responses: { 200: { description: 'The customer, with their lifetime spend', json: CustomerWithSpend.extend({ profile: Profile }), headers: etag } },
   },
   'GET /api/visitors/{id}/history': {
     summary: "A customer's visits",

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { routeDocs } from '../openapi/registry.js';
+import { FormatInput } from './csv.js';
+import { ReportQueryInput } from './query.js';
 
 /** The answers of ./presenter.ts. */
 export const FootfallReport = z
@@ -28,9 +30,23 @@ const params = {
   tz: 'IANA time zone (default the shop’s, or the company’s first shop’s)',
   bucket: 'hour, day (default), week or month',
 };
+/** `format` is read by the handler (./csv.ts formatOf: case and blanks forgiven), so the document adds it to the validated query. */
+const query = ReportQueryInput.extend({ format: FormatInput.meta({ description: 'json (default) or csv: the same report as a CSV download' }) });
 const window = 'Local days `from` to `to` in `tz` (docs/reports.md for defaults and the longest window per bucket). Unknown `site`: 400.';
 
 export const reportsDocs = routeDocs({
-  'GET /api/reports/footfall': { summary: 'Footfall per bucket', description: window, params, responses: { 200: { description: 'The report', json: FootfallReport } } },
-  'GET /api/reports/conversion': { summary: 'Visitors, purchasers and revenue', description: window, params, responses: { 200: { description: 'The report', json: ConversionReport } } },
+  'GET /api/reports/footfall': {
+    summary: 'Footfall per bucket',
+    description: window,
+    params,
+    request: { query },
+    responses: { 200: { description: 'The report (CSV with format=csv)', json: FootfallReport, media: 'text/csv' } },
+  },
+  'GET /api/reports/conversion': {
+    summary: 'Visitors, purchasers and revenue',
+    description: window,
+    params,
+    request: { query },
+    responses: { 200: { description: 'The report (CSV with format=csv)', json: ConversionReport, media: 'text/csv' } },
+  },
 });
