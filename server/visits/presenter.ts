@@ -6,6 +6,9 @@ export interface FeedRow {
   seq: number;
   visitId: string;
   occurredAt: string;
+  /** null only on rows stored before stays (read as occurred_at). */
+  lastSeenAt: string | null;
+  dwellMs: number;
   shopId: string;
   shopName: string;
   shopSlug: string;
@@ -25,6 +28,9 @@ export interface FeedRow {
 export interface Arrival {
   visit_id: string;
   occurred_at: string;
+  /** Additive (docs/visits-and-customers.md): the stay's latest sighting so far, and its length in seconds. */
+  last_seen_at: string;
+  dwell_s: number;
   site_id: string;
   site: string;
   site_slug: string;
@@ -57,12 +63,18 @@ export function presentSimilarity(r: Pick<FeedRow, 'customerId' | 'isNewVisitor'
   return r.similarity === null ? 0 : Math.round(r.similarity * 10_000) / 10_000;
 }
 
+/** A stay's end and length (additive fields of Arrival and history rows): whole seconds. */
+export function presentStay(r: Pick<FeedRow, 'occurredAt' | 'lastSeenAt' | 'dwellMs'>): { last_seen_at: string; dwell_s: number } {
+  return { last_seen_at: r.lastSeenAt ?? r.occurredAt, dwell_s: Math.round(r.dwellMs / 1000) };
+}
+
 /** The spec's Arrival. The sequence is never in it (it is only inside the opaque cursor). */
 export function presentArrival(r: FeedRow, config: Config): Arrival {
   const identified = r.customerId !== null && r.customerNumber !== null;
   return {
     visit_id: r.visitId,
     occurred_at: r.occurredAt,
+    ...presentStay(r),
     site_id: r.shopId,
     site: r.shopName,
     site_slug: r.shopSlug,
