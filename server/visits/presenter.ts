@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { isReturning } from './returning.js';
 import { customerLabel, customerRef, presentImage, type ImageObject } from '../customers/presenter.js';
 
 /** A visit joined with its shop and customer: what the feed query and ingest's fan-out read. */
@@ -12,10 +13,12 @@ export interface FeedRow {
   shopId: string;
   shopName: string;
   shopSlug: string;
+  shopTimezone: string;
   cameraId: string;
   customerId: string | null;
   customerNumber: number | null;
   customerName: string | null;
+  customerFirstSeenAt: string | null;
   isNewVisitor: boolean;
   similarity: number | null;
   quality: number;
@@ -39,6 +42,8 @@ export interface Arrival {
   visitor_ref?: string;
   label: string;
   is_new_visitor: boolean;
+  /** Additive: the customer was seen on a visit before this visit's local day (returning.ts; the reports' meaning). */
+  returning: boolean;
   similarity: number;
   quality: number;
   attributes: { gender?: string; age?: number; emotion?: string };
@@ -82,6 +87,7 @@ export function presentArrival(r: FeedRow, config: Config): Arrival {
     ...(identified ? { visitor_id: r.customerId!, visitor_ref: customerRef(r.customerNumber!) } : {}),
     label: identified ? customerLabel(r.customerNumber!, r.customerName ?? '') : '',
     is_new_visitor: identified && r.isNewVisitor,
+    returning: identified && isReturning(r.shopTimezone, r.occurredAt, r.customerFirstSeenAt),
     similarity: presentSimilarity(r),
     quality: r.quality,
     attributes: presentAttributes(r),

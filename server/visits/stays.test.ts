@@ -74,6 +74,20 @@ describe('visits are stays; staff; sealed cursors', () => {
       expect(r.body).toMatchObject({ total: 2, visits: 3, average_dwell_s: (41 * 60) / 3 });
       expect(r.body.points).toEqual([{ bucket: '2026-01-10', visitors: 2, new: 1, returning: 0 }]);
       expect(h.server.store.sqlite.prepare('select count(*) as n from sightings where company_id = ?').get(c.id)).toEqual({ n: 5 });
+
+      // One meaning of "returning", the report's: seen on a visit before this one's local day (the shop's zone,
+      // Asia/Kolkata here). Back the next day: returning; the second visit of the first day was not.
+      expect(feed.map((r: any) => r.returning)).toEqual([false, false, false]);
+      const head = (await h.request('GET', '/api/visits?limit=1', { token: staff })).body.cursor;
+      await pc.publish(pass(faces.same[0], 24 * 60 + 60));
+      const [nextDay] = await arrivals(h, staff, 1, `&cursor=${head}`);
+      expect(nextDay).toMatchObject({ visitor_ref: 'V-1', is_new_visitor: false, returning: true });
+      const days = (await h.request('GET', '/api/reports/footfall?from=2026-01-10&to=2026-01-11', { token: staff })).body;
+      expect(days.timezone).toBe('Asia/Kolkata');
+      expect(days.points).toEqual([
+        { bucket: '2026-01-10', visitors: 2, new: 1, returning: 0 },
+        { bucket: '2026-01-11', visitors: 1, new: 0, returning: 1 },
+      ]);
     } finally {
       await pc.close();
     }

@@ -60,6 +60,7 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
       visitor_ref: 'V-1',
       label: 'Visitor 1',
       is_new_visitor: true,
+      returning: false,
       similarity: 1,
       quality: p1.quality,
       attributes: { gender: 'female', age: 30, emotion: 'happy' },
