@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, isNull, like, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNull, like, or, sql, type SQL } from 'drizzle-orm';
 import { audit } from '../audit/service.js';
 import type { Ctx } from '../context.js';
 import type { Db } from '../db/open.js';
@@ -32,12 +32,18 @@ function escapeLike(s: string): string {
  * merged-away customers never appear.
  */
 export function searchCustomers(db: Db, companyId: string, q: string | undefined, limit: number, staff?: boolean): CustomerRow[] {
+  // Staff only: their ids from customers_company_staff_idx (a short list; SQLite would rather scan the company's
+  // customers, whose rows carry a 2 KiB template), then the rows by primary key.
+  let staffIds: string[] | undefined;
+  if (staff === true) {
+    staffIds = db.all<{ id: string }>(sql`select id from customers indexed by customers_company_staff_idx where company_id = ${companyId} and staff = 1`).map((r) => r.id);
+    if (staffIds.length === 0) return [];
+  }
   const base = and(
     eq(customers.companyId, companyId),
     isNull(customers.erasedAt),
     isNull(customers.mergedInto),
-    // `staff = 1` is the condition of customers_company_staff_idx (company_id, last_seen_at): a short list.
-    staff === undefined ? undefined : staff ? sql`${customers.staff} = 1` : eq(customers.staff, false),
+    staffIds ? inArray(customers.id, staffIds) : staff === false ? eq(customers.staff, false) : undefined,
   )!;
   const text = (q ?? '').trim();
   const recent = [sql`${customers.lastSeenAt} is null`, desc(customers.lastSeenAt), desc(customers.number)];
