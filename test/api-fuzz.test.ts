@@ -379,7 +379,8 @@ const routes: Route[] = [
     headers: () => badCursors.map((c): [string, Record<string, string>] => [`Last-Event-ID ${c.slice(0, 20)}`, { 'Last-Event-ID': c }]),
   },
   // Customers, photos, purchases
-  { method: 'GET', path: '/api/visitors', caller: 'staff', query: () => ({ q: 'V-1', limit: '10' }), queryValues: { limit: ['501', '0000000', '9999999'], q: ['V-', 'V-99999999999999999999', '%25', '_', '%5C'] } },
+  { method: 'GET', path: '/api/visitors', caller: 'staff', query: () => ({ q: 'V-1', limit: '10', staff: 'false' }), queryValues: { limit: ['501', '0000000', '9999999'], q: ['V-', 'V-99999999999999999999', '%25', '_', '%5C'], staff: ['1', 'TRUE', 'yes', ''] } },
+  { method: 'PATCH', path: '/api/visitors/:id', caller: 'manager', params: () => ({ id: 'V-2' }), body: () => ({ staff: false }) },
   { method: 'GET', path: '/api/visitors/:id', caller: 'staff', params: () => ({ id: 'V-1' }) },
   { method: 'GET', path: '/api/visitors/:id/history', caller: 'staff', params: () => ({ id: 'V-1' }) },
   { method: 'PUT', path: '/api/visitors/:id/profile', caller: 'staff', params: () => ({ id: 'V-1' }), body: profile },
