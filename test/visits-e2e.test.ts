@@ -142,7 +142,7 @@ describe('shop PC to head office: visits from real photos, arrivals, customers, 
     expect(del.status).toBe(200);
     expect(del.body).toEqual({ deleted: c.slug, images_deleted: 4 });
     expect(fs.existsSync(dir)).toBe(false);
-    for (const table of ['visits', 'customers', 'face_images', 'purchases', 'do_not_enrol', 'customer_consents']) {
+    for (const table of ['visits', 'sightings', 'customers', 'face_images', 'purchases', 'do_not_enrol', 'customer_consents']) {
       expect((h.server.store.sqlite.prepare(`select count(*) as n from ${table} where company_id = ?`).get(c.id) as { n: number }).n, table).toBe(0);
     }
   });
