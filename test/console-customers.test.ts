@@ -276,6 +276,34 @@ describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, pho
     if (process.env.SHOT) await page.screenshot({ path: '/tmp/phone-team.png', fullPage: true });
     await done(w);
   });
+
+  it('a manager marks a customer as staff on their page and undoes it; staff are listed apart; staff members get no button', async () => {
+    const w = await open('/#/customers/V-1');
+    const { page } = w;
+    await signIn(page, chain.ownerEmail, chain.ownerPassword);
+    await page.locator('#staff-toggle').waitFor();
+    expect(await fact(page, 'Staff')).toBe('No');
+    await page.getByRole('button', { name: 'Mark as staff…' }).click();
+    await page.locator('#customer [data-fact="Staff"]').filter({ hasText: 'not counted in footfall' }).waitFor();
+    expect((await api('GET', '/api/visitors/V-1')).body.staff).toBe(true);
+    // The list: staff apart, not among the most recently seen customers.
+    await page.evaluate(`location.hash = '#/customers'`);
+    await page.locator('#staff-list [data-staff="V-1"]').waitFor();
+    await page.locator('#customers tr[data-customer]').first().waitFor();
+    expect(await page.locator('#customers tr[data-customer="V-1"]').count()).toBe(0);
+    // Undone from the page.
+    await page.evaluate(`location.hash = '#/customers/V-1'`);
+    await page.getByRole('button', { name: 'Not staff' }).click();
+    await page.locator('#customer [data-fact="Staff"]').filter({ hasText: /^No$/ }).waitFor();
+    expect((await api('GET', '/api/visitors/V-1')).body.staff).toBe(false);
+    await done(w);
+
+    const s = await open('/#/customers/V-1');
+    await signIn(s.page, staff.email, staff.password);
+    await s.page.locator('#history tbody tr').first().waitFor();
+    expect(await s.page.locator('#staff-toggle').count()).toBe(0);
+    await done(s);
+  });
 });
 
 describe.skipIf(!haveChromium)('console: the access token is renewed ahead of its expiry', () => {

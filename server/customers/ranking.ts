@@ -48,9 +48,10 @@ export function spendOf(db: Db, ids: readonly string[]): Map<string, Spend> {
  * in the company's main currency first, customers without purchases last), optionally only those not seen for
  * `lapsedDays` days or more (lapsed: they came before, not lately).
  */
-export function rankCustomers(db: Db, companyId: string, sort: Sort, lapsedDays: number | undefined, limit: number, now = Date.now()): CustomerRow[] {
+export function rankCustomers(db: Db, companyId: string, sort: Sort, lapsedDays: number | undefined, limit: number, staff?: boolean, now = Date.now()): CustomerRow[] {
   const lapsed = lapsedDays === undefined ? sql`1` : sql`c.last_seen_at is not null and c.last_seen_at < ${new Date(now - lapsedDays * 86_400_000).toISOString()}`;
-  const base = sql`c.company_id = ${companyId} and c.erased_at is null and c.merged_into is null and ${lapsed}`;
+  const onlyStaff = staff === undefined ? sql`1` : sql`c.staff = ${staff ? 1 : 0}`;
+  const base = sql`c.company_id = ${companyId} and c.erased_at is null and c.merged_into is null and ${lapsed} and ${onlyStaff}`;
   const order =
     sort === 'visits'
       ? sql`c.visit_count desc, c.last_seen_at desc, c.number desc`

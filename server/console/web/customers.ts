@@ -34,13 +34,15 @@ function renderList(p: Page): void {
       }
     },
   });
-  replace(p.main, h('h1', {}, 'Customers'), form, results);
+  const staffList = h('section', { id: 'staff-list', 'aria-live': 'polite' });
+  replace(p.main, h('h1', {}, 'Customers'), form, results, staffList);
 
   let thumbs: string[] = [];
   p.signal.addEventListener('abort', () => thumbs.forEach((u) => URL.revokeObjectURL(u)));
   async function load(text: string): Promise<void> {
     const view = LIST_VIEWS.find((v) => v.value === show.value) ?? LIST_VIEWS[0]!;
-    const list = await api<Customer[]>('GET', `/api/visitors?limit=50${text ? `&q=${encodeURIComponent(text)}` : view.query}`, { signal: p.signal });
+    // Without a search: customers only (staff are listed apart, below); a search finds staff too (badged).
+    const list = await api<Customer[]>('GET', `/api/visitors?limit=50${text ? `&q=${encodeURIComponent(text)}` : `${view.query}&staff=false`}`, { signal: p.signal });
     if (p.signal.aborted) return;
     const title = text ? `Customers matching “${text}”` : view.title;
     thumbs.forEach((u) => URL.revokeObjectURL(u));
@@ -65,7 +67,7 @@ function renderList(p: Page): void {
                 { 'data-customer': c.ref },
                 h('td', { class: 'thumb' }, thumbnail(c, p.signal, (u) => thumbs.push(u))),
                 h('td', {}, h('a', { href: `#/customers/${encodeURIComponent(c.ref)}` }, c.ref)),
-                h('td', {}, c.full_name || c.label),
+                h('td', {}, c.full_name || c.label, c.staff ? ' ' : null, c.staff ? h('span', { class: 'badge unknown' }, 'Staff') : null),
                 h('td', {}, c.visit_count),
                 h('td', {}, c.spend_currency ? money(c.spend, c.spend_currency) : '—'),
                 h('td', {}, timeAgo(c.first_seen_at)),
@@ -81,6 +83,42 @@ function renderList(p: Page): void {
   load('').catch((err: unknown) => {
     if (!p.signal.aborted) replace(results, h('p', { class: 'notice error', role: 'alert' }, errorText(err)));
   });
+  api<Customer[]>('GET', '/api/visitors?limit=500&staff=true', { signal: p.signal })
+    .then((list) => {
+      if (p.signal.aborted || list.length === 0) return;
+      replace(
+        staffList,
+        h('h2', {}, `Staff (${list.length})`),
+        h('p', { class: 'muted small' }, 'People marked as staff make no arrivals and are left out of footfall and conversion.'),
+        h('ul', {}, ...list.map((c) => h('li', { 'data-staff': c.ref }, h('a', { href: `#/customers/${encodeURIComponent(c.ref)}` }, c.ref), ' ', c.full_name || c.label, h('span', { class: 'muted small' }, ' · last seen ', timeAgo(c.last_seen_at))))),
+      );
+    })
+    .catch((err: unknown) => {
+      if (!p.signal.aborted) replace(staffList, h('p', { class: 'notice error', role: 'alert' }, errorText(err)));
+    });
+}
+
+/** Managers: mark the customer as staff, or undo it (PATCH /api/visitors/{id}). */
+function staffToggle(c: CustomerDetail, p: Page, changed: (d: CustomerDetail) => void): HTMLElement {
+  const msg = notice();
+  const button = h('button', { type: 'button', id: 'staff-toggle' });
+  const label = () => (button.textContent = c.staff ? 'Not staff' : 'Mark as staff…');
+  label();
+  button.addEventListener('click', () => {
+    const next = !c.staff;
+    void busy(button, async () => {
+      try {
+        const d = await api<CustomerDetail>('PATCH', `/api/visitors/${encodeURIComponent(c.id)}`, { body: { staff: next }, signal: p.signal });
+        c = d;
+        label();
+        changed(d);
+        msg.show(next ? `${d.ref} is staff: no arrivals, and reports leave them out (past ones too).` : `${d.ref} counts as a customer again.`, 'ok');
+      } catch (err) {
+        if (!p.signal.aborted) msg.show(errorText(err));
+      }
+    });
+  });
+  return h('span', {}, button, msg.el);
 }
 
 /** The list's views (GET /api/visitors `sort` and `lapsed_days`, docs/visits-and-customers.md). */
@@ -171,6 +209,7 @@ function renderCustomer(p: Page, ref: string): void {
     };
     showPurchases(purchases);
     const edit = staff ? h('button', { type: 'button', id: 'edit-profile' }, 'Edit profile…') : null;
+    const staffButton = manager ? staffToggle(c, p, showProfile) : null;
     edit?.addEventListener('click', () => {
       edit.hidden = true;
       replace(
@@ -194,7 +233,7 @@ function renderCustomer(p: Page, ref: string): void {
       h('div', { class: 'page-head' }, h('h1', {}, c.full_name ? `${c.full_name} (${c.ref})` : c.label), h('p', { class: 'muted small', id: 'times-zone' }, `Times in ${zone}, the shops’ time zone.`)),
       arrived ? h('p', { class: 'notice ok', role: 'status', id: 'merged' }, arrived) : null,
       known ? null : h('p', { class: 'notice info', role: 'status', id: 'merged-into' }, `${ref} was merged into ${c.ref}: this is the customer kept.`),
-      h('section', { class: 'card customer', id: 'customer' }, photo, profileBox, edit ? h('div', { class: 'actions' }, edit) : null),
+      h('section', { class: 'card customer', id: 'customer' }, photo, profileBox, edit || staffButton ? h('div', { class: 'actions' }, edit, staffButton) : null),
       editArea,
       staff ? purchaseForm(c, history, p, (r) => showPurchases([r, ...purchases].slice(0, PURCHASES_SHOWN))) : null,
       purchasesBox,
@@ -225,6 +264,7 @@ function customerFacts(c: CustomerDetail, zone: string): [string, Child][] {
     ['Lifetime spend', c.spend_currency ? `${money(c.spend, c.spend_currency)} (${plural(c.purchases, 'purchase')})` : c.purchases ? plural(c.purchases, 'purchase') : 'No purchases'],
     ['First seen', h('span', {}, formatIn(c.first_seen_at, zone), ' (', timeAgo(c.first_seen_at), ')')],
     ['Last seen', h('span', {}, formatIn(c.last_seen_at, zone), ' (', timeAgo(c.last_seen_at), ')')],
+    ['Staff', c.staff ? h('span', { class: 'badge unknown' }, 'Staff: not counted in footfall') : 'No'],
   ];
 }
 
@@ -528,6 +568,13 @@ function purchasesTable(rows: Purchase[], zone: string): HTMLElement {
   );
 }
 
+/** A visit's length: "under a minute", "12 min", "1 h 05 min". */
+function stayed(s: number): string {
+  const m = Math.round(s / 60);
+  if (m < 1) return 'under a minute';
+  return m < 60 ? `${m} min` : `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`;
+}
+
 function historyTable(rows: HistoryRow[], zone: string): HTMLElement {
   if (rows.length === 0) return h('p', { class: 'muted' }, 'No visits.');
   return h(
@@ -536,7 +583,7 @@ function historyTable(rows: HistoryRow[], zone: string): HTMLElement {
     stacked(h(
       'table',
       { id: 'history' },
-      h('thead', {}, h('tr', {}, ...['When', 'Shop', 'Camera', '', 'Attributes'].map((t) => h('th', { scope: 'col' }, t || h('span', { class: 'visually-hidden' }, 'First visit'))))),
+      h('thead', {}, h('tr', {}, ...['When', 'Stayed', 'Shop', 'Camera', '', 'Attributes'].map((t) => h('th', { scope: 'col' }, t || h('span', { class: 'visually-hidden' }, 'First visit'))))),
       h(
         'tbody',
         {},
@@ -545,6 +592,7 @@ function historyTable(rows: HistoryRow[], zone: string): HTMLElement {
             'tr',
             { 'data-visit': r.id },
             h('td', {}, h('time', { datetime: r.occurred_at }, formatIn(r.occurred_at, zone))),
+            h('td', {}, stayed(r.dwell_s ?? 0)),
             h('td', {}, r.site),
             h('td', {}, r.camera_id),
             h('td', {}, r.is_new_visitor ? h('span', { class: 'badge warn' }, 'First visit') : ''),

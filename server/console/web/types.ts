@@ -98,6 +98,11 @@ export interface Arrival {
   visitor_ref?: string;
   label: string;
   is_new_visitor: boolean;
+  /** Seen on a visit before this visit's local day: the reports' "returning" (docs/visits-and-customers.md). */
+  returning?: boolean;
+  /** A visit is a stay: its latest sighting so far and its length. */
+  last_seen_at?: string;
+  dwell_s?: number;
   similarity: number;
   quality: number;
   attributes?: Attributes;
@@ -127,6 +132,8 @@ export interface Customer {
   purchases: number;
   spend: number;
   spend_currency: string;
+  /** Marked staff: no arrivals, left out of reports. */
+  staff?: boolean;
 }
 
 /** One visit of a customer's history, newest first. */
@@ -137,6 +144,8 @@ export interface HistoryRow {
   site_slug?: string;
   camera_id: string;
   is_new_visitor: boolean;
+  last_seen_at?: string;
+  dwell_s?: number;
   similarity: number;
   quality: number;
   attributes?: Attributes;
