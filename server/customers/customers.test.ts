@@ -209,6 +209,9 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
       has_profile: false,
       has_consent: false,
       staff: false,
+      purchases: 0,
+      spend: 0,
+      spend_currency: '',
     });
     expect((await get('/api/visitors?limit=1')).body).toHaveLength(1);
     for (const q of ['limit=0', 'limit=501', 'limit=x', `q=${'x'.repeat(201)}`]) {

@@ -16,6 +16,7 @@ export const Customer = z
     last_seen_at: Timestamp.nullable(),
     has_profile: z.boolean(),
     has_consent: z.boolean(),
+    staff: z.boolean().meta({ description: 'Additive: marked as staff (PATCH /api/visitors/{id}): their visits make no arrivals and reports leave them out' }),
   })
   .meta({ id: 'Customer' });
 
@@ -67,6 +68,8 @@ export const customersDocs = routeDocs({
           z.object({
             id: Uuid,
             occurred_at: Timestamp,
+            last_seen_at: Timestamp.meta({ description: 'Additive: the last sighting of this stay' }),
+            dwell_s: z.number().int().min(0).meta({ description: 'Additive: seconds from occurred_at to last_seen_at' }),
             site: z.string(),
             site_id: Uuid,
             site_slug: z.string(),
@@ -79,6 +82,12 @@ export const customersDocs = routeDocs({
         ),
       },
     },
+  },
+  'PATCH /api/visitors/{id}': {
+    summary: 'Mark a customer as staff, or not',
+    description: 'Their visits then make no arrivals, and footfall and conversion reports leave them out.',
+    params: customer,
+    responses: { 200: { description: 'The customer as changed, with their lifetime spend', json: CustomerWithSpend.extend({ profile: Profile }) } },
   },
   'PUT /api/visitors/{id}/profile': {
     summary: "Replace a customer's profile",

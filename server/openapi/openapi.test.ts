@@ -219,7 +219,7 @@ describe('response validation', () => {
     expect(() => checker.checkEvent({ path: '/api/visits/stream', event: 'arrival', data: '{"visit_id":"x"}' })).toThrow(/must have required property/);
     // A copy whose Arrival needs a field the presenter never writes refuses every real arrival.
     const broken = copy();
-    broken.components.schemas.Arrival.required.push('dwell_s');
+    broken.components.schemas.Arrival.required.push('mood');
     const arrival = {
       visit_id: '0b7c6a52-8f0e-4a59-9d3a-6f8f2b7c3a11',
       occurred_at: '2026-11-26T08:00:00.000Z',
@@ -229,12 +229,15 @@ describe('response validation', () => {
       camera_id: 'door',
       label: '',
       is_new_visitor: false,
+      returning: false,
+      last_seen_at: '2026-11-26T08:00:40.000Z',
+      dwell_s: 40,
       similarity: 0,
       quality: 0.4,
       attributes: {},
       image: { available: false, reason: 'Photos are kept only for identified customers.' },
     };
     expect(() => checker.checkEvent({ path: '/api/visits/stream', event: 'arrival', data: JSON.stringify(arrival) })).not.toThrow();
-    expect(() => responseChecker(broken).checkEvent({ path: '/api/visits/stream', event: 'arrival', data: JSON.stringify(arrival) })).toThrow(/dwell_s/);
+    expect(() => responseChecker(broken).checkEvent({ path: '/api/visits/stream', event: 'arrival', data: JSON.stringify(arrival) })).toThrow(/mood/);
   });
 });
