@@ -15,6 +15,7 @@ export const FootfallReport = z
     visits: z.number().int(),
     fraction_below_gate: z.number(),
     worst_site: z.string(),
+    average_dwell_s: z.number().min(0).meta({ description: 'Additive: the average visit (a stay, first to last sighting) in seconds, one decimal; 0 without visits' }),
   })
   .meta({ id: 'FootfallReport' });
 
