@@ -415,13 +415,15 @@ describe('POST /api/assistant', () => {
     expect(llm.requests[1]!.body.messages[1].content).toBe('😀'.repeat(2000));
   });
 
-  it('401 without a session; the platform admin (no company) 404; GET is 405', async () => {
+  it('401 without a session; the platform admin (no company) 404; GET says whether it is available', async () => {
     const none = await h.request('POST', '/api/assistant', { body: question('hi') });
     expect(none.status).toBe(401);
     expect(none.body.error).toBe('unauthorized');
     const admin = await ask(question('hi'), await h.adminToken());
     expect(admin.status).toBe(404);
-    expect((await h.request('GET', '/api/assistant', { token: a.ownerToken })).status).toBe(405);
+    const available = await h.request('GET', '/api/assistant', { token: a.ownerToken });
+    expect(available.status).toBe(200);
+    expect(available.body).toEqual({ available: true });
     expect(llm.requests).toHaveLength(0);
   });
 

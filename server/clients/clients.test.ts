@@ -173,9 +173,23 @@ describe('platform administration', () => {
       const r = await h.request('GET', '/api/admin/clients', { token: admin });
       expect(r.status).toBe(200);
       expect(Array.isArray(r.body)).toBe(true);
-      for (const row of r.body) expect(Object.keys(row).sort()).toEqual(['active', 'created_at', 'id', 'name', 'sites', 'slug', 'users']);
+      // The counts, and each company's health (additive: server/clients/health.ts).
+      const keys = ['active', 'created_at', 'id', 'last_heartbeat_at', 'last_login_at', 'last_visit_at', 'name', 'shops_online', 'sites', 'slug', 'users'];
+      for (const row of r.body) expect(Object.keys(row).sort()).toEqual(keys);
       const counted = r.body.find((x: { id: string }) => x.id === c.id);
-      expect(counted).toEqual({ id: c.id, slug: 'counted-co', name: 'Counted Co', sites: 0, users: 3, created_at: expect.stringMatching(/Z$/), active: true });
+      expect(counted).toEqual({
+        id: c.id,
+        slug: 'counted-co',
+        name: 'Counted Co',
+        sites: 0,
+        users: 3,
+        created_at: expect.stringMatching(/Z$/),
+        active: true,
+        shops_online: 0,
+        last_heartbeat_at: null,
+        last_visit_at: null,
+        last_login_at: expect.stringMatching(/Z$/), // the owner signed in when the company was made
+      });
       expect(r.body.find((x: { id: string }) => x.id === a.id)).toMatchObject({ slug: a.slug, users: 1 });
       const created = r.body.map((x: { created_at: string }) => x.created_at);
       expect(created).toEqual([...created].sort());
