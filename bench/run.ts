@@ -21,6 +21,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   ingest: () => import('./ingest.js'),
   reports: () => import('./reports.js'),
   opencv: () => import('./opencv.js'),
+  counting: () => import('./counting.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));

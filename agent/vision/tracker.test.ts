@@ -203,8 +203,12 @@ describe('FramePipeline (scripted engine)', () => {
     expect(b.recognition_model).toBeUndefined();
     expect(b.quality).toBe(0.25);
     expect(b.attributes).toBeUndefined(); // below attributesMinQuality (0.3)
-    expect(engine.embeds).toBe(3);
     const s = p.stats();
+    // Three faces embedded for the identity; person 2 came 1.2 s after person 1 was last seen, elsewhere: one
+    // short-term embedding each to tell whether it is person 1 again (it is not: two visits).
+    expect(s.link_embeddings).toBe(2);
+    expect(s.links_face + s.links_position).toBe(0);
+    expect(engine.embeds).toBe(3 + 2);
     expect(s.frames_processed).toBe(50);
     expect(s.visits).toBe(2);
     expect(s.cameras.door!.fraction_below_gate).toBeCloseTo(5 / 25);
