@@ -22,6 +22,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   reports: () => import('./reports.js'),
   opencv: () => import('./opencv.js'),
   counting: () => import('./counting.js'),
+  attributes: () => import('./attributes.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));

@@ -273,7 +273,12 @@ describe('the product chain, RTSP camera to head office API', () => {
     expect(w.map((a) => a.visitor_id)).toEqual(w.map(() => wId));
     expect(w.map((a) => a.is_new_visitor)).toEqual(w.map((_, i) => i === 0));
     // Attributes came along (computed once per visit on the shop PC; rough demographics, so only their shape).
-    for (const a of w) expect(a.attributes).toMatchObject({ gender: expect.stringMatching(/^(male|female)$/), age: expect.any(Number), emotion: expect.any(String) });
+    // Gender and expression only where the models are sure enough (agent/vision/attributes.ts): W is a smiling woman.
+    for (const a of w) {
+      expect(a.attributes).toMatchObject({ age: expect.any(Number) });
+      if (a.attributes.gender !== undefined) expect(a.attributes.gender).toBe('female');
+      if (a.attributes.emotion !== undefined) expect(a.attributes.emotion).toMatch(/^(happy|neutral)$/);
+    }
     // The four others: one customer each, each enrolled once (first loop) and back on every later loop.
     const customers = byVisitor(o.arrivals);
     expect(customers.size).toBe(1 + REGISTRY_CLIP.faces[1]);

@@ -768,7 +768,8 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     const genderScore = mean(ag.map((a) => a.raw?.genderScore));
     const age = mean(ag.map((a) => a.raw?.age));
     const attributes: FaceAttributes = {};
-    if (genderScore !== undefined) attributes.gender = genderFromScore(genderScore);
+    const gender = genderScore === undefined ? undefined : genderFromScore(genderScore);
+    if (gender) attributes.gender = gender;
     if (age !== undefined) attributes.age = Math.round(Math.min(130, Math.max(0, age)) * 10) / 10;
     if (expr?.emotion) attributes.emotion = expr.emotion;
     return attributes;
