@@ -13,7 +13,7 @@
  * - unidentified share: visits without an embedding (no face passed the gate).
  *
  * The stage clip (../shared/faces/short-hamilton-clip.mp4, when present) has no ground truth per frame: it is
- * looped three times and the visits per loop, identified or not, are reported for both settings.
+ * looped three times and its visits are compared with the people counted in it by eye (5 a loop).
  */
 import { ensureCountingVideo, trueStays, whoIsAt } from '../agent/fixtures/counting-video.js';
 import { ensureTestModels, testModelsDir } from '../agent/models/test-cache.js';
@@ -27,6 +27,8 @@ import { decodeVideo } from '../agent/vision/video.js';
 import { pct, progress, table } from './util.js';
 
 const FPS = 5;
+/** People in one loop of the stage clip, counted by eye (see the section text). */
+const STAGE_PEOPLE_PER_LOOP = 5;
 const T0 = Date.UTC(2026, 0, 1, 9);
 
 async function frames(file: string): Promise<RgbImage[]> {
@@ -49,6 +51,8 @@ export async function runPipeline(engine: VisionEngine, video: RgbImage[], confi
   }
   await pipeline.flush();
   const stats = pipeline.stats();
+  // A closing sighting (an identified pass reported at the cap, ended) is not a visit: head office extends the stay.
+  visits.splice(0, visits.length, ...visits.filter((v) => !v.pass?.closes));
   await pipeline.close();
   visits.sort((a, b) => a.occurred_at.localeCompare(b.occurred_at));
   return { visits, stats };
@@ -158,12 +162,13 @@ export async function run(): Promise<string> {
       for (const s of SETTINGS) {
         const { visits, stats } = await runPipeline(engine, clip, s.config, loops);
         const perLoop = [...Array(loops).keys()].map((l) => visits.filter((v) => Math.floor((Date.parse(v.occurred_at) - T0) / loopMs) === l));
-        srows.push([s.name, visits.length, perLoop.map((v) => v.length).join(' / '), visits.filter((v) => v.embedding).length, pct(visits.length ? visits.filter((v) => !v.embedding).length / visits.length : 0), `${stats.links_position} / ${stats.links_face} / ${stats.links_vetoed}`]);
+        const truth = STAGE_PEOPLE_PER_LOOP * loops;
+        srows.push([s.name, truth, visits.length, pct(Math.abs(visits.length - truth) / truth), perLoop.map((v) => v.length).join(' / '), visits.filter((v) => v.embedding).length, pct(visits.length ? visits.filter((v) => !v.embedding).length / visits.length : 0), `${stats.links_position} / ${stats.links_face} / ${stats.links_vetoed}`]);
       }
       lines.push(
-        `Stage clip (../shared/faces/short-hamilton-clip.mp4, ${clip.length / FPS} s, looped ${loops} times; no per-frame ground truth: scene cuts, one man singing in most of it, a pianist, a wide shot of three small faces):`,
+        `Stage clip (../shared/faces/short-hamilton-clip.mp4, ${clip.length / FPS} s, looped ${loops} times): edited TV footage, not a shop camera. Counted by eye, ${STAGE_PEOPLE_PER_LOOP} people a loop: the singer (a wide shot, then a close-up after cuts), the pianist (small in the wide shot, then a close-up in profile) and three people in the audience; each loop taken as a new showing. The cuts change place and scale, so position cannot link across them, and the wide shot's faces (25-39 px) are too small for the short-term embedding to reach 0.45 with the close-ups: the singer and the pianist are counted twice a loop.`,
         '',
-        table(['setting', 'visits', 'per loop', 'identified', 'unidentified share', 'links position / face / vetoed'], srows),
+        table(['setting', 'true stays', 'visits', 'counting error', 'per loop', 'identified', 'unidentified share', 'links position / face / vetoed'], srows),
         '',
       );
     } else {

@@ -147,6 +147,8 @@ export interface CameraStats {
   links_vetoed: number;
   /** Short-term embeddings made for linking (not for identity). */
   link_embeddings: number;
+  /** Closing sightings of identified passes reported at the cap (not visits: head office extends the stay). */
+  closing_sightings: number;
 }
 
 export interface PipelineStats extends Omit<CameraStats, 'fraction_below_gate'> {
@@ -215,6 +217,8 @@ interface Pass extends Keep {
   reported: boolean;
   /** Over: emitted when it ended, or merged into another pass. */
   ended: boolean;
+  /** The visit reported at the cap, once made. */
+  capVisit?: Visit;
   /** Link checks under way that may add a track to this pass: it is not ended meanwhile. */
   pending: number;
   /** Where each of its tracks was first seen (diagnostics and the counting benchmark). */
@@ -332,6 +336,7 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
           links_face: 0,
           links_vetoed: 0,
           link_embeddings: 0,
+          closing_sightings: 0,
         },
       };
       this.cameras.set(id, cam);
@@ -616,6 +621,7 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     if (pass.ended) return;
     for (const t of pass.tracks) this.absorb(t);
     if (!pass.reported) this.report(cam, pass, endedBy);
+    else if (pass.capVisit?.embedding) this.closePass(cam, pass, pass.capVisit);
     pass.ended = true;
     pass.tracks = [];
     const i = cam.passes.indexOf(pass);
@@ -653,6 +659,38 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     }
   }
 
+  /**
+   * An identified pass reported at the cap has ended: one more sighting of the same person (the cap visit's
+   * embedding, so head office matches the same customer) spanning the whole pass, so that head office extends the
+   * stay to the person's last sighting (its dwell). Head office makes no arrival of it: a sighting within the stay
+   * extends it (docs/visits-and-customers.md). Unidentified passes send none (it would count as another person).
+   */
+  private closePass(cam: CameraState, pass: Pass, capVisit: Visit): void {
+    const visit: Visit = {
+      visit_id: randomUUID(),
+      occurred_at: new Date(pass.firstAt).toISOString(),
+      camera_id: cam.id,
+      quality: capVisit.quality,
+      passed_gate: capVisit.passed_gate,
+      track: {
+        id: pass.id,
+        first_seen_at: new Date(pass.firstAt).toISOString(),
+        last_seen_at: new Date(pass.lastAt).toISOString(),
+        frames: pass.tracks.reduce((n, t) => n + t.frames, 0),
+        faces_passed: pass.tracks.reduce((n, t) => n + t.data.facesPassed, 0),
+        faces_embedded: 0,
+        ended_by: 'lost',
+      },
+      pass: { tracks: pass.tracks.length, segments: pass.segments.map((g) => ({ first_seen_at: new Date(g.first_seen_at).toISOString(), last_seen_at: new Date(g.last_seen_at).toISOString(), box: g.box, ...(g.link ? { link: g.link } : {}) })), closes: capVisit.visit_id },
+    };
+    if (capVisit.embedding && capVisit.recognition_model) {
+      visit.embedding = capVisit.embedding;
+      visit.recognition_model = capVisit.recognition_model;
+    }
+    cam.stats.closing_sightings++;
+    this.emit('visit', visit);
+  }
+
   /** Emit the pass's visit now (it ended, reached the time cap, or the pipeline is flushed); once per pass. */
   private report(cam: CameraState, pass: Pass, endedBy: Visit['track']['ended_by']): void {
     if (pass.reported) return;
@@ -679,6 +717,7 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
       this.makeVisit(cam, snapshot, endedBy, all.candidates, best).then((visit) => {
         cam.stats.visits++;
         if (visit.embedding) cam.stats.visits_with_identity++;
+        if (endedBy === 'cap') pass.capVisit = visit;
         this.emit('visit', visit);
       }),
     );
@@ -843,13 +882,14 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
       links_face: 0,
       links_vetoed: 0,
       link_embeddings: 0,
+      closing_sightings: 0,
       cameras,
     };
     for (const cam of this.cameras.values()) {
       const fraction = cam.gate.fraction(cam.lastFrameAt);
       const c: CameraStats = { ...cam.stats, fraction_below_gate: fraction, tracks_active: cam.tracker.tracks.length };
       cameras[cam.id] = c;
-      for (const k of ['frames_received', 'frames_processed', 'frames_dropped', 'faces', 'tracks_active', 'visits', 'visits_with_identity', 'tracks_discarded', 'embeddings', 'links_position', 'links_face', 'links_vetoed', 'link_embeddings'] as const) {
+      for (const k of ['frames_received', 'frames_processed', 'frames_dropped', 'faces', 'tracks_active', 'visits', 'visits_with_identity', 'tracks_discarded', 'embeddings', 'links_position', 'links_face', 'links_vetoed', 'link_embeddings', 'closing_sightings'] as const) {
         total[k] += c[k];
       }
       if (fraction !== null && (total.fraction_below_gate === null || fraction > total.fraction_below_gate)) {

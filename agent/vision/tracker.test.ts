@@ -225,9 +225,33 @@ describe('FramePipeline (scripted engine)', () => {
     p.on('visit', (v) => visits.push(v));
     await feed(p, 70);
     await p.flush();
+    // The visit at the cap, then (the pass identified) one closing sighting with the same embedding spanning the
+    // whole pass, for head office to extend the stay to its end: not a second visit.
+    expect(visits).toHaveLength(2);
+    const [cap, closing] = visits as [Visit, Visit];
+    expect(cap.track.ended_by).toBe('cap');
+    expect(cap.track.frames).toBe(26); // frames 0..25: 25 * 200 ms = the 5 s cap
+    expect(cap.track.last_seen_at).toBe('2026-01-01T00:00:05.000Z');
+    expect(closing.pass?.closes).toBe(cap.visit_id);
+    expect(closing.embedding).toEqual(cap.embedding);
+    expect(closing.recognition_model).toBe(cap.recognition_model);
+    expect(closing).toMatchObject({ occurred_at: cap.occurred_at, track: { id: cap.track.id, first_seen_at: cap.occurred_at, last_seen_at: '2026-01-01T00:00:11.800Z', frames: 60 } });
+    expect(closing.attributes).toBeUndefined();
+    expect(p.stats()).toMatchObject({ visits: 1, closing_sightings: 1 });
+    await p.close();
+  });
+
+  it('sends no closing sighting for an unidentified pass reported at the cap (it would count again)', async () => {
+    const script = new Map<number, ScriptedFace[]>();
+    for (let i = 0; i < 60; i++) script.set(i, [{ person: 3, box: box(200, 150), quality: 0.3 }]);
+    const p = new FramePipeline({ engine: new ScriptedEngine(script), config: { capMs: 5_000, faceImages: false } });
+    const visits: Visit[] = [];
+    p.on('visit', (v) => visits.push(v));
+    await feed(p, 70);
+    await p.flush();
     expect(visits).toHaveLength(1);
-    expect(visits[0]!.track.ended_by).toBe('cap');
-    expect(visits[0]!.track.frames).toBe(26); // frames 0..25: 25 * 200 ms = the 5 s cap
+    expect(visits[0]!.embedding).toBeUndefined();
+    expect(p.stats().closing_sightings).toBe(0);
     await p.close();
   });
 

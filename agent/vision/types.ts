@@ -129,5 +129,10 @@ export interface Visit {
   pass?: {
     tracks: number;
     segments: { first_seen_at: string; last_seen_at: string; box: Box; link?: 'position' | 'face' }[];
+    /**
+     * Set on the closing sighting of an identified pass reported at the cap: the cap visit's id. It carries the
+     * same embedding and spans the whole pass, so head office extends that stay (no arrival); not a visit to count.
+     */
+    closes?: string;
   };
 }
