@@ -596,6 +596,8 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     const s = track.data;
     if (s.absorbed) return;
     s.absorbed = true;
+    // Ended before its faces could be compared (too short): its position link stands.
+    s.unconfirmed = false;
     const pass = s.pass;
     if (!pass) return;
     if (s.best && (!pass.lastFace || track.lastAt >= pass.lastAt - 1)) pass.lastFace = s.best;
