@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowWaitersFirst from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -7,5 +8,10 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     fileParallelism: true,
+    // Two test files at a time whatever the machine (vitest's default on 2 cores is one): most files wait on servers,
+    // ffmpeg, Chromium or a container rather than compute, and the systemd test (first, test/support/sequencer.ts)
+    // overlaps everything else. The suite is written to pass on a loaded 2-core machine.
+    maxWorkers: 2,
+    sequence: { sequencer: SlowWaitersFirst },
   },
 });

@@ -12,7 +12,7 @@ import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { DEFAULT_AGENT_CONFIG_PATH, DEFAULT_DATA_DIR, loadAgentConfig } from '../agent/config/config.js';
+import { DEFAULT_AGENT_CONFIG_PATH, defaultModelsDir, loadAgentConfig } from '../agent/config/config.js';
 import { LineTail, decodeArgs, hasCredentials, spawnFfmpeg, stopFfmpeg, writeStreamScript } from '../agent/capture/ffmpeg.js';
 import { PpmReader, type RawImage } from '../agent/capture/ppm.js';
 import { REASONS, explainFfmpeg, type Explanation, type ReasonCode } from '../agent/capture/reasons.js';
@@ -133,14 +133,6 @@ export function parseStreamLine(line: string): StreamInfo | undefined {
   return info;
 }
 
-/** The default face models folder: the agent's (`<data_dir>/models` of its configuration, else of the default data folder). */
-export async function agentModelsDir(configPath = DEFAULT_AGENT_CONFIG_PATH): Promise<string> {
-  try {
-    return path.join((await loadAgentConfig(configPath)).data_dir, 'models');
-  } catch {
-    return path.join(DEFAULT_DATA_DIR, 'models');
-  }
-}
 
 interface Tally {
   analysed: number;
@@ -468,7 +460,7 @@ Examples:
           url,
           seconds: opts.seconds,
           transport: opts.transport,
-          models: opts.models ?? (await agentModelsDir(opts.config)),
+          models: opts.models ?? defaultModelsDir(opts.config),
           ...(opts.user !== undefined ? { user: opts.user } : {}),
           ...(opts.password !== undefined ? { password: opts.password } : {}),
           ...(opts.snapshot ? { snapshot: opts.snapshot } : {}),

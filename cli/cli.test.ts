@@ -106,6 +106,23 @@ describe('footfall CLI', () => {
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   });
 
+  it("README's Commands list names every command and subcommand the CLI has", async () => {
+    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+    const block = /## Commands\n+```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    const namesIn = (help: string) =>
+      [...(help.split(/^Commands:$/m)[1] ?? '').matchAll(/^ {2}([a-z][a-z-]*)\b/gm)].map((m) => m[1]!).filter((n) => n !== 'help');
+    const top = namesIn((await run(['--help'])).stdout);
+    expect(top.length).toBeGreaterThanOrEqual(10);
+    const missing: string[] = [];
+    for (const name of top) {
+      if (!block.includes(`footfall ${name}`)) missing.push(name);
+      for (const sub of namesIn((await run([name, '--help'])).stdout)) {
+        if (!block.includes(`footfall ${name} ${sub}`) && !block.includes(`footfall ${name} ${sub}|`) && !new RegExp(`footfall ${name} [a-z|]*\\b${sub}\\b`).test(block)) missing.push(`${name} ${sub}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
   it('--help everywhere', async () => {
     const [top, admin, create, server] = await Promise.all([run(['--help']), run(['admin', '--help']), run(['admin', 'create', '--help']), run(['server', '--help'])]);
     for (const r of [top, admin, create, server]) expect(r.code).toBe(0);
@@ -123,7 +140,7 @@ describe('footfall CLI', () => {
     const made = await run(['admin', 'create', '--email', 'Ops@Example.test'], { FOOTFALL_DATA_DIR: dataDir });
     expect(made.stderr).toBe('');
     expect(made.code).toBe(0);
-    expect(made.stdout).toContain('Platform admin created: ops@example.test');
+    expect(made.stdout).toContain(`Platform admin created: ops@example.test (database ${path.join(dataDir, 'footfall.db')})`);
     const password = /Password \(shown once, not stored anywhere\): (\S+)/.exec(made.stdout)?.[1];
     expect(password).toMatch(/^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/);
     expect(made.stdout.split(password!).length - 1).toBe(1);

@@ -54,7 +54,7 @@ proxy settings apply. See docs/models.md.`,
   models
     .command('fetch')
     .description('Download, verify and install the pinned face models (does nothing if already installed and intact)')
-    .option('--dir <dir>', 'models directory: $FOOTFALL_DATA_DIR/models, or ./data/models', defaultModelsDir())
+    .option('--dir <dir>', 'models directory: <data_dir>/models of the agent configuration, else /var/lib/footfall/models', defaultModelsDir())
     .option('--json', 'print the manifest as JSON on stdout (progress goes to stderr)')
     .addHelpText(
       'after',
@@ -81,7 +81,7 @@ Examples:
   models
     .command('list')
     .description('List the installed models from the manifest')
-    .option('--dir <dir>', 'models directory: $FOOTFALL_DATA_DIR/models, or ./data/models', defaultModelsDir())
+    .option('--dir <dir>', 'models directory: <data_dir>/models of the agent configuration, else /var/lib/footfall/models', defaultModelsDir())
     .option('--json', 'print the manifest as JSON')
     .action(async (opts: { dir: string; json?: boolean }) => {
       try {

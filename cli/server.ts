@@ -45,10 +45,11 @@ export function adminCommand(): Command {
     .option('--password <password>', 'at least 8 characters; omit to have one generated and printed once')
     .action(async (opts: { email: string; password?: string }) => {
       const config = configOrExit();
-      const store = openDatabase(path.join(config.dataDir, 'footfall.db'));
+      const file = path.resolve(config.dataDir, 'footfall.db');
+      const store = openDatabase(file);
       try {
         const made = await createAdmin(store, opts.email, opts.password);
-        process.stdout.write(`Platform admin created: ${made.email}\n`);
+        process.stdout.write(`Platform admin created: ${made.email} (database ${file})\n`);
         if (made.generated) process.stdout.write(`Password (shown once, not stored anywhere): ${made.password}\n`);
       } catch (err) {
         if (err instanceof AdminError) {

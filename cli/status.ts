@@ -15,7 +15,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
-import { AgentConfigError, DEFAULT_AGENT_CONFIG_PATH, DEFAULT_DATA_DIR, brokerHost, loadAgentConfig, queueFile, type AgentConfig } from '../agent/config/config.js';
+import { AgentConfigError, DEFAULT_AGENT_CONFIG_PATH, brokerHost, defaultModelsDir, loadAgentConfig, queueFile, type AgentConfig } from '../agent/config/config.js';
 
 /** How long head office and the broker get to answer. */
 export const STATUS_TIMEOUT_MS = 3000;
@@ -212,14 +212,14 @@ export async function agentStatus(options: { config: string; models?: string }):
       checkHeadOffice(config.server_url),
       checkTcp(host, config.broker.port),
       readQueue(config),
-      checkModels(options.models ?? path.join(config.data_dir, 'models')),
+      checkModels(options.models ?? defaultModelsDir(options.config)),
     ]);
     report.head_office = { url: config.server_url, ...headOffice };
     report.broker = { host, port: config.broker.port, ...broker };
     report.queue = queue;
     report.models = models;
   } else {
-    report.models = await checkModels(options.models ?? path.join(DEFAULT_DATA_DIR, 'models'));
+    report.models = await checkModels(options.models ?? defaultModelsDir(options.config));
   }
   report.ffmpeg = await ffmpeg;
   report.service = await service;

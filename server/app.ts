@@ -19,6 +19,8 @@ import { assistantRoutes } from './assistant/routes.js';
 import { authServiceRoutes } from './auth-service/routes.js';
 import { metricsRoutes, requestMetrics } from './metrics/routes.js';
 import { consoleRoutes } from './console/serve.js';
+import { idpRoutes } from './idp/routes.js';
+import { openapiRoutes } from './openapi/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -33,6 +35,8 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
   app.use(accessLog);
   app.use(requestMetrics);
   app.use(errors);
+  // The embedded identity provider's Identity Toolkit paths (their own body parsing and error JSON; docs/auth-service.md).
+  app.use(idpRoutes(deps.config));
   app.use(
     deferBodyErrors(
       bodyParser({
@@ -52,7 +56,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
     if (ctx.path === '/api/admin' || ctx.path.startsWith('/api/admin/')) throw noSuchRoute(ctx.method, ctx.path);
     await next();
   });
-  const routers: AppRouter[] = [healthRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes()];
+  const routers: AppRouter[] = [healthRoutes(), openapiRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes()];
   for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
   return app;
 }

@@ -149,8 +149,8 @@ describe('configuration', () => {
     expect(c.dataDir).toBe('/tmp/b');
   });
 
-  it('every variable is a FOOTFALL_ one', () => {
-    for (const key of Object.keys(configSchema.shape)) expect(key).toMatch(/^FOOTFALL_[A-Z0-9_]+$/);
+  it('every variable is a FOOTFALL_ one (but FIREBASE_AUTH_EMULATOR_HOST, the name every Firebase server SDK reads)', () => {
+    for (const key of Object.keys(configSchema.shape).filter((k) => k !== 'FIREBASE_AUTH_EMULATOR_HOST')) expect(key).toMatch(/^FOOTFALL_[A-Z0-9_]+$/);
   });
 
   it('assistant: off by default; the URL is an http(s) base without credentials; the key is never echoed', () => {
@@ -201,5 +201,44 @@ describe('configuration', () => {
     expect(loadConfig({ FOOTFALL_MATCH_THRESHOLD: '0.5' }).FOOTFALL_MATCH_THRESHOLD).toBe(0.5);
     expect(() => loadConfig({ FOOTFALL_MATCH_THRESHOLD: '1.5' })).toThrow(/FOOTFALL_MATCH_THRESHOLD: must be a number from 0 to 1/);
     expect(() => loadConfig({ FOOTFALL_BURST_THRESHOLD: 'high' })).toThrow(/FOOTFALL_BURST_THRESHOLD/);
+  });
+});
+
+describe('identity provider mode and text messages', () => {
+  const google = { FOOTFALL_IDP_PROJECT_ID: 'footfall-x', FOOTFALL_IDP_API_KEY: 'k', FOOTFALL_IDP_SERVICE_ACCOUNT_FILE: '/etc/footfall/sa.json' };
+  const problem = (env: Record<string, string>) => {
+    try {
+      loadConfig(env);
+      return '';
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+
+  it('embedded by default; google when a Google project is named; emulator when FIREBASE_AUTH_EMULATOR_HOST is set', () => {
+    expect(loadConfig({}).idpMode).toBe('embedded');
+    expect(loadConfig({ FOOTFALL_IDP_API_KEY: 'lan-key' }).idpMode).toBe('embedded');
+    expect(loadConfig(google).idpMode).toBe('google');
+    expect(loadConfig({ FOOTFALL_IDP: 'google' }).idpMode).toBe('google'); // not configured: /auth answers 503
+    expect(loadConfig({ FOOTFALL_IDP: 'embedded', FOOTFALL_IDP_PROJECT_ID: 'my-shops' }).idpMode).toBe('embedded');
+    expect(loadConfig({ FIREBASE_AUTH_EMULATOR_HOST: '127.0.0.1:9099' }).idpMode).toBe('emulator');
+    expect(loadConfig({ FOOTFALL_IDP: 'emulator', FIREBASE_AUTH_EMULATOR_HOST: 'localhost:9099' }).idpMode).toBe('emulator');
+  });
+
+  it('refuses contradictions and a non-loopback emulator', () => {
+    expect(problem({ FOOTFALL_IDP: 'emulator' })).toMatch(/FIREBASE_AUTH_EMULATOR_HOST: required/);
+    expect(problem({ FOOTFALL_IDP: 'embedded', FIREBASE_AUTH_EMULATOR_HOST: '127.0.0.1:9099' })).toMatch(/FIREBASE_AUTH_EMULATOR_HOST: set, but FOOTFALL_IDP is embedded/);
+    expect(problem({ FIREBASE_AUTH_EMULATOR_HOST: '10.0.0.5:9099' })).toMatch(/FIREBASE_AUTH_EMULATOR_HOST: must be a loopback/);
+    expect(problem({ FOOTFALL_IDP: 'cloud' })).toMatch(/FOOTFALL_IDP: must be embedded, google or emulator/);
+  });
+
+  it('FOOTFALL_SMS: log by default; http needs a URL; the token is never echoed', () => {
+    expect(loadConfig({}).FOOTFALL_SMS).toBe('log');
+    expect(problem({ FOOTFALL_SMS: 'http' })).toMatch(/FOOTFALL_SMS_URL: required with FOOTFALL_SMS=http/);
+    expect(loadConfig({ FOOTFALL_SMS: 'http', FOOTFALL_SMS_URL: 'https://sms.example.test/send/', FOOTFALL_SMS_TOKEN: 'abc' })).toMatchObject({ FOOTFALL_SMS_URL: 'https://sms.example.test/send', FOOTFALL_SMS_TOKEN: 'abc' });
+    expect(problem({ FOOTFALL_SMS: 'http', FOOTFALL_SMS_URL: 'https://user:pw@sms.example.test' })).toMatch(/FOOTFALL_SMS_URL/);
+    const m = problem({ FOOTFALL_SMS_TOKEN: 'has a space' });
+    expect(m).toMatch(/FOOTFALL_SMS_TOKEN/);
+    expect(m).not.toMatch(/has a space/);
   });
 });

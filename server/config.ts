@@ -23,7 +23,7 @@ const bool = z
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 
 /** Never echoed back in an error message. */
-const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY', 'FOOTFALL_METRICS_TOKEN']);
+const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY', 'FOOTFALL_METRICS_TOKEN', 'FOOTFALL_SMS_TOKEN']);
 
 /** A loopback host: localhost, 127.0.0.0/8 or ::1. */
 function isLoopback(hostname: string): boolean {
@@ -104,8 +104,17 @@ export const configSchema = z.object({
   FOOTFALL_ASSISTANT_API_KEY: z.string().trim().min(1, 'must not be blank').max(4096, 'must be at most 4096 characters').optional(),
   FOOTFALL_ASSISTANT_TIMEOUT_MS: int(1000, 600_000).default(60_000),
   FOOTFALL_ASSISTANT_MAX_ROUNDS: int(1, 10).default(4),
-  // The authentication service's identity provider (docs/auth-service.md). Project, key and service account come
-  // all three or none; none: every /auth route answers 503 AUTH_PROVIDER_ERROR (not_configured).
+  // The authentication service's identity provider (docs/auth-service.md). `embedded` (the default): head office is
+  // the provider itself (server/idp). `google`: Google Identity Platform; project, key and service account come all
+  // three or none; none: every /auth route answers 503 AUTH_PROVIDER_ERROR (not_configured). `emulator`: the Firebase
+  // Auth emulator at FIREBASE_AUTH_EMULATOR_HOST (set alone it picks this mode, as every Firebase server SDK does).
+  // Unset: emulator when FIREBASE_AUTH_EMULATOR_HOST is set, google when the three FOOTFALL_IDP_* are, else embedded.
+  FOOTFALL_IDP: z.enum(['embedded', 'google', 'emulator'], 'must be embedded, google or emulator').optional(),
+  FIREBASE_AUTH_EMULATOR_HOST: z
+    .string()
+    .trim()
+    .regex(/^(localhost|127(\.\d{1,3}){3}|\[::1\]):\d{1,5}$/, 'must be a loopback host and port such as 127.0.0.1:9099')
+    .optional(),
   FOOTFALL_IDP_PROJECT_ID: z.string().trim().regex(/^[a-z0-9][a-z0-9-]{2,62}$/, 'must be a project id: lower-case letters, digits and dashes').optional(),
   FOOTFALL_IDP_API_KEY: z.string().trim().min(1, 'must not be blank').max(512, 'must be at most 512 characters').optional(),
   FOOTFALL_IDP_BASE_URL: idpUrl.default('https://identitytoolkit.googleapis.com'),
@@ -115,6 +124,11 @@ export const configSchema = z.object({
   FOOTFALL_IDP_SMS_MAX_PER_PHONE: int(1, 1000).default(5),
   FOOTFALL_IDP_SMS_MAX_PER_IP: int(1, 100_000).default(20),
   FOOTFALL_IDP_CODE_MAX_ATTEMPTS: int(1, 100).default(5),
+  // Text messages of the embedded provider (docs/auth-service.md): `log` writes the code to the server log, `http`
+  // POSTs {"to","text"} as JSON to FOOTFALL_SMS_URL (bearer FOOTFALL_SMS_TOKEN when set).
+  FOOTFALL_SMS: z.enum(['log', 'http'], 'must be log or http').default('log'),
+  FOOTFALL_SMS_URL: httpUrl({ query: true, message: 'must be an http(s) URL without user name, password or fragment (the token goes in FOOTFALL_SMS_TOKEN)' }).optional(),
+  FOOTFALL_SMS_TOKEN: z.string().trim().regex(/^[\x21-\x7e]{1,4096}$/, 'must be printable characters without spaces').optional(),
   FOOTFALL_LIVE_VIEW_MAX_S: int(1, 3600).default(300),
   FOOTFALL_CHECK_RELEASE_S: int(1, 3600).default(300),
   FOOTFALL_HEARTBEAT_INTERVAL_S: int(1, 3600).default(30),
@@ -123,6 +137,9 @@ export const configSchema = z.object({
   FOOTFALL_VISITS_LIMIT_DEFAULT: int(1, 100_000).default(100),
   FOOTFALL_VISITS_LIMIT_MAX: int(1, 100_000).default(1000),
   FOOTFALL_INGEST_BATCH_MS: int(0, 1000).default(5),
+  // A visit is a stay (docs/visits-and-customers.md): a customer seen again in the same shop within this many seconds
+  // of their last sighting there is still on the same visit (0: only overlapping sightings join).
+  FOOTFALL_VISIT_GAP_S: int(0, 86_400).default(1800),
   // Report threads (docs/reports.md): reports are computed off the event loop; 0 computes them on it, as before.
   FOOTFALL_REPORT_WORKERS: int(0, 16).default(1),
   // Face matching (docs/recognition.md, docs/identity.md): cosine similarity of 512-d embeddings.
@@ -139,8 +156,23 @@ export const configSchema = z.object({
 
 export type RawConfig = z.infer<typeof configSchema>;
 
+export type IdpMode = 'embedded' | 'google' | 'emulator';
+
 export interface Config extends RawConfig {
   dataDir: string;
+  /** The identity provider in use (FOOTFALL_IDP, or what the other variables imply). */
+  idpMode: IdpMode;
+}
+
+/**
+ * FOOTFALL_IDP when set; else emulator when FIREBASE_AUTH_EMULATOR_HOST is, google when a Google project or service
+ * account is named (today's configurations keep working), else embedded.
+ */
+export function idpModeOf(cfg: RawConfig): IdpMode {
+  if (cfg.FOOTFALL_IDP) return cfg.FOOTFALL_IDP;
+  if (cfg.FIREBASE_AUTH_EMULATOR_HOST) return 'emulator';
+  if (cfg.FOOTFALL_IDP_PROJECT_ID !== undefined || cfg.FOOTFALL_IDP_SERVICE_ACCOUNT_FILE !== undefined) return 'google';
+  return 'embedded';
 }
 
 export class ConfigError extends Error {}
@@ -161,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const cfg = { ...parsed.data, ...overrides };
+  const idpMode = idpModeOf(cfg);
   const crossChecks: [boolean, string][] = [
     [cfg.FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT <= cfg.FOOTFALL_VISITOR_SEARCH_LIMIT_MAX, 'FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT: must not exceed FOOTFALL_VISITOR_SEARCH_LIMIT_MAX'],
     [cfg.FOOTFALL_VISITS_LIMIT_DEFAULT <= cfg.FOOTFALL_VISITS_LIMIT_MAX, 'FOOTFALL_VISITS_LIMIT_DEFAULT: must not exceed FOOTFALL_VISITS_LIMIT_MAX'],
@@ -168,13 +201,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     [cfg.FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT <= cfg.FOOTFALL_ENROLMENT_CODE_DAYS_MAX, 'FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT: must not exceed FOOTFALL_ENROLMENT_CODE_DAYS_MAX'],
     [cfg.FOOTFALL_SLUG_MIN_LENGTH <= cfg.FOOTFALL_SLUG_MAX_LENGTH, 'FOOTFALL_SLUG_MIN_LENGTH: must not exceed FOOTFALL_SLUG_MAX_LENGTH'],
     [cfg.FOOTFALL_ADMIN_PASSWORD === undefined || cfg.FOOTFALL_ADMIN_EMAIL !== undefined, 'FOOTFALL_ADMIN_PASSWORD: set FOOTFALL_ADMIN_EMAIL too'],
+    [cfg.FOOTFALL_SMS !== 'http' || cfg.FOOTFALL_SMS_URL !== undefined, 'FOOTFALL_SMS_URL: required with FOOTFALL_SMS=http (the SMS gateway)'],
+    [idpMode !== 'emulator' || cfg.FIREBASE_AUTH_EMULATOR_HOST !== undefined, 'FIREBASE_AUTH_EMULATOR_HOST: required with FOOTFALL_IDP=emulator (host:port of the Firebase Auth emulator)'],
+    [idpMode === 'emulator' || cfg.FIREBASE_AUTH_EMULATOR_HOST === undefined, `FIREBASE_AUTH_EMULATOR_HOST: set, but FOOTFALL_IDP is ${idpMode}; unset one of them`],
     [
-      [cfg.FOOTFALL_IDP_PROJECT_ID, cfg.FOOTFALL_IDP_API_KEY, cfg.FOOTFALL_IDP_SERVICE_ACCOUNT_FILE].every((v) => v === undefined) ||
+      idpMode !== 'google' ||
+        [cfg.FOOTFALL_IDP_PROJECT_ID, cfg.FOOTFALL_IDP_API_KEY, cfg.FOOTFALL_IDP_SERVICE_ACCOUNT_FILE].every((v) => v === undefined) ||
         [cfg.FOOTFALL_IDP_PROJECT_ID, cfg.FOOTFALL_IDP_API_KEY, cfg.FOOTFALL_IDP_SERVICE_ACCOUNT_FILE].every((v) => v !== undefined),
       'FOOTFALL_IDP_PROJECT_ID, FOOTFALL_IDP_API_KEY, FOOTFALL_IDP_SERVICE_ACCOUNT_FILE: set all three (the identity provider) or none',
     ],
   ];
   const failed = crossChecks.filter(([ok]) => !ok).map(([, msg]) => msg);
   if (failed.length > 0) throw new ConfigError(`Invalid configuration:\n  ${failed.join('\n  ')}`);
-  return { ...cfg, dataDir: path.resolve(cfg.FOOTFALL_DATA_DIR) };
+  return { ...cfg, idpMode, dataDir: path.resolve(cfg.FOOTFALL_DATA_DIR) };
 }

@@ -15,6 +15,8 @@ import { pruneFailures } from './auth/login-limits.js';
 import { pruneEndedSessions } from './auth/sessions.js';
 import { localImagesPurger } from './photos/local-store.js';
 import { providerAccountsPurger } from './auth-service/purger.js';
+import { startAuthRuntime } from './auth-service/runtime.js';
+import { pruneRefreshTokens } from './idp/tokens.js';
 import { createLogger } from './logger.js';
 import { ShopLogins, shopLoginsPurger } from './shops/broker-logins.js';
 import { ingestHeartbeats } from './shops/heartbeats.js';
@@ -60,6 +62,11 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     keys = unusableKeys(err instanceof Error ? err.message : String(err));
   }
   const broker = await startBroker({ host: config.FOOTFALL_MQTT_HOST, port: config.FOOTFALL_MQTT_PORT, log }).catch((err: unknown) => {
+    store.close();
+    throw err;
+  });
+  await startAuthRuntime(config, store, log).catch(async (err: unknown) => {
+    await broker.close();
     store.close();
     throw err;
   });
@@ -112,6 +119,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const prune = setInterval(() => {
     pruneFailures(store.db, config);
     pruneEndedSessions(store.db);
+    pruneRefreshTokens(store);
     try {
       sweepUnlinkedFaces(deps);
       identities.pruneMarkers(store.db);

@@ -379,6 +379,21 @@ describe('footfall agent', () => {
   });
 
   it('the shop is online with its camera counts; stopping leaves no ffmpeg behind', async () => {
+    try {
+      await onlineWithVisits();
+    } finally {
+      // Stopped whatever happened above, so the next test finds the data folder unlocked and no ffmpeg running.
+      const started = Date.now();
+      await runtime?.stop();
+      mark('stopped');
+      expect(Date.now() - started).toBeLessThan(8000);
+    }
+    expect(ffmpegs(rtsp.port)).toEqual([]);
+    expect(runtime!.queue.open).toBe(false);
+    runtime = undefined;
+  });
+
+  async function onlineWithVisits(): Promise<void> {
     const s = await waitFor(async () => {
       const x = await site();
       // queued is 0 once every visit is acknowledged: head office acknowledges a visit only after storing it, so
@@ -397,16 +412,12 @@ describe('footfall agent', () => {
     }
 
     expect(ffmpegs(rtsp.port).length).toBeGreaterThan(0);
-    const started = Date.now();
-    await runtime!.stop();
-    mark('stopped');
-    expect(Date.now() - started).toBeLessThan(8000);
-    expect(ffmpegs(rtsp.port)).toEqual([]);
-    expect(runtime!.queue.open).toBe(false);
-    runtime = undefined;
-  });
+  }
 
   it('footfall agent (the built CLI) runs the cameras and stops cleanly on SIGTERM', async () => {
+    // An earlier failure must not leave the in-process runtime holding the data folder's lock.
+    await runtime?.stop();
+    runtime = undefined;
     const child = spawn(process.execPath, [cli, 'agent', '--config', configFile, '--no-recognition'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';

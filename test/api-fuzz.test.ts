@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RawConfig } from '../server/config.js';
 import { Faces } from '../server/identity/synthetic.js';
-import { encodeCursor } from '../server/visits/cursor.js';
+import { feedCursors } from '../server/visits/cursor.js';
 import { encodeEmbedding } from '../shared/messages.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { startIdp, type StandIn } from './support/idp.js';
@@ -261,6 +261,9 @@ interface Fixtures {
   victim1OwnerEmail: string;
   victim2Slug: string;
   smallJpeg: Buffer;
+  /** Valid arrivals feed cursors of the fuzzed company (positions 0 and 1). */
+  cursor0: string;
+  cursor1: string;
 }
 
 const f = {} as Fixtures;
@@ -280,6 +283,8 @@ const routes: Route[] = [
   { method: 'POST', path: '/api/auth/refresh', caller: 'none', body: () => ({ refresh_token: `ffr_${'A'.repeat(43)}`, device: 'Fuzz phone' }) },
   { method: 'POST', path: '/api/auth/logout', caller: 'logout', endsSessions: true },
   { method: 'GET', path: '/api/auth/me', caller: 'staff' },
+  // Own password (extra route, docs/api-conventions.md): the sample's current password is wrong, so no case changes it.
+  { method: 'POST', path: '/api/auth/password', caller: 'self', body: () => ({ current_password: 'not-the-password', new_password: 'another-password-1' }) },
   { method: 'GET', path: '/api/auth/sessions', caller: 'self' },
   { method: 'POST', path: '/api/auth/sessions/revoke-others', caller: 'self', endsSessions: true },
   { method: 'DELETE', path: '/api/auth/sessions/:id', caller: 'self', endsSessions: true, params: () => ({ id: '11111111-1111-4111-8111-111111111111' }) },
@@ -363,20 +368,23 @@ const routes: Route[] = [
     method: 'GET',
     path: '/api/visits',
     caller: 'staff',
-    query: () => ({ limit: '10', cursor: encodeCursor(0), site: f.shopSlug, site_id: f.shopId }),
+    query: () => ({ limit: '10', cursor: f.cursor0, site: f.shopSlug, site_id: f.shopId }),
     queryValues: { cursor: badCursors, limit: ['1001', '0000000', '9999999', '%2B5', '5%20'], site: ['empty-shop-x', 'fuzz-shop%00'] },
-    queries: () => [`site=${f.shopSlug}&site_id=${f.emptyShopSlug}`, 'site=&site_id=', `limit=1&limit=2`, `cursor=${encodeCursor(0)}&cursor=${encodeCursor(1)}`],
+    queries: () => [`site=${f.shopSlug}&site_id=${f.emptyShopSlug}`, 'site=&site_id=', `limit=1&limit=2`, `cursor=${f.cursor0}&cursor=${f.cursor1}`],
   },
   {
     method: 'GET',
     path: '/api/visits/stream',
     caller: 'staff',
-    query: () => ({ cursor: encodeCursor(0), site: f.shopSlug }),
+    query: () => ({ cursor: f.cursor0, site: f.shopSlug }),
     queryValues: { cursor: badCursors },
     headers: () => badCursors.map((c): [string, Record<string, string>] => [`Last-Event-ID ${c.slice(0, 20)}`, { 'Last-Event-ID': c }]),
   },
   // Customers, photos, purchases
-  { method: 'GET', path: '/api/visitors', caller: 'staff', query: () => ({ q: 'V-1', limit: '10' }), queryValues: { limit: ['501', '0000000', '9999999'], q: ['V-', 'V-99999999999999999999', '%25', '_', '%5C'] } },
+  // Order and lapsed filter (docs/visits-and-customers.md).
+  { method: 'GET', path: '/api/visitors', caller: 'staff', query: () => ({ sort: 'spend', lapsed_days: '30', limit: '10' }), queryValues: { sort: ['name', 'SPEND', 'visits%00'], lapsed_days: ['0', '3651', '-1', '1.5', '9999999'] } },
+  { method: 'GET', path: '/api/visitors', caller: 'staff', query: () => ({ q: 'V-1', limit: '10', staff: 'false' }), queryValues: { limit: ['501', '0000000', '9999999'], q: ['V-', 'V-99999999999999999999', '%25', '_', '%5C'], staff: ['1', 'TRUE', 'yes', ''] } },
+  { method: 'PATCH', path: '/api/visitors/:id', caller: 'manager', params: () => ({ id: 'V-2' }), body: () => ({ staff: false }) },
   { method: 'GET', path: '/api/visitors/:id', caller: 'staff', params: () => ({ id: 'V-1' }) },
   { method: 'GET', path: '/api/visitors/:id/history', caller: 'staff', params: () => ({ id: 'V-1' }) },
   { method: 'PUT', path: '/api/visitors/:id/profile', caller: 'staff', params: () => ({ id: 'V-1' }), body: profile },
@@ -390,7 +398,11 @@ const routes: Route[] = [
   // Reports
   { method: 'GET', path: '/api/reports/footfall', caller: 'staff', query: reportQuery, queryValues: reportValues, queries: reportQueries },
   { method: 'GET', path: '/api/reports/conversion', caller: 'staff', query: reportQuery, queryValues: reportValues, queries: reportQueries },
+  // CSV export (docs/reports.md): the same query with format=csv.
+  { method: 'GET', path: '/api/reports/footfall', caller: 'staff', query: () => ({ ...reportQuery(), format: 'csv' }), queryValues: { ...reportValues, format: ['xlsx', 'CSV', 'json', 'csv%00', ''] } },
+  { method: 'GET', path: '/api/reports/conversion', caller: 'staff', query: () => ({ ...reportQuery(), format: 'csv' }), queryValues: { ...reportValues, format: ['xlsx', 'CSV', 'json', 'csv%00', ''] } },
   // Assistant
+  { method: 'GET', path: '/api/assistant', caller: 'staff' },
   { method: 'POST', path: '/api/assistant', caller: 'staff', body: () => ({ history: [{ role: 'assistant', text: 'Hello.' }, { role: 'user', text: 'How many visitors today?' }] }) },
   // The authentication service
   { method: 'POST', path: '/auth/client/sign-in', caller: 'none', body: () => ({ email: 'nobody@fuzz.test', password: 'wrong-password' }) },
@@ -624,8 +636,9 @@ function problemsOf(c: Case, a: Answer): string[] {
     if (!allowed) out.push(`status ${a.status}`);
   }
   if (a.status < 400 && a.status !== 204) {
-    const ok = a.type.includes('application/json') ? a.json !== undefined : a.type.startsWith('image/jpeg') || a.type.startsWith('text/event-stream');
-    if (!ok) out.push(`a ${a.status} answer that is neither JSON, a JPEG nor an event stream (Content-Type "${a.type}")`);
+    const csv = a.type.startsWith('text/csv') && /[?&]format=csv(&|$)/i.test(c.url);
+    const ok = a.type.includes('application/json') ? a.json !== undefined : a.type.startsWith('image/jpeg') || a.type.startsWith('text/event-stream') || csv;
+    if (!ok) out.push(`a ${a.status} answer that is neither JSON, a JPEG, an event stream nor an asked-for CSV (Content-Type "${a.type}")`);
   }
   if (a.status < 200 || (a.status >= 300 && a.status < 400)) out.push(`status ${a.status}`);
   return out;
@@ -726,6 +739,8 @@ describe('API fuzz: malformed requests never answer 500, and every error is the 
       FOOTFALL_INGEST_BATCH_MS: 1,
     });
     const c = await h.company('Fuzz Retail');
+    const cursors = feedCursors(h.server.deps.keys);
+    [f.cursor0, f.cursor1] = [cursors.encode(c.id, 0), cursors.encode(c.id, 1)];
     f.owner = c.ownerToken;
     f.admin = await h.adminToken();
     [f.staff, f.manager, f.logout] = await Promise.all([memberToken(h, c.ownerToken, 'staff'), memberToken(h, c.ownerToken, 'manager'), memberToken(h, c.ownerToken, 'staff')]);
@@ -852,6 +867,7 @@ describe('API fuzz: malformed requests never answer 500, and every error is the 
     const cases: Case[] = [];
     for (const p of unknownPaths) {
       for (const m of METHODS) {
+        if (p === '/' && m === 'GET') continue; // GET / is the pointer to the console and API reference (console-serve.test.ts)
         cases.push({ label: 'unknown path', method: m, url: p, headers: headOf(f.staff), ...(m === 'GET' ? {} : { body: '{', }) });
         cases.push({ label: 'unknown path, admin', method: m, url: p, headers: { ...headOf(f.admin), 'Content-Type': 'application/json' }, ...(m === 'GET' ? {} : { body: '[1]' }) });
       }

@@ -46,7 +46,7 @@ const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-chain-'));
-  [h] = await Promise.all([startHarness({ FOOTFALL_IMAGES: 'local', FOOTFALL_HEARTBEAT_INTERVAL_S: 2 }), ensureTestModels()]);
+  [h] = await Promise.all([startHarness({ FOOTFALL_IMAGES: 'local', FOOTFALL_HEARTBEAT_INTERVAL_S: 2, FOOTFALL_VISIT_GAP_S: 0 }), ensureTestModels()]);
 });
 
 afterAll(async () => {
@@ -160,8 +160,12 @@ async function watchLoops(file: string, loops: number, names: { company: string;
 function checkRows(o: Observed, cameraId: string) {
   const ids = o.arrivals.map((a) => a.visit_id);
   expect(new Set(ids).size).toBe(ids.length);
-  // Ingest de-duplicates: head office holds exactly the visits the shop PC made.
-  expect(ids.length).toBe(o.produced);
+  // Ingest de-duplicates: head office holds exactly the sightings the shop PC made. A visit is a stay: sightings of
+  // one customer that overlap (FOOTFALL_VISIT_GAP_S is 0 here: the loops' passes are a second or two apart, and this
+  // test counts passes) are one visit, so there may be fewer visits.
+  const sightings = h.server.store.sqlite.prepare('select count(*) as n from sightings where company_id = ?').get(o.companyId) as { n: number };
+  expect(sightings.n).toBe(o.produced);
+  expect(ids.length).toBeLessThanOrEqual(o.produced);
   for (const a of o.arrivals) {
     expect(a).toMatchObject({ site_id: o.shop.site_id, site: o.shop.name, site_slug: o.shop.slug, camera_id: cameraId });
     expect(a.loop).toBeLessThanOrEqual(o.loops);
@@ -179,8 +183,9 @@ function checkPhotos(o: Observed) {
   for (const a of o.arrivals.filter((x) => !x.visitor_id)) expect(a.image.available).toBe(false);
   const dir = path.join(h.dataDir, 'images', o.companyId);
   const files = existsSync(dir) ? readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.jpg')) : [];
-  expect(files.length).toBe(identified.length);
-  expect(o.uploads).toBeGreaterThanOrEqual(identified.length);
+  // A sighting that extends a visit keeps its photo too (the customer's newest).
+  expect(files.length).toBeGreaterThanOrEqual(identified.length);
+  expect(o.uploads).toBeGreaterThanOrEqual(files.length);
 }
 
 async function history(o: Observed, visitorId: string): Promise<any[]> {

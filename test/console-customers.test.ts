@@ -262,8 +262,9 @@ describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, pho
     await visit('#/customers', '#customers tr[data-customer]');
     // A stacked row: each cell labelled from its column (CSS shows the label), the header row hidden.
     const cells = await page.locator('#customers tr[data-customer]').first().locator('td').evaluateAll((tds) => tds.map((td) => td.getAttribute('data-label')));
-    expect(cells).toEqual(['Customer', 'Name', 'Visits', 'First seen', 'Last seen', 'Consent']);
-    const label = await page.evaluate(`getComputedStyle(document.querySelector('#customers tr[data-customer] td'), '::before').content`);
+    // The first cell is the photo's (no label: its column header is for screen readers only).
+    expect(cells).toEqual([null, 'Customer', 'Name', 'Visits', 'Spend', 'First seen', 'Last seen', 'Consent']);
+    const label = await page.evaluate(`getComputedStyle(document.querySelector('#customers tr[data-customer] td[data-label]'), '::before').content`);
     expect(label).toBe('"Customer"');
     await visit('#/customers/V-1', '#history tbody tr');
     await visit('#/reports', '#report-table tbody tr');
@@ -274,6 +275,34 @@ describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, pho
     await visit('#/account', 'tbody tr');
     if (process.env.SHOT) await page.screenshot({ path: '/tmp/phone-team.png', fullPage: true });
     await done(w);
+  });
+
+  it('a manager marks a customer as staff on their page and undoes it; staff are listed apart; staff members get no button', async () => {
+    const w = await open('/#/customers/V-1');
+    const { page } = w;
+    await signIn(page, chain.ownerEmail, chain.ownerPassword);
+    await page.locator('#staff-toggle').waitFor();
+    expect(await fact(page, 'Staff')).toBe('No');
+    await page.getByRole('button', { name: 'Mark as staff…' }).click();
+    await page.locator('#customer [data-fact="Staff"]').filter({ hasText: 'not counted in footfall' }).waitFor();
+    expect((await api('GET', '/api/visitors/V-1')).body.staff).toBe(true);
+    // The list: staff apart, not among the most recently seen customers.
+    await page.evaluate(`location.hash = '#/customers'`);
+    await page.locator('#staff-list [data-staff="V-1"]').waitFor();
+    await page.locator('#customers tr[data-customer]').first().waitFor();
+    expect(await page.locator('#customers tr[data-customer="V-1"]').count()).toBe(0);
+    // Undone from the page.
+    await page.evaluate(`location.hash = '#/customers/V-1'`);
+    await page.getByRole('button', { name: 'Not staff' }).click();
+    await page.locator('#customer [data-fact="Staff"]').filter({ hasText: /^No$/ }).waitFor();
+    expect((await api('GET', '/api/visitors/V-1')).body.staff).toBe(false);
+    await done(w);
+
+    const s = await open('/#/customers/V-1');
+    await signIn(s.page, staff.email, staff.password);
+    await s.page.locator('#history tbody tr').first().waitFor();
+    expect(await s.page.locator('#staff-toggle').count()).toBe(0);
+    await done(s);
   });
 });
 

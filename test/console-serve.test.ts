@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import os from 'node:os';
 import Koa from 'koa';
-import { consoleDir, consoleRoutes } from '../server/console/serve.js';
+import { CONSOLE_CSP, consoleDir, consoleRoutes } from '../server/console/serve.js';
 import { startHarness, type Harness } from './support/harness.js';
 
 /**
@@ -80,12 +80,16 @@ describe('web console: serving', () => {
     expect(head.text).toBe('');
   });
 
-  it('GET / from an API client (no text/html in Accept) keeps the JSON 404 of an unknown path', async () => {
+  it('GET / from curl or an app (no text/html in Accept) is a one-line pointer to the console, API reference and health check', async () => {
     for (const accept of [undefined, '*/*', 'application/json']) {
       const r = await rawGet('/', accept ? { Accept: accept } : {});
-      expectNotFound(r, `Accept ${accept}`);
+      expect(r.status, `Accept ${accept}`).toBe(200);
+      expect(String(r.headers['content-type'])).toContain('application/json');
+      expect(r.text.split('\n').filter(Boolean)).toHaveLength(1);
+      expect(JSON.parse(r.text)).toEqual({ service: 'Footfall head office', console: '/ (open it in a browser)', api_reference: '/api/openapi.json', health: '/healthz' });
       expect(r.headers['content-security-policy']).toBeUndefined();
     }
+    for (const method of ['PUT', 'PATCH', 'DELETE'] as const) expectNotFound(await rawGet('/', {}, method), `${method} /`);
     const post = await rawGet('/', { Accept: browserAccept }, 'POST');
     expectNotFound(post, 'POST /');
   });
@@ -110,8 +114,18 @@ describe('web console: serving', () => {
     expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
   });
 
+  it('uPlot is served from head office itself (dist/console/vendor, copied at build), with the same headers', async () => {
+    const js = await rawGet('/console/vendor/uplot.js');
+    expect(js.status).toBe(200);
+    expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(js.headers['content-security-policy']).toBe(CONSOLE_CSP);
+    const css = await rawGet('/console/vendor/uplot.css');
+    expect(css.status).toBe(200);
+    expect(css.headers['content-type']).toBe('text/css; charset=utf-8');
+  });
+
   it('no innerHTML and no inline styles anywhere in the built console', () => {
-    for (const name of fs.readdirSync(consoleDir())) {
+    for (const name of [...fs.readdirSync(consoleDir()), 'vendor/uplot.js']) {
       if (!name.endsWith('.js')) continue;
       const text = fs.readFileSync(path.join(consoleDir(), name), 'utf8');
       expect(text, name).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/);

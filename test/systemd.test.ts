@@ -143,7 +143,13 @@ describe.skipIf(skipReason !== undefined)('install scripts under a real systemd 
       const children = fs.readFileSync(`/proc/${nspawnPid}/task/${nspawnPid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
       return children.length ? Number(children[0]) : undefined;
     });
-    const running = await sh('systemctl is-system-running --wait', 120_000);
+    // The init process exists a moment before systemd's bus does: until then systemctl answers "Failed to connect to
+    // bus" at once (seen on a loaded machine), so ask again until it can wait for the boot to finish.
+    let running: Out = { code: null, out: '' };
+    await until('systemd to answer on its bus', 120_000, async () => {
+      running = await sh('systemctl is-system-running --wait', 120_000);
+      return /Failed to connect to bus/.test(running.out) ? undefined : running;
+    });
     expect(running.out.trim(), running.out).toMatch(/^(running|degraded)$/);
   }, 720_000);
 

@@ -49,15 +49,18 @@ describe('shop PC to head office: visits from real photos, arrivals, customers, 
     const [anna1, anna2] = faces.same;
     const ben = faces.others[0]!;
     const sent = [];
-    for (const [face, camera] of [
-      [anna1, 'entrance'],
-      [ben, 'entrance'],
-      [anna2, 'till'],
-      [undefined, 'entrance'],
+    // Anna comes back in the afternoon: a second visit (more than FOOTFALL_VISIT_GAP_S, 30 minutes, after the first).
+    const day = Date.now() - 6 * 3_600_000;
+    for (const [face, camera, minutes] of [
+      [anna1, 'entrance', 0],
+      [ben, 'entrance', 5],
+      [anna2, 'till', 240],
+      [undefined, 'entrance', 250],
     ] as const) {
       const up = face ? await pc.uploadFace(face.jpeg) : undefined;
       if (up) expect(up.status).toBe(201);
-      const msg = visitOf(faces, face, { camera_id: camera, ...(up ? { face_image_id: up.body.face_image_id } : {}) });
+      const at = new Date(day + minutes * 60_000).toISOString();
+      const msg = visitOf(faces, face, { camera_id: camera, occurred_at: at, ...(up ? { face_image_id: up.body.face_image_id } : {}) });
       await pc.publish(msg);
       await settled(h);
       sent.push(msg);
@@ -139,7 +142,7 @@ describe('shop PC to head office: visits from real photos, arrivals, customers, 
     expect(del.status).toBe(200);
     expect(del.body).toEqual({ deleted: c.slug, images_deleted: 4 });
     expect(fs.existsSync(dir)).toBe(false);
-    for (const table of ['visits', 'customers', 'face_images', 'purchases', 'do_not_enrol', 'customer_consents']) {
+    for (const table of ['visits', 'sightings', 'customers', 'face_images', 'purchases', 'do_not_enrol', 'customer_consents']) {
       expect((h.server.store.sqlite.prepare(`select count(*) as n from ${table} where company_id = ?`).get(c.id) as { n: number }).n, table).toBe(0);
     }
   });

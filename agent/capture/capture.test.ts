@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testClip } from '../../test/support/clips.js';
+import { generatedClip } from '../../test/support/clips.js';
 import { startRtspServer, type RtspServer } from '../../test/support/rtsp.js';
 import { toJpeg, type Frame } from './frame.js';
 import { grabFrame } from './grab.js';
@@ -27,7 +27,7 @@ let clip: string;
 let rtsp: RtspServer;
 
 beforeAll(async () => {
-  clip = await testClip();
+  clip = await generatedClip();
   rtsp = await startRtspServer({ file: clip, mounts: ['/cam1', '/cam2'], user: USER, password: PASSWORD });
 });
 

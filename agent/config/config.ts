@@ -6,6 +6,7 @@
  * temporary file in the same folder, fsync, rename, fsync of the folder): a power cut leaves either the old file
  * or the new one, never half of one. Errors name the file and the field, never a secret's value.
  */
+import { readFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -19,6 +20,22 @@ const programData = process.env.ProgramData ?? 'C:\\ProgramData';
 export const DEFAULT_AGENT_CONFIG_PATH = windows ? path.join(programData, 'Footfall', 'agent.json') : '/etc/footfall/agent.json';
 /** `/var/lib/footfall`; on Windows `%ProgramData%\Footfall\data`. */
 export const DEFAULT_DATA_DIR = windows ? path.join(programData, 'Footfall', 'data') : '/var/lib/footfall';
+
+/**
+ * The one default face-models folder of every command (`footfall agent`, `models fetch`, `models list`, `vision`,
+ * `status`, `camera test`): `<data_dir>/models` of the agent's configuration when it can be read, else of the default
+ * data folder (`/var/lib/footfall/models`). Only `data_dir` is read here; the agent validates the whole file.
+ */
+export function defaultModelsDir(configPath = DEFAULT_AGENT_CONFIG_PATH): string {
+  let dataDir = DEFAULT_DATA_DIR;
+  try {
+    const raw = JSON.parse(readFileSync(configPath, 'utf8')) as { data_dir?: unknown };
+    if (typeof raw.data_dir === 'string' && raw.data_dir.length > 0) dataDir = raw.data_dir;
+  } catch {
+    // not enrolled, or not readable by this user: the default data folder
+  }
+  return path.join(dataDir, 'models');
+}
 
 /** The protocol's defaults (docs/agent-protocol.md, timing summary), for a file written without them. */
 export const DEFAULT_TIMING: Timing = {

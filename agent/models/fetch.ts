@@ -5,6 +5,7 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { defaultModelsDir } from '../config/config.js';
 import { DEFAULT_MODEL_SET, MODEL_IDS } from './catalogue.js';
 import type { ModelId, ModelSet } from './catalogue.js';
 import { withFileLock } from './file-lock.js';
@@ -80,9 +81,7 @@ export interface FetchModelsOptions {
 }
 
 /** `${FOOTFALL_DATA_DIR ?? './data'}/models`, as an absolute path. */
-export function defaultModelsDir(): string {
-  return resolve(process.env.FOOTFALL_DATA_DIR ?? './data', 'models');
-}
+export { defaultModelsDir };
 
 function fetchHint(dir: string): string {
   return resolve(dir) === defaultModelsDir() ? '`footfall models fetch`' : `\`footfall models fetch --dir ${dir}\``;

@@ -3,6 +3,7 @@ import { hashToken, tokenKind } from '../auth/tokens.js';
 import { companies } from '../clients/schema.js';
 import type { AgentCaller, Ctx, Mw } from '../context.js';
 import { bearer } from '../http/auth.js';
+import { describesSecurity } from '../http/describe.js';
 import { unauthorized } from '../http/errors.js';
 import { shops } from '../shops/schema.js';
 
@@ -12,7 +13,7 @@ import { shops } from '../shops/schema.js';
  * The token is revoked by re-enrolment (a new token replaces it) and by removing the shop.
  */
 export function agentAuth(): Mw {
-  return async (ctx, next) => {
+  return describesSecurity<Mw>(async (ctx, next) => {
     const token = bearer(ctx.get('Authorization'));
     if (!token) throw unauthorized("Send the shop PC's token: Authorization: Bearer ffs_...");
     const kind = tokenKind(token);
@@ -29,7 +30,7 @@ export function agentAuth(): Mw {
     ctx.state.agent = row;
     ctx.log = ctx.log.child({ shop_id: row.shopId });
     await next();
-  };
+  }, { scheme: 'shopBearer' });
 }
 
 export function agentOf(ctx: Ctx): AgentCaller {

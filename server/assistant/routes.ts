@@ -67,6 +67,20 @@ const validateBody: Mw = (ctx, next) => validate({ body: assistantBodyFor(ctx.de
 export function assistantRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api/assistant' });
 
+  /**
+   * Whether the assistant can be asked here (docs/console.md: the console shows its tab only then): 200
+   * `{ available }`, false when POST would answer 501 assistant_off or 503 assistant_misconfigured.
+   */
+  r.get('/', auth(assistantPolicy.ask), (ctx) => {
+    let available = true;
+    try {
+      llmSettings(ctx.deps.config);
+    } catch {
+      available = false;
+    }
+    ctx.body = { available };
+  });
+
   /** Answers the history's last question as the signed-in user; keeps nothing. 200 `{ text, used }`. */
   r.post('/', auth(assistantPolicy.ask), configured, validateBody, async (ctx) => {
     const { history } = bodyOf(ctx, assistantBodyFor(ctx.deps.config));

@@ -133,7 +133,7 @@ const day = z.string().trim().max(10);
 const footfall = tool({
   name: 'footfall',
   description:
-    'The footfall report of the whole company or one shop: per bucket (hour, day, week or month) the visitors, new (first visit ever) and returning; over the window the unique people (total, not the sum of the buckets), visits, the share of faces too poor to use and the worst shop. Omitted dates give a recent window ending today.',
+    'The footfall report of the whole company or one shop: per bucket (hour, day, week or month) the visitors, new (first visit ever) and returning; over the window the unique people (total, not the sum of the buckets), visits (a visit is a stay: a customer seen again in the same shop within 30 minutes, by default, is the same visit), the share of faces too poor to use, the worst shop and the average visit length in seconds (average_dwell_s). Staff are never counted. Omitted dates give a recent window ending today.',
   args: z.strictObject({
     from: day.optional().describe('First day, YYYY-MM-DD.'),
     to: day.optional().describe('Last day, YYYY-MM-DD, inclusive.'),

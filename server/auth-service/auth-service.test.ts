@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startHarness, type Company, type Harness, type Reply, type RequestOpts } from '../../test/support/harness.js';
 import { startIdp, type StandIn } from '../../test/support/idp.js';
+import { capturedLog } from '../../test/support/firebase-client.js';
 import { ConfigError, loadConfig, type RawConfig } from '../config.js';
 import { ProviderKeys, verifyIdToken } from './id-tokens.js';
 import { IdentityProvider, ProviderError, assertSecureUrl } from './provider.js';
@@ -783,10 +784,11 @@ describe('authentication service limits on a small budget (3 per IP)', () => {
   });
 });
 
-describe('authentication service without a configured provider', () => {
+describe('authentication service with FOOTFALL_IDP=google and no Google project', () => {
   let h: Harness;
+  const { log, lines } = capturedLog();
   beforeAll(async () => {
-    h = await startHarness();
+    h = await startHarness({ FOOTFALL_IDP: 'google' }, { log });
   });
   afterAll(() => h.close());
 
@@ -809,6 +811,9 @@ describe('authentication service without a configured provider', () => {
     }
     // /api is untouched.
     expect((await h.request('POST', '/api/auth/login', { body: { email: h.admin.email, password: h.admin.password } })).status).toBe(200);
+    // Said once, as a warning, at start; no error (nor stack) per request.
+    expect(lines.filter((l) => l.reason === 'not_configured').map((l) => l.level)).toEqual([40]);
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
   });
 
   it('configuration: project, key and service account come all three or none', () => {

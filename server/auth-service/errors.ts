@@ -78,7 +78,18 @@ const providerCodes: Record<string, { status: number; code: AuthCode; reason: st
 };
 
 /** A ProviderError as the caller sees it. `known` is false for codes that point at our configuration (log them). */
-export function fromProvider(err: { kind: 'refused' | 'unavailable'; code: string }): { error: HttpError; known: boolean } {
+export function fromProvider(err: { kind: 'refused' | 'unavailable'; code: string; detail?: string | undefined }): { error: HttpError; known: boolean } {
+  if (err.code === 'SMS_SEND_FAILED') {
+    // The embedded provider's SMS gateway (FOOTFALL_SMS=http) refused or did not answer: say so, with its reason.
+    return {
+      error: authError(502, 'AUTH_PROVIDER_ERROR', `The text message with the code could not be sent: ${err.detail ?? 'the SMS gateway failed'}. Try again in a moment.`, {
+        reason: 'sms_not_sent',
+        providerCode: err.code,
+        ...(err.detail ? { gateway: err.detail } : {}),
+      }),
+      known: true,
+    };
+  }
   if (err.kind === 'unavailable') {
     return {
       error: authError(502, 'AUTH_PROVIDER_ERROR', 'The identity provider could not be reached or gave no usable answer. Try again in a moment.', { reason: 'provider_unavailable', providerCode: err.code }),

@@ -9,12 +9,26 @@ import { z } from 'zod';
  * Nothing here logs or returns passwords, codes or tokens beyond what the caller asked for.
  */
 
+/** What the authentication service asks of an identity provider (Google, the Firebase emulator, the embedded one). */
+export interface AccountProvider {
+  signUp(email: string, password: string): Promise<{ idToken: string; refreshToken: string; expiresIn: string; localId: string }>;
+  signInWithPassword(email: string, password: string, ip?: string): Promise<PasswordSignIn>;
+  lookup(idToken: string): Promise<ProviderAccount | undefined>;
+  deleteAccount(idToken: string): Promise<void>;
+  sendVerificationCode(body: { phoneNumber: string; recaptchaToken?: string | undefined; playIntegrityToken?: string | undefined }): Promise<{ sessionInfo: string }>;
+  signInWithPhoneNumber(sessionInfo: string, code: string): Promise<PhoneSignIn>;
+  revokeSessions(uid: string, validSince: number): Promise<void>;
+  deleteAccountsByUid(uids: readonly string[]): Promise<number>;
+}
+
 export interface ProviderSettings {
   projectId: string;
+  /** The Firebase Auth emulator: privileged calls carry `Bearer owner` instead of a service account's token. */
+  emulator?: boolean;
   apiKey: string;
   /** Identity Toolkit base, without trailing slash (https://identitytoolkit.googleapis.com). */
   baseUrl: string;
-  serviceAccountFile: string;
+  serviceAccountFile?: string | undefined;
   timeoutMs: number;
 }
 
@@ -28,6 +42,8 @@ export class ProviderError extends Error {
     readonly kind: 'refused' | 'unavailable',
     readonly code: string,
     readonly httpStatus?: number,
+    /** What went wrong in words safe to show (the embedded provider's SMS gateway: "answered HTTP 500"). */
+    readonly detail?: string,
   ) {
     super(kind === 'refused' ? `identity provider refused: ${code}` : `identity provider unavailable: ${code}`);
   }
@@ -97,7 +113,7 @@ type ServiceAccount = z.infer<typeof ServiceAccount>;
 /** The scopes the Admin SDKs ask for; accounts:update needs identitytoolkit or cloud-platform. */
 const scopes = ['https://www.googleapis.com/auth/cloud-platform', 'https://www.googleapis.com/auth/identitytoolkit'].join(' ');
 
-export class IdentityProvider {
+export class IdentityProvider implements AccountProvider {
   private account?: ServiceAccount;
   private access?: { token: string; until: number };
 
@@ -148,6 +164,7 @@ export class IdentityProvider {
    * every call until the cached token would have expired.
    */
   private async asServiceAccount<T>(call: (token: string) => Promise<T>): Promise<T> {
+    if (this.settings.emulator) return call('owner'); // the emulator's (and the Admin SDK's) convention
     const token = await this.accessToken();
     try {
       return await call(token);
@@ -249,7 +266,7 @@ export class IdentityProvider {
     if (this.account) return this.account;
     let parsed;
     try {
-      parsed = ServiceAccount.safeParse(JSON.parse(fs.readFileSync(this.settings.serviceAccountFile, 'utf8')));
+      parsed = ServiceAccount.safeParse(JSON.parse(fs.readFileSync(this.settings.serviceAccountFile ?? '', 'utf8')));
     } catch {
       throw new ProviderError('unavailable', 'SERVICE_ACCOUNT_FILE_UNREADABLE');
     }

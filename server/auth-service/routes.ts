@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
 import Router from '@koa/router';
-import { z } from 'zod';
 import { writeAudit } from '../audit/service.js';
 import { hashPassword } from '../auth/passwords.js';
 import type { CompanyRow, UserRow } from '../auth/sessions.js';
@@ -9,11 +8,11 @@ import { slugify } from '../clients/slug.js';
 import type { AppRouter, Ctx, Mw } from '../context.js';
 import { bearer } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
-import { bodyOf, describeIssues, plainErrors } from '../http/pipeline.js';
-import { e164, maskPhone, phoneMessage } from '../team/phone.js';
-import { authError, fromProvider, invalid, tooManyAttempts, unauthenticated } from './errors.js';
-import { BadToken, verifyIdToken, type IdClaims } from './id-tokens.js';
-import { book, clearKey, forget, limitsFor, type AttemptKind, type Booked } from './limits.js';
+import { bodyOf } from '../http/pipeline.js';
+import { maskPhone } from '../team/phone.js';
+import { PhoneStartBody, PhoneVerifyBody, SignInBody, SignUpBody, body, bookOrThrow, configured, counted, ipOf, providerFailure, secondsLeft, verified } from './pipeline.js';
+import { authError, fromProvider, invalid, unauthenticated } from './errors.js';
+import { clearKey, forget } from './limits.js';
 import { assertSignOutRoute, kindOf, memberRefusal, pickStaff, refuse, unknownPhone, type SignInKind } from './policy.js';
 import {
   presentClientEnvelope,
@@ -36,119 +35,10 @@ import {
   memberByEmail,
   membersByPhone,
   recordRevocation,
-  revokedBefore,
   type LinkMethod,
   type Member,
 } from './service.js';
 
-const str = (what = 'a string') => z.string({ error: (i) => (i.input === undefined ? 'is required' : `must be ${what}`) });
-const email = str('an email address').trim().toLowerCase().pipe(z.email('must be an email address').max(254, 'must be at most 254 characters'));
-const password = str().min(1, 'is required').max(1024, 'must be at most 1024 characters');
-const phoneNumber = str().trim().regex(e164, phoneMessage);
-const opaque = (max: number) => str().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
-
-export const SignInBody = z.object({ email, password });
-export const SignUpBody = z.object({ companyName: str().trim().min(1, 'is required').max(200, 'must be at most 200 characters'), email, password });
-/** The attestation the provider's sendVerificationCode takes, under its own field names (docs/auth-service.md). */
-export const PhoneStartBody = z.object({ phoneNumber, recaptchaToken: opaque(8192).optional(), playIntegrityToken: opaque(8192).optional() });
-export const PhoneVerifyBody = z
-  .object({
-    mode: z.literal('sign-in', { error: 'must be "sign-in"' }),
-    idToken: opaque(8192).optional(),
-    sessionInfo: opaque(4096).optional(),
-    code: str().trim().regex(/^\d{4,10}$/, 'must be the digits of the code the user received').optional(),
-  })
-  .superRefine((b, c) => {
-    const sms = b.sessionInfo !== undefined || b.code !== undefined;
-    if (b.idToken !== undefined && sms) c.addIssue({ code: 'custom', path: ['idToken'], message: 'send either idToken (device path) or sessionInfo and code (SMS path), not both' });
-    else if (b.idToken === undefined && !sms) c.addIssue({ code: 'custom', path: ['idToken'], message: 'is required (or sessionInfo and code on the SMS path)' });
-    else if (sms && b.sessionInfo === undefined) c.addIssue({ code: 'custom', path: ['sessionInfo'], message: 'is required with code' });
-    else if (sms && b.code === undefined) c.addIssue({ code: 'custom', path: ['code'], message: 'is required with sessionInfo' });
-  });
-
-/** First step of every route: 503 AUTH_PROVIDER_ERROR when the provider is not configured, whatever the body. */
-const configured: Mw = async (ctx, next) => {
-  runtimeOf(ctx);
-  await next();
-};
-
-/** Body validation with the service's envelope: 400 VALIDATION_ERROR, `details.fields` naming each bad field. */
-function body(schema: z.ZodType): Mw {
-  return async (ctx, next) => {
-    const unreadable = ctx.state.bodyError as { status?: number } | undefined;
-    if (unreadable !== undefined) {
-      if (unreadable.status === 413) throw authError(413, 'VALIDATION_ERROR', 'The request body is too large.', { reason: 'payload_too_large' });
-      throw invalid('The request body is not valid JSON: send one JSON object.', { reason: 'malformed_json' });
-    }
-    const parsed = schema.safeParse(ctx.request.body ?? {}, { error: plainErrors });
-    if (!parsed.success) {
-      const fields: Record<string, string> = {};
-      for (const i of parsed.error.issues) fields[i.path.length ? i.path.join('.') : 'body'] ??= i.message;
-      throw invalid(describeIssues(parsed.error), { reason: 'invalid_body', fields });
-    }
-    ctx.state.body = parsed.data;
-    await next();
-  };
-}
-
-/** A provider failure as the caller's error; codes that point at our configuration are logged. */
-function providerFailure(ctx: Ctx, err: unknown, op: string): never {
-  if (!(err instanceof ProviderError)) throw err;
-  const { error, known } = fromProvider(err);
-  if (!known || err.kind === 'unavailable') ctx.log.warn({ op, provider_code: err.code, provider_status: err.httpStatus }, 'identity provider call failed');
-  throw error;
-}
-
-const ipOf = (ctx: Ctx) => ctx.ip || 'unknown';
-
-function bookOrThrow(ctx: Ctx, kind: AttemptKind, key: string): number {
-  const { store, config } = ctx.deps;
-  const l = limitsFor(config)[kind];
-  const booked: Booked = store.tx(() => book(store.db, config, { kind, key, ip: ipOf(ctx), ...l }));
-  if (!booked.ok) {
-    ctx.set('Retry-After', String(booked.retryAfterSeconds));
-    throw tooManyAttempts(booked.retryAfterSeconds);
-  }
-  return booked.id;
-}
-
-/** Runs a provider call; a failure that is not the caller's wrong credential does not count against their limit. */
-async function counted<T>(ctx: Ctx, attempt: number, op: string, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (err) {
-    try {
-      providerFailure(ctx, err, op);
-    } catch (mapped) {
-      const counts = mapped instanceof HttpError && mapped.status === 401;
-      if (!counts) ctx.deps.store.tx(() => forget(ctx.deps.store.db, attempt));
-      throw mapped;
-    }
-  }
-}
-
-const tokenMessages: Record<BadToken['reason'], string> = {
-  token_missing: 'Sign in first, then send the ID token: Authorization: Bearer <ID token>.',
-  token_invalid: 'The ID token is not valid for this service.',
-  token_expired: 'The ID token has expired. Get a fresh one from the SDK (getIdToken) and try again.',
-  token_revoked: 'This sign-in has been signed out. Sign in again.',
-};
-
-/** Verifies a provider ID token and our revocation record for its account. */
-async function verified(ctx: Ctx, rt: AuthRuntime, token: string | undefined): Promise<IdClaims> {
-  try {
-    if (!token) throw new BadToken('token_missing');
-    const claims = await verifyIdToken(token, rt.projectId, rt.keys);
-    const before = revokedBefore(ctx.deps.store.db, claims.uid);
-    if (before !== undefined && claims.authTime < before) throw new BadToken('token_revoked');
-    return claims;
-  } catch (err) {
-    if (err instanceof BadToken) throw unauthenticated(tokenMessages[err.reason], err.reason);
-    providerFailure(ctx, err, 'keys');
-  }
-}
-
-const secondsLeft = (exp: number) => Math.max(0, exp - Math.floor(Date.now() / 1000));
 
 /**
  * The member a client (email) account names: its client link (`sign_up`, `verified_email`), or else a
@@ -176,7 +66,7 @@ async function unlinkedAccount(ctx: Ctx, rt: AuthRuntime, email: string, passwor
   const attempt = bookOrThrow(ctx, 'sign_in', email);
   let signed: PasswordSignIn;
   try {
-    signed = await rt.provider.signInWithPassword(email, password);
+    signed = await rt.provider.signInWithPassword(email, password, ipOf(ctx));
   } catch (err) {
     const wrongPassword = err instanceof ProviderError && fromProvider(err).error.status === 401;
     if (!wrongPassword) store.tx(() => forget(store.db, attempt));
@@ -206,7 +96,7 @@ export function authServiceRoutes(): AppRouter {
     const { store } = ctx.deps;
     const b = bodyOf(ctx, SignInBody);
     const attempt = bookOrThrow(ctx, 'sign_in', b.email);
-    const signed = await counted(ctx, attempt, 'signInWithPassword', () => rt.provider.signInWithPassword(b.email, b.password));
+    const signed = await counted(ctx, attempt, 'signInWithPassword', () => rt.provider.signInWithPassword(b.email, b.password, ipOf(ctx)));
     // The password was right from here on: nothing below is a failed guess.
     let found = clientMember(ctx, signed.localId, undefined);
     if (!found.member) {
@@ -248,10 +138,14 @@ export function authServiceRoutes(): AppRouter {
     // Every sign-up counts per IP (the answer below says whether an address has an account here).
     const attempt = bookOrThrow(ctx, 'sign_up', '-');
     if (emailTaken(store.db, b.email)) throw emailInUse();
-    // The owner signs in through the provider; the local password (used by /api only) is random and never shown.
-    const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
+    // Embedded provider: the account is the owner's users row, with this password (it works on /api too).
+    // Otherwise the owner signs in through the provider; the local password (used by /api only) is random and never shown.
+    const embedded = rt.embedded;
+    const passwordHash = await hashPassword(embedded ? b.password : randomBytes(32).toString('base64url'));
     let adopted = false;
-    const created = await rt.provider.signUp(b.email, b.password).catch(async (err: unknown) => {
+    const created = embedded
+      ? undefined
+      : await rt.provider.signUp(b.email, b.password).catch(async (err: unknown) => {
       if (err instanceof ProviderError && err.kind === 'unavailable') store.tx(() => forget(store.db, attempt));
       if (err instanceof ProviderError && err.code === 'EMAIL_EXISTS') {
         const orphan = await unlinkedAccount(ctx, rt, b.email, b.password);
@@ -268,7 +162,8 @@ export function authServiceRoutes(): AppRouter {
         const slug = freeSlug(store.db, derived, config.FOOTFALL_SLUG_MAX_LENGTH);
         const ownerName = b.email.split('@')[0]!;
         const { company, owner } = createCompanyWithOwner(store.db, { name: b.companyName, slug, ownerEmail: b.email, ownerName, passwordHash });
-        link(store.db, created.localId, owner.id, 'sign_up', true);
+        const uid = created?.localId ?? owner.id;
+        link(store.db, uid, owner.id, 'sign_up', true);
         markSignedIn(store.db, owner.id);
         const business = ensureBusiness(store.db, company);
         writeAudit(store.db, {
@@ -278,20 +173,23 @@ export function authServiceRoutes(): AppRouter {
           actorId: owner.id,
           actorEmail: owner.email,
           requestId: ctx.state.requestId,
-          detail: { slug, business_id: business.id, provider_uid: created.localId, ...(adopted ? { adopted_provider_account: true } : {}) },
+          detail: { slug, business_id: business.id, provider_uid: uid, ...(adopted ? { adopted_provider_account: true } : {}) },
         });
         return { user: { ...owner, lastLoginAt: new Date().toISOString() }, company, business };
       });
     } catch (err) {
       // Our half failed: the provider account must not stay behind (it would hold the address without an account here).
-      await rt.provider.deleteAccount(created.idToken).catch((e: unknown) => {
-        log.error({ provider_uid: created.localId, provider_code: e instanceof ProviderError ? e.code : 'unknown', req_id: ctx.state.requestId }, 'sign-up rollback: the provider account could not be deleted');
-      });
+      if (created) {
+        await rt.provider.deleteAccount(created.idToken).catch((e: unknown) => {
+          log.error({ provider_uid: created.localId, provider_code: e instanceof ProviderError ? e.code : 'unknown', req_id: ctx.state.requestId }, 'sign-up rollback: the provider account could not be deleted');
+        });
+      }
       if (err instanceof HttpError && err.code === 'conflict') throw emailInUse();
       throw err;
     }
     ctx.status = 201;
-    const tokens: ProviderTokens = { idToken: created.idToken, refreshToken: created.refreshToken, expiresInSeconds: Number(created.expiresIn) };
+    const signed = created ?? (await embedded!.tokensFor(made.user, 'password'));
+    const tokens: ProviderTokens = { idToken: signed.idToken, refreshToken: signed.refreshToken, expiresInSeconds: Number(signed.expiresIn) };
     ctx.body = presentClientEnvelope(tokens, made.user, made.company, made.business, ctx.state.requestId);
   });
 

@@ -5,6 +5,7 @@ import { auth } from '../http/auth.js';
 import { notFound, unauthorized } from '../http/errors.js';
 import { bodyOf, transaction, validate } from '../http/pipeline.js';
 import { deviceLabel } from './device.js';
+import { changeOwnPassword, PasswordBody } from './password-change.js';
 import { authPolicy } from './policy.js';
 import { presentActor, presentDeviceSession, presentEnvelope } from './presenter.js';
 import { login } from './service.js';
@@ -54,6 +55,11 @@ export function authRoutes(): AppRouter {
       ctx.status = 204;
     }),
   );
+
+  /** Own password (docs/api-conventions.md): current password required; the person's other sessions are revoked. */
+  r.post('/password', auth(authPolicy.self), validate({ body: PasswordBody }), async (ctx) => {
+    ctx.body = await changeOwnPassword(ctx, bodyOf(ctx, PasswordBody));
+  });
 
   r.get('/me', auth(authPolicy.self), (ctx) => {
     ctx.body = presentActor(actorOf(ctx));

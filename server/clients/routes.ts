@@ -5,6 +5,7 @@ import { audit } from '../audit/service.js';
 import { generatePassword, hashPassword } from '../auth/passwords.js';
 import { users } from '../auth/schema.js';
 import { revokeCompanySessions, revokeUserSessions } from '../auth/sessions.js';
+import { endProviderSessions } from '../idp/tokens.js';
 import type { AppRouter, Ctx } from '../context.js';
 import { auth } from '../http/auth.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
@@ -12,6 +13,7 @@ import { bodyOf, validate } from '../http/pipeline.js';
 import { clientsPolicy } from './policy.js';
 import { presentCompany } from './presenter.js';
 import { companies } from './schema.js';
+import { companyHealth, noHealth } from './health.js';
 import { companyCounts, countsOf, createCompanyWithOwner, findCompany, freeSlug, listCompanies, ownersOf } from './service.js';
 import { slugProblem, slugify } from './slug.js';
 
@@ -42,7 +44,8 @@ export function clientsRoutes(): AppRouter {
   r.get('/clients', (ctx) => {
     const db = ctx.deps.store.db;
     const counts = companyCounts(db);
-    ctx.body = listCompanies(db).map((c) => presentCompany(c, counts.get(c.id) ?? { sites: 0, users: 0 }));
+    const health = companyHealth(db, ctx.deps.config);
+    ctx.body = listCompanies(db).map((c) => ({ ...presentCompany(c, counts.get(c.id) ?? { sites: 0, users: 0 }), ...(health.get(c.id) ?? noHealth) }));
   });
 
   r.post('/clients', validate({ body: CreateClientBody }), async (ctx) => {
@@ -117,6 +120,7 @@ export function clientsRoutes(): AppRouter {
     const target = owner;
     store.tx(() => {
       store.db.update(users).set({ passwordHash }).where(eq(users.id, target.id)).run();
+      endProviderSessions(store.db, target.id); // the same account on /auth's embedded provider
       const revoked = revokeUserSessions(store.db, target.id, 'password_reset');
       audit(ctx, { action: 'client.owner_password', companyId: null, target: target.id, detail: { company_id: company.id, email: target.email, sessions_revoked: revoked } });
     });

@@ -9,8 +9,9 @@ import { packageRoot } from '../paths.js';
  * The web console (docs/console.md): static files built into dist/console by `npm run build` (the browser code in
  * server/console/web, compiled by its own tsconfig, plus index.html and console.css copied by copy-static.ts).
  *
- * - `GET /` answers index.html to a browser (an Accept naming text/html); any other caller keeps the JSON 404 of an
- *   unknown path it always had. `GET /console/` is index.html for everyone.
+ * - `GET /` answers index.html to a browser (an Accept naming text/html); any other caller (curl, an app) gets a
+ *   one-line JSON pointer to the console, the API reference and the health check (ROOT_POINTER). Other methods on `/`
+ *   are the JSON 404 of an unknown path. `GET /console/` is index.html for everyone.
  * - `GET /console/<name>.<js|css|html|svg|png|ico>` answers that file. Names are checked against a strict pattern
  *   (lower-case letters, digits, `-`, `_`, `/`-separated folders, no dots but the extension), so `..`, `%2f` and
  *   anything encoded never reach the file system; the resolved path is checked to be inside the folder as well.
@@ -18,6 +19,14 @@ import { packageRoot } from '../paths.js';
  */
 
 const PREFIX = '/console/';
+
+/** What `GET /` tells a caller that is not a browser: where things are (docs/api-conventions.md). */
+export const ROOT_POINTER = {
+  service: 'Footfall head office',
+  console: '/ (open it in a browser)',
+  api_reference: '/api/openapi.json',
+  health: '/healthz',
+} as const;
 const NAME = /^(?:[a-z0-9_-]+\/)*[a-z0-9_-]+\.(js|css|html|svg|png|ico)$/;
 
 const TYPES: Record<string, string> = {
@@ -73,8 +82,13 @@ export function consoleRoutes(dir = consoleDir()): Mw {
 
     if (isRoot) {
       ctx.vary('Accept');
-      // Only a browser navigation gets the page; API clients (curl, apps, the fuzz table) see the unknown path.
-      if (!(ctx.method === 'GET' || ctx.method === 'HEAD') || !wantsHtml(ctx.get('Accept'))) return next();
+      if (!(ctx.method === 'GET' || ctx.method === 'HEAD')) return next();
+      // Only a browser navigation gets the page; API clients (curl, apps) get a pointer to what is here.
+      if (!wantsHtml(ctx.get('Accept'))) {
+        ctx.set('Cache-Control', 'no-cache');
+        ctx.body = ROOT_POINTER;
+        return;
+      }
     }
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) ctx.set(k, v);
     if (!(ctx.method === 'GET' || ctx.method === 'HEAD')) throw noSuchRoute(ctx.method, p);

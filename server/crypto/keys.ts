@@ -17,6 +17,11 @@ export interface Keys {
   decrypt(sealed: string): string;
   /** HMAC-SHA-256 of a short code (invitation, enrolment), so a database leak alone cannot test guesses. */
   codeHash(code: string): string;
+  /**
+   * 32 bytes for sealing the arrivals feed cursor (server/visits/cursor.ts). Without a usable server key: random per
+   * process (cursors then stop parsing at a restart, and clients start again from the latest arrivals).
+   */
+  cursorKey: Buffer;
 }
 
 export function loadKeys(config: Config): Keys {
@@ -45,7 +50,7 @@ export function unusableKeys(problem: string): Keys {
   const fail = (): never => {
     throw new NoEncryptionKeyError(problem);
   };
-  return { source: 'none', problem, encrypt: fail, decrypt: fail, codeHash: fail };
+  return { source: 'none', problem, encrypt: fail, decrypt: fail, codeHash: fail, cursorKey: randomBytes(32) };
 }
 
 function derive(master: Buffer, purpose: string): Buffer {
@@ -57,6 +62,7 @@ function makeKeys(master: Buffer, source: Keys['source']): Keys {
   const mac = derive(master, 'code-hash');
   return {
     source,
+    cursorKey: derive(master, 'feed-cursor'),
     encrypt(plain) {
       const iv = randomBytes(12);
       const cipher = createCipheriv('aes-256-gcm', enc, iv);

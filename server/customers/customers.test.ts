@@ -24,6 +24,8 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
   const ids: Record<string, string> = {};
   const photos: Record<string, string[]> = {};
   const firstVisits: string[] = [];
+  // Each visit 10 s after the one before: with FOOTFALL_VISIT_GAP_S=1 every visit is a stay of its own.
+  let clock = Date.now() - 86_400_000;
 
   const get = (p: string, token = staff) => h.request('GET', p, { token });
   const customer = async (ref: string, token = staff) => (await get(`/api/visitors/${ref}`, token)).body;
@@ -39,7 +41,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
       faceImageId = up.body.face_image_id;
     }
     const head = (await h.request('GET', '/api/visits?limit=1', { token })).body.cursor;
-    const msg = visitOf(faces, face, { ...(faceImageId ? { face_image_id: faceImageId } : {}), ...opts.over });
+    const msg = visitOf(faces, face, { occurred_at: new Date((clock += 10_000)).toISOString(), ...(faceImageId ? { face_image_id: faceImageId } : {}), ...opts.over });
     await via.publish(msg);
     const [row] = await arrivals(h, token, 1, `&cursor=${head}`);
     expect(row.visit_id).toBe(msg.visit_id);
@@ -47,7 +49,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
   }
 
   beforeAll(async () => {
-    [h, faces] = await Promise.all([startHarness({ FOOTFALL_IMAGES: 'local' }), realFaces()]);
+    [h, faces] = await Promise.all([startHarness({ FOOTFALL_IMAGES: 'local', FOOTFALL_VISIT_GAP_S: 1 }), realFaces()]);
     a = await h.company('Customers Alpha');
     b = await h.company('Customers Beta');
     pc = await shopPc(h, a.ownerToken, a.slug, 'Main Street');
@@ -94,6 +96,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
       last_seen_at: expect.any(String),
       has_profile: true,
       has_consent: true,
+      staff: false,
       profile: {
         full_name: 'Priya Sharma',
         phone: '+919876543210',
@@ -205,6 +208,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
       last_seen_at: expect.any(String),
       has_profile: false,
       has_consent: false,
+      staff: false,
     });
     expect((await get('/api/visitors?limit=1')).body).toHaveLength(1);
     for (const q of ['limit=0', 'limit=501', 'limit=x', `q=${'x'.repeat(201)}`]) {
@@ -227,6 +231,8 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     expect(r.body[1]).toEqual({
       id: expect.any(String),
       occurred_at: expect.any(String),
+      last_seen_at: expect.any(String),
+      dwell_s: 0,
       site: 'Main Street',
       site_id: pc.shop.site_id,
       site_slug: 'main-street',
@@ -450,7 +456,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
 describe('photos switched off (FOOTFALL_IMAGES=off)', () => {
   it('404 images_disabled on the photo routes; uploads refused; a face uploaded before the switch is deleted at ingest', async () => {
     const faces = await realFaces();
-    let h = await startHarness({ FOOTFALL_IMAGES: 'local' });
+    let h = await startHarness({ FOOTFALL_IMAGES: 'local', FOOTFALL_VISIT_GAP_S: 1 });
     const c = await h.company('Photos Off');
     let pc = await shopPc(h, c.ownerToken, c.slug, 'Shop');
     const up = await pc.uploadFace(faces.others[0]!.jpeg);

@@ -35,10 +35,11 @@ describe('erasure when the server key is unusable', () => {
     const pc = await shopPc(h, c.ownerToken, c.slug, 'High Street');
     // One customer, two visits (the same person in two photos), each with its photo.
     visitIds = [];
-    for (const face of faces.same) {
+    for (const [i, face] of faces.same.entries()) {
       const up = await pc.uploadFace(face.jpeg);
       expect(up.status).toBe(201);
-      const msg = visitOf(faces, face, { face_image_id: up.body.face_image_id });
+      // Two hours apart: two visits (stays), not one.
+      const msg = visitOf(faces, face, { face_image_id: up.body.face_image_id, occurred_at: new Date(Date.now() - (2 - i) * 7_200_000).toISOString() });
       await pc.publish(msg);
       visitIds.push(msg.visit_id);
     }

@@ -7,4 +7,5 @@ export const customersPolicy = {
   editProfile: rule('staff', 'edit customer profiles'),
   erase: rule('manager', 'erase customers'),
   merge: rule('manager', 'merge customers'),
+  markStaff: rule('manager', 'mark customers as staff'),
 };

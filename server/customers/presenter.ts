@@ -47,6 +47,8 @@ export function presentCustomer(c: CustomerRow) {
     last_seen_at: c.lastSeenAt,
     has_profile: hasProfile(c),
     has_consent: c.consent,
+    /** Additive (docs/visits-and-customers.md, "Staff"). */
+    staff: c.staff,
   };
 }
 

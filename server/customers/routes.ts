@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import Router from '@koa/router';
+import { noSpend, rankCustomers, SORTS, spendOf } from './ranking.js';
 import { z } from 'zod';
 import { audit } from '../audit/service.js';
 import { tenantOf, type AppRouter, type Ctx } from '../context.js';
@@ -8,17 +9,27 @@ import { HttpError, badRequest, notFound, preconditionFailed } from '../http/err
 import { bodyOf, queryOf, validate } from '../http/pipeline.js';
 import { customerRef as customerRefKind } from '../references/customers.js';
 import { resolve } from '../references/resolver.js';
-import { presentAttributes, presentSimilarity } from '../visits/presenter.js';
+import { presentAttributes, presentSimilarity, presentStay } from '../visits/presenter.js';
 import { faceFile, findServableFace, latestFaceOf } from './faces.js';
 import { customersPolicy } from './policy.js';
 import { customerRef, faceUrl, ifMatchAllows, presentCustomer, presentProfile, profileTag, type CustomerRow } from './presenter.js';
-import { auditPhotoLinks, customerOr404, eraseCustomer, historyOf, mergeCustomers, replaceProfile, searchCustomers } from './service.js';
+import { auditPhotoLinks, customerOr404, eraseCustomer, historyOf, markStaff, mergeCustomers, replaceProfile, searchCustomers } from './service.js';
 
 const wholeNumber = z.string().trim().regex(/^\d{1,7}$/, 'must be a whole number').transform(Number);
 
 export const SearchQuery = z.object({
   q: z.string().max(200).optional(),
   limit: wholeNumber.optional(),
+  /** Additive (docs/visits-and-customers.md): recent (default), visits or spend; ignored with `q`. */
+  sort: z.enum(SORTS, { error: 'must be recent, visits or spend' }).optional(),
+  /** Additive: only customers last seen this many days ago or earlier (1 to 3650). */
+  lapsed_days: wholeNumber.refine((n) => n >= 1 && n <= 3650, 'must be from 1 to 3650').optional(),
+  /** `true`: only staff; `false`: only customers who are not; absent: everyone. */
+  staff: z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
+});
+
+export const CustomerPatch = z.strictObject({
+  staff: z.boolean({ error: (i) => (i.input === undefined ? 'is required (true or false): whether this person works for the company' : 'must be true or false') }),
 });
 
 /** `+` and 7 to 15 digits after removing spaces, dashes, dots and brackets; a leading `00` counts as `+`. */
@@ -84,13 +95,28 @@ export function customersRoutes(): AppRouter {
     const max = config.FOOTFALL_VISITOR_SEARCH_LIMIT_MAX;
     const limit = q.limit ?? config.FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT;
     if (limit < 1 || limit > max) throw badRequest(`limit: must be from 1 to ${max}`);
-    ctx.body = searchCustomers(store.db, tenantOf(ctx), q.q, limit).map(presentCustomer);
+    const staff = q.staff === undefined ? undefined : q.staff === 'true';
+    const ranked = !q.q?.trim() && (q.sort !== undefined || q.lapsed_days !== undefined);
+    const rows = ranked ? rankCustomers(store.db, tenantOf(ctx), q.sort ?? 'recent', q.lapsed_days, limit, staff) : searchCustomers(store.db, tenantOf(ctx), q.q, limit, staff);
+    const spend = spendOf(store.db, rows.map((c) => c.id));
+    ctx.body = rows.map((c) => ({ ...presentCustomer(c), ...(spend.get(c.id) ?? noSpend) }));
+  });
+
+  /**
+   * Marks a customer as staff (or not): their visits make no arrivals and footfall and conversion reports leave them
+   * out, their past visits included (docs/visits-and-customers.md, "Staff").
+   */
+  r.patch('/visitors/:id', auth(customersPolicy.markStaff), validate({ body: CustomerPatch }), (ctx) => {
+    const { staff } = bodyOf(ctx, CustomerPatch);
+    const row = ctx.deps.store.tx(() => markStaff(ctx, customerInPath(ctx), staff));
+    ctx.set('ETag', profileTag(row));
+    ctx.body = { ...presentCustomer(row), ...(spendOf(ctx.deps.store.db, [row.id]).get(row.id) ?? noSpend), profile: presentProfile(row) };
   });
 
   r.get('/visitors/:id', auth(customersPolicy.view), (ctx) => {
     const c = customerInPath(ctx);
     ctx.set('ETag', profileTag(c));
-    ctx.body = { ...presentCustomer(c), profile: presentProfile(c) };
+    ctx.body = { ...presentCustomer(c), ...(spendOf(ctx.deps.store.db, [c.id]).get(c.id) ?? noSpend), profile: presentProfile(c) };
   });
 
   r.get('/visitors/:id/history', auth(customersPolicy.view), (ctx) => {
@@ -98,6 +124,7 @@ export function customersRoutes(): AppRouter {
     ctx.body = historyOf(ctx.deps.store.db, c.id).map((v) => ({
       id: v.visitId,
       occurred_at: v.occurredAt,
+      ...presentStay(v),
       site: v.shopName,
       site_id: v.shopId,
       site_slug: v.shopSlug,

@@ -40,6 +40,9 @@ export const customers = sqliteTable(
     firstSeenAt: text('first_seen_at'),
     lastSeenAt: text('last_seen_at'),
     createdAt: text('created_at').notNull(),
+    /** Marked staff (PATCH /api/visitors/{id}): their visits make no arrivals and reports leave them out. */
+    staff: integer('staff', { mode: 'boolean' }).notNull().default(false),
+    staffChangedAt: text('staff_changed_at'),
     /** Deletion mark (erasure). */
     erasedAt: text('erased_at'),
     /** Merged into this customer (same company). */
@@ -49,6 +52,7 @@ export const customers = sqliteTable(
   (t) => [
     uniqueIndex('customers_company_number_uq').on(t.companyId, t.number),
     index('customers_company_seen_idx').on(t.companyId, t.lastSeenAt),
+    index('customers_company_staff_idx').on(t.companyId, t.lastSeenAt).where(sql`staff = 1`),
   ],
 );
 

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, isNull, like, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNull, like, or, sql, type SQL } from 'drizzle-orm';
 import { audit } from '../audit/service.js';
 import type { Ctx } from '../context.js';
 import type { Db } from '../db/open.js';
@@ -31,8 +31,20 @@ function escapeLike(s: string): string {
  * customer number with or without `V-`; an exact number match comes first, then most recently seen. Erased and
  * merged-away customers never appear.
  */
-export function searchCustomers(db: Db, companyId: string, q: string | undefined, limit: number): CustomerRow[] {
-  const base = and(eq(customers.companyId, companyId), isNull(customers.erasedAt), isNull(customers.mergedInto))!;
+export function searchCustomers(db: Db, companyId: string, q: string | undefined, limit: number, staff?: boolean): CustomerRow[] {
+  // Staff only: their ids from customers_company_staff_idx (a short list; SQLite would rather scan the company's
+  // customers, whose rows carry a 2 KiB template), then the rows by primary key.
+  let staffIds: string[] | undefined;
+  if (staff === true) {
+    staffIds = db.all<{ id: string }>(sql`select id from customers indexed by customers_company_staff_idx where company_id = ${companyId} and staff = 1`).map((r) => r.id);
+    if (staffIds.length === 0) return [];
+  }
+  const base = and(
+    eq(customers.companyId, companyId),
+    isNull(customers.erasedAt),
+    isNull(customers.mergedInto),
+    staffIds ? inArray(customers.id, staffIds) : staff === false ? eq(customers.staff, false) : undefined,
+  )!;
   const text = (q ?? '').trim();
   const recent = [sql`${customers.lastSeenAt} is null`, desc(customers.lastSeenAt), desc(customers.number)];
   if (text === '') return db.select().from(customers).where(base).orderBy(...recent).limit(limit).all();
@@ -75,6 +87,8 @@ export function historyOf(db: Db, customerId: string) {
     .select({
       visitId: visits.visitId,
       occurredAt: visits.occurredAt,
+      lastSeenAt: visits.lastSeenAt,
+      dwellMs: visits.dwellMs,
       shopId: visits.shopId,
       shopName: shops.name,
       shopSlug: shops.slug,
@@ -92,6 +106,20 @@ export function historyOf(db: Db, customerId: string) {
     .where(eq(visits.customerId, customerId))
     .orderBy(desc(visits.occurredAt), desc(visits.seq))
     .all();
+}
+
+/**
+ * Marks a customer as staff or not (PATCH /api/visitors/{id}). Their visits carry the flag too (one update through
+ * visits_customer_idx), so the feed and the reports, which read visits, leave them out at once, past ones included,
+ * and ingest marks their new visits the same way. Call inside a transaction.
+ */
+export function markStaff(ctx: Ctx, customer: CustomerRow, staff: boolean): CustomerRow {
+  const db = ctx.deps.store.db;
+  if (customer.staff === staff) return customer;
+  const row = db.update(customers).set({ staff, staffChangedAt: new Date().toISOString() }).where(eq(customers.id, customer.id)).returning().get()!;
+  const visitsMarked = db.update(visits).set({ staff }).where(eq(visits.customerId, customer.id)).run().changes;
+  audit(ctx, { action: staff ? 'customer.staff' : 'customer.not_staff', target: customer.id, detail: { ref: customerRef(customer.number), visits: visitsMarked } });
+  return row;
 }
 
 export interface ProfileInput {
@@ -238,11 +266,14 @@ export function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
       DEFAULT_MATCHER_OPTIONS.templateWeightCap,
     );
   }
+  // One person: staff if either was marked (their visits follow).
+  const staff = keep.staff || drop.staff;
   const moved = db
     .update(visits)
-    .set({ customerId: keep.id, mergedFrom: sql`coalesce(${visits.mergedFrom}, ${drop.id})` })
+    .set({ customerId: keep.id, mergedFrom: sql`coalesce(${visits.mergedFrom}, ${drop.id})`, staff })
     .where(eq(visits.customerId, drop.id))
     .run().changes;
+  if (staff !== keep.staff) db.update(visits).set({ staff }).where(eq(visits.customerId, keep.id)).run();
   // Exactly one enrolling visit: the earliest.
   const firsts = db
     .select({ seq: visits.seq })
@@ -269,6 +300,7 @@ export function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
       notes: keep.notes.trim() !== '' && drop.notes.trim() !== '' && keep.notes !== drop.notes ? `${keep.notes}\n${drop.notes}` : fill(keep.notes, drop.notes),
       consent,
       ...(consent !== keep.consent ? { consentChangedAt: now } : {}),
+      ...(staff !== keep.staff ? { staff, staffChangedAt: now } : {}),
       visitCount: keep.visitCount + drop.visitCount,
       firstSeenAt: earliest(keep.firstSeenAt, drop.firstSeenAt),
       lastSeenAt: latest(keep.lastSeenAt, drop.lastSeenAt),

@@ -9,3 +9,4 @@ export * from '../customers/schema.js';
 export * from '../visits/schema.js';
 export * from '../purchases/schema.js';
 export * from '../auth-service/schema.js';
+export * from '../idp/schema.js';

@@ -2,6 +2,7 @@ import type { Ctx, Mw } from '../context.js';
 import { atLeast, type Rule } from '../policy.js';
 import { findByAccessToken, touchSession } from '../auth/sessions.js';
 import { tokenKind } from '../auth/tokens.js';
+import { describesSecurity } from './describe.js';
 import { forbidden, noSuchRoute, notFound, tokenExpired, unauthorized } from './errors.js';
 
 /** The bearer token of a request, if any. */
@@ -24,7 +25,7 @@ const adminOnly = (ctx: Ctx) => noSuchRoute(ctx.method, ctx.path);
  */
 export function auth(rule: Rule): Mw {
   const adminRoute = rule.least === 'admin';
-  return async (ctx, next) => {
+  return describesSecurity<Mw>(async (ctx, next) => {
     const token = bearer(ctx.get('Authorization'));
     if (!token) throw adminRoute ? adminOnly(ctx) : unauthorized();
     if (tokenKind(token) === 'agent') {
@@ -55,5 +56,5 @@ export function auth(rule: Rule): Mw {
     };
     ctx.log = ctx.log.child({ user_id: user.id });
     await next();
-  };
+  }, { scheme: 'userBearer', least: rule.least, message: rule.message });
 }

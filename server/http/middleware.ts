@@ -40,7 +40,8 @@ export const errors: Mw = async (ctx, next) => {
     }
   } catch (err) {
     const e = toHttpError(err);
-    if (e.status >= 500) ctx.log.error({ err }, 'request failed');
+    // The authentication service logs its provider failures itself (a warning, once at start for not_configured).
+    if (e.status >= 500 && e.code !== 'AUTH_PROVIDER_ERROR') ctx.log.error({ err }, 'request failed');
     ctx.status = e.status;
     ctx.body = isAuthServicePath(ctx.path) ? authServiceEnvelope(e, ctx.state.requestId) : { error: e.code, message: e.message, ...e.extra };
     if (e.status === 405 && err && typeof err === 'object' && 'headers' in err) {

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Ctx, Mw } from '../context.js';
+import { describesRequest } from './describe.js';
 import { badRequest } from './errors.js';
 
 const kinds: Record<string, string> = {
@@ -36,7 +37,7 @@ export function describeIssues(error: z.ZodError): string {
 
 /** validate({ body, query }): parses the request with zod; bad input is a 400 with the spec's envelope. */
 export function validate(schemas: { body?: z.ZodType; query?: z.ZodType }): Mw {
-  return async (ctx, next) => {
+  return describesRequest<Mw>(async (ctx, next) => {
     if (schemas.body) {
       if (ctx.state.bodyError !== undefined) throw ctx.state.bodyError;
       const parsed = schemas.body.safeParse(ctx.request.body ?? {}, { error: plainErrors });
@@ -49,7 +50,7 @@ export function validate(schemas: { body?: z.ZodType; query?: z.ZodType }): Mw {
       ctx.state.query = parsed.data;
     }
     await next();
-  };
+  }, schemas);
 }
 
 /** The validated body, typed by the schema that validate() used. */

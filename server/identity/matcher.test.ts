@@ -145,6 +145,19 @@ describe('Burst protection', () => {
     expect(a.enrolled).toHaveLength(3);
   });
 
+  it('a backlog batch (a shop PC sending hours of visits at once) enrols a new person once, like separate batches', () => {
+    const a = setup(300, 5);
+    const b = setup(300, 5);
+    const person = a.faces.identity();
+    // Hours apart: outside the recently enrolled list's window, so only the batch's own enrolments can find them.
+    const visits = [0.8, 0.7, 0.75].map((c, i) => a.visit(a.faces.sighting(person, c), T0 + i * 3_600_000));
+    const batch = a.matcher.decideBatch(visits, a.enrol);
+    const separate = visits.map((v) => b.matcher.decideBatch([v], b.enrol)[0]!);
+    expect(batch).toEqual(separate);
+    expect(batch.map((d) => d.kind)).toEqual(['new', 'match', 'match']);
+    expect(a.enrolled).toHaveLength(1);
+  });
+
   it('forget takes back an enrolment whose transaction failed', () => {
     const { faces, gallery, matcher, enrol, enrolled, visit } = setup();
     const person = faces.identity();

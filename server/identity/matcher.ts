@@ -101,11 +101,23 @@ export class Matcher {
   decideBatch(visits: readonly Visit[], enrol: Enrol): Decision[] {
     const qs = visits.map((v) => unitCopy(v.embedding));
     const found = this.gallery.searchBatch(qs, 1);
+    // Customers enrolled by earlier visits of this batch were not in the gallery when it was searched. The recently
+    // enrolled list finds them only within burstWindowMs of capture time; a shop PC sending a backlog (late, in any
+    // order) puts one person's visits of hours apart in one batch, so they are compared here too, at the match
+    // threshold, as the gallery would have been in separate batches.
+    const enrolled: string[] = [];
     return visits.map((v, i) => {
       const best = found[i]![0];
       // Re-score against the current template: an earlier visit of the batch may have updated it or merged it away.
       const sim = best && this.gallery.similarity(best.customerId, qs[i]!);
-      return this.resolve(v, i, qs[i]!, sim === undefined ? undefined : { customerId: best!.customerId, similarity: sim }, enrol);
+      let match: Match | undefined = sim === undefined ? undefined : { customerId: best!.customerId, similarity: sim };
+      for (const id of enrolled) {
+        const s = this.gallery.similarity(id, qs[i]!);
+        if (s !== undefined && s >= this.options.matchThreshold && (!match || s > match.similarity)) match = { customerId: id, similarity: s };
+      }
+      const d = this.resolve(v, i, qs[i]!, match, enrol);
+      if (d.kind === 'new') enrolled.push(d.customerId);
+      return d;
     });
   }
 

@@ -6,6 +6,11 @@ export function ratio(x: number): number {
   return Math.round(x * 10_000) / 10_000;
 }
 
+/** Milliseconds as seconds with one decimal. */
+function dwellSeconds(ms: number): number {
+  return Math.round(ms / 100) / 10;
+}
+
 /** The spec's footfall report. */
 export function presentFootfall(r: FootfallReport) {
   return {
@@ -18,6 +23,8 @@ export function presentFootfall(r: FootfallReport) {
     visits: r.visits,
     fraction_below_gate: ratio(r.fractionBelowGate),
     worst_site: r.worstSite?.name ?? '',
+    /** Additive (docs/reports.md): the average visit (a stay: first to last sighting) in seconds. */
+    average_dwell_s: dwellSeconds(r.averageDwellMs),
   };
 }
 

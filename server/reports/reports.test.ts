@@ -69,8 +69,9 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     await visit(brooklyn, 'v3', '2026-03-08T07:40:00Z', undefined); // unidentified, below the gate
     await visit(brooklyn, 'v4', '2026-03-08T07:50:00Z', p2); // P2's first visit
     await visit(brooklyn, 'v5', '2026-03-08T13:00:00Z', p1, { passed_gate: false, quality: 0.3 }); // P1 recognised below the gate
-    // P3's later visit reaches head office first (a shop PC's queue): that one is marked is_new_visitor, but P3's first
-    // visit ever is the earlier one, on the other side of Indian midnight.
+    // P3's later visit reaches head office first (a shop PC's queue); P3's first visit ever is the earlier one, on the
+    // other side of Indian midnight, and the new-visitor mark moves to it when it arrives. 45 minutes apart: two
+    // visits (stays) with the default FOOTFALL_VISIT_GAP_S of 30 minutes.
     await visit(andheri, 'v6', '2026-03-08T18:45:00Z', p3); // 2026-03-09 00:15 IST
     await visit(andheri, 'v7', '2026-03-08T18:00:00Z', p3); // 2026-03-08 23:30 IST
     await visit(andheri, 'v8', '2026-03-08T18:20:00Z', undefined); // 23:50 IST, below the gate
@@ -87,11 +88,12 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     await h?.close();
   });
 
-  it('ingest recorded what the reports rely on: P3’s new-visitor mark is on the later visit', async () => {
+  it('ingest recorded what the reports rely on: P3’s new-visitor mark moved to the earlier visit that arrived later', async () => {
     const rows = await arrivals(h, a.ownerToken, 13);
     const byId = new Map(rows.map((r) => [r.visit_id, r]));
-    expect(byId.get(sent.v6!)).toMatchObject({ is_new_visitor: true });
-    expect(byId.get(sent.v7!)).toMatchObject({ is_new_visitor: false, visitor_id: byId.get(sent.v6!).visitor_id });
+    // The mark is on the first visit ever (first ever decides "new"), whatever the order of delivery.
+    expect(byId.get(sent.v6!)).toMatchObject({ is_new_visitor: false });
+    expect(byId.get(sent.v7!)).toMatchObject({ is_new_visitor: true, visitor_id: byId.get(sent.v6!).visitor_id });
     expect(byId.get(sent.v5!)).toMatchObject({ visitor_id: byId.get(sent.v1!).visitor_id });
     expect(byId.get(sent.v10!)).toMatchObject({ visitor_id: byId.get(sent.v1!).visitor_id });
     expect(new Set(rows.filter((r) => r.visitor_id).map((r) => r.visitor_id)).size).toBe(4);
@@ -100,7 +102,7 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
   it('hour buckets in New York across the spring-forward: 23 local hours, no 02:00; the exact JSON shape', async () => {
     const r = await footfall('from=2026-03-08&to=2026-03-08&tz=America/New_York&bucket=hour');
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(Object.keys(r.body)).toEqual(['from', 'to', 'bucket', 'timezone', 'points', 'total', 'visits', 'fraction_below_gate', 'worst_site']);
+    expect(Object.keys(r.body)).toEqual(['from', 'to', 'bucket', 'timezone', 'points', 'total', 'visits', 'fraction_below_gate', 'worst_site', 'average_dwell_s']);
     const labels = r.body.points.map((p: any) => p.bucket);
     expect(labels).toHaveLength(23);
     expect(labels.slice(0, 4)).toEqual(['2026-03-08T00:00', '2026-03-08T01:00', '2026-03-08T03:00', '2026-03-08T04:00']);
@@ -138,6 +140,7 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
       visits: 6,
       fraction_below_gate: 0.1667,
       worst_site: 'Andheri',
+      average_dwell_s: 0, // every visit here is one sighting of one moment
     });
     // The same shop by uuid, by site_id, and with upper-case slug; tz defaults to the shop's.
     for (const q of [`site=${andheri.shop.site_id}`, 'site_id=andheri', 'site=ANDHERI&site_id=andheri']) {
@@ -190,6 +193,7 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
       visits: 0,
       fraction_below_gate: 0,
       worst_site: '',
+      average_dwell_s: 0,
     });
     const other = await footfall('from=2026-03-08&to=2026-03-08&tz=UTC', b.ownerToken);
     expect(other.body).toMatchObject({ total: 1, visits: 1, fraction_below_gate: 0, worst_site: 'Powai' });

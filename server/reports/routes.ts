@@ -4,7 +4,9 @@ import { auth } from '../http/auth.js';
 import { queryOf, validate } from '../http/pipeline.js';
 import { reportsPolicy } from './policy.js';
 import { reportPool } from './pool.js';
+import { conversionCsv, footfallCsv, formatOf, sendCsv } from './csv.js';
 import { presentConversion, presentFootfall } from './presenter.js';
+import { getShop } from '../shops/service.js';
 import { ReportQueryInput, resolveReportQuery, type ReportQuery } from './query.js';
 
 /** Parsed, defaulted and checked on this thread (every 400 as before); only the counting goes to a report thread. */
@@ -12,19 +14,30 @@ function reportQuery(ctx: Ctx): ReportQuery {
   return resolveReportQuery(ctx.deps.store.db, tenantOf(ctx), queryOf(ctx, ReportQueryInput));
 }
 
+/** The filtered shop's slug for the CSV's `site` column; empty for the whole company. */
+function siteName(ctx: Ctx, q: ReportQuery): string {
+  return q.siteId ? (getShop(ctx.deps.store.db, q.siteId)?.slug ?? '') : '';
+}
+
 export function reportsRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api/reports' });
 
   /** Footfall per bucket over a window of local days (docs/reports.md), computed off the event loop (pool.ts). */
   r.get('/footfall', auth(reportsPolicy.view), validate({ query: ReportQueryInput }), async (ctx) => {
+    const format = formatOf(ctx);
     const q = reportQuery(ctx);
-    ctx.body = presentFootfall(await reportPool(ctx.deps).footfall(tenantOf(ctx), q));
+    const body = presentFootfall(await reportPool(ctx.deps).footfall(tenantOf(ctx), q));
+    if (format === 'csv') sendCsv(ctx, 'footfall', q, footfallCsv(body));
+    else ctx.body = body;
   });
 
   /** Visitors, purchasers and revenue over the same window. */
   r.get('/conversion', auth(reportsPolicy.view), validate({ query: ReportQueryInput }), async (ctx) => {
+    const format = formatOf(ctx);
     const q = reportQuery(ctx);
-    ctx.body = presentConversion(await reportPool(ctx.deps).conversion(tenantOf(ctx), q));
+    const body = presentConversion(await reportPool(ctx.deps).conversion(tenantOf(ctx), q));
+    if (format === 'csv') sendCsv(ctx, 'conversion', q, conversionCsv(body, q, siteName(ctx, q)));
+    else ctx.body = body;
   });
 
   return r;

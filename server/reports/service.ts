@@ -40,6 +40,8 @@ export interface FootfallReport {
   belowGate: number;
   /** belowGate / visits; 0 without visits. */
   fractionBelowGate: number;
+  /** Average length of a visit (a stay) in milliseconds; 0 without visits. */
+  averageDwellMs: number;
   /** The shop with the largest share of visits below the gate; null without visits. */
   worstSite: SiteShare | null;
 }
@@ -73,12 +75,13 @@ function boundsJson(buckets: readonly Bucket[]): string {
 
 /**
  * The visits of the scope: the company's shops (or the one filtered), each shop's visits through
- * visits_shop_time_idx (shop_id, occurred_at, customer_id, passed_gate), which covers every column counted, so no
- * table row is read. A visit's company is its shop's, so the tenant is the shop's company_id.
+ * visits_shop_time_idx (shop_id, occurred_at, customer_id, passed_gate, staff, dwell_ms; migration 0007), which
+ * covers every column counted, so no table row is read. A visit's company is its shop's, so the tenant is the shop's
+ * company_id. Staff's visits are never counted (their customers' flag is copied onto them, past ones included).
  */
 function scopedVisits(companyId: string, siteId: string | null): { from: SQL; where: SQL } {
   const shop = siteId ? sql`s.company_id = ${companyId} and s.id = ${siteId}` : sql`s.company_id = ${companyId}`;
-  return { from: sql`shops s cross join visits v indexed by visits_shop_time_idx`, where: sql`${shop} and v.shop_id = s.id` };
+  return { from: sql`shops s cross join visits v indexed by visits_shop_time_idx`, where: sql`${shop} and v.shop_id = s.id and v.staff = 0` };
 }
 
 const bucketTable = (bounds: string) => sql`b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))`;
@@ -93,6 +96,7 @@ interface WindowCounts {
   people: number;
   visits: number;
   belowGate: number;
+  dwellMs: number;
   sites: SiteShare[];
 }
 
@@ -100,15 +104,17 @@ function windowCounts(db: Db, companyId: string, siteId: string | null, lo: stri
   const { from, where } = scopedVisits(companyId, siteId);
   const range = sql`${where} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`;
   // Grouped by slug: shops are read in slug order (shops_company_slug_uq), so grouping needs no sort.
-  const sites = db.all<SiteShare & { anon: number }>(sql`
+  const sites = db.all<SiteShare & { anon: number; dwell: number }>(sql`
     select s.id as id, s.name as name, s.slug as slug, count(*) as visits,
-      count(*) filter (where v.passed_gate = 0) as belowGate, count(*) filter (where v.customer_id is null) as anon
+      count(*) filter (where v.passed_gate = 0) as belowGate, count(*) filter (where v.customer_id is null) as anon,
+      total(v.dwell_ms) as dwell
     from ${from} where ${range} group by s.slug`);
   const known = db.get<{ n: number }>(sql`select count(distinct v.customer_id) as n from ${from} where ${range}`)?.n ?? 0;
   return {
     people: known + sites.reduce((n, r) => n + r.anon, 0),
     visits: sites.reduce((n, r) => n + r.visits, 0),
     belowGate: sites.reduce((n, r) => n + r.belowGate, 0),
+    dwellMs: sites.reduce((n, r) => n + r.dwell, 0),
     sites: sites.map(({ id, name, slug, visits, belowGate }) => ({ id, name, slug, visits, belowGate })),
   };
 }
@@ -166,7 +172,7 @@ function bucketCounts(db: Db, companyId: string, siteId: string | null, buckets:
         select b.i as i, (
           select json_array(count(distinct v.customer_id), count(*) filter (where v.customer_id is null),
                             (select count(*) from customers c indexed by customers_company_first_idx
-                             where c.company_id = ${companyId} and c.merged_into is null and ${firstInBucket}))
+                             where c.company_id = ${companyId} and c.merged_into is null and c.staff = 0 and ${firstInBucket}))
           from ${from} where ${inBucket}) as r
         from b`);
   const out = buckets.map((): BucketCounts => ({ known: 0, anon: 0, fresh: 0 }));
@@ -195,6 +201,7 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
       visits: counts.visits,
       belowGate: counts.belowGate,
       fractionBelowGate: counts.visits === 0 ? 0 : counts.belowGate / counts.visits,
+      averageDwellMs: counts.visits === 0 ? 0 : counts.dwellMs / counts.visits,
       worstSite: worstOf(counts.sites),
     };
   });
@@ -211,7 +218,9 @@ export function conversionReport(db: Db, companyId: string, q: ReportQuery): Con
   const hi = iso(w.hi);
   return snapshot(db, () => {
     const visitors = windowCounts(db, companyId, q.siteId, lo, hi).people;
-    const scope = sql`p.company_id = ${companyId} and p.created_at >= ${lo} and p.created_at < ${hi} ${q.siteId ? sql`and p.shop_id = ${q.siteId}` : sql``}`;
+    // Staff's purchases are left out like their visits (customers_company_staff_idx lists them).
+    const scope = sql`p.company_id = ${companyId} and p.created_at >= ${lo} and p.created_at < ${hi} ${q.siteId ? sql`and p.shop_id = ${q.siteId}` : sql``}
+      and p.customer_id not in (select c.id from customers c where c.company_id = ${companyId} and c.staff = 1)`;
     const purchasers = db.get<{ n: number }>(sql`select count(distinct p.customer_id) as n from purchases p where ${scope}`)?.n ?? 0;
     const currencies = db
       .all<CurrencyTotal>(sql`select p.currency as currency, count(*) as baskets, sum(p.amount_minor) as amountMinor from purchases p where ${scope} group by p.currency`)

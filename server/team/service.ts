@@ -8,6 +8,7 @@ import type { Db } from '../db/open.js';
 import type { Role, TenantRole } from '../policy.js';
 import { generateInvitationCode, normaliseCode } from './codes.js';
 import { invitations } from './schema.js';
+import { endProviderSessions } from '../idp/tokens.js';
 
 export type InvitationRow = typeof invitations.$inferSelect;
 
@@ -85,6 +86,7 @@ export function phoneTaken(db: Db, companyId: string, phone: string, exceptId?: 
 /** Replaces the password and revokes every live session of the member. Returns how many were revoked. */
 export function resetPassword(db: Db, userId: string, passwordHash: string): number {
   db.update(users).set({ passwordHash }).where(eq(users.id, userId)).run();
+  endProviderSessions(db, userId); // the same account on /auth's embedded provider (docs/auth-service.md)
   return revokeUserSessions(db, userId, 'password_reset');
 }
 
@@ -106,6 +108,7 @@ export function applyChange(db: Db, member: UserRow, change: MemberChange): { me
   if (change.phone !== undefined && change.phone !== member.phone) set.phone = change.phone;
   if (Object.keys(set).length === 0) return { member, revoked: 0 };
   const updated = db.update(users).set(set).where(eq(users.id, member.id)).returning().get();
+  if (set.active === false) endProviderSessions(db, member.id);
   const revoked = set.active === false ? revokeUserSessions(db, member.id, 'member_deactivated') : 0;
   return { member: updated, revoked };
 }

@@ -14,8 +14,9 @@ import { shops } from '../shops/schema.js';
 import type { FeedItem } from './hub.js';
 import type { Identities } from './identities.js';
 import { presentArrival } from './presenter.js';
-import { visits } from './schema.js';
+import { sightings } from './schema.js';
 import { feedRange } from './service.js';
+import { Stays, spanOf } from './stays.js';
 
 /** One visit message waiting for the next batch. */
 interface Pending {
@@ -39,9 +40,11 @@ export interface IngestStats {
   batches: number;
   newCustomers: number;
   matched: number;
+  /** Stored sightings that extended (or joined) a visit instead of making one (a stay; `stored` counts them too). */
+  extended: number;
 }
 
-export const EMPTY_STATS: IngestStats = { received: 0, stored: 0, duplicates: 0, invalid: 0, unknownShop: 0, suspended: 0, failed: 0, batches: 0, newCustomers: 0, matched: 0 };
+export const EMPTY_STATS: IngestStats = { received: 0, stored: 0, duplicates: 0, invalid: 0, unknownShop: 0, suspended: 0, failed: 0, batches: 0, newCustomers: 0, matched: 0, extended: 0 };
 
 /** Largest batch written in one transaction. */
 const MAX_BATCH = 512;
@@ -69,6 +72,8 @@ interface Shop {
  *
  * - visits of a suspended company, or of a shop that no longer exists, are dropped;
  * - a visit_id the company already has (at-least-once delivery re-sends) is dropped, also within the batch;
+ * - a sighting of a customer within FOOTFALL_VISIT_GAP_S of one of their visits in the same shop extends that visit
+ *   (earlier or later, any camera); one that bridges two visits joins them into one (stays.ts);
  * - faces are matched against the company's gallery for the visit's recognition model (`Identities`), which may
  *   enrol a new customer; templates are updated; stats, the shop's `last_event_at` and the face image link follow;
  * - the decisions are checked against the database in the same transaction: a customer erased or merged (or a
@@ -287,9 +292,9 @@ export class IngestCore {
       const existing = new Set<string>();
       for (let i = 0; i < ids.length; i += 500) {
         for (const r of db
-          .select({ visitId: visits.visitId })
-          .from(visits)
-          .where(and(eq(visits.companyId, companyId), inArray(visits.visitId, ids.slice(i, i + 500))))
+          .select({ visitId: sightings.visitId })
+          .from(sightings)
+          .where(and(eq(sightings.companyId, companyId), inArray(sightings.visitId, ids.slice(i, i + 500))))
           .all())
           existing.add(r.visitId);
       }
@@ -349,9 +354,10 @@ export class IngestCore {
       if (!before.has(d.customerId) || (had !== undefined && (seen === undefined || had < seen))) before.set(d.customerId, had);
     }
     const matchedIds = [...before.keys()];
+    const staffIds = new Set<string>();
     for (let i = 0; i < matchedIds.length; i += 500) {
       const rows = db
-        .select({ id: customers.id, count: customers.templateCount, erasedAt: customers.erasedAt, mergedInto: customers.mergedInto })
+        .select({ id: customers.id, count: customers.templateCount, erasedAt: customers.erasedAt, mergedInto: customers.mergedInto, staff: customers.staff })
         .from(customers)
         .where(inArray(customers.id, matchedIds.slice(i, i + 500)))
         .all();
@@ -360,6 +366,7 @@ export class IngestCore {
         const r = live.get(id);
         const had = before.get(id);
         if (!r || r.erasedAt || r.mergedInto || (had !== undefined && r.count !== had)) throw new StaleGallery(`customer ${id} changed`);
+        if (r.staff) staffIds.add(id);
       }
     }
 
@@ -380,18 +387,25 @@ export class IngestCore {
 
     if (fresh.length === 0) return out;
 
-    // The visits, in arrival order.
-    const rows = fresh.map(({ item, shop }) => {
+    // The visits, in arrival order: each sighting makes a visit or extends (joins) its customer's visits (stays.ts).
+    const stays = new Stays(store.sqlite, config.FOOTFALL_VISIT_GAP_S * 1000);
+    let first = Number.POSITIVE_INFINITY;
+    let last = 0;
+    const shopIds = new Set<string>();
+    const companyIds = new Set<string>();
+    for (const { item, shop } of fresh) {
       const d = decisions.get(item);
       const m = item.msg;
-      return {
+      const customerId = d && d.kind !== 'footfall' ? d.customerId : null;
+      q.insertSighting.run(shop.companyId, m.visit_id, item.receivedAt);
+      const r = stays.add({
         visitId: m.visit_id,
         companyId: shop.companyId,
         shopId: shop.id,
         cameraId: m.camera_id,
-        occurredAt: new Date(m.occurred_at).toISOString(),
+        ...spanOf(m),
         receivedAt: item.receivedAt,
-        customerId: d && d.kind !== 'footfall' ? d.customerId : null,
+        customerId,
         isNewVisitor: d?.kind === 'new',
         similarity: d?.kind === 'match' ? d.similarity : null,
         quality: m.quality,
@@ -402,57 +416,30 @@ export class IngestCore {
         emotion: m.attributes?.emotion ?? null,
         faceImageId: faceOf.get(item) ?? null,
         trackId: m.track?.id ?? null,
-      };
-    });
-    let first = Number.POSITIVE_INFINITY;
-    let last = 0;
-    for (const r of rows) {
-      const seq = Number(
-        q.insertVisit.run(
-          r.visitId,
-          r.companyId,
-          r.shopId,
-          r.cameraId,
-          r.occurredAt,
-          r.receivedAt,
-          r.customerId,
-          r.isNewVisitor ? 1 : 0,
-          r.similarity,
-          r.quality,
-          r.passedGate ? 1 : 0,
-          r.recognitionModel,
-          r.gender,
-          r.age,
-          r.emotion,
-          r.faceImageId,
-          r.trackId,
-        ).lastInsertRowid,
-      );
-      first = Math.min(first, seq);
-      last = Math.max(last, seq);
+        staff: customerId !== null && staffIds.has(customerId),
+      });
+      if (r.inserted !== undefined) {
+        first = Math.min(first, r.inserted);
+        last = Math.max(last, r.inserted);
+      } else count('extended');
+      shopIds.add(shop.id);
+      companyIds.add(shop.companyId);
     }
-    count('stored', rows.length);
+    count('stored', fresh.length);
 
-    // Customer stats and templates: one update per customer.
-    const stats = new Map<string, { n: number; first: string; last: string }>();
-    for (const r of rows) {
-      if (!r.customerId) continue;
-      const s = stats.get(r.customerId);
-      if (!s) stats.set(r.customerId, { n: 1, first: r.occurredAt, last: r.occurredAt });
-      else {
-        s.n++;
-        if (r.occurredAt < s.first) s.first = r.occurredAt;
-        if (r.occurredAt > s.last) s.last = r.occurredAt;
-      }
+    // Customer stats and templates: one update per customer; exactly one first visit each.
+    for (const [id, st] of stays.customers) {
+      q.updateCustomer.run({ n: st.visits, first: st.first, last: st.last, template: templates.get(id) ?? null, count: templateCounts.get(id) ?? null, id });
+      stays.markFirstVisit(id);
     }
-    for (const [id, st] of stats) q.updateCustomer.run({ n: st.n, first: st.first, last: st.last, template: templates.get(id) ?? null, count: templateCounts.get(id) ?? null, id });
 
     // The shops' last visit.
-    for (const shopId of new Set(rows.map((r) => r.shopId))) q.touchShop.run(now, shopId);
+    for (const shopId of shopIds) q.touchShop.run(now, shopId);
 
-    // What the arrival streams get after the commit: every row, presented.
-    const companyOfShop = new Map(rows.map((r) => [r.shopId, r.companyId]));
-    for (const f of feedRange(db, [...new Set(rows.map((r) => r.companyId))], first, last)) {
+    // What the arrival streams get after the commit: the new visits (not staff's), presented.
+    const companyOfShop = new Map(fresh.map(({ shop }) => [shop.id, shop.companyId]));
+    if (last === 0) return out;
+    for (const f of feedRange(db, [...companyIds], first, last)) {
       const companyId = companyOfShop.get(f.shopId)!;
       const list = out.items.get(companyId) ?? [];
       list.push({
@@ -487,11 +474,9 @@ function prepare(sqlite: Store['sqlite']) {
     insertCustomer: sqlite.prepare(
       'insert into customers (id, company_id, number, recognition_model, template, template_count, created_at) values (?, ?, ?, ?, ?, 1, ?)',
     ),
-    insertVisit: sqlite.prepare(
-      'insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, received_at, customer_id, is_new_visitor, similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
+    insertSighting: sqlite.prepare('insert into sightings (company_id, visit_id, received_at) values (?, ?, ?)'),
     updateCustomer: sqlite.prepare(
-      `update customers set visit_count = visit_count + @n,
+      `update customers set visit_count = max(0, visit_count + @n),
          first_seen_at = min(coalesce(first_seen_at, @first), @first), last_seen_at = max(coalesce(last_seen_at, @last), @last),
          template = coalesce(@template, template), template_count = coalesce(@count, template_count)
        where id = @id`,

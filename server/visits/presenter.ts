@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { isReturning } from './returning.js';
 import { customerLabel, customerRef, presentImage, type ImageObject } from '../customers/presenter.js';
 
 /** A visit joined with its shop and customer: what the feed query and ingest's fan-out read. */
@@ -6,13 +7,18 @@ export interface FeedRow {
   seq: number;
   visitId: string;
   occurredAt: string;
+  /** null only on rows stored before stays (read as occurred_at). */
+  lastSeenAt: string | null;
+  dwellMs: number;
   shopId: string;
   shopName: string;
   shopSlug: string;
+  shopTimezone: string;
   cameraId: string;
   customerId: string | null;
   customerNumber: number | null;
   customerName: string | null;
+  customerFirstSeenAt: string | null;
   isNewVisitor: boolean;
   similarity: number | null;
   quality: number;
@@ -25,6 +31,9 @@ export interface FeedRow {
 export interface Arrival {
   visit_id: string;
   occurred_at: string;
+  /** Additive (docs/visits-and-customers.md): the stay's latest sighting so far, and its length in seconds. */
+  last_seen_at: string;
+  dwell_s: number;
   site_id: string;
   site: string;
   site_slug: string;
@@ -33,6 +42,8 @@ export interface Arrival {
   visitor_ref?: string;
   label: string;
   is_new_visitor: boolean;
+  /** Additive: the customer was seen on a visit before this visit's local day (returning.ts; the reports' meaning). */
+  returning: boolean;
   similarity: number;
   quality: number;
   attributes: { gender?: string; age?: number; emotion?: string };
@@ -57,12 +68,18 @@ export function presentSimilarity(r: Pick<FeedRow, 'customerId' | 'isNewVisitor'
   return r.similarity === null ? 0 : Math.round(r.similarity * 10_000) / 10_000;
 }
 
+/** A stay's end and length (additive fields of Arrival and history rows): whole seconds. */
+export function presentStay(r: Pick<FeedRow, 'occurredAt' | 'lastSeenAt' | 'dwellMs'>): { last_seen_at: string; dwell_s: number } {
+  return { last_seen_at: r.lastSeenAt ?? r.occurredAt, dwell_s: Math.round(r.dwellMs / 1000) };
+}
+
 /** The spec's Arrival. The sequence is never in it (it is only inside the opaque cursor). */
 export function presentArrival(r: FeedRow, config: Config): Arrival {
   const identified = r.customerId !== null && r.customerNumber !== null;
   return {
     visit_id: r.visitId,
     occurred_at: r.occurredAt,
+    ...presentStay(r),
     site_id: r.shopId,
     site: r.shopName,
     site_slug: r.shopSlug,
@@ -70,6 +87,7 @@ export function presentArrival(r: FeedRow, config: Config): Arrival {
     ...(identified ? { visitor_id: r.customerId!, visitor_ref: customerRef(r.customerNumber!) } : {}),
     label: identified ? customerLabel(r.customerNumber!, r.customerName ?? '') : '',
     is_new_visitor: identified && r.isNewVisitor,
+    returning: identified && isReturning(r.shopTimezone, r.occurredAt, r.customerFirstSeenAt),
     similarity: presentSimilarity(r),
     quality: r.quality,
     attributes: presentAttributes(r),

@@ -8,7 +8,7 @@ import { badRequest } from '../http/errors.js';
 import { queryOf, validate } from '../http/pipeline.js';
 import { resolve } from '../references/resolver.js';
 import { shopRef } from '../references/shops.js';
-import { cursorOr400, encodeCursor } from './cursor.js';
+import { cursorOr400, feedCursors } from './cursor.js';
 import type { FeedItem } from './hub.js';
 import { visitsPolicy } from './policy.js';
 import { presentArrival, type FeedRow } from './presenter.js';
@@ -52,8 +52,8 @@ function photoLinks(rows: readonly { faceImageId: string | null | undefined; cus
   return rows.filter((r) => r.image.available && r.faceImageId).map((r) => ({ faceImageId: r.faceImageId!, customerId: r.customerId ?? undefined }));
 }
 
-function sseEvent(seq: number, arrival: unknown): string {
-  return `id: ${encodeCursor(seq)}\nevent: arrival\ndata: ${JSON.stringify(arrival)}\n\n`;
+function sseEvent(id: string, arrival: unknown): string {
+  return `id: ${id}\nevent: arrival\ndata: ${JSON.stringify(arrival)}\n\n`;
 }
 
 export function visitsRoutes(): AppRouter {
@@ -72,16 +72,17 @@ export function visitsRoutes(): AppRouter {
     if (limit < 1 || limit > max) throw badRequest(`limit: must be from 1 to ${max}`);
     const shopId = siteFilter(ctx, q);
     const given = q.cursor?.trim() ? q.cursor.trim() : undefined;
-    const after = given === undefined ? undefined : cursorOr400(given);
+    const cursors = feedCursors(ctx.deps.keys);
+    const after = given === undefined ? undefined : cursorOr400(cursors, companyId, given);
     const polledAt = new Date().toISOString();
     let rows: FeedRow[];
     let cursor: string;
     if (after !== undefined) {
       rows = feedAfter(store.db, companyId, after, limit, shopId);
-      cursor = rows.length > 0 ? encodeCursor(rows[rows.length - 1]!.seq) : given!;
+      cursor = rows.length > 0 ? cursors.encode(companyId, rows[rows.length - 1]!.seq) : given!;
     } else {
       rows = feedTail(store.db, companyId, limit, shopId);
-      cursor = encodeCursor(rows.length > 0 ? rows[rows.length - 1]!.seq : headSeq(store.db, companyId));
+      cursor = cursors.encode(companyId, rows.length > 0 ? rows[rows.length - 1]!.seq : headSeq(store.db, companyId));
     }
     const arrivals = rows.map((row) => presentArrival(row, config));
     auditPhotoLinks(ctx, 'GET /api/visits', photoLinks(rows.map((row, i) => ({ ...row, image: arrivals[i]!.image }))));
@@ -100,7 +101,8 @@ export function visitsRoutes(): AppRouter {
     const shopId = siteFilter(ctx, q);
     const header = ctx.get('Last-Event-ID').trim();
     const given = header !== '' ? header : q.cursor?.trim() ? q.cursor.trim() : undefined;
-    const after = given === undefined ? undefined : cursorOr400(given);
+    const cursors = feedCursors(ctx.deps.keys);
+    const after = given === undefined ? undefined : cursorOr400(cursors, companyId, given);
 
     ctx.req.socket.setTimeout(0);
     ctx.req.socket.setNoDelay(true);
@@ -134,7 +136,7 @@ export function visitsRoutes(): AppRouter {
       let chunk = '';
       for (const it of items) {
         if (it.seq <= lastSent || (shopId !== undefined && it.shopId !== shopId)) continue;
-        chunk += sseEvent(it.seq, it.arrival);
+        chunk += sseEvent(cursors.encode(companyId, it.seq), it.arrival);
         lastSent = it.seq;
         if (it.arrival.image.available && it.faceImageId) links.push({ faceImageId: it.faceImageId, customerId: it.customerId });
       }

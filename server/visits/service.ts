@@ -9,13 +9,17 @@ const feedColumns = {
   seq: visits.seq,
   visitId: visits.visitId,
   occurredAt: visits.occurredAt,
+  lastSeenAt: visits.lastSeenAt,
+  dwellMs: visits.dwellMs,
   shopId: visits.shopId,
   shopName: shops.name,
   shopSlug: shops.slug,
+  shopTimezone: shops.timezone,
   cameraId: visits.cameraId,
   customerId: visits.customerId,
   customerNumber: customers.number,
   customerName: customers.fullName,
+  customerFirstSeenAt: customers.firstSeenAt,
   isNewVisitor: visits.isNewVisitor,
   similarity: visits.similarity,
   quality: visits.quality,
@@ -25,13 +29,14 @@ const feedColumns = {
   faceImageId: visits.faceImageId,
 };
 
+/** The feed's rows: staff's visits are never arrivals (docs/visits-and-customers.md, "Staff"). */
 function feedQuery(db: Db, where: SQL | undefined) {
   return db
     .select(feedColumns)
     .from(visits)
     .innerJoin(shops, eq(shops.id, visits.shopId))
     .leftJoin(customers, eq(customers.id, visits.customerId))
-    .where(where);
+    .where(and(where, eq(visits.staff, false)));
 }
 
 function scope(companyId: string, shopId: string | undefined): SQL {

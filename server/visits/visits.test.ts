@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upTopic } from '../../shared/topics.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
-import { realFaces, visitOf, type RealFaces } from '../../test/support/faces.js';
+import { realFaces, visitOf, type RealFace, type RealFaces } from '../../test/support/faces.js';
 import { connectPc, memberToken, waitFor } from '../../test/support/shop-pc.js';
 import { arrivals, openStream, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
-import { encodeCursor, parseCursor } from './cursor.js';
+import { feedCursors } from './cursor.js';
 
 describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
   let h: Harness;
@@ -16,9 +16,14 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
   let pcA2: ShopPc;
   let pcB: ShopPc;
   let staffA: string;
+  // Each visit 10 s after the one before (a visit is a stay: the same person seen again within
+  // FOOTFALL_VISIT_GAP_S, here 1 s, would extend the visit instead of making another arrival).
+  let clock = Date.now() - 86_400_000;
+  const visit = (face: RealFace | undefined, over: Parameters<typeof visitOf>[2] = {}) =>
+    visitOf(faces, face, { occurred_at: new Date((clock += 10_000)).toISOString(), ...over });
 
   beforeAll(async () => {
-    [h, faces] = await Promise.all([startHarness({ FOOTFALL_SSE_KEEPALIVE_S: 1, FOOTFALL_INGEST_BATCH_MS: 20 }), realFaces()]);
+    [h, faces] = await Promise.all([startHarness({ FOOTFALL_SSE_KEEPALIVE_S: 1, FOOTFALL_INGEST_BATCH_MS: 20, FOOTFALL_VISIT_GAP_S: 1 }), realFaces()]);
     a = await h.company('Visits Alpha');
     b = await h.company('Visits Beta');
     pcA = await shopPc(h, a.ownerToken, a.slug, 'Andheri');
@@ -34,17 +39,19 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
   it('the same person in two photos is one customer with a returning visit; another person is another customer', async () => {
     const [p1, p2] = faces.same;
     const other = faces.others[0]!;
-    await pcA.publish(visitOf(faces, p1, { camera_id: 'entrance' }));
+    await pcA.publish(visit(p1, { camera_id: 'entrance' }));
     await settled(h);
-    await pcA.publish(visitOf(faces, p2, { camera_id: 'till' }));
+    await pcA.publish(visit(p2, { camera_id: 'till' }));
     await settled(h);
-    await pcA.publish(visitOf(faces, other));
+    await pcA.publish(visit(other));
     const rows = await arrivals(h, staffA, 3);
     expect(rows).toHaveLength(3);
     const [first, second, third] = rows;
     expect(first).toEqual({
       visit_id: expect.any(String),
       occurred_at: expect.any(String),
+      last_seen_at: expect.any(String),
+      dwell_s: 0,
       site_id: pcA.shop.site_id,
       site: 'Andheri',
       site_slug: 'andheri',
@@ -53,6 +60,7 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
       visitor_ref: 'V-1',
       label: 'Visitor 1',
       is_new_visitor: true,
+      returning: false,
       similarity: 1,
       quality: p1.quality,
       attributes: { gender: 'female', age: 30, emotion: 'happy' },
@@ -72,8 +80,8 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
 
   it('duplicates of one visit_id appear once, whether in one batch or re-sent later', async () => {
     const before = await arrivals(h, staffA, 0);
-    const cursor = encodeCursor(0);
-    const msg = visitOf(faces, faces.others[1]);
+    const cursor = feedCursors(h.server.deps.keys).encode(a.id, 0);
+    const msg = visit(faces.others[1]);
     await Promise.all([pcA.publish(msg), pcA.publish(msg), pcA.publish(msg)]);
     await settled(h);
     await pcA.publish(msg);
@@ -90,8 +98,8 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
 
   it('faces under the gate and visits without an embedding are footfall without identity', async () => {
     const head = (await h.request('GET', '/api/visits?limit=1', { token: staffA })).body.cursor;
-    const under = visitOf(faces, faces.others[2], { passed_gate: false, quality: 0.1 });
-    const none = visitOf(faces, undefined);
+    const under = visit(faces.others[2], { passed_gate: false, quality: 0.1 });
+    const none = visit(undefined);
     await pcA.publish(under);
     await pcA.publish(none);
     const rows = await arrivals(h, staffA, 2, `&cursor=${head}`);
@@ -111,16 +119,16 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
       'not json',
       '[]',
       JSON.stringify({ visit_id: 'nope' }),
-      JSON.stringify({ ...visitOf(faces, faces.others[0]), embedding: 'AAAA' }),
-      JSON.stringify({ ...visitOf(faces, faces.others[0]), recognition_model: undefined }),
-      JSON.stringify({ ...visitOf(faces, faces.others[0]), quality: 7 }),
-      JSON.stringify({ ...visitOf(faces, faces.others[0]), face_image_id: '../../etc/passwd' }),
+      JSON.stringify({ ...visit(faces.others[0]), embedding: 'AAAA' }),
+      JSON.stringify({ ...visit(faces.others[0]), recognition_model: undefined }),
+      JSON.stringify({ ...visit(faces.others[0]), quality: 7 }),
+      JSON.stringify({ ...visit(faces.others[0]), face_image_id: '../../etc/passwd' }),
     ];
     for (const m of bad) await pcA.publish(m);
     // A NaN embedding is counted as footfall without identity.
-    const nanVisit = { ...visitOf(faces, faces.others[0]), embedding: nan.toString('base64') };
+    const nanVisit = { ...visit(faces.others[0]), embedding: nan.toString('base64') };
     await pcA.publish(JSON.stringify(nanVisit));
-    const ok = visitOf(faces, faces.others[0]);
+    const ok = visit(faces.others[0]);
     await pcA.publish(ok);
     const rows = await arrivals(h, staffA, 2, `&cursor=${head}`);
     expect(rows.map((r: any) => r.visit_id)).toEqual([nanVisit.visit_id, ok.visit_id]);
@@ -138,11 +146,11 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
       const admin = await h.adminToken();
       expect((await h.request('PATCH', `/api/admin/clients/${c.id}`, { token: admin, body: { active: false } })).status).toBe(200);
       const before = h.server.ingest.stats.suspended;
-      await pc.publish(visitOf(faces, faces.others[0]));
+      await pc.publish(visit(faces.others[0]));
       await waitFor(() => h.server.ingest.stats.suspended > before);
       expect((await h.request('PATCH', `/api/admin/clients/${c.id}`, { token: admin, body: { active: true } })).status).toBe(200);
       const owner = (await h.login(c.ownerEmail, c.ownerPassword)).access_token;
-      const after = visitOf(faces, faces.others[1]);
+      const after = visit(faces.others[1]);
       await pc.publish(after);
       const rows = await arrivals(h, owner, 1);
       expect(rows.map((r: any) => r.visit_id)).toEqual([after.visit_id]);
@@ -164,8 +172,8 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
     const empty = await h.request('GET', `/api/visits?cursor=${cursor}`, { token: staffA });
     expect(empty.body).toEqual({ arrivals: [], cursor, polled_at: expect.any(String) });
 
-    const m1 = visitOf(faces, faces.same[0]);
-    const m2 = visitOf(faces, undefined);
+    const m1 = visit(faces.same[0]);
+    const m2 = visit(undefined);
     await pcA.publish(m1);
     await settled(h);
     await pcA2.publish(m2);
@@ -185,13 +193,28 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
     const both = await h.request('GET', `/api/visits?site=bandra&site_id=${pcA.shop.site_id}`, { token: staffA });
     expect(both.status).toBe(400);
 
-    for (const bad of ['garbage', encodeCursor(1).slice(0, -2), Buffer.from('v2:10').toString('base64url'), Buffer.from('v1:-1').toString('base64url'), 'a'.repeat(300)]) {
+    const cursors = feedCursors(h.server.deps.keys);
+    const sealed = cursors.encode(a.id, 1);
+    const flipped = Buffer.from(sealed, 'base64url');
+    flipped[14]! ^= 1;
+    for (const bad of [
+      'garbage',
+      sealed.slice(0, -2),
+      flipped.toString('base64url'),
+      // The old format (`v1:<platform-wide number>`): drop it and poll without one.
+      Buffer.from('v1:10').toString('base64url'),
+      Buffer.from('v1:-1').toString('base64url'),
+      // Another company's cursor does not open for this one.
+      cursors.encode(b.id, 1),
+      'a'.repeat(300),
+    ]) {
       const r = await h.request('GET', `/api/visits?cursor=${encodeURIComponent(bad)}`, { token: staffA });
       expect(r.status, bad).toBe(400);
       expect(r.body.error).toBe(bad.length > 200 ? 'invalid_request' : 'invalid_cursor');
       if (r.body.error === 'invalid_cursor') expect(r.body.message).toMatch(/poll without a cursor/);
     }
-    expect(parseCursor(encodeCursor(123))).toBe(123);
+    expect(cursors.decode(a.id, cursors.encode(a.id, 123))).toBe(123);
+    expect(cursors.decode(b.id, cursors.encode(a.id, 123))).toBeUndefined();
   });
 
   it('limit: default 100, at most 1000; site unknown or another company’s is 400', async () => {
@@ -226,10 +249,10 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
 
     const sb = await openStream(h, b.ownerToken);
     try {
-      const msg = visitOf(faces, faces.others[3]);
+      const msg = visit(faces.others[3]);
       await pcA.publish(msg);
       await settled(h);
-      const own = visitOf(faces, undefined);
+      const own = visit(undefined);
       await pcB.publish(own);
       const got = await sb.reader.next(1);
       expect(got[0]!.arrival.visit_id).toBe(own.visit_id);
@@ -243,7 +266,7 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
     const s = await openStream(h, staffA);
     expect(s.res.status).toBe(200);
     expect(s.res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    const live = [visitOf(faces, faces.same[1]), visitOf(faces, undefined, { camera_id: 'door' })];
+    const live = [visit(faces.same[1]), visit(undefined, { camera_id: 'door' })];
     let got: { id: string; arrival: any }[];
     try {
       await pcA.publish(live[0]!);
@@ -260,7 +283,7 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
     }
 
     // Missed while disconnected: delivered on resume, by header or by query, then live again.
-    const missed = [visitOf(faces, faces.others[0]), visitOf(faces, faces.others[1])];
+    const missed = [visit(faces.others[0]), visit(faces.others[1])];
     for (const m of missed) await pcA.publish(m);
     await settled(h);
     const byHeader = await openStream(h, staffA, '', { 'Last-Event-ID': got![1]!.id });
@@ -269,7 +292,7 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
     try {
       for (const st of [byHeader, byQuery]) expect((await st.reader.next(2)).map((e) => e.arrival.visit_id)).toEqual(missed.map((m) => m.visit_id));
       expect((await bandraOnly.reader.next(1)).map((e) => e.arrival.visit_id)).toEqual([live[1]!.visit_id]);
-      const after = [visitOf(faces, undefined), visitOf(faces, undefined)];
+      const after = [visit(undefined), visit(undefined)];
       await pcA.publish(after[0]!);
       await pcA2.publish(after[1]!);
       for (const st of [byHeader, byQuery]) expect((await st.reader.next(2)).map((e) => e.arrival.visit_id)).toEqual(after.map((m) => m.visit_id));
@@ -296,13 +319,13 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
   it('a visit is acknowledged (PUBACK) only once it is stored; the ingest thread is started again if it dies', async () => {
     const stored = (id: string) => (h.server.store.sqlite.prepare('select count(*) as n from visits where visit_id = ?').get(id) as { n: number }).n;
     for (let i = 0; i < 3; i++) {
-      const m = visitOf(faces, i === 0 ? faces.others[0] : undefined);
+      const m = visit(i === 0 ? faces.others[0] : undefined);
       await pcA.publish(m);
       expect(stored(m.visit_id)).toBe(1);
     }
     const ingest = h.server.ingest as unknown as { worker: { terminate(): Promise<number> } };
     await ingest.worker.terminate();
-    const after = visitOf(faces, faces.others[1]);
+    const after = visit(faces.others[1]);
     await pcA.publish(after);
     expect(stored(after.visit_id)).toBe(1);
     expect(pcA.client.connected).toBe(true);
@@ -315,16 +338,16 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
       const head = (await h.request('GET', '/api/visits?limit=1', { token: staffA })).body.cursor;
       const failedBefore = h.server.ingest.stats.failed;
       const newFace = faces.others[4] ?? faces.others[3]!;
-      const good = visitOf(faces, newFace);
-      const bad = visitOf(faces, faces.others[0], { camera_id: 'poison' });
-      const none = visitOf(faces, undefined);
+      const good = visit(newFace);
+      const bad = visit(faces.others[0], { camera_id: 'poison' });
+      const none = visit(undefined);
       await Promise.all([pcA.publish(good), pcA.publish(bad), pcA.publish(none)]);
       const rows = await arrivals(h, staffA, 2, `&cursor=${head}`);
       await settled(h);
       expect(rows.map((r: any) => r.visit_id)).toEqual([good.visit_id, none.visit_id]);
       expect(h.server.ingest.stats.failed - failedBefore).toBe(1);
       // The customer enrolled by the failed attempt was rolled back in memory too: the face has one customer.
-      const again = visitOf(faces, newFace);
+      const again = visit(newFace);
       await pcA.publish(again);
       await settled(h);
       const count = sqlite.prepare('select count(*) as n from visits v join customers c on c.id = v.customer_id where v.visit_id in (?, ?) group by c.id').all(good.visit_id, again.visit_id);
@@ -342,8 +365,8 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
     sqlite.prepare('update customers set template_count = 999 where id = ?').run(id2);
     sqlite.prepare("update customers set erased_at = ?, template = null where id = ?").run(new Date().toISOString(), id3);
     const head = (await h.request('GET', '/api/visits?limit=1', { token: staffA })).body.cursor;
-    const m2 = visitOf(faces, faces.others[0]);
-    const m3 = visitOf(faces, faces.others[1]);
+    const m2 = visit(faces.others[0]);
+    const m3 = visit(faces.others[1]);
     await pcA.publish(m2);
     await pcA.publish(m3);
     const rows = await arrivals(h, staffA, 2, `&cursor=${head}`);
@@ -358,12 +381,12 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
     const dataDir = h.dataDir;
     await Promise.all([pcA, pcA2, pcB].map((p) => p.close()));
     await h.server.close();
-    h = await startHarness({}, { dataDir, keepDataDir: false });
+    h = await startHarness({ FOOTFALL_VISIT_GAP_S: 1 }, { dataDir, keepDataDir: false });
     const pc = await connectPc(h, pcA.enrolment);
     try {
       const head = (await h.request('GET', '/api/visits?limit=1', { token: staffA })).body.cursor;
-      const again = visitOf(faces, faces.same[1]);
-      const stranger = visitOf(faces, faces.others[3]);
+      const again = visit(faces.same[1]);
+      const stranger = visit(faces.others[3]);
       await pc.publishAsync(upTopic(a.slug, 'andheri', 'visit'), JSON.stringify(again), { qos: 1 });
       await pc.publishAsync(upTopic(a.slug, 'andheri', 'visit'), JSON.stringify(stranger), { qos: 1 });
       const rows = await arrivals(h, staffA, 2, `&cursor=${head}`);

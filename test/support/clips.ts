@@ -1,8 +1,11 @@
 /**
- * A video clip for camera tests: the shared face clip when it is there (../shared/faces, next to the repository),
- * else a clip generated once with ffmpeg (test pattern, 640x360, H.264, 5 s; no faces, fine for connection
- * tests) into node_modules/.cache/footfall/clips/, shared by every test file and run. `registryPersonClip()` makes a
- * clip with faces from the registry photos, for identity tests on a machine without ../shared/faces.
+ * Video clips for camera tests, made once with ffmpeg into node_modules/.cache/footfall/clips/ and shared by every
+ * test file and run:
+ * - `testClip()`: a clip with people's faces: the shared stage clip when ../shared/faces is there (and not hidden with
+ *   FOOTFALL_SHARED_FACES=off), else `registryPersonClip()`, made from the registry photos. Either way a camera test
+ *   that runs recognition gets faces, whatever is in the model cache.
+ * - `generatedClip()`: a test pattern (640x360, H.264, 5 s; no faces), for connection tests.
+ * - `registryPersonClip()`: faces from the registry photos only, for identity tests.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -11,22 +14,21 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ensureTestPhotos } from '../../agent/fixtures/registry-photos.js';
+import { sharedClip } from '../../agent/vision/fixtures.js';
 
 const run = promisify(execFile);
 
 /** The repository root (test/support/ -> ../..). */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** The shared clip: 9 s, 640x360, H.264 + AAC, people's faces. */
-export const sharedClip = path.resolve(root, '..', 'shared', 'faces', 'short-hamilton-clip.mp4');
-
 export const clipsCacheDir = path.join(root, 'node_modules', '.cache', 'footfall', 'clips');
 
 let generated: Promise<string> | undefined;
 
-/** The shared face clip if present, else the generated test-pattern clip. */
+/** A clip with faces: the shared stage clip (9 s, 640x360) if present, else the registry photo clip (640x360). */
 export function testClip(): Promise<string> {
-  return existsSync(sharedClip) ? Promise.resolve(sharedClip) : generatedClip();
+  const shared = sharedClip();
+  return shared ? Promise.resolve(shared) : registryPersonClip();
 }
 
 /** The generated clip (made on first use; later calls and other processes reuse the file). */

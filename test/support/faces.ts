@@ -98,7 +98,8 @@ async function compute(): Promise<RealFaces> {
 
 /** A visit message for a face (or footfall without one), as a shop PC publishes it. */
 export function visitOf(faces: Pick<RealFaces, 'model'>, face: RealFace | undefined, over: Partial<VisitMessage> = {}): VisitMessage {
-  const now = new Date().toISOString();
+  // The track's pass is at occurred_at (given or now): a visit is a stay from the pass's first to its last sighting.
+  const now = over.occurred_at ?? new Date().toISOString();
   return {
     visit_id: randomUUID(),
     occurred_at: now,

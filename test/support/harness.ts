@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { loadConfig, type RawConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/start.js';
+import { responseChecker, type ResponseChecker } from './openapi-check.js';
 
 /**
  * An in-process head office for tests: a real SQLite file in a temp folder, the real broker on a free TCP
@@ -18,6 +19,8 @@ export interface Harness {
   /** Signs in and returns the session envelope (throws unless 200). */
   login(email: string, password: string, device?: string): Promise<Envelope>;
   adminToken(): Promise<string>;
+  /** Checks a server-sent event of a stream at `path` against the document (see HarnessOptions.openapi). */
+  checkEvent(path: string, e: { event: string; data: string }): Promise<void>;
   /** Platform admin creates a company; returns its id, slug, owner email/password and an owner token. */
   company(name?: string): Promise<Company>;
   close(): Promise<void>;
@@ -58,6 +61,14 @@ export interface HarnessOptions {
   dataDir?: string;
   /** Leave the data folder in place on close. Default: true when dataDir was given, else false. */
   keepDataDir?: boolean;
+  /** The server's logger (default: silent, or FOOTFALL_TEST_LOG's level). */
+  log?: Logger;
+  /**
+   * Every answer `request` gets is checked against the OpenAPI document (test/support/openapi-check.ts): by default
+   * the one this server serves at /api/openapi.json; a document given here instead (a deliberately broken copy);
+   * false: no check.
+   */
+  openapi?: Record<string, unknown> | false;
 }
 
 let counter = 0;
@@ -79,12 +90,22 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
     },
     overrides,
   );
-  const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
+  const log = opts.log ?? pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
   const server = await startServer(config, { log, announce: () => {} }).catch((err: unknown) => {
     if (!keepDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     throw err;
   });
   const url = server.url;
+
+  const document = opts.openapi;
+  let checker: Promise<ResponseChecker> | undefined;
+  const checkerOf = () =>
+    (checker ??= (async () => {
+      if (document) return responseChecker(document);
+      const res = await fetch(url + '/api/openapi.json');
+      if (res.status !== 200) throw new Error(`GET /api/openapi.json answered ${res.status}`);
+      return responseChecker((await res.json()) as Record<string, unknown>);
+    })());
 
   const request: Harness['request'] = async (method, p, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
@@ -101,6 +122,7 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
     const text = await res.text();
     let parsed: unknown = text;
     if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
+    if (document !== false) (await checkerOf()).check({ method, path: p, status: res.status, contentType: res.headers.get('content-type') ?? '', body: parsed });
     return { status: res.status, body: parsed as any, headers: res.headers };
   };
 
@@ -131,6 +153,9 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
     dataDir,
     admin,
     request,
+    async checkEvent(p, e) {
+      if (document !== false) (await checkerOf()).checkEvent({ path: p, event: e.event, data: e.data });
+    },
     login,
     adminToken,
     company,

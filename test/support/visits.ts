@@ -57,8 +57,11 @@ export async function settled(h: Harness): Promise<void> {
   await h.server.ingest.drained();
 }
 
-/** Reads server-sent events from an open response: `next(n)` resolves with the next n events. */
-export function sseReader(res: Response) {
+/**
+ * Reads server-sent events from an open response: `next(n)` resolves with the next n events. `check` (the
+ * harness's OpenAPI check) is run on each event `next` hands out.
+ */
+export function sseReader(res: Response, check?: (e: SseEvent) => Promise<void>) {
   const events: SseEvent[] = [];
   let waiter: (() => void) | undefined;
   const pump = pumpSse(res, (e) => {
@@ -76,6 +79,7 @@ export function sseReader(res: Response) {
         if (got.length >= n) {
           const picked = got.slice(0, n);
           taken = events.indexOf(picked[picked.length - 1]!) + 1;
+          for (const e of picked) await check?.(e);
           return picked.map((e) => ({ id: e.id!, arrival: JSON.parse(e.data) }));
         }
         if (Date.now() > end) throw new Error(`only ${got.length} of ${n} arrival events in time`);
@@ -96,7 +100,7 @@ export function sseReader(res: Response) {
 export async function openStream(h: Harness, token: string, query = '', headers: Record<string, string> = {}) {
   const ac = new AbortController();
   const res = await fetch(`${h.url}/api/visits/stream${query}`, { headers: { Authorization: `Bearer ${token}`, ...headers }, signal: ac.signal });
-  const reader = res.ok ? sseReader(res) : undefined;
+  const reader = res.ok ? sseReader(res, (e) => h.checkEvent('/api/visits/stream', e)) : undefined;
   return {
     res,
     reader: reader!,

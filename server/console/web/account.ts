@@ -1,5 +1,5 @@
 import { api, endSession, errorText } from './api.js';
-import { facts, busy, h, stacked, notice, replace, timeAgo, when } from './dom.js';
+import { cardForm, facts, field, busy, h, stacked, notice, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import type { User } from './session.js';
 
@@ -32,6 +32,7 @@ export function renderAccount(p: Page): void {
     msg.el,
     list,
     h('div', { class: 'actions' }, others),
+    passwordForm(() => void loadSessions()),
   );
 
   others.addEventListener('click', () => {
@@ -115,4 +116,28 @@ export function renderAccount(p: Page): void {
 
   void loadMe();
   void loadSessions();
+}
+
+/**
+ * Change my own password (POST /api/auth/password, docs/api-conventions.md): the current password is required;
+ * every other device is signed out, this one stays signed in.
+ */
+function passwordForm(done: () => void): HTMLFormElement {
+  const current = h('input', { name: 'current_password', type: 'password', required: true, autocomplete: 'current-password' });
+  const next = h('input', { name: 'new_password', type: 'password', required: true, minlength: 8, autocomplete: 'new-password' });
+  const again = h('input', { name: 'new_password_again', type: 'password', required: true, autocomplete: 'new-password' });
+  return cardForm({
+    id: 'change-password',
+    title: 'Change my password',
+    intro: 'Every other device signed in as you is signed out; this one stays signed in.',
+    fields: [field('Current password', current), field('New password', next, 'At least 8 characters.'), field('New password again', again)],
+    submitLabel: 'Change password',
+    submit: async ({ form, msg }) => {
+      if (next.value !== again.value) return msg.show('The two new passwords differ: type the same one twice.');
+      const r = await api<{ revoked: number }>('POST', '/api/auth/password', { body: { current_password: current.value, new_password: next.value } });
+      form.reset();
+      msg.show(`Your password is changed. ${r.revoked === 0 ? 'No other device was signed in.' : `${r.revoked} other session${r.revoked === 1 ? ' was' : 's were'} signed out.`}`, 'ok');
+      done();
+    },
+  });
 }

@@ -1,5 +1,5 @@
 import { api, ApiError, errorText } from './api.js';
-import { cardForm, busy, field, h, notice, replace, select, stacked, when } from './dom.js';
+import { cardForm, busy, confirmStep, field, h, notice, replace, select, stacked, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import type { Company } from './types.js';
 
@@ -24,7 +24,7 @@ export function renderAdmin(p: Page): void {
         stacked(h(
           'table',
           {},
-          h('thead', {}, h('tr', {}, h('th', {}, 'Company'), h('th', {}, 'Short name'), h('th', {}, 'Shops'), h('th', {}, 'People'), h('th', { class: 'optional' }, 'Created'), h('th', {}, 'Status'), h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')))),
+          h('thead', {}, h('tr', {}, h('th', {}, 'Company'), h('th', {}, 'Short name'), h('th', {}, 'Shops'), h('th', {}, 'Shop PCs online'), h('th', {}, 'Last activity'), h('th', {}, 'People'), h('th', { class: 'optional' }, 'Created'), h('th', {}, 'Status'), h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')))),
           h('tbody', {}, ...companies.map(row)),
         )),
       );
@@ -37,18 +37,26 @@ export function renderAdmin(p: Page): void {
     const active = c.active !== false;
     const toggle = h('button', { type: 'button', class: active ? 'danger' : '' }, active ? 'Suspend' : 'Reactivate');
     toggle.setAttribute('aria-label', `${active ? 'Suspend' : 'Reactivate'} ${c.name}`);
+    const change = async () => {
+      const r = await api<{ client: Company; sessions_revoked: number }>('PATCH', `/api/admin/clients/${encodeURIComponent(c.id)}`, { body: { active: !active } });
+      replace(action);
+      msg.show(active ? `${c.name} is suspended; ${r.sessions_revoked} session(s) signed out.` : `${c.name} is active again. Its people sign in again.`, 'ok');
+      await load();
+    };
     toggle.addEventListener('click', () => {
-      if (active && !window.confirm(`Suspend ${c.name}? Everyone in it is signed out at once, nobody can sign in, and visits from its shops are dropped until it is reactivated.`)) return;
-      void busy(toggle, async () => {
-        msg.show('');
-        try {
-          const r = await api<{ client: Company; sessions_revoked: number }>('PATCH', `/api/admin/clients/${encodeURIComponent(c.id)}`, { body: { active: !active } });
-          msg.show(active ? `${c.name} is suspended; ${r.sessions_revoked} session(s) signed out.` : `${c.name} is active again. Its people sign in again.`, 'ok');
-        } catch (err) {
-          msg.show(errorText(err));
-        }
-        await load();
-      });
+      msg.show('');
+      // Suspending is confirmed in the page (one confirmation style: dom.ts confirmStep); reactivating is not.
+      if (active) {
+        confirmStep(action, {
+          id: 'suspend-confirm',
+          label: `Confirm suspending ${c.name}`,
+          question: `Suspend ${c.name}? Everyone in it is signed out at once, nobody can sign in, and visits from its shops are dropped until it is reactivated.`,
+          yes: `Suspend ${c.name}`,
+          act: change,
+        });
+        return;
+      }
+      void busy(toggle, () => change().catch((err: unknown) => msg.show(errorText(err))));
     });
     return h(
       'tr',
@@ -56,6 +64,8 @@ export function renderAdmin(p: Page): void {
       h('td', {}, c.name),
       h('td', {}, c.slug),
       h('td', {}, c.sites),
+      h('td', { 'data-health': 'online' }, h('span', { class: `dot ${c.sites === 0 ? 'unknown' : c.shops_online === c.sites ? 'good' : c.shops_online === 0 ? 'bad' : 'warn'}` }, `${c.shops_online} of ${c.sites}`)),
+      h('td', { 'data-health': 'activity' }, lastActivity(c)),
       h('td', {}, c.users),
       h('td', { class: 'optional' }, when(c.created_at)),
       h('td', {}, h('span', { class: `badge ${active ? 'good' : 'bad'}` }, active ? 'active' : 'suspended')),
@@ -190,4 +200,12 @@ function createForm(done: () => void): HTMLElement {
       done();
     },
   });
+}
+
+/** The latest of a company's shop-PC heartbeat, visit and sign-in, said with what it was. */
+function lastActivity(c: Company): HTMLElement | string {
+  const seen: [string, string | null][] = [['visit', c.last_visit_at], ['shop PC', c.last_heartbeat_at], ['sign-in', c.last_login_at]];
+  const latest = seen.filter((x): x is [string, string] => !!x[1]).sort((a, b) => (a[1] < b[1] ? 1 : -1))[0];
+  if (!latest) return 'none yet';
+  return h('span', {}, timeAgo(latest[1]), h('span', { class: 'muted small' }, ` (${latest[0]})`));
 }

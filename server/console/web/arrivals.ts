@@ -133,7 +133,12 @@ function arrivalRow(a: Arrival, signal: AbortSignal): Row {
   const who = a.visitor_ref
     ? h('span', {}, h('a', { href: `#/customers/${encodeURIComponent(a.visitor_ref)}` }, a.visitor_ref), a.label && a.label !== `Visitor ${a.visitor_ref.slice(2)}` ? ` ${a.label}` : '')
     : h('span', { class: 'muted' }, 'Not identified');
-  const kind = a.visitor_ref ? h('span', { class: `badge ${a.is_new_visitor ? 'warn' : 'good'}` }, a.is_new_visitor ? 'New customer' : 'Returning') : null;
+  // The reports' meaning (docs/visits-and-customers.md): returning when seen on a visit before this visit's day.
+  const kind = a.visitor_ref
+    ? a.returning
+      ? h('span', { class: 'badge good', title: 'Seen on a visit before today' }, 'Returning')
+      : h('span', { class: 'badge warn', title: a.is_new_visitor ? 'First visit ever' : 'First seen today' }, 'New customer')
+    : null;
   const attrs = attributesText(a.attributes);
   const el = h(
     'li',

@@ -27,13 +27,37 @@ export function forgetConversation(): void {
   conversation = { user: '', turns: [] };
 }
 
-/** Whether a call has already told this tab that the assistant is off (the nav entry is then not shown). */
-export function assistantKnownOff(): boolean {
+/**
+ * Whether head office has the assistant set up, as this tab learnt it (GET /api/assistant, or a 501 answer):
+ * undefined until asked. The navigation shows the tab only when true.
+ */
+export function assistantAvailable(): boolean | undefined {
   try {
-    return sessionStorage.getItem(OFF_KEY) === '1';
+    const v = sessionStorage.getItem(OFF_KEY);
+    return v === '1' ? false : v === '0' ? true : undefined;
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+let asking: Promise<boolean> | null = null;
+
+/** GET /api/assistant once per tab; remembered in sessionStorage. A failed call says nothing (asked again later). */
+export function checkAssistant(): Promise<boolean> {
+  asking ??= api<{ available: boolean }>('GET', '/api/assistant')
+    .then((r) => {
+      try {
+        sessionStorage.setItem(OFF_KEY, r.available ? '0' : '1');
+      } catch {
+        // storage unavailable: asked again on the next page
+      }
+      return r.available;
+    })
+    .catch(() => false)
+    .finally(() => {
+      asking = null;
+    });
+  return asking;
 }
 
 function markOff(): void {
@@ -120,5 +144,5 @@ export function renderAssistant(p: Page): void {
 
   replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Assistant'), restart), off, chat, form);
   show();
-  if (assistantKnownOff()) setOff();
+  if (assistantAvailable() === false) setOff();
 }

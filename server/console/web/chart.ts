@@ -42,15 +42,18 @@ export function barText(b: Bar): string {
   return `${b.label}: ${b.visitors.toLocaleString()} visitor${b.visitors === 1 ? '' : 's'} (${b.new.toLocaleString()} new, ${b.returning.toLocaleString()} returning, ${other.toLocaleString()} not identified)`;
 }
 
-const W = 800;
-const H = 260;
 const LEFT = 44;
 const RIGHT = 8;
 const TOP = 12;
 const BOTTOM = 34;
 
-/** The chart; `tick` shortens a bucket label for the x axis. */
-export function barChart(bars: Bar[], name: string, tick: (label: string) => string = (l) => l): SVGSVGElement {
+/**
+ * The chart; `tick` shortens a bucket label for the x axis. On a phone the page asks for a narrower, taller
+ * drawing (400x300 instead of 800x260) with fewer labels, so that it is not shrunk to a strip with 4 px text.
+ */
+export function barChart(bars: Bar[], name: string, tick: (label: string) => string = (l) => l, size: { width?: number; height?: number; labels?: number } = {}): SVGSVGElement {
+  const W = size.width ?? 800;
+  const H = size.height ?? 260;
   const plotW = W - LEFT - RIGHT;
   const plotH = H - TOP - BOTTOM;
   const top = niceMax(Math.max(0, ...bars.map((b) => b.visitors)));
@@ -67,7 +70,7 @@ export function barChart(bars: Bar[], name: string, tick: (label: string) => str
 
   const slot = bars.length > 0 ? plotW / bars.length : plotW;
   const width = Math.max(1, slot * (bars.length > 60 ? 0.9 : 0.7));
-  const every = Math.max(1, Math.ceil(bars.length / 8)); // at most about eight labels under the bars
+  const every = Math.max(1, Math.ceil(bars.length / (size.labels ?? 8))); // at most about eight labels under the bars
   bars.forEach((b, i) => {
     const x = LEFT + i * slot + (slot - width) / 2;
     const other = unidentified(b);

@@ -1,7 +1,8 @@
 import { ApiError, api, apiTagged, errorText, imageUrl } from './api.js';
-import { facts, busy, cardForm, confirmStep, field, h, notice, plural, replace, select, stacked, timeAgo, when, type Child, type Props } from './dom.js';
+import { facts, busy, cardForm, confirmStep, field, h, notice, plural, replace, select, stacked, timeAgo, type Child, type Props } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
+import { formatIn, internationalPhone, phoneHint, companyZone } from './zones.js';
 import { attributesText, type Conversion, type Customer, type CustomerDetail, type Erasure, type HistoryRow, type ImageRef, type Profile, type Purchase, type Shop } from './types.js';
 
 /**
@@ -17,10 +18,12 @@ export function renderCustomers(p: Page, ref: string): void {
 function renderList(p: Page): void {
   const results = h('section', { id: 'customers', 'aria-live': 'polite' });
   const q = h('input', { name: 'q', type: 'search', autocomplete: 'off' });
+  const show = select('show', LIST_VIEWS.map((v): [string, string] => [v.value, v.label]), 'recent');
+  show.addEventListener('change', () => form.requestSubmit());
   const form = cardForm({
     id: 'customer-search',
     title: 'Find a customer',
-    fields: [field('Search', q, 'Name, phone, email or customer number (V-12).')],
+    fields: [h('div', { class: 'inline' }, field('Search', q, 'Name, phone, email or customer number (V-12).'), field('Show', show, 'Without a search: the order or the filter of the list.'))],
     submitLabel: 'Search',
     submit: async ({ msg }) => {
       try {
@@ -31,12 +34,19 @@ function renderList(p: Page): void {
       }
     },
   });
-  replace(p.main, h('h1', {}, 'Customers'), form, results);
+  const staffList = h('section', { id: 'staff-list', 'aria-live': 'polite' });
+  replace(p.main, h('h1', {}, 'Customers'), form, results, staffList);
 
+  let thumbs: string[] = [];
+  p.signal.addEventListener('abort', () => thumbs.forEach((u) => URL.revokeObjectURL(u)));
   async function load(text: string): Promise<void> {
-    const list = await api<Customer[]>('GET', `/api/visitors?limit=50${text ? `&q=${encodeURIComponent(text)}` : ''}`, { signal: p.signal });
+    const view = LIST_VIEWS.find((v) => v.value === show.value) ?? LIST_VIEWS[0]!;
+    // Without a search: customers only (staff are listed apart, below); a search finds staff too (badged).
+    const list = await api<Customer[]>('GET', `/api/visitors?limit=50${text ? `&q=${encodeURIComponent(text)}` : `${view.query}&staff=false`}`, { signal: p.signal });
     if (p.signal.aborted) return;
-    const title = text ? `Customers matching “${text}”` : 'Most recently seen';
+    const title = text ? `Customers matching “${text}”` : view.title;
+    thumbs.forEach((u) => URL.revokeObjectURL(u));
+    thumbs = [];
     if (list.length === 0) return replace(results, h('h2', {}, title), h('p', { class: 'muted' }, text ? 'Nobody matches.' : 'No customers yet: they appear once the cameras recognise people.'));
     replace(
       results,
@@ -47,7 +57,7 @@ function renderList(p: Page): void {
         stacked(h(
           'table',
           {},
-          h('thead', {}, h('tr', {}, ...['Customer', 'Name', 'Visits', 'First seen', 'Last seen', 'Consent'].map((t) => h('th', { scope: 'col' }, t)))),
+          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Photo')), ...['Customer', 'Name', 'Visits', 'Spend', 'First seen', 'Last seen', 'Consent'].map((t) => h('th', { scope: 'col' }, t)))),
           h(
             'tbody',
             {},
@@ -55,9 +65,11 @@ function renderList(p: Page): void {
               h(
                 'tr',
                 { 'data-customer': c.ref },
+                h('td', { class: 'thumb' }, thumbnail(c, p.signal, (u) => thumbs.push(u))),
                 h('td', {}, h('a', { href: `#/customers/${encodeURIComponent(c.ref)}` }, c.ref)),
-                h('td', {}, c.full_name || c.label),
+                h('td', {}, c.full_name || c.label, c.staff ? ' ' : null, c.staff ? h('span', { class: 'badge unknown' }, 'Staff') : null),
                 h('td', {}, c.visit_count),
+                h('td', {}, c.spend_currency ? money(c.spend, c.spend_currency) : '—'),
                 h('td', {}, timeAgo(c.first_seen_at)),
                 h('td', {}, timeAgo(c.last_seen_at)),
                 h('td', {}, c.has_consent ? 'given' : '—'),
@@ -71,7 +83,73 @@ function renderList(p: Page): void {
   load('').catch((err: unknown) => {
     if (!p.signal.aborted) replace(results, h('p', { class: 'notice error', role: 'alert' }, errorText(err)));
   });
+  api<Customer[]>('GET', '/api/visitors?limit=500&staff=true', { signal: p.signal })
+    .then((list) => {
+      if (p.signal.aborted || list.length === 0) return;
+      replace(
+        staffList,
+        h('h2', {}, `Staff (${list.length})`),
+        h('p', { class: 'muted small' }, 'People marked as staff make no arrivals and are left out of footfall and conversion.'),
+        h('ul', {}, ...list.map((c) => h('li', { 'data-staff': c.ref }, h('a', { href: `#/customers/${encodeURIComponent(c.ref)}` }, c.ref), ' ', c.full_name || c.label, h('span', { class: 'muted small' }, ' · last seen ', timeAgo(c.last_seen_at))))),
+      );
+    })
+    .catch((err: unknown) => {
+      if (!p.signal.aborted) replace(staffList, h('p', { class: 'notice error', role: 'alert' }, errorText(err)));
+    });
 }
+
+/** Managers: mark the customer as staff, or undo it (PATCH /api/visitors/{id}). */
+function staffToggle(c: CustomerDetail, p: Page, changed: (d: CustomerDetail) => void): HTMLElement {
+  const msg = notice();
+  const button = h('button', { type: 'button', id: 'staff-toggle' });
+  const label = () => (button.textContent = c.staff ? 'Not staff' : 'Mark as staff…');
+  label();
+  button.addEventListener('click', () => {
+    const next = !c.staff;
+    void busy(button, async () => {
+      try {
+        const d = await api<CustomerDetail>('PATCH', `/api/visitors/${encodeURIComponent(c.id)}`, { body: { staff: next }, signal: p.signal });
+        c = d;
+        label();
+        changed(d);
+        msg.show(next ? `${d.ref} is staff: no arrivals, and reports leave them out (past ones too).` : `${d.ref} counts as a customer again.`, 'ok');
+      } catch (err) {
+        if (!p.signal.aborted) msg.show(errorText(err));
+      }
+    });
+  });
+  return h('span', {}, button, msg.el);
+}
+
+/** The list's views (GET /api/visitors `sort` and `lapsed_days`, docs/visits-and-customers.md). */
+const LIST_VIEWS = [
+  { value: 'recent', label: 'Most recently seen', title: 'Most recently seen', query: '' },
+  { value: 'visits', label: 'Most visits', title: 'Most visits', query: '&sort=visits' },
+  { value: 'spend', label: 'Top spend', title: 'Top spend (lifetime)', query: '&sort=spend' },
+  { value: 'lapsed', label: 'Lapsed: not seen for 30+ days', title: 'Not seen for 30 days or more', query: '&lapsed_days=30&sort=visits' },
+];
+
+/**
+ * A list row's photo (48 px), when head office keeps photos and the person may see them: fetched after the row is
+ * shown; nothing when there is none (images off, no photo, not allowed).
+ */
+function thumbnail(c: Customer, signal: AbortSignal, keep: (url: string) => void): HTMLElement {
+  const box = h('span', { class: 'thumb-box' });
+  void (async () => {
+    if (photosOff) return;
+    try {
+      const ref = await api<ImageRef>('GET', `/api/visitors/${encodeURIComponent(c.id)}/image`, { signal });
+      if (!ref.available || !ref.url?.startsWith('/')) return;
+      const url = await imageUrl(ref.url, signal);
+      keep(url);
+      box.append(h('img', { class: 'face thumb', src: url, alt: `Photo of ${c.ref}`, width: 48, height: 48 }));
+    } catch (err) {
+      if (err instanceof ApiError && (err.code === 'images_disabled' || err.status === 403)) photosOff = true;
+    }
+  })();
+  return box;
+}
+let photosOff = false;
 
 /** A message for the next customer page shown (after a merge, the survivor's page says what moved). */
 let flash = '';
@@ -92,14 +170,19 @@ function renderCustomer(p: Page, ref: string): void {
     let tag = '';
     let history: HistoryRow[];
     let purchases: Purchase[];
+    /** Every time on the page is in the company's zone (zones.ts), said once under the heading. */
+    let zone = '';
     try {
       // GET /api/visitors/{ref} takes V-n, the number or the uuid; a merged-away customer answers the survivor.
       ({ body: c, etag: tag } = await apiTagged<CustomerDetail>('GET', `/api/visitors/${encodeURIComponent(ref)}`, { signal: p.signal }));
       const id = encodeURIComponent(c.id);
-      [history, purchases] = await Promise.all([
+      let shops: Shop[];
+      [history, purchases, shops] = await Promise.all([
         api<HistoryRow[]>('GET', `/api/visitors/${id}/history`, { signal: p.signal }),
         api<Purchase[]>('GET', `/api/visitors/${id}/purchases?limit=${PURCHASES_SHOWN}`, { signal: p.signal }),
+        api<Shop[]>('GET', '/api/sites', { signal: p.signal }),
       ]);
+      zone = companyZone(shops);
     } catch (err) {
       if (p.signal.aborted) return;
       if (err instanceof ApiError && err.status === 404) {
@@ -116,21 +199,22 @@ function renderCustomer(p: Page, ref: string): void {
     const editArea = h('div', { id: 'profile-edit-area' });
     const showProfile = (d: CustomerDetail) => {
       c = d;
-      replace(profileBox, facts(customerFacts(d), { key: 'data-fact' }));
+      replace(profileBox, facts(customerFacts(d, zone), { key: 'data-fact' }));
     };
     showProfile(c);
     const purchasesBox = h('section', { id: 'purchases-section' });
     const showPurchases = (rows: Purchase[]) => {
       purchases = rows;
-      replace(purchasesBox, h('h2', {}, 'Purchases'), purchasesTable(rows));
+      replace(purchasesBox, h('h2', {}, 'Purchases'), purchasesTable(rows, zone));
     };
     showPurchases(purchases);
     const edit = staff ? h('button', { type: 'button', id: 'edit-profile' }, 'Edit profile…') : null;
+    const staffButton = manager ? staffToggle(c, p, showProfile) : null;
     edit?.addEventListener('click', () => {
       edit.hidden = true;
       replace(
         editArea,
-        profileForm(c, tag, p, (d, newTag) => {
+        profileForm(c, tag, p, zone, (d, newTag) => {
           tag = newTag;
           showProfile(d);
           replace(editArea, h('p', { class: 'notice ok', role: 'status', id: 'profile-saved' }, `Saved the profile of ${d.ref}.`));
@@ -146,15 +230,15 @@ function renderCustomer(p: Page, ref: string): void {
     replace(
       p.main,
       back,
-      h('div', { class: 'page-head' }, h('h1', {}, c.full_name ? `${c.full_name} (${c.ref})` : c.label)),
+      h('div', { class: 'page-head' }, h('h1', {}, c.full_name ? `${c.full_name} (${c.ref})` : c.label), h('p', { class: 'muted small', id: 'times-zone' }, `Times in ${zone}, the shops’ time zone.`)),
       arrived ? h('p', { class: 'notice ok', role: 'status', id: 'merged' }, arrived) : null,
       known ? null : h('p', { class: 'notice info', role: 'status', id: 'merged-into' }, `${ref} was merged into ${c.ref}: this is the customer kept.`),
-      h('section', { class: 'card customer', id: 'customer' }, photo, profileBox, edit ? h('div', { class: 'actions' }, edit) : null),
+      h('section', { class: 'card customer', id: 'customer' }, photo, profileBox, edit || staffButton ? h('div', { class: 'actions' }, edit, staffButton) : null),
       editArea,
       staff ? purchaseForm(c, history, p, (r) => showPurchases([r, ...purchases].slice(0, PURCHASES_SHOWN))) : null,
       purchasesBox,
       h('h2', {}, `Visits (${plural(history.length, 'visit')})`),
-      historyTable(history),
+      historyTable(history, zone),
       manager ? mergeSection(c, p) : null,
       manager ? erasure(c, p) : null,
     );
@@ -163,7 +247,7 @@ function renderCustomer(p: Page, ref: string): void {
 }
 
 /** The customer's facts and profile, as shown on their page. */
-function customerFacts(c: CustomerDetail): [string, Child][] {
+function customerFacts(c: CustomerDetail, zone: string): [string, Child][] {
   const pr = c.profile;
   const dash = (v: string) => v || '—';
   const consent = pr.consent ? 'Agreed to be recognised' : 'Not agreed to be recognised';
@@ -177,8 +261,10 @@ function customerFacts(c: CustomerDetail): [string, Child][] {
     ['Notes', pr.notes ? h('span', { class: 'notes' }, pr.notes) : '—'],
     ['Consent', h('span', {}, h('span', { class: `badge ${pr.consent ? 'good' : 'unknown'}` }, consent), pr.consent_changed_at ? h('span', { class: 'muted small' }, ' since ', timeAgo(pr.consent_changed_at)) : null)],
     ['Visits', String(c.visit_count)],
-    ['First seen', timeAgo(c.first_seen_at)],
-    ['Last seen', timeAgo(c.last_seen_at)],
+    ['Lifetime spend', c.spend_currency ? `${money(c.spend, c.spend_currency)} (${plural(c.purchases, 'purchase')})` : c.purchases ? plural(c.purchases, 'purchase') : 'No purchases'],
+    ['First seen', h('span', {}, formatIn(c.first_seen_at, zone), ' (', timeAgo(c.first_seen_at), ')')],
+    ['Last seen', h('span', {}, formatIn(c.last_seen_at, zone), ' (', timeAgo(c.last_seen_at), ')')],
+    ['Staff', c.staff ? h('span', { class: 'badge unknown' }, 'Staff: not counted in footfall') : 'No'],
   ];
 }
 
@@ -187,7 +273,7 @@ function customerFacts(c: CustomerDetail): [string, Child][] {
  * field starts with the stored value and all of them are sent. Before saving, the profile is read again: if someone
  * changed it since the form was filled, nothing is sent and the form shows their version.
  */
-function profileForm(c: CustomerDetail, readTag: string, p: Page, saved: (d: CustomerDetail, tag: string) => void, cancel: () => void): HTMLFormElement {
+function profileForm(c: CustomerDetail, readTag: string, p: Page, zone: string, saved: (d: CustomerDetail, tag: string) => void, cancel: () => void): HTMLFormElement {
   const pr = c.profile;
   let tag = readTag;
   const input = (name: string, value: string, type = 'text', extra: Props = {}) => h('input', { name, type, value, autocomplete: 'off', ...extra });
@@ -216,7 +302,7 @@ function profileForm(c: CustomerDetail, readTag: string, p: Page, saved: (d: Cus
     intro: 'Every field is saved as shown here; empty a field to clear it.',
     fields: [
       field('Full name', fullName),
-      h('div', { class: 'inline' }, field('Phone', phone, 'With the country code: +91 98765 43210.'), field('Email', email)),
+      h('div', { class: 'inline' }, field('Phone', phone, phoneHint(zone)), field('Email', email)),
       h('div', { class: 'inline' }, field('Gender', gender), field('Date of birth', dob)),
       field('Notes', notes, 'Visible to everyone in your company.'),
       h(
@@ -229,7 +315,7 @@ function profileForm(c: CustomerDetail, readTag: string, p: Page, saved: (d: Cus
     submitLabel: 'Save profile',
     submit: async ({ msg }) => {
       const path = `/api/visitors/${encodeURIComponent(c.id)}`;
-      const body = { full_name: fullName.value, phone: phone.value, email: email.value, gender: gender.value, date_of_birth: dob.value, notes: notes.value, consent: consent.checked };
+      const body = { full_name: fullName.value, phone: internationalPhone(phone.value, zone), email: email.value, gender: gender.value, date_of_birth: dob.value, notes: notes.value, consent: consent.checked };
       try {
         // If-Match: head office saves only if the profile is still the one this form was filled from.
         const r = await apiTagged<CustomerDetail>('PUT', `${path}/profile`, { body, signal: p.signal, ...(tag ? { ifMatch: tag } : {}) });
@@ -454,7 +540,7 @@ async function showPhoto(c: Customer, box: HTMLElement, signal: AbortSignal): Pr
 /** The latest purchases shown on a customer's page (GET /api/visitors/{id}/purchases, newest first). */
 const PURCHASES_SHOWN = 50;
 
-function purchasesTable(rows: Purchase[]): HTMLElement {
+function purchasesTable(rows: Purchase[], zone: string): HTMLElement {
   if (rows.length === 0) return h('p', { class: 'muted', id: 'no-purchases' }, 'No purchases recorded.');
   return h(
     'div',
@@ -470,7 +556,7 @@ function purchasesTable(rows: Purchase[]): HTMLElement {
           h(
             'tr',
             { 'data-purchase': r.id },
-            h('td', {}, h('time', { datetime: r.created_at }, when(r.created_at))),
+            h('td', {}, h('time', { datetime: r.created_at }, formatIn(r.created_at, zone))),
             h('td', {}, r.site || '(removed shop)'),
             h('td', {}, money(r.amount, r.currency)),
             h('td', {}, r.items.join(', ') || '—', r.notes ? h('span', { class: 'muted small' }, ` · ${r.notes}`) : null),
@@ -482,7 +568,14 @@ function purchasesTable(rows: Purchase[]): HTMLElement {
   );
 }
 
-function historyTable(rows: HistoryRow[]): HTMLElement {
+/** A visit's length: "under a minute", "12 min", "1 h 05 min". */
+function stayed(s: number): string {
+  const m = Math.round(s / 60);
+  if (m < 1) return 'under a minute';
+  return m < 60 ? `${m} min` : `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`;
+}
+
+function historyTable(rows: HistoryRow[], zone: string): HTMLElement {
   if (rows.length === 0) return h('p', { class: 'muted' }, 'No visits.');
   return h(
     'div',
@@ -490,7 +583,7 @@ function historyTable(rows: HistoryRow[]): HTMLElement {
     stacked(h(
       'table',
       { id: 'history' },
-      h('thead', {}, h('tr', {}, ...['When', 'Shop', 'Camera', '', 'Attributes'].map((t) => h('th', { scope: 'col' }, t || h('span', { class: 'visually-hidden' }, 'First visit'))))),
+      h('thead', {}, h('tr', {}, ...['When', 'Stayed', 'Shop', 'Camera', '', 'Attributes'].map((t) => h('th', { scope: 'col' }, t || h('span', { class: 'visually-hidden' }, 'First visit'))))),
       h(
         'tbody',
         {},
@@ -498,7 +591,8 @@ function historyTable(rows: HistoryRow[]): HTMLElement {
           h(
             'tr',
             { 'data-visit': r.id },
-            h('td', {}, h('time', { datetime: r.occurred_at }, when(r.occurred_at))),
+            h('td', {}, h('time', { datetime: r.occurred_at }, formatIn(r.occurred_at, zone))),
+            h('td', {}, stayed(r.dwell_s ?? 0)),
             h('td', {}, r.site),
             h('td', {}, r.camera_id),
             h('td', {}, r.is_new_visitor ? h('span', { class: 'badge warn' }, 'First visit') : ''),

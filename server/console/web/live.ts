@@ -8,6 +8,12 @@ import { readSse } from './sse.js';
  * previous one is released. Aborting the fetch closes the connection, which tells head office to stop the shop
  * PC's upload: stop() does it, and so does leaving the page (the page's signal).
  */
+/**
+ * How long the view waits for the shop PC's first picture, and for the next one, before giving up with a reason:
+ * a shop PC that answers sends its first picture within about two seconds (docs/console.md, Live view).
+ */
+export const LIVE_GIVE_UP_MS = 8000;
+
 export interface LiveView {
   frame(url: string): void;
   status(text: string): void;
@@ -28,7 +34,22 @@ export function watchLive(cameraId: string, pageSignal: AbortSignal, view: LiveV
   };
   pageSignal.addEventListener('abort', onLeave);
 
+  let silence = 0;
+  /** (Re)starts the wait for the next picture. */
+  const expect = (first: boolean) => {
+    clearTimeout(silence);
+    silence = window.setTimeout(
+      () =>
+        finish(
+          first
+            ? `No picture came from the shop PC in ${LIVE_GIVE_UP_MS / 1000} seconds: it may be offline, busy or unable to open this camera. Run the shop check, then try again.`
+            : `The shop PC stopped sending pictures (nothing for ${LIVE_GIVE_UP_MS / 1000} seconds): it may have gone offline or lost the camera.`,
+        ),
+      LIVE_GIVE_UP_MS,
+    );
+  };
   const finish = (text: string) => {
+    clearTimeout(silence);
     pageSignal.removeEventListener('abort', onLeave);
     if (stopped) return;
     stopped = true;
@@ -38,11 +59,13 @@ export function watchLive(cameraId: string, pageSignal: AbortSignal, view: LiveV
 
   void (async () => {
     try {
+      expect(true);
       const res = await raw(`/api/cameras/${encodeURIComponent(cameraId)}/live`, ac.signal);
       view.status('Waiting for the shop PC to send pictures…');
       let reason: string | undefined;
       await readSse(res, ({ event, data }) => {
         if (event === 'frame') {
+          expect(false);
           const url = URL.createObjectURL(jpegOf(data));
           view.frame(url);
           if (lastUrl) URL.revokeObjectURL(lastUrl);
@@ -57,7 +80,7 @@ export function watchLive(cameraId: string, pageSignal: AbortSignal, view: LiveV
       });
       finish(reason ?? 'The live view ended.');
     } catch (err) {
-      if (ac.signal.aborted) return finish('Live view stopped.');
+      if (ac.signal.aborted) return finish(stopped ? '' : 'Live view stopped.');
       finish(err instanceof Error ? `The live view failed: ${err.message}` : 'The live view failed.');
     }
   })();

@@ -1,4 +1,5 @@
 import { api, keepFresh, whenSessionEnds } from './api.js';
+import { checkAssistant } from './assistant.js';
 import { h, replace } from './dom.js';
 import { clear, isPlatformAdmin, load, type User } from './session.js';
 import { renderSignIn } from './signin.js';
@@ -11,7 +12,8 @@ import { renderReports } from './reports.js';
 import { renderArrivals } from './arrivals.js';
 import { renderCustomers } from './customers.js';
 import { renderAccount } from './account.js';
-import { assistantKnownOff, forgetConversation, renderAssistant } from './assistant.js';
+import { assistantAvailable, forgetConversation, renderAssistant } from './assistant.js';
+import { renderLiveGrid } from './live-grid.js';
 
 /**
  * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/arrivals`, `#/customers[/<ref>]`, `#/team`, `#/assistant`, `#/account`, `#/admin`,
@@ -28,7 +30,7 @@ const root = document.getElementById('app')!;
 let leave: AbortController | null = null;
 let pendingMessage = '';
 /** Company members' routes besides the overview. */
-const PAGES = ['shop', 'reports', 'arrivals', 'customers', 'team', 'assistant', 'account'];
+const PAGES = ['shop', 'live', 'reports', 'arrivals', 'customers', 'team', 'assistant', 'account'];
 
 whenSessionEnds((message) => {
   pendingMessage = message;
@@ -42,7 +44,8 @@ function render(): void {
   leave?.abort();
   leave = new AbortController();
   const signal = leave.signal;
-  const [route = '', arg = ''] = location.hash.replace(/^#\/?/, '').split('/');
+  // A page's settings may follow a `?` (the reports: `#/reports?from=...`); the page reads them itself.
+  const [route = '', arg = ''] = location.hash.replace(/^#\/?/, '').split('?')[0]!.split('/');
 
   if (route === 'join') {
     renderJoin(root, decodeURIComponent(arg), signal);
@@ -69,6 +72,7 @@ function render(): void {
   if (page === 'account') renderAccount(p);
   else if (page === 'admin') renderAdmin(p);
   else if (page === 'shop') renderShop(p, decodeURIComponent(arg));
+  else if (page === 'live') renderLiveGrid(p, decodeURIComponent(arg));
   else if (page === 'team') renderTeam(p);
   else if (page === 'assistant') renderAssistant(p);
   else if (page === 'reports') renderReports(p);
@@ -85,14 +89,15 @@ function header(user: User, page: string): HTMLElement {
     : h(
         'nav',
         { 'aria-label': 'Main' },
-        link('#/', 'Overview', page === 'overview' || page === 'shop'),
+        link('#/', 'Overview', page === 'overview' || page === 'shop' || page === 'live'),
         link('#/reports', 'Reports', page === 'reports'),
         link('#/arrivals', 'Arrivals', page === 'arrivals'),
         link('#/customers', 'Customers', page === 'customers'),
         link('#/team', 'Team', page === 'team'),
-        // Hidden once head office answered 501 assistant_off in this tab.
-        page === 'assistant' || !assistantKnownOff() ? link('#/assistant', 'Assistant', page === 'assistant') : null,
+        // Shown only once head office said the assistant is set up (GET /api/assistant, asked once per tab).
+        page === 'assistant' || assistantAvailable() === true ? link('#/assistant', 'Assistant', page === 'assistant') : null,
       );
+  if (!admin && assistantAvailable() === undefined) void learnAssistant(nav);
   const signOut = h('button', { type: 'button', class: 'link', id: 'sign-out' }, 'Sign out');
   signOut.addEventListener('click', () => {
     signOut.disabled = true;
@@ -103,8 +108,14 @@ function header(user: User, page: string): HTMLElement {
     { class: 'top' },
     h('div', { class: 'brand' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'Footfall', h('span', { class: 'company' }, admin ? 'Platform administration' : user.client_name)),
     nav,
-    h('div', { class: 'who' }, h('a', { class: 'user', href: '#/account', title: `My account (${user.email})`, 'aria-current': page === 'account' ? 'page' : undefined }, user.full_name || user.email), h('span', { class: 'role' }, user.role), signOut),
+    h('div', { class: 'who' }, h('a', { class: 'user', href: '#/account', title: `My account (${user.email})`, 'aria-current': page === 'account' ? 'page' : undefined }, user.full_name || user.email), h('span', { class: 'role' }, user.role), h('a', { class: 'api-ref', href: '/console/api-reference.html', title: 'API reference' }, 'API'), signOut),
   );
+}
+
+/** Asks head office once whether the assistant is set up; adds the tab when it is. */
+async function learnAssistant(nav: HTMLElement): Promise<void> {
+  const available = await checkAssistant();
+  if (available && nav.isConnected && !nav.querySelector('a[href="#/assistant"]')) nav.append(h('a', { href: '#/assistant' }, 'Assistant'));
 }
 
 /** Revokes this session on the server (POST /api/auth/logout), then forgets it whatever the answer. */

@@ -1,9 +1,11 @@
 import { api, ApiError } from './api.js';
-import { facts, cardForm, field, h, notice, plural, replace, timeAgo } from './dom.js';
+import { facts, cardForm, field, h, notice, plural, replace, select, timeAgo } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
 import { droppedNotice } from './shop.js';
 import { placement, type Camera, type Footfall, type Shop } from './types.js';
+import { headlines, ranking } from './headlines.js';
+import { companyZone, zoneNames } from './zones.js';
 
 /**
  * The company's shops at a glance: each shop's PC state, cameras, placement and today's visitors
@@ -13,8 +15,26 @@ export function renderOverview(p: Page): void {
   const summary = h('p', { class: 'summary', id: 'company-today' }, 'Loading…');
   const list = h('div', { class: 'shops', id: 'shops', 'aria-live': 'polite' });
   const error = notice('error');
-  replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Shops'), summary), error.el, list);
-  if (atLeast(p.user, 'owner')) p.main.append(openShopForm(() => void load()));
+  const figures = h('section', { id: 'headlines', 'aria-label': 'Headline figures' });
+  const ranked = h('section', { id: 'ranking' });
+  const owner = atLeast(p.user, 'owner');
+  // The form to open a shop is behind a button (it is needed rarely), open at once for a company with no shop.
+  const openButton = h('button', { type: 'button', id: 'open-shop-button', 'aria-expanded': 'false' }, 'Open a shop…');
+  const openArea = h('div', { id: 'open-shop-area' });
+  let shopsNow: Shop[] = [];
+  const showForm = () => {
+    if (openArea.firstChild) return;
+    replace(openArea, openShopForm(companyZone(shopsNow), () => void load()));
+    openButton.setAttribute('aria-expanded', 'true');
+    openButton.hidden = true;
+  };
+  openButton.addEventListener('click', () => {
+    showForm();
+    openArea.querySelector('input')?.focus();
+  });
+  replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Overview'), summary, owner ? openButton : null), error.el, figures, h('h2', {}, 'Shops'), list, ranked);
+  if (owner) p.main.append(openArea);
+  let lastHeadlines = 0;
 
   let timer = 0;
   p.signal.addEventListener('abort', () => clearTimeout(timer));
@@ -25,15 +45,25 @@ export function renderOverview(p: Page): void {
       const [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal })]);
       if (p.signal.aborted) return;
       error.show('');
+      shopsNow = shops;
       if (shops.length === 0) {
         summary.textContent = '';
+        replace(figures);
         replace(list, emptyCompany(p));
+        if (owner) showForm();
       } else {
         const counts = await Promise.all(shops.map((s) => today(`?site=${encodeURIComponent(s.slug)}`, p.signal)));
         const company = await today('', p.signal);
         if (p.signal.aborted) return;
         summary.textContent = company ? `Today: ${plural(company.visitors, 'visitor')} across ${plural(shops.length, 'shop')}` : '';
         replace(list, ...shops.map((s, i) => shopCard(s, cameras.filter((c) => c.site_id === s.site_id), counts[i] ?? null)));
+        // The comparisons change slowly: read again every five minutes, not every 30 s.
+        if (Date.now() - lastHeadlines > 300_000) {
+          lastHeadlines = Date.now();
+          const zone = companyZone(shops);
+          void headlines(zone, p.signal).then((el) => el && !p.signal.aborted && replace(figures, el));
+          if (shops.length > 1) void ranking(shops, zone, p.signal).then((el) => el && !p.signal.aborted && replace(ranked, el));
+        }
       }
     } catch (err) {
       if (p.signal.aborted) return;
@@ -72,12 +102,15 @@ function state(s: Shop): { word: string; cls: string } {
 function shopCard(s: Shop, cameras: Camera[], t: Today | null): HTMLElement {
   const st = state(s);
   const pl = placement(s.fraction_below_gate);
+  // What an offline shop PC last said about its cameras is no longer known to be true.
   const camerasLine = s.last_heartbeat_at
-    ? `${s.cameras_up} of ${s.cameras_total} up`
+    ? s.online
+      ? `${s.cameras_up} of ${s.cameras_total} up`
+      : `unknown: the shop PC is offline (it last said ${s.cameras_up} of ${s.cameras_total} up)`
     : cameras.length === 0
       ? 'none added yet'
       : `${plural(cameras.length, 'camera')} added, not reported yet`;
-  const camerasCls = s.last_heartbeat_at ? (s.cameras_up < s.cameras_total ? 'bad' : 'good') : 'unknown';
+  const camerasCls = s.last_heartbeat_at && s.online ? (s.cameras_up < s.cameras_total ? 'bad' : 'good') : 'unknown';
   const rows: [string, HTMLElement | string][] = [
     ['Shop PC', h('span', { class: `badge ${st.cls}` }, st.word)],
     ['Last seen', timeAgo(s.last_heartbeat_at)],
@@ -108,23 +141,24 @@ function emptyCompany(p: Page): HTMLElement {
 }
 
 /** Owners only: POST /api/sites. */
-function openShopForm(done: () => void): HTMLElement {
+function openShopForm(zone: string, done: () => void): HTMLElement {
   const name = h('input', { name: 'name', required: true, maxlength: 200, autocomplete: 'off' });
   const slug = h('input', { name: 'slug', autocomplete: 'off', pattern: '[a-z0-9\\-]{3,32}', placeholder: 'derived from the name' });
-  const tz = h('input', { name: 'timezone', autocomplete: 'off', value: Intl.DateTimeFormat().resolvedOptions().timeZone || 'Asia/Kolkata' });
+  // A list of the zones the browser knows, starting on the company's (its shops' zone; docs/console.md).
+  const tz = select('timezone', zoneNames(zone).map((z): [string, string] => [z, z]), zone);
   return cardForm({
     id: 'open-shop',
     title: 'Open a shop',
     fields: [
       field('Shop name', name),
       field('Short name (slug)', slug, 'Optional: 3 to 32 lower-case letters, digits and dashes. It cannot be changed later.'),
-      field('Time zone', tz, 'An IANA name such as Asia/Kolkata or Europe/London; reports count days in it.'),
+      field('Time zone', tz, 'The shop’s local time: reports count its days and hours in it. Starts on your other shops’ zone.'),
     ],
     submitLabel: 'Open shop',
     submit: async ({ msg }) => {
       const body: Record<string, string> = { name: name.value.trim() };
       if (slug.value.trim()) body.slug = slug.value.trim();
-      if (tz.value.trim()) body.timezone = tz.value.trim();
+      body.timezone = tz.value;
       const r = await api<{ slug: string; name: string }>('POST', '/api/sites', { body });
       msg.show(`Opened ${r.name} (${r.slug}).`, 'ok');
       name.value = '';

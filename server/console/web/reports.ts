@@ -1,10 +1,16 @@
-import { api, errorText } from './api.js';
+import { api, errorText, raw } from './api.js';
 import { barChart, barText, unidentified as unidentifiedOf } from './chart.js';
 import { cardForm, facts, field, h, notice, replace, select, stacked } from './dom.js';
+import { heatmap } from './figures.js';
 import type { Page } from './main.js';
+import { overTime, sideBySide } from './report-extras.js';
 import type { Conversion, Footfall, Shop } from './types.js';
+import { companyZone as shopsZone } from './zones.js';
 
 /**
+ * The report's settings live in the address (`#/reports?from=...&to=...&tz=...&bucket=...&site=...&preset=...`):
+ * a bookmark or a shared link opens the same report; each "Show" replaces the address without a new history entry.
+ *
  * Footfall and conversion over a period (GET /api/reports/footfall and /api/reports/conversion with the same query):
  * a preset or a custom from/to, the whole company or one shop, a bucket and a time zone. Totals, a bar chart of
  * visitors per bucket (new, returning, not identified) and a table of the same numbers; the API's message on a bad
@@ -31,20 +37,32 @@ export function renderReports(p: Page): void {
       return;
     }
     if (p.signal.aborted) return;
-    const form = reportForm(shops, results, p.signal);
+    const form = reportForm(shops, results, p.signal, new URLSearchParams(location.hash.split('?')[1] ?? ''));
     replace(p.main, h('h1', {}, 'Reports'), shops.length === 0 ? h('p', { class: 'notice info' }, 'Your company has no shops yet: every count is zero until one reports.') : null, form, results);
     form.requestSubmit();
   })();
 }
 
-function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal): HTMLFormElement {
-  const preset = select('preset', [['today', 'Today'], ['7', 'Last 7 days'], ['30', 'Last 30 days'], ['month', 'This month'], ['custom', 'Custom dates']], '7');
+function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, asked: URLSearchParams): HTMLFormElement {
+  const wanted = (key: string, allowed: string[], fallback: string) => {
+    const v = asked.get(key);
+    return v !== null && allowed.includes(v) ? v : fallback;
+  };
+  const siteAsked = wanted('site', shops.map((s) => s.slug), '');
+  const dates = asked.get('from') && asked.get('to') && /^\d{4}-\d{2}-\d{2}$/.test(asked.get('from')!) && /^\d{4}-\d{2}-\d{2}$/.test(asked.get('to')!);
+  const preset = select('preset', [['today', 'Today'], ['7', 'Last 7 days'], ['30', 'Last 30 days'], ['month', 'This month'], ['custom', 'Custom dates']], wanted('preset', ['today', '7', '30', 'month', 'custom'], dates ? 'custom' : '7'));
   const from = h('input', { name: 'from', type: 'date', required: true });
   const to = h('input', { name: 'to', type: 'date', required: true });
-  const shop = select('site', [['', 'All shops'], ...shops.map((s): [string, string] => [s.slug, s.name])], '');
-  const bucket = select('bucket', [['hour', 'Hour'], ['day', 'Day'], ['week', 'Week'], ['month', 'Month']], 'day');
-  const zones = [...new Set([companyZone(shops), ...shops.map((s) => s.timezone), browserZone(), 'UTC'])];
-  const tz = select('tz', zones.map((z): [string, string] => [z, z]), companyZone(shops));
+  const shop = select('site', [['', 'All shops'], ...shops.map((s): [string, string] => [s.slug, s.name])], siteAsked);
+  const bucket = select('bucket', [['hour', 'Hour'], ['day', 'Day'], ['week', 'Week'], ['month', 'Month']], wanted('bucket', ['hour', 'day', 'week', 'month'], 'day'));
+  const zones = [...new Set([companyZone(shops), ...shops.map((s) => s.timezone), browserZone(), 'UTC', ...(asked.get('tz') ? [asked.get('tz')!] : [])])];
+  const shopZone = shops.find((s) => s.slug === siteAsked)?.timezone ?? companyZone(shops);
+  const tz = select('tz', zones.map((z): [string, string] => [z, z]), wanted('tz', zones, shopZone));
+  if (dates && preset.value === 'custom') {
+    from.value = asked.get('from')!;
+    to.value = asked.get('to')!;
+  }
+  const askedBucket = asked.get('bucket');
 
   /** Fills from/to for a preset (in the chosen zone's today) and offers only the buckets the window allows. */
   const sync = (presetChanged: boolean) => {
@@ -71,7 +89,7 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal): H
     tz.value = s ? s.timezone : companyZone(shops);
     sync(false);
   });
-  sync(true);
+  sync(!askedBucket);
 
   return cardForm({
     id: 'report-form',
@@ -85,6 +103,9 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal): H
       const q = new URLSearchParams({ from: from.value, to: to.value, tz: tz.value, bucket: bucket.value });
       if (shop.value) q.set('site', shop.value);
       const query = q.toString();
+      // The address says what is shown: bookmarkable, shareable (the preset keeps "last 7 days" rolling).
+      const address = new URLSearchParams(preset.value === 'custom' ? q : { preset: preset.value, tz: tz.value, bucket: bucket.value, ...(shop.value ? { site: shop.value } : {}) });
+      history.replaceState(null, '', `#/reports?${address.toString()}`);
       replace(results, h('p', { class: 'loading' }, 'Loading…'));
       try {
         const [footfall, conversion] = await Promise.all([
@@ -94,7 +115,13 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal): H
         if (signal.aborted) return;
         const name = shops.find((s) => s.slug === shop.value)?.name ?? 'All shops';
         results.setAttribute('data-query', query);
-        replace(results, totals(footfall, name, shop.value !== ''), chartCard(footfall), conversionCard(conversion));
+        const busiest = h('div', { id: 'busiest-area' });
+        const time = h('div', { id: 'over-time-area' });
+        const side = h('div', { id: 'side-area' });
+        replace(results, totals(footfall, name, shop.value !== '', query), chartCard(footfall), busiest, conversionCard(conversion, query), time, side);
+        void busiestHours(footfall, q, signal).then((el) => el && replace(busiest, el));
+        void overTime(footfall, q, signal).then((el) => el && replace(time, el));
+        if (!shop.value && shops.length > 1) void sideBySide(shops, q, signal).then((el) => el && replace(side, el));
       } catch (err) {
         replace(results);
         results.removeAttribute('data-query');
@@ -106,12 +133,64 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal): H
 
 /** The zone of the shops' most common zone; ties go to the first shop's (the oldest: the API's own default). */
 function companyZone(shops: Shop[]): string {
-  if (shops.length === 0) return browserZone();
-  const count = new Map<string, number>();
-  for (const s of shops) count.set(s.timezone, (count.get(s.timezone) ?? 0) + 1);
-  let best = shops[0]!.timezone;
-  for (const [z, n] of count) if (n > (count.get(best) ?? 0)) best = z;
-  return best;
+  return shops.length === 0 ? browserZone() : shopsZone(shops);
+}
+
+/**
+ * Busiest hours (weekday x hour) for the report's shop and zone: the window's hours when it is 31 days or less,
+ * else its last 28 days. One more footfall call, by hour.
+ */
+async function busiestHours(r: Footfall, q: URLSearchParams, signal: AbortSignal): Promise<HTMLElement | null> {
+  const days = daysBetween(r.from, r.to) + 1;
+  const from = days > 31 ? addDays(r.to, -27) : r.from;
+  const hq = new URLSearchParams(q);
+  hq.set('from', from);
+  hq.set('bucket', 'hour');
+  try {
+    const hourly = r.bucket === 'hour' ? r : await api<Footfall>('GET', `/api/reports/footfall?${hq.toString()}`, { signal });
+    const span = from === r.to ? from : `${from} to ${r.to}`;
+    return h(
+      'section',
+      { class: 'card', id: 'busiest' },
+      h('h2', {}, 'Busiest hours'),
+      h('p', { class: 'muted small' }, `Visitors by weekday and hour, ${span}, in ${r.timezone}.${days > 31 ? ' (The last 28 days of the period.)' : ''}`),
+      heatmap(hourly.points, `Visitors by weekday and hour, ${span}`),
+    );
+  } catch (err) {
+    return signal.aborted ? null : h('p', { class: 'notice error' }, errorText(err));
+  }
+}
+
+/** A bucket label as people read it: "Thu 26 Nov, 11:00", "Thu 26 Nov", "Week of 23 Nov", "Nov 2026". */
+export function bucketLabel(label: string, bucket: string): string {
+  const day = (d: string, withDay = true) =>
+    new Intl.DateTimeFormat('en-GB', { timeZone: 'UTC', ...(withDay ? { weekday: 'short' } : {}), day: 'numeric', month: 'short' }).format(new Date(`${d}T00:00:00Z`));
+  if (bucket === 'hour') return `${day(label.slice(0, 10))}, ${label.slice(11, 16)}`;
+  if (bucket === 'day') return day(label);
+  if (bucket === 'week') return `Week of ${day(label, false)}`;
+  if (bucket === 'month') return new Intl.DateTimeFormat('en-GB', { timeZone: 'UTC', month: 'short', year: 'numeric' }).format(new Date(`${label}-01T00:00:00Z`));
+  return label;
+}
+
+/** Fetches the report as CSV (GET ...&format=csv, with the session) and hands it to the browser as a download. */
+function csvButton(kind: 'footfall' | 'conversion', query: string): HTMLButtonElement {
+  const b = h('button', { type: 'button', class: 'csv', 'data-csv': kind }, kind === 'footfall' ? 'Download CSV' : 'Download conversion CSV');
+  b.addEventListener('click', () => {
+    b.disabled = true;
+    void raw(`/api/reports/${kind}?${query}&format=csv`)
+      .then(async (res) => {
+        const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? `${kind}.csv`;
+        const url = URL.createObjectURL(await res.blob());
+        const a = h('a', { href: url, download: name, hidden: true });
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      })
+      .catch(() => undefined)
+      .finally(() => (b.disabled = false));
+  });
+  return b;
 }
 
 function browserZone(): string {
@@ -125,16 +204,16 @@ export function localDate(zone: string, at = new Date()): string {
   return `${get('year')}-${get('month')}-${get('day')}`;
 }
 
-function addDays(date: string, n: number): string {
+export function addDays(date: string, n: number): string {
   const t = Date.parse(`${date}T00:00:00Z`) + n * 86_400_000;
   return new Date(t).toISOString().slice(0, 10);
 }
 
-function daysBetween(a: string, b: string): number {
+export function daysBetween(a: string, b: string): number {
   return Math.round((Date.parse(`${b}T00:00:00Z`) - Date.parse(`${a}T00:00:00Z`)) / 86_400_000);
 }
 
-function totals(r: Footfall, name: string, oneShop: boolean): HTMLElement {
+function totals(r: Footfall, name: string, oneShop: boolean, query: string): HTMLElement {
   // `total` is unique people over the window. New customers are new in exactly one bucket (their first visit
   // ever), so their sum is the window's; unidentified visits are one person each, in one bucket; the rest of
   // `total` are the returning customers (docs/console.md).
@@ -156,22 +235,32 @@ function totals(r: Footfall, name: string, oneShop: boolean): HTMLElement {
     h('h2', {}, `${name}: ${r.from === r.to ? r.from : `${r.from} to ${r.to}`}`),
     h('p', { class: 'muted small' }, `By ${r.bucket}, in ${r.timezone}`),
     facts(rows, { class: 'totals', key: 'data-total' }),
+    h('div', { class: 'actions' }, csvButton('footfall', query)),
   );
 }
 
+/**
+ * Visitors per bucket: bars for up to 62 buckets; more (a week by hour: 168) are not readable as bars, so the chart
+ * is left out (the busiest-hours heatmap shows them). The table is folded past 14 rows.
+ */
 function chartCard(r: Footfall): HTMLElement {
   const bars = r.points.map((pt) => ({ label: pt.bucket, visitors: pt.visitors, new: pt.new, returning: pt.returning }));
   const sameDay = bars.every((b) => b.label.slice(0, 10) === bars[0]?.label.slice(0, 10));
-  const tick = (l: string) => (r.bucket === 'hour' ? (sameDay ? l.slice(11) : `${l.slice(5, 10)} ${l.slice(11)}`) : r.bucket === 'month' ? l : l.slice(5));
+  const tick = (l: string) => (r.bucket === 'hour' ? (sameDay ? l.slice(11) : bucketLabel(l, 'hour')) : bucketLabel(l, r.bucket).replace(/^Week of /, ''));
   const word = r.bucket;
+  const phone = window.matchMedia('(max-width: 640px)').matches;
+  const tooMany = bars.length > 62;
   const most = bars.reduce<(typeof bars)[number] | undefined>((m, b) => (!m || b.visitors > m.visitors ? b : m), undefined);
   const name = `Visitors per ${word}${most && most.visitors > 0 ? `; the most: ${barText(most)}` : '; none in this period'}`;
   return h(
     'figure',
     { class: 'card chart-card' },
     h('figcaption', {}, h('h2', {}, `Visitors per ${word}`), legend()),
-    barChart(bars, name, tick),
-    h(
+    tooMany ? h('p', { class: 'muted', id: 'too-many-bars' }, `${bars.length} ${word}s are too many to draw as bars: see the busiest hours below, or group by day.`) : barChart(bars, name, tick, phone ? { width: 400, height: 300, labels: 4 } : {}),
+    foldIf(
+      bars.length > 14,
+      `Show the numbers (${bars.length} rows)`,
+      h(
       'div',
       { class: 'table-wrap' },
       stacked(h(
@@ -182,11 +271,17 @@ function chartCard(r: Footfall): HTMLElement {
         h(
           'tbody',
           {},
-          ...bars.map((b) => h('tr', { 'data-bucket': b.label }, h('th', { scope: 'row' }, b.label), h('td', {}, b.visitors), h('td', {}, b.new), h('td', {}, b.returning), h('td', {}, unidentifiedOf(b)))),
+          ...bars.map((b) => h('tr', { 'data-bucket': b.label }, h('th', { scope: 'row' }, bucketLabel(b.label, r.bucket)), h('td', {}, b.visitors), h('td', {}, b.new), h('td', {}, b.returning), h('td', {}, unidentifiedOf(b)))),
         ),
       )),
+      ),
     ),
   );
+}
+
+/** `content` inside a closed <details> when `fold`, else as it is. */
+function foldIf(fold: boolean, summary: string, content: HTMLElement): HTMLElement {
+  return fold ? h('details', { class: 'fold' }, h('summary', {}, summary), content) : content;
 }
 
 function legend(): HTMLElement {
@@ -194,7 +289,7 @@ function legend(): HTMLElement {
   return h('ul', { class: 'legend small' }, key('returning', 'Returning'), key('new', 'New'), key('other', 'Not identified'));
 }
 
-function conversionCard(c: Conversion): HTMLElement {
+function conversionCard(c: Conversion, query: string): HTMLElement {
   const money = (n: number) => (c.currency ? new Intl.NumberFormat(undefined, { style: 'currency', currency: c.currency }).format(n) : n.toLocaleString());
   const rows: [string, string][] = [
     ['Visitors', c.visitors.toLocaleString()],
@@ -209,5 +304,6 @@ function conversionCard(c: Conversion): HTMLElement {
     facts(rows, { key: 'data-conversion' }),
     c.currency ? null : h('p', { class: 'muted small' }, 'No purchases recorded in this period.'),
     c.conversion > 1 ? h('p', { class: 'muted small' }, 'More purchasers than visitors: some purchases were recorded for customers whose visits fall outside this period or shop.') : null,
+    h('div', { class: 'actions' }, csvButton('conversion', query)),
   );
 }

@@ -1,9 +1,9 @@
-import { api, errorText, ApiError, imageUrl } from './api.js';
-import { facts, cardForm, confirmStep, busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
+import { api, errorText, ApiError } from './api.js';
+import { ago, facts, cardForm, confirmStep, busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
-import { watchLive } from './live.js';
+import { cameraCard, type CameraCard } from './camera-card.js';
 import { atLeast } from './session.js';
-import { placement, type Camera, type Check, type Shop } from './types.js';
+import { placement, type Camera, type Shop } from './types.js';
 
 /**
  * One shop: its PC, the shop check, its cameras (status, latest snapshot, camera checks, live view), for managers
@@ -24,6 +24,8 @@ export function renderShop(p: Page, slug: string): void {
   p.signal.addEventListener('abort', () => clearTimeout(timer));
   let built = false;
   let removed = false;
+  /** The shop as last read: camera cards ask it whether the shop PC is online. */
+  let shopNow: Shop | null = null;
 
   async function load(): Promise<void> {
     clearTimeout(timer);
@@ -38,10 +40,12 @@ export function renderShop(p: Page, slug: string): void {
         return;
       }
       error.show('');
+      shopNow = shop;
       replace(head, h('h1', {}, shop.name), h('span', { class: `badge ${shop.online ? 'good' : shop.last_heartbeat_at ? 'bad' : 'unknown'}` }, shop.online ? 'Shop PC online' : shop.last_heartbeat_at ? 'Shop PC offline' : 'No shop PC reporting'));
       if (!built) {
         built = true;
-        factsBox.append(shopFacts(shop), shopCheck(shop, p.signal));
+        factsBox.append(shopFacts(shop), shopCheck(() => shopNow ?? shop, p.signal));
+        cams.before(h('p', { class: 'actions', id: 'live-grid-link' }, h('a', { href: `#/live/${encodeURIComponent(shop.slug)}` }, 'Watch all cameras live (grid)')));
         if (manager) p.main.append(enrolmentForm(shop), addCameraForm(shop, () => void load()));
         if (atLeast(p.user, 'owner')) p.main.append(
             removeShop(shop, () => {
@@ -60,7 +64,7 @@ export function renderShop(p: Page, slug: string): void {
       for (const c of mine) {
         let card = cards.get(c.id);
         if (!card) {
-          card = cameraCard(c, manager, p.signal, () => void load(), (text) => status.show(text));
+          card = cameraCard(c, manager, p.signal, () => void load(), (text) => status.show(text), () => shopNow ?? shop);
           cards.set(c.id, card);
           cams.append(card.el);
         }
@@ -110,21 +114,32 @@ interface Step {
   advice?: string;
 }
 
-/** GET /api/sites/{site}/check: the five steps, first failure stops. */
-function shopCheck(s: Shop, signal: AbortSignal): HTMLElement {
+/**
+ * GET /api/sites/{site}/check: the five steps; head office stops at the first failure (spec) and marks the later
+ * ones unknown. The page names the failed step in the headline, and for a step not checked says what it does know
+ * (the last visit, from the shop's own facts) instead of a bare "Not checked" beside a visit "just now".
+ */
+function shopCheck(shopOf: () => Shop, signal: AbortSignal): HTMLElement {
   const out = h('div', { 'aria-live': 'polite' });
   const button = h('button', { type: 'button' }, 'Check this shop');
   button.addEventListener('click', () => {
     void busy(button, async () => {
       try {
+        const s = shopOf();
         const r = await api<{ ok: boolean; steps: Step[] }>('GET', `/api/sites/${encodeURIComponent(s.slug)}/check`, { signal });
+        const failed = r.steps.findIndex((st) => st.status === 'fail');
+        const headline = r.ok ? 'Everything needed for counting works.' : failed >= 0 ? `Step ${failed + 1} needs attention (${r.steps[failed]!.name}): ${r.steps[failed]!.detail}` : 'Something needs attention.';
         replace(
           out,
-          h('p', { class: `notice ${r.ok ? 'ok' : 'error'}` }, r.ok ? 'Everything needed for counting works.' : 'Something needs attention:'),
+          h('p', { class: `notice ${r.ok ? 'ok' : 'error'}`, id: 'shop-check-headline' }, headline),
           h(
             'ol',
             { class: 'steps' },
-            ...r.steps.map((st) => h('li', {}, h('span', { class: `badge ${stepClass(st.status)}` }, st.status), ' ', h('strong', {}, st.name), ': ', st.detail, st.advice ? h('div', { class: 'small muted' }, st.advice) : null)),
+            ...r.steps.map((st, i) => {
+              const skipped = st.status === 'unknown' && failed >= 0 && i > failed;
+              const detail = skipped ? notCheckedDetail(st, i, failed, s) : st.detail;
+              return h('li', { 'data-step': i + 1 }, h('span', { class: `badge ${stepClass(st.status)}` }, skipped ? 'not checked' : st.status), ' ', h('strong', {}, st.name), ': ', detail, st.advice ? h('div', { class: 'small muted' }, st.advice) : null);
+            }),
           ),
         );
       } catch (err) {
@@ -135,175 +150,14 @@ function shopCheck(s: Shop, signal: AbortSignal): HTMLElement {
   return h('section', { class: 'card', id: 'shop-check' }, h('div', { class: 'actions' }, button), out);
 }
 
+/** What the page knows about a step head office did not check (an earlier one failed). */
+function notCheckedDetail(_st: Step, i: number, failed: number, s: Shop): string {
+  const why = `not checked because step ${failed + 1} failed`;
+  if (i === 4) return s.last_event_at ? `The last visit arrived ${ago(s.last_event_at)} (${why}).` : `No visit has arrived yet (${why}).`;
+  return `Fix step ${failed + 1} first: this one is ${why}.`;
+}
+
 const stepClass = (status: string) => (status === 'pass' ? 'good' : status === 'warn' ? 'warn' : status === 'fail' ? 'bad' : 'unknown');
-
-interface CameraCard {
-  el: HTMLElement;
-  update(c: Camera): void;
-}
-
-function cameraCard(first: Camera, manager: boolean, signal: AbortSignal, reload: () => void, said: (text: string) => void): CameraCard {
-  const title = h('h3');
-  const status = h('p');
-  const picture = h('div', { class: 'picture' });
-  const caption = h('p', { class: 'small muted' });
-  const checkOut = h('div', { class: 'check-result', 'aria-live': 'polite' });
-  const msg = notice();
-  let current = first;
-  let shownSnapshot = '';
-  let objectUrl = '';
-  let live: { stop(): void } | null = null;
-
-  const img = h('img', { class: 'snapshot', alt: '' });
-  const showEmpty = (text: string) => replace(picture, h('div', { class: 'snapshot-empty' }, text));
-  showEmpty('No picture yet');
-  const liveButton = h('button', { type: 'button', class: 'live-button' }, 'Watch live');
-  const buttons = h('div', { class: 'actions' }, liveButton);
-  const connection = h('button', { type: 'button' }, 'Check connection');
-  const place = h('button', { type: 'button' }, 'Check placement (30 s)');
-  const edit = h('button', { type: 'button' }, 'Edit…');
-  const remove = h('button', { type: 'button', class: 'danger' }, 'Remove…');
-  if (manager) buttons.append(connection, place, edit, remove);
-  const panel = h('div');
-
-  const el = h('article', { class: 'card camera', 'data-camera': first.camera_id }, title, status, picture, caption, buttons, msg.el, checkOut, panel);
-
-  edit.addEventListener('click', () => {
-    msg.show('');
-    replace(
-      panel,
-      editCameraForm(
-        current,
-        (c) => {
-          replace(panel);
-          msg.show(`Saved (revision ${c.revision}). The shop PC picks up the change within a minute.`, 'ok');
-          reload();
-        },
-        () => replace(panel),
-      ),
-    );
-    panel.querySelector('input')?.focus();
-  });
-  remove.addEventListener('click', () => {
-    msg.show('');
-    const name = current.label || current.camera_id;
-    confirmStep(panel, {
-      label: `Confirm removing ${name}`,
-      question: `Remove ${name} (${current.camera_id})? The shop PC stops using it within a minute and its latest picture is deleted. Visits it counted are kept. Its name can be used again.`,
-      yes: `Remove ${name}`,
-      act: async () => {
-        await api('DELETE', `/api/cameras/${encodeURIComponent(current.id)}`);
-        said(`Removed ${name}. The shop PC stops using it within a minute.`);
-        reload();
-      },
-    });
-  });
-
-  const stopLive = () => {
-    live?.stop();
-    live = null;
-    liveButton.textContent = 'Watch live';
-    shownSnapshot = ''; // show the snapshot again
-    void showSnapshot(current);
-  };
-  signal.addEventListener('abort', () => {
-    live?.stop();
-    if (objectUrl) URL.revokeObjectURL(objectUrl);
-  });
-
-  liveButton.addEventListener('click', () => {
-    if (live) return stopLive();
-    liveButton.textContent = 'Stop live view';
-    replace(picture, img);
-    img.alt = `Live view of ${current.label || current.camera_id}`;
-    caption.textContent = 'Connecting…';
-    live = watchLive(current.id, signal, {
-      frame(url) {
-        img.src = url;
-        caption.textContent = 'Live';
-      },
-      status(text) {
-        caption.textContent = text;
-      },
-      ended(text) {
-        live = null;
-        liveButton.textContent = 'Watch live';
-        caption.textContent = text;
-      },
-    });
-  });
-
-  async function requestCheck(button: HTMLButtonElement, body: Record<string, unknown>): Promise<void> {
-    msg.show('');
-    await busy(button, async () => {
-      try {
-        const check = await api<Check>('POST', `/api/cameras/${current.id}/check`, { body, signal });
-        renderCheck({ ...check, state: 'requested' });
-        reload();
-      } catch (err) {
-        msg.show(errorText(err));
-      }
-    });
-  }
-  connection.addEventListener('click', () => void requestCheck(connection, { kind: 'connection' }));
-  place.addEventListener('click', () => void requestCheck(place, { kind: 'placement', seconds: 30 }));
-
-  function renderCheck(c: Check): void {
-    if (c.state === 'absent' || !c.state) return replace(checkOut);
-    if (c.state === 'requested') {
-      replace(checkOut, h('p', { class: 'notice info' }, c.kind === 'placement' ? 'Placement check running: walk through the camera’s view now. Waiting for the shop PC…' : 'Connection check requested. Waiting for the shop PC…'));
-      return;
-    }
-    replace(
-      checkOut,
-      h(
-        'div',
-        { class: `notice ${c.ok ? 'ok' : 'error'}` },
-        h('strong', {}, `${c.kind === 'placement' ? 'Placement' : 'Connection'} check: `),
-        c.headline,
-        c.advice.length ? h('ul', { class: 'advice' }, ...c.advice.map((a) => h('li', {}, a))) : null,
-      ),
-    );
-  }
-
-  async function showSnapshot(c: Camera): Promise<void> {
-    if (live) return;
-    if (!c.snapshot.available || !c.snapshot.url) {
-      showEmpty(c.snapshot.reason || 'No picture yet');
-      shownSnapshot = '';
-      return;
-    }
-    const key = `${c.snapshot.url}@${c.snapshot_at ?? ''}`;
-    if (key === shownSnapshot) return;
-    shownSnapshot = key;
-    try {
-      const url = await imageUrl(c.snapshot.url, signal);
-      if (live) return URL.revokeObjectURL(url);
-      img.src = url;
-      img.alt = `Latest picture from ${c.label || c.camera_id}`;
-      if (objectUrl) URL.revokeObjectURL(objectUrl);
-      objectUrl = url;
-      if (!img.isConnected) replace(picture, img);
-      caption.textContent = `Picture from ${when(c.snapshot_at)}`;
-    } catch {
-      shownSnapshot = '';
-    }
-  }
-
-  return {
-    el,
-    update(c) {
-      current = c;
-      replace(title, c.label || c.camera_id, ' ', h('span', { class: 'muted small' }, c.camera_id));
-      const [word, cls] = c.connected === null ? ['not set up by the shop PC yet', 'unknown'] : c.connected ? ['connected', 'good'] : [`not connecting${c.connection_reason ? ` (${c.connection_reason})` : ''}`, 'bad'];
-      replace(status, h('span', { class: `dot ${cls}` }, c.enabled ? word : 'switched off'), h('span', { class: 'small muted' }, ` · last seen `, timeAgo(c.last_seen_at)));
-      const check = c.check;
-      connection.disabled = place.disabled = check.state === 'requested';
-      renderCheck(check);
-      void showSnapshot(c);
-    },
-  };
-}
 
 /** Managers: POST /api/sites/{site}/enrolment-code. The code is shown once. */
 function enrolmentForm(s: Shop): HTMLElement {
@@ -359,65 +213,6 @@ function addCameraForm(s: Shop, done: () => void): HTMLElement {
       done();
     },
   });
-}
-
-/**
- * Managers: PATCH /api/cameras/{id}, only the fields that changed (an edit made meanwhile elsewhere is not undone).
- * The password is sent only when a new one is typed: blank keeps it (the API takes `''` as "no password", so a blank
- * field is never sent); removing it is a separate tick.
- */
-function editCameraForm(c: Camera, saved: (c: Camera) => void, cancel: () => void): HTMLElement {
-  const label = h('input', { name: 'label', maxlength: 100, autocomplete: 'off', value: c.label });
-  const host = h('input', { name: 'host', required: true, autocomplete: 'off', value: c.host });
-  const port = h('input', { name: 'port', type: 'number', required: true, min: 1, max: 65535, value: c.port });
-  const path = h('input', { name: 'path', autocomplete: 'off', value: c.path ?? '' });
-  const username = h('input', { name: 'username', autocomplete: 'off', value: c.username ?? '' });
-  const password = h('input', { name: 'password', type: 'password', autocomplete: 'new-password' });
-  const maxWidth = h('input', { name: 'max_width', type: 'number', required: true, min: 160, max: 7680, value: c.max_width ?? 1280 });
-  const drop = h('input', { type: 'checkbox', name: 'remove_password' });
-  drop.addEventListener('change', () => {
-    password.disabled = drop.checked;
-    if (drop.checked) password.value = '';
-  });
-  const close = h('button', { type: 'button' }, 'Cancel');
-  close.addEventListener('click', cancel);
-  const form = cardForm({
-    id: `edit-${c.camera_id}`,
-    title: `Edit ${c.label || c.camera_id}`,
-    intro: `The camera name (${c.camera_id}) cannot be changed; remove the camera and add it again to rename it.`,
-    fields: [
-      h('div', { class: 'inline' }, field('Label', label), field('Address (host or IP)', host)),
-      h('div', { class: 'inline' }, field('RTSP port', port), field('Largest picture width', maxWidth, '160 to 7680 pixels.')),
-      field('Stream path', path),
-      h('div', { class: 'inline' }, field('Camera user name', username), field('New camera password', password, c.has_password ? 'A password is stored. Leave blank to keep it.' : 'No password is stored. Leave blank for none.')),
-      c.has_password ? h('div', { class: 'check' }, drop, h('label', { for: (drop.id = `drop-${c.camera_id}`) }, 'Remove the stored password')) : null,
-    ],
-    submitLabel: 'Save camera',
-    submit: async ({ msg }) => {
-      const body: Record<string, unknown> = {};
-      const text: [string, HTMLInputElement, string][] = [
-        ['label', label, c.label],
-        ['host', host, c.host],
-        ['path', path, c.path ?? ''],
-        ['username', username, c.username ?? ''],
-      ];
-      for (const [key, input, was] of text) {
-        const v = key === 'username' ? input.value : input.value.trim();
-        if (v !== was) body[key] = v;
-      }
-      for (const [key, input, was] of [['port', port, c.port], ['max_width', maxWidth, c.max_width]] as [string, HTMLInputElement, number][]) {
-        const n = Number(input.value);
-        if (n !== was) body[key] = n;
-      }
-      if (drop.checked) body.password = '';
-      else if (password.value !== '') body.password = password.value;
-      if (Object.keys(body).length === 0) return msg.show('Nothing changed.', 'info');
-      saved(await api<Camera>('PATCH', `/api/cameras/${encodeURIComponent(c.id)}`, { body }));
-    },
-  });
-  form.classList.add('edit-camera');
-  form.querySelector('.actions')?.append(close);
-  return form;
 }
 
 /** Owners: DELETE /api/sites/{site} after a confirmation step. The API refuses a shop with cameras or visits. */

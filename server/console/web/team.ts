@@ -58,15 +58,18 @@ export function renderTeam(p: Page): void {
     const withdraw = h('button', { type: 'button', class: 'danger' }, 'Withdraw');
     withdraw.setAttribute('aria-label', `Withdraw the invitation of ${i.email}`);
     withdraw.addEventListener('click', () => {
-      if (!window.confirm(`Withdraw the invitation of ${i.email}? Its code stops working.`)) return;
-      void busy(withdraw, async () => {
-        try {
+      msg.show('');
+      confirmStep(reset, {
+        id: 'withdraw-confirm',
+        label: `Confirm withdrawing the invitation of ${i.email}`,
+        question: `Withdraw the invitation of ${i.email}? Its code stops working.`,
+        yes: `Withdraw the invitation of ${i.email}`,
+        act: async () => {
           await api('DELETE', `/api/team/invitations/${encodeURIComponent(i.id)}`);
+          replace(reset);
           msg.show(`Withdrew the invitation of ${i.email}.`, 'ok');
-        } catch (err) {
-          msg.show(errorText(err));
-        }
-        await loadInvitations();
+          await loadInvitations();
+        },
       });
     });
     return h('tr', { 'data-invitation': i.email }, h('td', {}, i.full_name), h('td', {}, i.email), h('td', {}, i.role), h('td', { class: 'optional' }, i.invited_by), h('td', { class: 'optional' }, when(i.expires_at)), h('td', {}, withdraw));
@@ -102,8 +105,18 @@ export function renderTeam(p: Page): void {
     const toggle = h('button', { type: 'button', class: m.active ? 'danger' : '' }, m.active ? 'Deactivate' : 'Reactivate');
     toggle.setAttribute('aria-label', `${m.active ? 'Deactivate' : 'Reactivate'} ${m.email}`);
     toggle.addEventListener('click', () => {
-      if (m.active && !window.confirm(`Deactivate ${m.full_name}? They are signed out everywhere at once and cannot sign in until reactivated.`)) return;
-      void busy(toggle, () => patch(m, { active: !m.active }, m.active ? `${m.full_name} is deactivated and signed out everywhere.` : `${m.full_name} can sign in again.`));
+      if (!m.active) return void busy(toggle, () => patch(m, { active: true }, `${m.full_name} can sign in again.`));
+      msg.show('');
+      confirmStep(reset, {
+        id: 'deactivate-confirm',
+        label: `Confirm deactivating ${m.email}`,
+        question: `Deactivate ${m.full_name}? They are signed out everywhere at once and cannot sign in until reactivated.`,
+        yes: `Deactivate ${m.full_name}`,
+        act: async () => {
+          await patch(m, { active: false }, `${m.full_name} is deactivated and signed out everywhere.`);
+          replace(reset);
+        },
+      });
     });
     const resetButton = me ? null : h('button', { type: 'button', 'aria-label': `Reset the password of ${m.email}` }, 'Reset password…');
     resetButton?.addEventListener('click', () => confirmReset(m));

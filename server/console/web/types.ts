@@ -98,6 +98,11 @@ export interface Arrival {
   visitor_ref?: string;
   label: string;
   is_new_visitor: boolean;
+  /** Seen on a visit before this visit's local day: the reports' "returning" (docs/visits-and-customers.md). */
+  returning?: boolean;
+  /** A visit is a stay: its latest sighting so far and its length. */
+  last_seen_at?: string;
+  dwell_s?: number;
   similarity: number;
   quality: number;
   attributes?: Attributes;
@@ -123,6 +128,12 @@ export interface Customer {
   last_seen_at: string;
   has_profile: boolean;
   has_consent: boolean;
+  /** Additive (docs/visits-and-customers.md): purchases, and their sum in the customer's main currency. */
+  purchases: number;
+  spend: number;
+  spend_currency: string;
+  /** Marked staff: no arrivals, left out of reports. */
+  staff?: boolean;
 }
 
 /** One visit of a customer's history, newest first. */
@@ -133,6 +144,8 @@ export interface HistoryRow {
   site_slug?: string;
   camera_id: string;
   is_new_visitor: boolean;
+  last_seen_at?: string;
+  dwell_s?: number;
   similarity: number;
   quality: number;
   attributes?: Attributes;
@@ -181,6 +194,11 @@ export interface Company {
   users: number;
   created_at: string;
   active: boolean;
+  /** Additive health (docs/api-conventions.md). */
+  shops_online: number;
+  last_heartbeat_at: string | null;
+  last_visit_at: string | null;
+  last_login_at: string | null;
 }
 
 /** The spec's placement bands for `fraction_below_gate` (worst camera): under 0.2 good, under 0.5 marginal. */

@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import { Tuning } from '../../shared/agent-api.js';
+import { ImageObject, routeDocs, Timestamp, Uuid } from '../openapi/registry.js';
+
+/** The spec's Check object (./presenter.ts presentCheck): always present, state `absent` when never checked. */
+export const CheckObject = z
+  .object({
+    id: Uuid.optional(),
+    kind: z.enum(['', 'connection', 'placement']),
+    state: z.enum(['absent', 'requested', 'done', 'timed_out']),
+    seconds: z.number().int().nullable().optional().meta({ description: 'Placement checks: how long the shop PC watches' }),
+    requested_at: Timestamp.optional(),
+    ok: z.boolean(),
+    verdict: z.string().meta({ description: 'good, marginal, poor, no_faces, unreachable, auth_failed, no_stream, not_set_up, failed, no_answer; empty while requested or never checked' }),
+    headline: z.string().meta({ description: 'Shown verbatim to the person next to the camera' }),
+    advice: z.array(z.string()),
+    detail: z.object({ faces: z.number().int(), fraction_below_gate: z.number().nullable() }),
+    image: ImageObject,
+    release_at: Timestamp.optional().meta({ description: 'While requested: when the check is released if the shop PC does not answer' }),
+    released_at: Timestamp.optional(),
+    answered_at: Timestamp.nullable().optional(),
+  })
+  .meta({ id: 'Check' });
+
+/** The spec's Camera (./presenter.ts presentCamera). The password never leaves head office except to the shop PC. */
+export const Camera = z
+  .object({
+    id: Uuid,
+    site_id: Uuid,
+    site: z.string(),
+    site_slug: z.string(),
+    camera_id: z.string(),
+    label: z.string(),
+    host: z.string(),
+    port: z.number().int(),
+    path: z.string(),
+    username: z.string(),
+    has_password: z.boolean(),
+    max_width: z.number().int(),
+    tuning: Tuning,
+    enabled: z.boolean(),
+    revision: z.number().int(),
+    connected: z.boolean().nullable(),
+    connection_reason: z.string().nullable(),
+    last_seen_at: Timestamp.nullable(),
+    snapshot: z.union([
+      z.object({ available: z.literal(true), url: z.string(), auth: z.literal(true) }),
+      z.object({ available: z.literal(false), url: z.string(), auth: z.literal(true), reason: z.string() }),
+    ]),
+    snapshot_at: Timestamp.nullable(),
+    check: CheckObject,
+  })
+  .meta({ id: 'Camera' });
+
+const camera = { id: 'Camera id (uuid) or an unambiguous camera_id' };
+
+export const camerasDocs = routeDocs({
+  'GET /api/cameras': { summary: 'Cameras of the company', responses: { 200: { description: 'Every camera with its state and last check', json: z.array(Camera) } } },
+  'POST /api/sites/{site}/cameras': {
+    summary: 'Add a camera to a shop',
+    params: { site: 'Shop slug or id' },
+    responses: { 201: { description: 'Added; the shop PC is told', json: Camera }, 409: 'The camera_id is taken in this shop', 503: '`no_encryption_key`: cannot store a camera password' },
+  },
+  'PATCH /api/cameras/{id}': {
+    summary: 'Change a camera',
+    description: '`camera_id` cannot change. An empty password removes it.',
+    params: camera,
+    responses: { 200: { description: 'The camera as changed', json: Camera }, 503: '`no_encryption_key`: cannot store a camera password' },
+  },
+  'DELETE /api/cameras/{id}': {
+    summary: 'Remove a camera',
+    params: camera,
+    responses: { 200: { description: 'Removed (a tombstone the shop PC pulls)', json: z.object({ deleted: Uuid, camera_id: z.string(), site_id: Uuid }) } },
+  },
+  'POST /api/cameras/{id}/check': {
+    summary: 'Run a connection or placement check',
+    description: 'The shop PC claims the job; poll GET /api/cameras for the verdict.',
+    params: camera,
+    responses: { 202: { description: 'Requested', json: CheckObject }, 409: 'A check of this camera is still open' },
+  },
+  'GET /api/cameras/{id}/snapshot.jpg': {
+    summary: 'The latest picture from the camera',
+    params: camera,
+    responses: { 200: { description: 'The picture', media: 'image/jpeg', headers: { 'Last-Modified': 'When the shop PC sent it' } }, 404: '`no_image`: no picture yet; `not_found`: no such camera' },
+  },
+  'GET /api/cameras/{id}/live': {
+    summary: 'Live view (server-sent events)',
+    description:
+      'Asks the shop PC for frames and relays them. `waiting` comes at once, then `frame` events (base64 JPEG, 640 pixels wide, about 13 a second); `: keep-alive` comments every 15 s. One view lasts at most FOOTFALL_LIVE_VIEW_MAX_S (five minutes): then `end`; reconnect to continue. Closing the connection stops the upload within seconds.',
+    params: camera,
+    responses: {
+      200: {
+        description: 'An event stream',
+        events: {
+          waiting: { description: 'The shop PC has been asked; data `{}`', data: z.object({}) },
+          frame: { description: 'A base64 JPEG (the data line is the base64 text, not JSON)' },
+          end: { description: 'The view is over', data: z.object({ reason: z.enum(['max_duration', 'shutdown']) }) },
+        },
+      },
+    },
+  },
+});

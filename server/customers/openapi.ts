@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import { ImageObject, routeDocs, Timestamp, Uuid } from '../openapi/registry.js';
+import { Attributes } from '../visits/openapi.js';
+
+/** The spec's Customer (./presenter.ts presentCustomer). */
+export const Customer = z
+  .object({
+    id: Uuid,
+    ref: z.string().meta({ description: '`V-<number>`' }),
+    label: z.string(),
+    full_name: z.string(),
+    phone: z.string(),
+    email: z.string(),
+    visit_count: z.number().int(),
+    first_seen_at: Timestamp.nullable(),
+    last_seen_at: Timestamp.nullable(),
+    has_profile: z.boolean(),
+    has_consent: z.boolean(),
+  })
+  .meta({ id: 'Customer' });
+
+export const Profile = z
+  .object({
+    full_name: z.string(),
+    phone: z.string(),
+    email: z.string(),
+    gender: z.string(),
+    date_of_birth: z.string(),
+    notes: z.string(),
+    consent: z.boolean(),
+    consent_changed_at: Timestamp.nullable(),
+    updated_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'Profile' });
+
+const CustomerWithProfile = Customer.extend({ profile: Profile });
+const etag = { ETag: 'The profile’s entity tag: send it as If-Match with PUT .../profile' };
+const customer = { id: 'Customer id (uuid), `V-<number>` or the number' };
+
+export const customersDocs = routeDocs({
+  'GET /api/visitors': {
+    summary: 'Search customers',
+    description: '`q` matches name, phone, email or V-number; without it the most recent customers.',
+    params: { q: 'Search text', limit: 'At most this many (1 to FOOTFALL_VISITOR_SEARCH_LIMIT_MAX)' },
+    responses: { 200: { description: 'Matching customers', json: z.array(Customer) } },
+  },
+  'GET /api/visitors/{id}': {
+    summary: 'A customer with their profile',
+    params: customer,
+    responses: { 200: { description: 'The customer', json: CustomerWithProfile, headers: etag } },
+  },
+  'GET /api/visitors/{id}/history': {
+    summary: "A customer's visits",
+    params: customer,
+    responses: {
+      200: {
+        description: 'Visits, newest first',
+        json: z.array(
+          z.object({
+            id: Uuid,
+            occurred_at: Timestamp,
+            site: z.string(),
+            site_id: Uuid,
+            site_slug: z.string(),
+            camera_id: z.string(),
+            is_new_visitor: z.boolean(),
+            similarity: z.number(),
+            quality: z.number(),
+            attributes: Attributes,
+          }),
+        ),
+      },
+    },
+  },
+  'PUT /api/visitors/{id}/profile': {
+    summary: "Replace a customer's profile",
+    description: 'Whole replace. With If-Match (the ETag of GET /api/visitors/{id}) only if nobody changed it meanwhile: else 412 and nothing changes.',
+    params: customer,
+    request: { headers: { 'If-Match': 'The ETag read with the profile' } },
+    responses: { 200: { description: 'The customer as saved', json: CustomerWithProfile, headers: etag }, 412: '`precondition_failed`: someone changed the profile since you read it' },
+  },
+  'DELETE /api/visitors/{id}': {
+    summary: 'Erase a customer',
+    description: 'Template and photos destroyed, visits kept but unlinked, consent revoked; the same face is not enrolled again for a while.',
+    params: customer,
+    responses: {
+      200: {
+        description: 'Erased',
+        json: z.object({
+          erased: Uuid,
+          ref: z.string(),
+          visits_unlinked: z.number().int(),
+          images_deleted: z.number().int(),
+          consent_revoked: z.boolean(),
+          enrolment_blocked_until: Timestamp.nullable(),
+        }),
+      },
+      502: '`storage_error`: a photo could not be deleted; nothing was erased',
+      503: '`no_encryption_key`: nothing was erased',
+    },
+  },
+  'POST /api/visitors/{id}/merge': {
+    summary: 'Merge this customer into another',
+    params: { id: 'The customer merged away (uuid, V-number or number)' },
+    responses: {
+      200: { description: 'The surviving customer', json: CustomerWithProfile.extend({ merged: z.object({ id: Uuid, ref: z.string(), visits_moved: z.number().int() }) }) },
+    },
+  },
+  'GET /api/visitors/{id}/image': {
+    summary: "A customer's latest photo (link)",
+    params: customer,
+    responses: { 200: { description: 'The Image object', json: ImageObject }, 404: '`no_image`: nothing captured; `images_disabled`: the deployment stores none; `not_found`' },
+  },
+  'GET /api/faces/{id}': {
+    summary: 'A face photo',
+    params: { id: 'Face image id (from an Image object’s url)' },
+    responses: { 200: { description: 'The photo', media: 'image/jpeg' }, 404: 'Not found, another company’s, or `images_disabled`' },
+  },
+});

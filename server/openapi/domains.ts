@@ -1,0 +1,42 @@
+import { agentDocs } from '../agent-api/openapi.js';
+import { assistantDocs } from '../assistant/openapi.js';
+import { authServiceDocs } from '../auth-service/openapi.js';
+import { authDocs } from '../auth/openapi.js';
+import { camerasDocs } from '../cameras/openapi.js';
+import { clientsDocs } from '../clients/openapi.js';
+import { customersDocs } from '../customers/openapi.js';
+import { metricsDocs } from '../metrics/openapi.js';
+import { purchasesDocs } from '../purchases/openapi.js';
+import { reportsDocs } from '../reports/openapi.js';
+import { shopsDocs } from '../shops/openapi.js';
+import { teamDocs } from '../team/openapi.js';
+import { visitsDocs } from '../visits/openapi.js';
+import { mergeDocs } from './document.js';
+import { ownDocs } from './own.js';
+import type { RouteDocs } from './registry.js';
+
+/**
+ * Every domain's route docs. A new domain adds its `server/<domain>/openapi.ts` here; a new route of a known
+ * domain is one entry in that file (docs/api.md, "Registering a route").
+ */
+export const domainDocs: RouteDocs[] = [
+  ownDocs,
+  metricsDocs,
+  authDocs,
+  teamDocs,
+  clientsDocs,
+  shopsDocs,
+  camerasDocs,
+  agentDocs,
+  visitsDocs,
+  customersDocs,
+  purchasesDocs,
+  reportsDocs,
+  assistantDocs,
+  authServiceDocs,
+];
+
+let merged: RouteDocs | undefined;
+export function allDocs(): RouteDocs {
+  return (merged ??= mergeDocs(domainDocs));
+}

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
+import { memberToken, syntheticFace } from '../../test/support/shop-pc.js';
+import { settled, shopPc, type ShopPc } from '../../test/support/visits.js';
+import { csvField } from './csv.js';
+
+/** GET /api/reports/footfall and /conversion with format=csv (docs/reports.md, CSV export). */
+describe('reports as CSV', () => {
+  let h: Harness;
+  let c: Company;
+  let staff: string;
+  let pc: ShopPc;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    c = await h.company('Csv Chain');
+    staff = await memberToken(h, c.ownerToken, 'staff');
+    pc = await shopPc(h, c.ownerToken, c.slug, 'Juhu, "Beach" Road');
+    const at = (min: number) => new Date(Date.now() - min * 60_000).toISOString();
+    await pc.publish({ visit_id: randomUUID(), occurred_at: at(5), camera_id: 'door', embedding: syntheticFace(7), recognition_model: 'm', quality: 0.9, passed_gate: true });
+    await pc.publish({ visit_id: randomUUID(), occurred_at: at(4), camera_id: 'door', quality: 0.2, passed_gate: false });
+    await settled(h);
+    const sale = await h.request('POST', '/api/purchases', { token: c.ownerToken, body: { visitor_id: 'V-1', site_id: pc.shop.slug, amount: 120.5, currency: 'INR' } });
+    expect(sale.status).toBe(201);
+  });
+  afterAll(async () => {
+    await pc?.close();
+    await h?.close();
+  });
+
+  it('footfall: text/csv with a header row and one row per bucket, the JSON answer’s numbers', async () => {
+    const q = `site=${pc.shop.slug}&bucket=day`;
+    const json = await h.request('GET', `/api/reports/footfall?${q}`, { token: staff });
+    const csv = await h.request('GET', `/api/reports/footfall?${q}&format=csv`, { token: staff });
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(csv.headers.get('content-disposition')).toBe(`attachment; filename="footfall-${json.body.from}-to-${json.body.to}.csv"`);
+    const lines = (csv.body as string).split('\r\n');
+    expect(lines.pop()).toBe('');
+    expect(lines[0]).toBe('bucket,visitors,new,returning,not_identified');
+    expect(lines.slice(1)).toEqual(json.body.points.map((p: any) => [p.bucket, p.visitors, p.new, p.returning, p.visitors - p.new - p.returning].join(',')));
+    expect(lines[lines.length - 1]).toMatch(/,2,1,0,1$/);
+  });
+
+  it('conversion: one row with the window, the shop and the totals', async () => {
+    const q = `site=${pc.shop.slug}`;
+    const json = await h.request('GET', `/api/reports/conversion?${q}`, { token: staff });
+    const csv = await h.request('GET', `/api/reports/conversion?${q}&format=CSV`, { token: staff });
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    const lines = (csv.body as string).trimEnd().split('\r\n');
+    expect(lines[0]).toBe('from,to,timezone,site,visitors,purchasers,conversion,revenue,average_basket,currency');
+    const ff = await h.request('GET', `/api/reports/footfall?${q}`, { token: staff });
+    expect(lines[1]).toBe([ff.body.from, ff.body.to, ff.body.timezone, pc.shop.slug, json.body.visitors, json.body.purchasers, json.body.conversion, json.body.revenue, json.body.average_basket, json.body.currency].join(','));
+    expect(json.body).toMatchObject({ visitors: 2, purchasers: 1, revenue: 120.5, currency: 'INR' });
+  });
+
+  it('format=json is the JSON answer; an unknown format and a bad query are the usual 400', async () => {
+    const json = await h.request('GET', '/api/reports/footfall?format=json', { token: staff });
+    expect(json.status).toBe(200);
+    expect(json.headers.get('content-type')).toContain('application/json');
+    const bad = await h.request('GET', '/api/reports/footfall?format=xlsx', { token: staff });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ error: 'invalid_request', message: 'format: must be json or csv, not "xlsx"' });
+    const range = await h.request('GET', '/api/reports/conversion?format=csv&from=2026-02-01&to=2026-01-01', { token: staff });
+    expect(range.status).toBe(400);
+    expect(range.headers.get('content-type')).toContain('application/json');
+    expect((await h.request('GET', '/api/reports/footfall?format=csv')).status).toBe(401);
+  });
+
+  it('fields are quoted when needed and never start a spreadsheet formula', () => {
+    expect(csvField('Juhu, "Beach" Road')).toBe('"Juhu, ""Beach"" Road"');
+    expect(csvField('=HYPERLINK("x")')).toBe(`"'=HYPERLINK(""x"")"`);
+    expect(csvField(-3)).toBe('-3');
+    expect(csvField('plain')).toBe('plain');
+  });
+});

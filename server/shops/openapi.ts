@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { routeDocs, Timestamp, Uuid } from '../openapi/registry.js';
+
+/** Response shapes of ./presenter.ts. */
+export const Shop = z
+  .object({
+    site_id: Uuid,
+    slug: z.string(),
+    name: z.string(),
+    timezone: z.string().meta({ description: 'IANA time zone' }),
+    online: z.boolean(),
+    last_heartbeat_at: Timestamp.nullable(),
+    last_event_at: Timestamp.nullable(),
+    recognition_model: z.string(),
+    agent_version: z.string(),
+    cameras_up: z.number().int(),
+    cameras_total: z.number().int(),
+    fraction_below_gate: z.number().nullable().meta({ description: 'Share of faces too poor to use; null until a face is seen' }),
+    queued: z.number().int(),
+    dropped: z.number().int(),
+    broker_username: z.string(),
+    enrolled_at: Timestamp.nullable(),
+    created_at: Timestamp,
+  })
+  .meta({ id: 'Shop' });
+
+const ShopCheck = z
+  .object({
+    site_id: Uuid,
+    site: z.string(),
+    ok: z.boolean(),
+    steps: z.array(z.object({ name: z.string(), status: z.string(), detail: z.string(), advice: z.string().optional() })),
+  })
+  .meta({ id: 'ShopCheck' });
+
+const site = { site: 'Shop slug or id' };
+const noKey = '`no_encryption_key`: the server key is missing; or the broker refuses new logins';
+
+export const shopsDocs = routeDocs({
+  'GET /api/sites': { summary: 'Shops of the company', responses: { 200: { description: 'Every shop with its health', json: z.array(Shop) } } },
+  'POST /api/sites': {
+    summary: 'Open a shop',
+    responses: {
+      201: { description: 'Opened', json: z.object({ site_id: Uuid, slug: z.string(), name: z.string(), timezone: z.string(), broker_username: z.string() }) },
+      409: 'The slug is taken',
+      503: noKey,
+    },
+  },
+  'DELETE /api/sites/{site}': {
+    summary: 'Remove an empty shop',
+    params: site,
+    responses: { 200: { description: 'Removed; its broker login is gone', json: z.object({ deleted: z.string(), site_id: Uuid }) }, 409: '`site_not_empty`: it has visits or cameras' },
+  },
+  'GET /api/sites/{site}/check': {
+    summary: 'Check a shop step by step',
+    description: 'Checking stops at the first step that fails; later steps are `unknown`.',
+    params: site,
+    responses: { 200: { description: 'The steps', json: ShopCheck } },
+  },
+  'POST /api/sites/{site}/enrolment-code': {
+    summary: 'An installation code for the shop PC',
+    params: site,
+    responses: {
+      201: { description: 'The single-use code (shown once)', json: z.object({ code: z.string(), site_id: Uuid, site_name: z.string(), label: z.string(), expires_at: Timestamp }) },
+      503: noKey,
+    },
+  },
+});

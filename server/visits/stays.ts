@@ -1,0 +1,174 @@
+import type { VisitMessage } from '../../shared/messages.js';
+import type { Store } from '../db/open.js';
+
+/**
+ * A visit is a stay (docs/visits-and-customers.md, "Visits are stays"). Ingest hands every sighting (one visit
+ * message: a pass of one person in front of one camera) to `add`, inside its write transaction, in arrival order:
+ *
+ * - a sighting that identified nobody is a visit of its own (the shop PC sends one message per linked pass);
+ * - a sighting of customer C in shop S from `start` to `end` touches every visit of C in S with
+ *   `last_seen_at >= start - gap` and `occurred_at <= end + gap` (any camera of the shop; earlier or later: delivery
+ *   may be late or out of order);
+ * - touching none, it makes a new visit (an arrival); touching one, it extends that visit (its start earlier, its end
+ *   later); touching several (it bridges them), they become one visit: the one that starts first stays, spanning
+ *   them all, and the others are deleted. So the visits of a customer in a shop are the same whatever the order in
+ *   which their sightings arrive: the maximal runs of sightings with no pause longer than the gap.
+ *
+ * Found through visits_stay_idx (customer_id, shop_id, last_seen_at).
+ */
+
+/** One sighting as ingest stores it. */
+export interface Sighting {
+  visitId: string;
+  companyId: string;
+  shopId: string;
+  cameraId: string;
+  /** RFC 3339 UTC (`toISOString()`): the pass's first and last moment. */
+  start: string;
+  end: string;
+  receivedAt: string;
+  customerId: string | null;
+  isNewVisitor: boolean;
+  similarity: number | null;
+  quality: number;
+  passedGate: boolean;
+  recognitionModel: string | null;
+  gender: string | null;
+  age: number | null;
+  emotion: string | null;
+  faceImageId: string | null;
+  trackId: string | null;
+  staff: boolean;
+}
+
+/** A pass longer than this (a shop PC's clock or tracker gone wrong) counts from `occurred_at` alone. */
+const MAX_PASS_MS = 12 * 3600 * 1000;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The pass of a visit message: `occurred_at`, widened by the tracker's first and last sighting when it sent them. */
+export function spanOf(m: Pick<VisitMessage, 'occurred_at' | 'track'>): { start: string; end: string } {
+  const at = Date.parse(m.occurred_at);
+  let a = at;
+  let b = at;
+  if (m.track) {
+    const first = Date.parse(m.track.first_seen_at);
+    const last = Date.parse(m.track.last_seen_at);
+    if (Number.isFinite(first) && Number.isFinite(last) && Math.abs(at - first) <= MAX_PASS_MS && Math.abs(last - at) <= MAX_PASS_MS) {
+      a = Math.min(a, first, last);
+      b = Math.max(b, first, last);
+    }
+  }
+  return { start: iso(a), end: iso(b) };
+}
+
+interface Near {
+  seq: number;
+  occurredAt: string;
+  lastSeenAt: string;
+}
+
+const prepared = new WeakMap<Store['sqlite'], ReturnType<typeof prepare>>();
+function prepare(sqlite: Store['sqlite']) {
+  return {
+    insert: sqlite.prepare(
+      `insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, last_seen_at, dwell_ms, received_at, customer_id, is_new_visitor,
+         similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id, staff)
+       values (@visitId, @companyId, @shopId, @cameraId, @start, @end, @dwell, @receivedAt, @customerId, @isNewVisitor,
+         @similarity, @quality, @passedGate, @recognitionModel, @gender, @age, @emotion, @faceImageId, @trackId, @staff)`,
+    ),
+    near: sqlite.prepare(
+      `select seq, occurred_at as occurredAt, last_seen_at as lastSeenAt from visits indexed by visits_stay_idx
+       where customer_id = ? and shop_id = ? and last_seen_at >= ? and occurred_at <= ? order by occurred_at, seq`,
+    ),
+    extend: sqlite.prepare(
+      `update visits set occurred_at = @start, last_seen_at = @end, dwell_ms = @dwell, passed_gate = max(passed_gate, @passedGate),
+         face_image_id = coalesce(face_image_id, @faceImageId)
+       where seq = @seq`,
+    ),
+    remove: sqlite.prepare('delete from visits where seq = ?'),
+    firstVisit: sqlite.prepare('select seq from visits where customer_id = ? order by occurred_at, seq limit 1'),
+    markFirst: sqlite.prepare('update visits set is_new_visitor = (seq = @seq) where customer_id = @id and (is_new_visitor = 1 or seq = @seq)'),
+  };
+}
+
+/** The stay rule over one write transaction (a new instance per batch). */
+export class Stays {
+  private readonly q: ReturnType<typeof prepare>;
+  /** Per customer touched: visits made minus visits joined away, and the sightings' earliest start and latest end. */
+  readonly customers = new Map<string, { visits: number; first: string; last: string }>();
+
+  constructor(
+    sqlite: Store['sqlite'],
+    private readonly gapMs: number,
+  ) {
+    let q = prepared.get(sqlite);
+    if (!q) prepared.set(sqlite, (q = prepare(sqlite)));
+    this.q = q;
+  }
+
+  /** Stores one sighting; `inserted` is the new visit's seq when it made one (an arrival). */
+  add(s: Sighting): { inserted?: number } {
+    const id = s.customerId;
+    if (id === null) return { inserted: this.insert(s) };
+    const near = this.q.near.all(id, s.shopId, iso(Date.parse(s.start) - this.gapMs), iso(Date.parse(s.end) + this.gapMs)) as Near[];
+    let made = 0;
+    let inserted: number | undefined;
+    if (near.length === 0) {
+      inserted = this.insert(s);
+      made = 1;
+    } else {
+      const keep = near[0]!;
+      let start = s.start;
+      let end = s.end;
+      for (const v of near) {
+        if (v.occurredAt < start) start = v.occurredAt;
+        if (v.lastSeenAt > end) end = v.lastSeenAt;
+      }
+      this.q.extend.run({ seq: keep.seq, start, end, dwell: Date.parse(end) - Date.parse(start), passedGate: s.passedGate ? 1 : 0, faceImageId: s.faceImageId });
+      for (const v of near.slice(1)) this.q.remove.run(v.seq);
+      made = 1 - near.length;
+    }
+    const c = this.customers.get(id);
+    if (!c) this.customers.set(id, { visits: made, first: s.start, last: s.end });
+    else {
+      c.visits += made;
+      if (s.start < c.first) c.first = s.start;
+      if (s.end > c.last) c.last = s.end;
+    }
+    return inserted === undefined ? {} : { inserted };
+  }
+
+  /** `is_new_visitor` on exactly one visit of the customer: the one that starts first (then the first stored). */
+  markFirstVisit(customerId: string): void {
+    const f = this.q.firstVisit.get(customerId) as { seq: number } | undefined;
+    if (f) this.q.markFirst.run({ seq: f.seq, id: customerId });
+  }
+
+  private insert(s: Sighting): number {
+    return Number(
+      this.q.insert.run({
+        visitId: s.visitId,
+        companyId: s.companyId,
+        shopId: s.shopId,
+        cameraId: s.cameraId,
+        start: s.start,
+        end: s.end,
+        dwell: Date.parse(s.end) - Date.parse(s.start),
+        receivedAt: s.receivedAt,
+        customerId: s.customerId,
+        isNewVisitor: s.isNewVisitor ? 1 : 0,
+        similarity: s.similarity,
+        quality: s.quality,
+        passedGate: s.passedGate ? 1 : 0,
+        recognitionModel: s.recognitionModel,
+        gender: s.gender,
+        age: s.age,
+        emotion: s.emotion,
+        faceImageId: s.faceImageId,
+        trackId: s.trackId,
+        staff: s.staff ? 1 : 0,
+      }).lastInsertRowid,
+    );
+  }
+}
