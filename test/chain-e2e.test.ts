@@ -230,11 +230,13 @@ describe('the product chain, RTSP camera to head office API', () => {
     }
     expect(o.arrivals.length).toBeLessThanOrEqual(8 * loops + 4);
 
-    // The stage person: the customer with the most visits (earliest first on a tie); seen in every loop, enrolled
-    // once, in the first.
+    // The stage person: the customer with the most visits (earliest first on a tie); seen in the first loop,
+    // enrolled once, there.
     const customers = [...byVisitor(o.arrivals).entries()].sort((a, b) => b[1].length - a[1].length || a[1][0].occurred_at.localeCompare(b[1][0].occurred_at));
     const [stageId, stageRows] = customers[0]!;
-    for (let l = 0; l < loops; l++) expect(stageRows.filter((a) => a.loop === l).length).toBeGreaterThanOrEqual(1);
+    // (A later loop may show no arrival of his: the loop's cut joins his last pass to his next one when he is seen
+    // again within the shop PC's link window, one pass; agent/vision/pipeline.ts.)
+    expect(stageRows.filter((a) => a.loop === 0).length).toBeGreaterThanOrEqual(1);
     expect(stageRows.filter((a) => a.is_new_visitor).map((a) => a.loop)).toEqual([0]);
 
     const hist = await history(o, stageId);
@@ -278,7 +280,12 @@ describe('the product chain, RTSP camera to head office API', () => {
     expect(w.map((a) => a.visitor_id)).toEqual(w.map(() => wId));
     expect(w.map((a) => a.is_new_visitor)).toEqual(w.map((_, i) => i === 0));
     // Attributes came along (computed once per visit on the shop PC; rough demographics, so only their shape).
-    for (const a of w) expect(a.attributes).toMatchObject({ gender: expect.stringMatching(/^(male|female)$/), age: expect.any(Number), emotion: expect.any(String) });
+    // Gender and expression only where the models are sure enough (agent/vision/attributes.ts): W is a smiling woman.
+    for (const a of w) {
+      expect(a.attributes).toMatchObject({ age: expect.any(Number) });
+      if (a.attributes.gender !== undefined) expect(a.attributes.gender).toBe('female');
+      if (a.attributes.emotion !== undefined) expect(a.attributes.emotion).toMatch(/^(happy|neutral)$/);
+    }
     // The four others: one customer each, each enrolled once (first loop) and back on every later loop.
     const customers = byVisitor(o.arrivals);
     expect(customers.size).toBe(1 + REGISTRY_CLIP.faces[1]);

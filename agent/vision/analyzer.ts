@@ -7,7 +7,7 @@
 import type { ModelId } from '../models/catalogue.js';
 import type { ManifestModel } from '../models/fetch.js';
 import { alignmentTransform, fivePointsFrom68 } from './align.js';
-import { decodeExpression, decodeSsrNet, genderFromScore } from './attributes.js';
+import { decodeExpression, decodeSsrNet, emotionFromProbabilities, genderFromScore } from './attributes.js';
 import { processCpuMs } from './cpu.js';
 import { DEFAULT_DETECT_OPTIONS, decodeDetections } from './detect.js';
 import type { DetectOptions } from './detect.js';
@@ -380,7 +380,8 @@ export class FaceAnalyzer {
       } finally {
         this.giveTensor('age', ssrTensor);
       }
-      result.gender = genderFromScore(genderScore);
+      const gender = genderFromScore(genderScore);
+      if (gender) result.gender = gender;
       result.age = Math.round(Math.min(130, Math.max(0, age)) * 10) / 10;
       raw.genderScore = genderScore;
       raw.age = age;
@@ -391,7 +392,8 @@ export class FaceAnalyzer {
       const logits = eout[this.spec('expression').outputs[0]?.name ?? 'output'];
       if (!logits) throw new Error('The expression model returned no output.');
       const expr = decodeExpression(logits);
-      result.emotion = expr.emotion;
+      const emotion = emotionFromProbabilities(expr.probabilities);
+      if (emotion) result.emotion = emotion;
       raw.emotionProbabilities = expr.probabilities;
     }
     result.raw = raw;

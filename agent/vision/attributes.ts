@@ -41,12 +41,40 @@ export function decodeSsrNet(outputs: Outputs, v: number): number {
 }
 
 /**
- * SSR-Net's gender models are trained with 1 = male, 0 = female (its demo
- * prints 'M' for >= 0.5); measured here: men in ../shared/faces score
- * 0.6..1, the registry photos (women) 0..0.4 (docs/recognition.md).
+ * How sure a model must be before the shop PC sends its answer: a wrong attribute is worse than none. Measured by
+ * `npm run bench -- attributes` on hand-labelled faces (docs/benchmarks.md, "Attribute accuracy"):
+ * - gender: the SSR-Net score must be at least `genderMargin` away from 0.5 (97.6 % right, 87 % of faces get one);
+ * - expression: only the classes the model got right most of the time, each above its own probability: "happy"
+ *   and "neutral". The model calls many neutral faces "happy", and every "sad" and "fear" it gave was wrong
+ *   (a broad smile "fear", stern or lowered faces "sad"), so those and the classes never seen right are not sent;
+ * - age: the model gives no confidence; sent as it is (83 % within 10 years of the labelled range).
  */
-export function genderFromScore(score: number): 'male' | 'female' {
-  return score >= 0.5 ? 'male' : 'female';
+export const ATTRIBUTE_CONFIDENCE: { genderMargin: number; emotions: Readonly<Record<string, number>> } = {
+  genderMargin: 0.1,
+  emotions: { happy: 0.9, neutral: 0.6 },
+};
+
+/**
+ * SSR-Net's gender models are trained with 1 = male, 0 = female (its demo prints 'M' for >= 0.5); measured here:
+ * men in ../shared/faces score 0.77..1.08 (one 0.44), the registry photos (women) 0.07..0.49 (one 0.67)
+ * (docs/benchmarks.md). Within `margin` of 0.5 the model is guessing: no gender.
+ */
+export function genderFromScore(score: number, margin: number = ATTRIBUTE_CONFIDENCE.genderMargin): 'male' | 'female' | undefined {
+  if (score >= 0.5 + margin) return 'male';
+  if (score <= 0.5 - margin) return 'female';
+  return margin === 0 ? (score >= 0.5 ? 'male' : 'female') : undefined;
+}
+
+/**
+ * The expression whose probability is highest, if the measurement says that class can be trusted at that
+ * probability (`minimums`: class -> least probability; classes not listed are never sent).
+ */
+export function emotionFromProbabilities(p: Record<string, number>, minimums: Readonly<Record<string, number>> = ATTRIBUTE_CONFIDENCE.emotions): string | undefined {
+  let best: string | undefined;
+  let bestP = -1;
+  for (const [k, v] of Object.entries(p)) if (v > bestP) [best, bestP] = [k, v];
+  const min = best === undefined ? undefined : minimums[best];
+  return min !== undefined && bestP >= min ? best : undefined;
 }
 
 export function softmax(logits: ArrayLike<number>): number[] {

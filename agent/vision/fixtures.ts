@@ -38,18 +38,19 @@ export function personOf(file: string): string {
 /** Photos of the registry video, in order, and how many seconds each is held before a blank second. */
 export const REGISTRY_VIDEO_PHOTOS = ['sample1.jpg', 'sample3.jpg', 'sample6.jpg'] as const;
 export const REGISTRY_VIDEO_HOLD_S = 2;
-export const REGISTRY_VIDEO_BLANK_S = 2;
+/** Longer than the pipeline's link window (3 s): each showing is a pass of its own, not the previous one resumed. */
+export const REGISTRY_VIDEO_BLANK_S = 5;
 
 /**
  * A 640x360, 5-fps H.264 video made from registry photos: each photo
- * (letterboxed) held REGISTRY_VIDEO_HOLD_S seconds, then two black seconds (longer than the tracker's lost-track tolerance), the
+ * (letterboxed) held REGISTRY_VIDEO_HOLD_S seconds, then REGISTRY_VIDEO_BLANK_S black seconds (longer than the pipeline's link window), the
  * whole sequence twice. Cached in node_modules/.cache/footfall/video.
  * Each photo shows its people for one "pass"; sample1 right and sample3 middle
  * are the same woman (SAME_PERSON).
  */
 export async function ensureRegistryVideo(): Promise<string> {
   const dir = join(testCacheRoot(), 'video');
-  const out = join(dir, 'registry-photos-2x-v2.mp4');
+  const out = join(dir, 'registry-photos-2x-v3.mp4');
   if (existsSync(out)) return out;
   const { dir: photos } = await ensureTestPhotos();
   await mkdir(dir, { recursive: true });

@@ -69,9 +69,15 @@ describe.skipIf(!clip)('the stage clip, looped twice', () => {
     expect(visits.length).toBeLessThanOrEqual(20);
     const loopMs = 50 * 200;
     const perLoop = [0, 1].map((l) => visits.filter((v) => Math.floor((Date.parse(v.occurred_at) - T0) / loopMs) === l));
-    expect(perLoop[0]!.length).toBe(perLoop[1]!.length);
-    // The stage person's pass: the longest track of each loop, identified, with a few embedded faces.
-    const stage = perLoop.map((vs) => vs.reduce((a, b) => (b.track.frames > a.track.frames ? b : a)));
+    // The loop's cut back to its start may join its last pass to the next loop's first (the same man, there a
+    // moment later): one visit fewer at most.
+    expect(Math.abs(perLoop[0]!.length - perLoop[1]!.length)).toBeLessThanOrEqual(1);
+    // The stage person's pass: the longest identified pass of each loop, with a few embedded faces.
+    // (He is on stage twice a loop, and a loop's last pass may continue into the next loop: his pass is the
+    // identified one most like his photo.)
+    const photo = (await engine.analyze(await loadImage(join(sharedFacesDir()!, 'lin-manuel-miranda-1.png')))).faces[0]!;
+    const ref = await engine.embed(photo.aligned);
+    const stage = perLoop.map((vs) => vs.filter((v) => v.embedding).reduce((a, b) => (cosine(b.embedding!, ref) > cosine(a.embedding!, ref) ? b : a)));
     for (const v of stage) {
       expect(v.passed_gate).toBe(true);
       expect(v.embedding).toHaveLength(512);
@@ -81,8 +87,6 @@ describe.skipIf(!clip)('the stage clip, looped twice', () => {
       expect(v.face_jpeg?.subarray(0, 2)).toEqual(Buffer.from([0xff, 0xd8]));
     }
     expect(cosine(stage[0]!.embedding!, stage[1]!.embedding!)).toBeGreaterThanOrEqual(DEFAULT_MATCH_THRESHOLD);
-    const photo = (await engine.analyze(await loadImage(join(sharedFacesDir()!, 'lin-manuel-miranda-1.png')))).faces[0]!;
-    const ref = await engine.embed(photo.aligned);
     for (const v of stage) expect(cosine(v.embedding!, ref)).toBeGreaterThanOrEqual(DEFAULT_MATCH_THRESHOLD);
     // Embedding only the best faces: at most 3 per visit.
     expect(stats.embeddings).toBeLessThanOrEqual(3 * stats.visits_with_identity);
@@ -103,7 +107,7 @@ describe('the worker pool', () => {
   });
 });
 
-describe('a video made from the registry photos (each held 2 s, then 2 s blank; twice)', () => {
+describe('a video made from the registry photos (each held 2 s, then 5 s blank; twice)', () => {
   it('gives one visit per face per showing, and the same people match across showings and photos', async () => {
     const { visits, pipeline } = await run(await ensureRegistryVideo(), 1);
     // sample1 (3 faces), sample3 (3), sample6 (4), shown twice.

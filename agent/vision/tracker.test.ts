@@ -203,8 +203,12 @@ describe('FramePipeline (scripted engine)', () => {
     expect(b.recognition_model).toBeUndefined();
     expect(b.quality).toBe(0.25);
     expect(b.attributes).toBeUndefined(); // below attributesMinQuality (0.3)
-    expect(engine.embeds).toBe(3);
     const s = p.stats();
+    // Three faces embedded for the identity; person 2 came 1.2 s after person 1 was last seen, elsewhere: one
+    // short-term embedding each to tell whether it is person 1 again (it is not: two visits).
+    expect(s.link_embeddings).toBe(2);
+    expect(s.links_face + s.links_position).toBe(0);
+    expect(engine.embeds).toBe(3 + 2);
     expect(s.frames_processed).toBe(50);
     expect(s.visits).toBe(2);
     expect(s.cameras.door!.fraction_below_gate).toBeCloseTo(5 / 25);
@@ -221,9 +225,103 @@ describe('FramePipeline (scripted engine)', () => {
     p.on('visit', (v) => visits.push(v));
     await feed(p, 70);
     await p.flush();
+    // The visit at the cap, then (the pass identified) one closing sighting with the same embedding spanning the
+    // whole pass, for head office to extend the stay to its end: not a second visit.
+    expect(visits).toHaveLength(2);
+    const [cap, closing] = visits as [Visit, Visit];
+    expect(cap.track.ended_by).toBe('cap');
+    expect(cap.track.frames).toBe(26); // frames 0..25: 25 * 200 ms = the 5 s cap
+    expect(cap.track.last_seen_at).toBe('2026-01-01T00:00:05.000Z');
+    expect(closing.pass?.closes).toBe(cap.visit_id);
+    expect(closing.embedding).toEqual(cap.embedding);
+    expect(closing.recognition_model).toBe(cap.recognition_model);
+    expect(closing).toMatchObject({ occurred_at: cap.occurred_at, track: { id: cap.track.id, first_seen_at: cap.occurred_at, last_seen_at: '2026-01-01T00:00:11.800Z', frames: 60 } });
+    expect(closing.attributes).toBeUndefined();
+    expect(p.stats()).toMatchObject({ visits: 1, closing_sightings: 1 });
+    await p.close();
+  });
+
+  it('sends no closing sighting for an unidentified pass reported at the cap (it would count again)', async () => {
+    const script = new Map<number, ScriptedFace[]>();
+    for (let i = 0; i < 60; i++) script.set(i, [{ person: 3, box: box(200, 150), quality: 0.3 }]);
+    const p = new FramePipeline({ engine: new ScriptedEngine(script), config: { capMs: 5_000, faceImages: false } });
+    const visits: Visit[] = [];
+    p.on('visit', (v) => visits.push(v));
+    await feed(p, 70);
+    await p.flush();
     expect(visits).toHaveLength(1);
-    expect(visits[0]!.track.ended_by).toBe('cap');
-    expect(visits[0]!.track.frames).toBe(26); // frames 0..25: 25 * 200 ms = the 5 s cap
+    expect(visits[0]!.embedding).toBeUndefined();
+    expect(p.stats().closing_sightings).toBe(0);
+    await p.close();
+  });
+
+  it('links the tracks of one person who is hidden, turns away and comes back elsewhere into one pass: one visit', async () => {
+    const script = new Map<number, ScriptedFace[]>();
+    // Person 1: seen (0-9), hidden 1.8 s (longer than the tracker's 1.2 s), back a little to the right (19-29), blurred
+    // below the gate (30-34), turned away 2 s, back at the other end of the counter (45-55): a position link, then a
+    // face link (the short-term embedding).
+    for (let i = 0; i <= 9; i++) script.set(i, [{ person: 1, box: box(100, 100), quality: 0.9 }]);
+    for (let i = 19; i <= 29; i++) script.set(i, [{ person: 1, box: box(115, 100), quality: 0.8 }]);
+    for (let i = 30; i <= 34; i++) script.set(i, [{ person: 1, box: box(115, 100), quality: 0.25 }]);
+    for (let i = 45; i <= 55; i++) script.set(i, [{ person: 1, box: box(400, 100), quality: 0.85 }]);
+    const engine = new ScriptedEngine(script);
+    const p = new FramePipeline({ engine, config: { faceImages: false } });
+    const visits: Visit[] = [];
+    p.on('visit', (v) => visits.push(v));
+    await feed(p, 80);
+    await p.flush();
+    expect(visits).toHaveLength(1);
+    const v = visits[0]!;
+    expect(v.pass?.tracks).toBe(3);
+    expect(v.pass?.segments.map((g) => g.link)).toEqual([undefined, 'position', 'face']);
+    expect(v.track.frames).toBe(10 + 16 + 11);
+    expect(v.occurred_at).toBe('2026-01-01T00:00:00.000Z');
+    expect(v.track.last_seen_at).toBe('2026-01-01T00:00:11.000Z');
+    expect(v.track.ended_by).toBe('lost');
+    unit(1).forEach((x, i) => expect(v.embedding![i]).toBeCloseTo(x, 6));
+    const s = p.stats();
+    expect([s.links_position, s.links_face, s.links_vetoed]).toEqual([1, 1, 0]);
+    // Identity embeddings: the 3 best gated faces. Short-term ones: the position link's two faces (both gated,
+    // compared to rule out two people), then the new track's face for the face link (the pass's last face is
+    // the one already embedded: made once).
+    expect(s.embeddings).toBe(3);
+    expect(s.link_embeddings).toBe(3);
+    await p.close();
+  });
+
+  it('does not link a second person who arrives where the first just left, nor a face back after the link window', async () => {
+    const script = new Map<number, ScriptedFace[]>();
+    for (let i = 0; i <= 9; i++) script.set(i, [{ person: 1, box: box(100, 100), quality: 0.9 }]);
+    // Person 2 at the same place 1.6 s later: linked by position at first, undone by the faces (both gated).
+    for (let i = 18; i <= 27; i++) script.set(i, [{ person: 2, box: box(100, 100), quality: 0.9 }]);
+    // Person 2 again 4 s later (longer than the 3 s window): a new pass.
+    for (let i = 48; i <= 57; i++) script.set(i, [{ person: 2, box: box(100, 100), quality: 0.9 }]);
+    const p = new FramePipeline({ engine: new ScriptedEngine(script), config: { faceImages: false } });
+    const visits: Visit[] = [];
+    p.on('visit', (v) => visits.push(v));
+    await feed(p, 80);
+    await p.flush();
+    visits.sort((a, b) => a.occurred_at.localeCompare(b.occurred_at));
+    expect(visits.map((v) => v.occurred_at)).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:03.600Z', '2026-01-01T00:00:09.600Z']);
+    expect(visits.map((v) => v.pass?.tracks)).toEqual([1, 1, 1]);
+    unit(1).forEach((x, i) => expect(visits[0]!.embedding![i]).toBeCloseTo(x, 6));
+    unit(2).forEach((x, i) => expect(visits[1]!.embedding![i]).toBeCloseTo(x, 6));
+    const s = p.stats();
+    expect([s.links_position, s.links_face, s.links_vetoed]).toEqual([0, 0, 1]);
+    await p.close();
+  });
+
+  it('makes one visit per track with linking off (windowMs 0)', async () => {
+    const script = new Map<number, ScriptedFace[]>();
+    for (let i = 0; i <= 9; i++) script.set(i, [{ person: 1, box: box(100, 100), quality: 0.9 }]);
+    for (let i = 19; i <= 29; i++) script.set(i, [{ person: 1, box: box(115, 100), quality: 0.9 }]);
+    const p = new FramePipeline({ engine: new ScriptedEngine(script), config: { faceImages: false, link: { windowMs: 0 } } });
+    const visits: Visit[] = [];
+    p.on('visit', (v) => visits.push(v));
+    await feed(p, 40);
+    await p.flush();
+    expect(visits).toHaveLength(2);
+    expect(p.stats().link_embeddings).toBe(0);
     await p.close();
   });
 

@@ -122,4 +122,17 @@ export interface Visit {
     /** Why the visit was emitted: the track ended, reached the time cap, or the pipeline was flushed. */
     ended_by: 'lost' | 'cap' | 'flush';
   };
+  /**
+   * The tracks linked into this pass (a person who turned away or was hidden for a moment): how many, and where
+   * and when each was seen. Shop-PC only (diagnostics, the counting benchmark); not sent.
+   */
+  pass?: {
+    tracks: number;
+    segments: { first_seen_at: string; last_seen_at: string; box: Box; link?: 'position' | 'face' }[];
+    /**
+     * Set on the closing sighting of an identified pass reported at the cap: the cap visit's id. It carries the
+     * same embedding and spans the whole pass, so head office extends that stay (no arrival); not a visit to count.
+     */
+    closes?: string;
+  };
 }

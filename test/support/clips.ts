@@ -71,7 +71,7 @@ export async function videoSeconds(file: string): Promise<number> {
 /**
  * A clip for identity over RTSP that needs only the registry photos (agent/fixtures/registry-photos.ts): 640x360,
  * 25 fps (a camera's rate, so ffmpeg's stream probing takes a fraction of a second), H.264, three showings, each
- * `blankS` of black then a photo held `holdS` (the black is longer than the tracker's 1.2 s lost-track tolerance, so
+ * `blankS` of black then a photo held `holdS` (the black is longer than the pipeline's 3 s link window, so
  * every showing is its own pass, also across the loop; it comes first so a camera's first moments show nothing):
  *
  *   0. `sample1.jpg` cropped to the woman on the right                 (W, one face)
@@ -84,7 +84,7 @@ export async function videoSeconds(file: string): Promise<number> {
  */
 export const REGISTRY_CLIP = {
   holdS: 2,
-  blankS: 2,
+  blankS: 5,
   /** Faces per showing. */
   faces: [1, 4, 1],
   /** Showings that show W. */
@@ -102,7 +102,7 @@ export function registryPersonClip(): Promise<string> {
 }
 
 async function makeRegistryClip(): Promise<string> {
-  const file = path.join(clipsCacheDir, 'registry-w-sample6-w-640x360-25fps-v2.mp4');
+  const file = path.join(clipsCacheDir, 'registry-w-sample6-w-640x360-25fps-v3.mp4');
   if (existsSync(file)) return file;
   const { dir } = await ensureTestPhotos();
   await mkdir(clipsCacheDir, { recursive: true });

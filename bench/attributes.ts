@@ -1,0 +1,154 @@
+/**
+ * Attribute accuracy benchmark (`npm run bench -- attributes`): gender, age and expression from the shop PC's
+ * models against hand labels (agent/fixtures/attribute-labels.ts) of every face in the registry photos (women)
+ * and, when present, ../shared/faces (mostly men). For each attribute it reports accuracy at the confidence levels
+ * the agent could require, and the level the agent uses (agent/vision/attributes.ts ATTRIBUTE_CONFIDENCE): an
+ * attribute is sent only where it was right most of the time.
+ */
+import { join } from 'node:path';
+import { ATTRIBUTE_LABELS } from '../agent/fixtures/attribute-labels.js';
+import type { AttributeLabel } from '../agent/fixtures/attribute-labels.js';
+import { ensureTestPhotos } from '../agent/fixtures/registry-photos.js';
+import { ensureTestModels, testModelsDir } from '../agent/models/test-cache.js';
+import { ATTRIBUTE_CONFIDENCE, emotionFromProbabilities, genderFromScore } from '../agent/vision/attributes.js';
+import { iou } from '../agent/vision/detect.js';
+import { createVisionEngine } from '../agent/vision/engine.js';
+import { sharedFacesDir } from '../agent/vision/fixtures.js';
+import { loadImage } from '../agent/vision/io.js';
+import { pct, progress, table } from './util.js';
+
+export interface Measured {
+  label: AttributeLabel;
+  genderScore: number;
+  age: number;
+  probabilities: Record<string, number>;
+  quality: number;
+}
+
+/** Runs the models on every labelled face found (detections matched to labels by overlap). */
+export async function measure(): Promise<{ measured: Measured[]; missing: AttributeLabel[]; shared: boolean }> {
+  await ensureTestModels();
+  const { dir: registry } = await ensureTestPhotos();
+  const shared = sharedFacesDir();
+  const labels = ATTRIBUTE_LABELS.filter((l) => l.source === 'registry' || shared);
+  const engine = await createVisionEngine({ modelsDir: testModelsDir(), workers: 1, intraOpThreads: 1 });
+  const measured: Measured[] = [];
+  const missing: AttributeLabel[] = [];
+  try {
+    const files = [...new Set(labels.map((l) => `${l.source}:${l.file}`))];
+    for (const key of files) {
+      const [source, file] = key.split(/:(.*)/) as [string, string];
+      const img = await loadImage(join(source === 'registry' ? registry : shared!, file));
+      const { faces } = await engine.analyze(img);
+      for (const label of labels.filter((l) => `${l.source}:${l.file}` === key)) {
+        const [x1, y1, x2, y2] = label.box;
+        const face = faces.find((f) => iou(f.box, { x1, y1, x2, y2 }) > 0.5);
+        if (!face) {
+          missing.push(label);
+          continue;
+        }
+        const a = await engine.attributes(face.context, (face as unknown as { regions: Parameters<typeof engine.attributes>[1] }).regions);
+        measured.push({ label, genderScore: a.raw!.genderScore!, age: a.raw!.age!, probabilities: a.raw!.emotionProbabilities!, quality: face.quality });
+      }
+    }
+  } finally {
+    await engine.close();
+  }
+  return { measured, missing, shared: shared !== undefined };
+}
+
+/** Years outside the labelled range (0 inside it). */
+function ageError(m: Measured): number {
+  const [lo, hi] = m.label.age;
+  return m.age < lo ? lo - m.age : m.age > hi ? m.age - hi : 0;
+}
+
+function topEmotion(p: Record<string, number>): [string, number] {
+  return Object.entries(p).reduce((a, b) => (b[1] > a[1] ? b : a));
+}
+
+export async function run(): Promise<string> {
+  const { measured, missing, shared } = await measure();
+  progress(`${measured.length} labelled faces measured, ${missing.length} not found`);
+  const men = measured.filter((m) => m.label.gender === 'male').length;
+  const lines: string[] = [
+    '## Attribute accuracy (gender, age, expression)',
+    '',
+    `${measured.length} hand-labelled faces (agent/fixtures/attribute-labels.ts): ${measured.length - men} women, ${men} men; registry photos${shared ? ' and ../shared/faces' : ' only (../shared/faces absent: no men)'}. One photo per face (a visit averages gender and age over up to 3 faces).`,
+    '',
+  ];
+
+  // Gender: a band around 0.5 where no gender is sent.
+  const grows: (string | number)[][] = [];
+  for (const margin of [0, 0.05, 0.1, 0.15, 0.2, 0.25]) {
+    const decided = measured.map((m) => ({ m, g: genderFromScore(m.genderScore, margin) })).filter((x) => x.g !== undefined);
+    const right = decided.filter((x) => x.g === x.m.label.gender);
+    const per = (g: 'male' | 'female') => {
+      const said = decided.filter((x) => x.g === g);
+      return said.length ? `${pct(said.filter((x) => x.m.label.gender === g).length / said.length)} of ${said.length}` : '-';
+    };
+    grows.push([`${(0.5 - margin).toFixed(2)} / ${(0.5 + margin).toFixed(2)}${margin === ATTRIBUTE_CONFIDENCE.genderMargin ? ' (used)' : ''}`, pct(decided.length / measured.length), pct(decided.length ? right.length / decided.length : 0), per('female'), per('male')]);
+  }
+  lines.push(
+    'Gender (SSR-Net score: 1 = male; female at or below the low bound, male at or above the high bound, nothing between):',
+    '',
+    table(['female ≤ / male ≥', 'faces given a gender', 'right', '"female" right', '"male" right'], grows),
+    '',
+  );
+
+  // Age: no confidence from the model; error against the labelled range, by face quality.
+  const arows: (string | number)[][] = [];
+  for (const [name, set] of [
+    ['all', measured],
+    ['women', measured.filter((m) => m.label.gender === 'female')],
+    ['men', measured.filter((m) => m.label.gender === 'male')],
+  ] as const) {
+    if (set.length === 0) continue;
+    const errs = set.map(ageError);
+    arows.push([name, set.length, pct(errs.filter((e) => e === 0).length / set.length), pct(errs.filter((e) => e <= 5).length / set.length), pct(errs.filter((e) => e <= 10).length / set.length), (errs.reduce((a, b) => a + b, 0) / set.length).toFixed(1), Math.max(...errs).toFixed(0)]);
+  }
+  lines.push(
+    'Age (SSR-Net years against the labelled range; the model gives no confidence):',
+    '',
+    table(['faces', 'n', 'inside the range', 'within 5 years of it', 'within 10 years', 'mean years outside', 'worst'], arows),
+    '',
+  );
+
+  // Expression: top class probability as the confidence.
+  const labelled = measured.filter((m) => m.label.emotion);
+  const erows: (string | number)[][] = [];
+  const classes = [...new Set(labelled.map((m) => topEmotion(m.probabilities)[0]))].sort();
+  for (const cls of classes) {
+    const cells: string[] = [];
+    for (const t of [0, 0.6, 0.8, 0.9, 0.95]) {
+      const said = labelled.filter((m) => emotionFromProbabilities(m.probabilities, { [cls]: t }) === cls);
+      cells.push(said.length ? `${pct(said.filter((m) => m.label.emotion === cls).length / said.length)} of ${said.length}` : '-');
+    }
+    const used = ATTRIBUTE_CONFIDENCE.emotions[cls];
+    erows.push([cls, ...cells, used === undefined ? 'never sent' : `p ≥ ${used}`]);
+  }
+  const sent = labelled.filter((m) => emotionFromProbabilities(m.probabilities) !== undefined);
+  const sentRight = sent.filter((m) => emotionFromProbabilities(m.probabilities) === m.label.emotion);
+  const before = labelled.filter((m) => topEmotion(m.probabilities)[0] === m.label.emotion);
+  const counts = labelled.reduce<Record<string, number>>((a, m) => ((a[m.label.emotion!] = (a[m.label.emotion!] ?? 0) + 1), a), {});
+  lines.push(
+    `Expression (${labelled.length} faces with a plain expression: ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ')}; how often the model's top class is right, by class and by its probability):`,
+    '',
+    table(['model says', 'right at p ≥ 0', 'p ≥ 0.6', 'p ≥ 0.8', 'p ≥ 0.9', 'p ≥ 0.95', 'the agent sends it when'], erows),
+    '',
+    `Expression as sent: ${sent.length} of ${labelled.length} faces get one, ${pct(sent.length ? sentRight.length / sent.length : 0)} right (the top class alone, always sent before: ${pct(before.length / labelled.length)} right).`,
+    '',
+    'Per face (label -> measured):',
+    '',
+    table(
+      ['face', 'gender', 'score', 'age range', 'age', 'expression', 'top class'],
+      measured.map((m) => {
+        const [e, p] = topEmotion(m.probabilities);
+        return [`${m.label.file} ${m.label.note}`, m.label.gender, m.genderScore.toFixed(2), `${m.label.age[0]}-${m.label.age[1]}`, m.age.toFixed(0), m.label.emotion ?? '-', `${e} ${p.toFixed(2)}`];
+      }),
+    ),
+    '',
+  );
+  if (missing.length) lines.push(`Not found by the detector: ${missing.map((l) => `${l.file} ${l.note}`).join('; ')}.`, '');
+  return lines.join('\n');
+}

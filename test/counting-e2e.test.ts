@@ -1,0 +1,169 @@
+/**
+ * Counting people, not face tracks, end to end with real parts: the counting video (agent/fixtures/counting-video.ts,
+ * 60 s from registry photos: three customers who stay 20-30 s turning away three times each, one of them back
+ * later at another place, staff passing five times) looped by a real RTSP server on 127.0.0.1; an enrolled shop PC
+ * (the agent runtime in-process: ffmpeg capture, the real models, queue, MQTT QoS 1); head office in-process with
+ * FOOTFALL_VISIT_GAP_S=5 (the video's stays are 9 s or more apart). The staff member is marked as staff
+ * (PATCH /api/visitors/{id}) as soon as their first visit shows, as a manager would.
+ *
+ * Asserted through the public API: exactly one arrival per customer stay (A twice: new, then returning; B and C
+ * once, new), no arrival of the staff member (their first, shown before marking, is gone too: marking is
+ * retroactive), no unidentified arrival, four customers of whom one is staff, and a footfall report that counts
+ * three people and four visits.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadAgentConfig } from '../agent/config/config.js';
+import { enrolShopPc } from '../agent/enrol/enrol.js';
+import { COUNTING_SCRIPT, COUNTING_VIDEO, ensureCountingVideo } from '../agent/fixtures/counting-video.js';
+import { ensureTestModels, testModelsDir } from '../agent/models/test-cache.js';
+import { AgentRuntime } from '../agent/runtime/runtime.js';
+import { startHarness, type Harness } from './support/harness.js';
+import { startRtspServer, type RtspServer } from './support/rtsp.js';
+import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+
+const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
+const report = (...args: unknown[]) => {
+  if (process.env.FOOTFALL_TEST_TIMING) console.log(...args);
+};
+const FPS = 5;
+const FRAME_MS = 1000 / FPS;
+
+let h: Harness;
+let rtsp: RtspServer | undefined;
+let runtime: AgentRuntime | undefined;
+let tmp: string;
+
+beforeAll(async () => {
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-counting-'));
+  [h] = await Promise.all([startHarness({ FOOTFALL_VISIT_GAP_S: 5 }), ensureTestModels(), ensureCountingVideo()]);
+}, 120_000);
+
+afterAll(async () => {
+  await runtime?.stop().catch(() => undefined);
+  await rtsp?.stop().catch(() => undefined);
+  await h?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+/** Which stay of which person began at stream second `t` (a visit's occurred_at is its first sighting). */
+function stayAt(t: number): { person: string; stay: number } | undefined {
+  let best: { person: string; stay: number; d: number } | undefined;
+  for (const p of COUNTING_SCRIPT) {
+    p.stays.forEach((s, i) => {
+      const d = Math.abs(s.from - t);
+      if (d <= 1.5 && (!best || d < best.d)) best = { person: p.id, stay: i, d };
+    });
+  }
+  return best && { person: best.person, stay: best.stay };
+}
+
+describe('counting on video: one arrival per stay, staff left out', () => {
+  it('counts each customer stay once through turning away and returning, and never the staff member once marked', { timeout: 150_000 }, async () => {
+    const { video } = await ensureCountingVideo();
+    const started = Date.now();
+    rtsp = await startRtspServer({ file: video, mounts: ['/counter'] });
+    const company = await h.company('Counting Co');
+    const owner = company.ownerToken;
+    const shop = await openShop(h, owner, { name: 'High Street' });
+    const configPath = path.join(tmp, 'agent.json');
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath, local: { data_dir: path.join(tmp, 'data') } });
+    const config = { ...(await loadAgentConfig(configPath)), log_level: 'silent' as const };
+    runtime = await AgentRuntime.start({
+      config,
+      log,
+      modelsDir: testModelsDir(),
+      visionWorkers: 1,
+      drainMs: 10_000,
+      capture: { backoff: { initialMs: 300, maxMs: 2000 }, firstFrameTimeoutMs: 8000, stallTimeoutMs: 5000, stopGraceMs: 1000 },
+    });
+    await waitFor(() => runtime!.broker.connected, 10_000);
+    const frameAt: number[] = [];
+    const untap = runtime.tap('counter', (frame) => void frameAt.push(frame.at.getTime()));
+    const camera = await addCamera(h, owner, shop.site_id, { camera_id: 'counter', host: '127.0.0.1', port: rtsp.port, path: '/counter', max_width: 640, tuning: { detect_fps: FPS } });
+    await waitFor(() => frameAt.length > 0, 20_000, 50);
+
+    const feed = async (): Promise<any[]> => {
+      const r = await h.request('GET', `/api/visits?limit=1000&site=${shop.slug}`, { token: owner });
+      expect(r.status).toBe(200);
+      return r.body.arrivals as any[];
+    };
+    // The first person in the video is the staff member: a manager marks them as soon as their visit shows.
+    const first = await waitFor(async () => (await feed())[0], 30_000, 200);
+    expect(first.visitor_id).toBeDefined();
+    const marked = await h.request('PATCH', `/api/visitors/${first.visitor_id}`, { token: owner, body: { staff: true } });
+    expect(marked.status).toBe(200);
+    expect(marked.body).toMatchObject({ id: first.visitor_id, staff: true });
+    const markedAt = Date.now() - started;
+
+    // One whole run of the video, stopping two frames short of its loop.
+    const lastFrame = Math.floor((COUNTING_VIDEO.durationS * 1000) / FRAME_MS) - 2;
+    await waitFor(() => frameAt.length >= lastFrame, 90_000, 100);
+    const runs = runtime.capture.worker(camera.id)!.stats.runs;
+    await runtime.stop();
+    untap();
+    const produced = runtime.visits.stats.queued;
+    runtime = undefined;
+    expect(runs).toBe(1);
+    await h.server.ingest.drained();
+
+    const base = Math.min(...frameAt.map((t, n) => t - n * FRAME_MS));
+    const arrivals = (await feed()).map((a) => ({ ...a, t: (Date.parse(a.occurred_at) - base) / 1000 }));
+    arrivals.sort((a, b) => a.t - b.t);
+    report(
+      `counting e2e: ${produced} visits from the shop PC, staff marked at ${markedAt} ms, ${Date.now() - started} ms in all\n` +
+        arrivals.map((a) => `  ${a.t.toFixed(1)} s ${a.visitor_ref ?? 'unidentified'}${a.is_new_visitor ? ' new' : ''} -> ${JSON.stringify(stayAt(a.t))}`).join('\n'),
+    );
+
+    // The shop PC made one visit per true stay (it cannot know staff): 5 staff passes, A twice, B, C.
+    expect(produced).toBe(COUNTING_SCRIPT.reduce((n, p) => n + p.stays.length, 0));
+
+    // Every arrival is a stay's beginning, identified: no unidentified extras, no duplicates.
+    const placed = arrivals.map((a) => ({ a, at: stayAt(a.t) }));
+    for (const { a, at } of placed) {
+      expect(at, `arrival at ${a.t.toFixed(1)} s`).toBeDefined();
+      expect(a.visitor_id).toBeDefined();
+    }
+    const keys = placed.map((p) => `${p.at!.person}#${p.at!.stay}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    const of = (person: string) => placed.filter((p) => p.at!.person === person).map((p) => p.a);
+    // Staff: none, not even the first pass (shown before marking): marking is retroactive.
+    expect(of('staff')).toEqual([]);
+    expect(first.t ?? (Date.parse(first.occurred_at) - base) / 1000).toBeLessThan(COUNTING_SCRIPT[0]!.stays[0]!.to);
+    // A: two stays, one customer, new then returning; B and C once each, new.
+    const a = of('A');
+    expect(a).toHaveLength(2);
+    expect(a[1].visitor_id).toBe(a[0].visitor_id);
+    expect(a.map((x) => x.is_new_visitor)).toEqual([true, false]);
+    for (const p of ['B', 'C']) {
+      expect(of(p)).toHaveLength(1);
+      expect(of(p)[0].is_new_visitor).toBe(true);
+    }
+    // Each arrival's dwell is its stay (first to last sighting, through the turning away): within 2 s.
+    for (const { a: arrival, at } of placed) {
+      const stay = COUNTING_SCRIPT.find((p) => p.id === at!.person)!.stays[at!.stay]!;
+      expect(Math.abs(arrival.dwell_s - (stay.to - stay.from)), `dwell of ${at!.person} stay ${at!.stay}: ${arrival.dwell_s} s`).toBeLessThanOrEqual(2);
+    }
+    const ids = new Set([first.visitor_id, a[0].visitor_id, of('B')[0].visitor_id, of('C')[0].visitor_id]);
+    expect(ids.size).toBe(4);
+
+    // Four customers, one of them staff.
+    const customers = await h.request('GET', '/api/visitors?limit=500', { token: owner });
+    expect(customers.body.map((c: any) => c.id).sort()).toEqual([...ids].sort());
+    const staff = await h.request('GET', '/api/visitors?staff=true', { token: owner });
+    expect(staff.body.map((c: any) => c.id)).toEqual([first.visitor_id]);
+
+    // Footfall: three people, four visits, three of them new; staff left out (their first visit too).
+    // A's two stays: the dwell of each is most of the stay (first to last sighting).
+    const day = new Date().toISOString().slice(0, 10);
+    const r = await h.request('GET', `/api/reports/footfall?from=${day}&to=${day}&tz=UTC&site=${shop.slug}`, { token: owner });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ total: 3, visits: 4 });
+    expect(r.body.points.reduce((n: number, p: any) => n + p.new, 0)).toBe(3);
+    const trueDwell = COUNTING_SCRIPT.filter((p) => p.role === 'customer').flatMap((p) => p.stays.map((x) => x.to - x.from));
+    expect(Math.abs(r.body.average_dwell_s - trueDwell.reduce((x, y) => x + y, 0) / trueDwell.length)).toBeLessThanOrEqual(2);
+  });
+});
