@@ -21,6 +21,8 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   ingest: () => import('./ingest.js'),
   reports: () => import('./reports.js'),
   opencv: () => import('./opencv.js'),
+  api: () => import('./api.js'),
+  'agent-real': () => import('./agent-real.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
