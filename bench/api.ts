@@ -225,21 +225,24 @@ export async function run(): Promise<string | undefined> {
     progress(`head office ${server.url} (pid ${server.child.pid}), bare Koa ${bare.url} (pid ${bare.child.pid}); seeding`);
     const token = await seed(server.url, tmp);
 
-    const targets = [
+    const all = [
       { name: 'GET /api/visits?limit=100', url: `${server.url}/api/visits?limit=100`, token, pid: server.child.pid! },
       { name: 'GET /api/visitors?limit=50', url: `${server.url}/api/visitors?limit=50`, token, pid: server.child.pid! },
       { name: 'GET /api/auth/me', url: `${server.url}/api/auth/me`, token, pid: server.child.pid! },
       { name: 'bare Koa, constant JSON', url: `${bare.url}/`, token: undefined, pid: bare.child.pid! },
     ];
+    // BENCH_API_ONLY=visits (or visitors, me): that route alone, e.g. to profile it (the table then has only it).
+    const only = process.env.BENCH_API_ONLY;
+    const targets = only ? all.filter((t) => t.name.includes(`/${only}`)) : all;
     // The answers are the real ones: 100 arrivals, 50 customers, the owner.
     const check = async (u: string) => {
       const res = await fetch(u, { headers: { authorization: `Bearer ${token}` } });
       if (res.status !== 200) throw new Error(`${u}: ${res.status} ${await res.text()}`);
       return (await res.json()) as Record<string, unknown>;
     };
-    const feed = await check(targets[0]!.url);
-    const people = (await check(targets[1]!.url)) as unknown as unknown[];
-    const me = await check(targets[2]!.url);
+    const feed = await check(all[0]!.url);
+    const people = (await check(all[1]!.url)) as unknown as unknown[];
+    const me = await check(all[2]!.url);
     if ((feed.arrivals as unknown[]).length !== 100 || people.length !== 50 || me.email !== 'owner@bench.test') throw new Error('api benchmark: unexpected answers');
 
     const loadBefore = loadAverage();
@@ -257,7 +260,8 @@ export async function run(): Promise<string | undefined> {
     }
     const loadAfter = loadAverage();
     const rss = rssBytes(server.child.pid!);
-    const bareRps = results[3]!.flat.map((s) => s.rps);
+    const bareIndex = targets.findIndex((t) => t.pid === bare!.child.pid);
+    const bareRps = bareIndex >= 0 ? results[bareIndex]!.flat.map((s) => s.rps) : [];
     const rows = targets.map((t, i) => {
       const r = results[i]!;
       const rps = r.flat.map((s) => s.rps);
@@ -266,7 +270,7 @@ export async function run(): Promise<string | undefined> {
         `\`${t.name}\``,
         `${ms(med(r.paced.map((s) => s.p50)))} / ${ms(med(r.paced.map((s) => s.p99)))} (p99 ${spread(r.paced.map((s) => s.p99), ms)})`,
         `${n0(med(rps))} (${spread(rps, n0)})`,
-        i === 3 ? '100 %' : `${(100 * med(shares)).toFixed(1)} % (${spread(shares.map((x) => 100 * x), (x) => x.toFixed(1))})`,
+        i === bareIndex ? '100 %' : bareRps.length === 0 ? '-' : `${(100 * med(shares)).toFixed(1)} % (${spread(shares.map((x) => 100 * x), (x) => x.toFixed(1))})`,
         `${med(r.flat.map((s) => s.cpuMsPerReq)).toFixed(3)}`,
         String(r.paced.reduce((a, s) => a + s.errors, 0) + r.flat.reduce((a, s) => a + s.errors, 0)),
       ];

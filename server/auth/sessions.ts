@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { and, eq, gt, isNull, ne, sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
+import { noteUnreadWrite } from '../db/read-cache.js';
 import { companies } from '../clients/schema.js';
 import { retiredRefreshTokens, sessions, users } from './schema.js';
 import { hashToken, newToken } from './tokens.js';
@@ -54,16 +55,24 @@ export interface Resolved {
   company: CompanyRow | null;
 }
 
-/** The session an access token belongs to, with its user and company, whatever its state. */
-export function findByAccessToken(db: Db, token: string): Resolved | undefined {
-  const row = db
+function accessLookup(db: Db) {
+  return db
     .select({ session: sessions, user: users, company: companies })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(companies, eq(companies.id, sessions.companyId))
-    .where(eq(sessions.accessHash, hashToken(token)))
-    .get();
-  return row ?? undefined;
+    .where(eq(sessions.accessHash, sql.placeholder('hash')))
+    .prepare();
+}
+
+/** Every request runs this lookup: its statement is built and prepared once per database (drizzle's prepare()). */
+const accessLookups = new WeakMap<Db, ReturnType<typeof accessLookup>>();
+
+/** The session an access token belongs to, with its user and company, whatever its state. */
+export function findByAccessToken(db: Db, token: string): Resolved | undefined {
+  let lookup = accessLookups.get(db);
+  if (!lookup) accessLookups.set(db, (lookup = accessLookup(db)));
+  return lookup.get({ hash: hashToken(token) }) ?? undefined;
 }
 
 export type RotateResult =
@@ -154,7 +163,7 @@ export function listUserSessions(db: Db, userId: string): SessionRow[] {
 export function touchSession(db: Db, session: SessionRow): void {
   const now = Date.now();
   if (now - Date.parse(session.lastUsedAt) < 60_000) return;
-  db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id)).run();
+  noteUnreadWrite(db, db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id)).run().changes);
 }
 
 /**

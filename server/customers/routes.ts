@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { audit } from '../audit/service.js';
 import { tenantOf, type AppRouter, type Ctx } from '../context.js';
+import { dbVersion, readCache } from '../db/read-cache.js';
 import { auth } from '../http/auth.js';
 import { HttpError, badRequest, notFound, preconditionFailed } from '../http/errors.js';
 import { bodyOf, queryOf, validate } from '../http/pipeline.js';
@@ -84,7 +85,22 @@ export function customersRoutes(): AppRouter {
     const max = config.FOOTFALL_VISITOR_SEARCH_LIMIT_MAX;
     const limit = q.limit ?? config.FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT;
     if (limit < 1 || limit > max) throw badRequest(`limit: must be from 1 to ${max}`);
-    ctx.body = searchCustomers(store.db, tenantOf(ctx), q.q, limit).map(presentCustomer);
+    const companyId = tenantOf(ctx);
+    if ((q.q ?? '').trim() !== '') {
+      ctx.body = searchCustomers(store.db, companyId, q.q, limit).map(presentCustomer);
+      return;
+    }
+    // The list without a query (the app's customer list): read again only when the database changed.
+    const cache = readCache<string>(store.db, 'visitors-recent', 256);
+    const key = `${companyId}|${limit}`;
+    const version = dbVersion(store.db);
+    let json = cache.get(key, version);
+    if (json === undefined) {
+      json = JSON.stringify(searchCustomers(store.db, companyId, q.q, limit).map(presentCustomer));
+      cache.set(key, version, json);
+    }
+    ctx.type = 'json';
+    ctx.body = json;
   });
 
   r.get('/visitors/:id', auth(customersPolicy.view), (ctx) => {

@@ -2,6 +2,7 @@ import type { Ctx, Mw } from '../context.js';
 import { atLeast, type Rule } from '../policy.js';
 import { findByAccessToken, touchSession } from '../auth/sessions.js';
 import { tokenKind } from '../auth/tokens.js';
+import { addLogField } from './middleware.js';
 import { forbidden, noSuchRoute, notFound, tokenExpired, unauthorized } from './errors.js';
 
 /** The bearer token of a request, if any. */
@@ -53,7 +54,7 @@ export function auth(rule: Rule): Mw {
       email: user.email,
       fullName: user.fullName,
     };
-    ctx.log = ctx.log.child({ user_id: user.id });
+    addLogField(ctx, 'user_id', user.id);
     await next();
   };
 }
