@@ -92,6 +92,12 @@ async function startRtsp(file: string, mount: string): Promise<Rtsp> {
   return { child, port, exit };
 }
 
+/** The `Environment=` settings of the agent's systemd unit (packaging/footfall-agent.service): the agent runs as it would there. */
+export function serviceEnvironment(): Record<string, string> {
+  const unit = fs.readFileSync(path.join(root, 'packaging/footfall-agent.service'), 'utf8');
+  return Object.fromEntries([...unit.matchAll(/^Environment=([A-Za-z_][A-Za-z0-9_]*)=(.*)$/gm)].map((m) => [m[1]!, m[2]!.trim()]));
+}
+
 interface Sample {
   nodePct: number;
   ffmpegPct: number;
@@ -199,7 +205,11 @@ export async function run(): Promise<string | undefined> {
     const logFile = path.join(tmp, 'agent.log');
     const out = fs.openSync(logFile, 'w');
     const profileDir = PROFILE ? path.join(tmp, 'profile') : undefined;
-    const agent = spawn(process.execPath, [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), cli, 'agent', '--config', configFile, '--models', testModelsDir()], { cwd: root, stdio: ['ignore', out, out] });
+    const agent = spawn(process.execPath, [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), cli, 'agent', '--config', configFile, '--models', testModelsDir()], {
+      cwd: root,
+      env: { ...process.env, ...serviceEnvironment() },
+      stdio: ['ignore', out, out],
+    });
     fs.closeSync(out);
     const agentExit = exited(agent);
     procs.push({ child: agent, exit: agentExit });
@@ -259,7 +269,7 @@ export async function run(): Promise<string | undefined> {
     return [
       '## The real shop-PC agent on a 720p door camera',
       '',
-      `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office) on one camera: a local RTSP server ` +
+      `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment: ${Object.entries(serviceEnvironment()).map(([k, v]) => `${k}=${v}`).join(' ')}) on one camera: a local RTSP server ` +
         `(GStreamer) playing a ${WIDTH}x${HEIGHT} 25-fps H.264 door video made from the registry photos (${REGISTRY_VIDEO_PHOTOS.join(', ')}: each in the doorway ${HOLD_S} s, ` +
         `then the empty door ${EMPTY_S} s, sensor noise throughout), detect_fps ${DETECT_FPS}, the camera's default max_width ${WIDTH}. ` +
         `One-second /proc samples over ${SAMPLE_S} s per phase after ${SETTLE_S} s settling, ${ROUNDS} rounds of (door, empty door), the camera switched by PATCH. ` +
