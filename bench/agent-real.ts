@@ -24,13 +24,18 @@ import { ensureTestPhotos } from '../agent/fixtures/registry-photos.js';
 import type { ModelId } from '../agent/models/catalogue.js';
 import { ensureTestModels, testCacheRoot, testModelsDir } from '../agent/models/test-cache.js';
 import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
-import { REGISTRY_VIDEO_PHOTOS } from '../agent/vision/fixtures.js';
 import { ModelSessions } from '../agent/vision/models.js';
-import { api, cli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
+import { api, cli as ownCli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
 import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
 
 const execFileP = promisify(execFile);
+/**
+ * BENCH_AGENT_ROOT: another checkout's built CLI and systemd unit for the agent (head office stays this one's), to
+ * measure an earlier version on the same video in the same way.
+ */
+const agentRoot = process.env.BENCH_AGENT_ROOT ?? root;
+const cli = process.env.BENCH_AGENT_ROOT ? path.join(agentRoot, 'dist/cli/main.js') : ownCli;
 const DETECT_FPS = 5;
 const WIDTH = 1280;
 const HEIGHT = 720;
@@ -41,6 +46,16 @@ const SETTLE_S = Number(process.env.BENCH_AGENT_SETTLE_S ?? 10);
 const ROUNDS = Number(process.env.BENCH_AGENT_ROUNDS ?? 2);
 const PROFILE = process.env.BENCH_AGENT_PROFILE === '1';
 
+/**
+ * One person at a time in the doorway: the same woman (W) cut out of two registry photos (the crops of
+ * test/support/clips.ts: her face alone; the two are one person, SAME_PERSON), so she is a new customer, then a
+ * returning one, again and again.
+ */
+const SHOWINGS = [
+  { photo: 'sample1.jpg', crop: 'crop=720:ih:1200:0' },
+  { photo: 'sample3.jpg', crop: 'crop=540:ih:880:0' },
+] as const;
+
 /** The door (grey wall colour), a camera's temporal sensor noise, 1280x720 25 fps H.264 as an IP camera sends it. */
 const DOOR = 'color=c=0x6b6459:s=1280x720:r=25';
 const NOISE = 'noise=alls=3:allf=t';
@@ -49,27 +64,27 @@ const ENCODE = ['-r', '25', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '2
 export async function doorVideos(): Promise<{ door: string; empty: string }> {
   const dir = path.join(testCacheRoot(), 'video');
   fs.mkdirSync(dir, { recursive: true });
-  const door = path.join(dir, 'door-720p25-v2.mp4');
-  const empty = path.join(dir, 'door-empty-720p25-v2.mp4');
+  const door = path.join(dir, 'door-720p25-v3.mp4');
+  const empty = path.join(dir, 'door-empty-720p25-v3.mp4');
   if (!fs.existsSync(door)) {
     const { dir: photos } = await ensureTestPhotos();
     const inputs: string[] = [];
     const filters: string[] = [];
     const parts: string[] = [];
-    REGISTRY_VIDEO_PHOTOS.forEach((file, i) => {
-      inputs.push('-loop', '1', '-framerate', '25', '-t', String(HOLD_S), '-i', path.join(photos, file));
-      filters.push(`[${i}:v]scale=${WIDTH}:${HEIGHT}:force_original_aspect_ratio=decrease,pad=${WIDTH}:${HEIGHT}:(ow-iw)/2:(oh-ih)/2:color=0x6b6459,setsar=1,fps=25,format=yuv420p[p${i}]`);
+    SHOWINGS.forEach((s, i) => {
+      inputs.push('-loop', '1', '-framerate', '25', '-t', String(HOLD_S), '-i', path.join(photos, s.photo));
+      filters.push(`[${i}:v]${s.crop},scale=${WIDTH}:${HEIGHT}:force_original_aspect_ratio=decrease,pad=${WIDTH}:${HEIGHT}:(ow-iw)/2:(oh-ih)/2:color=0x6b6459,setsar=1,fps=25,format=yuv420p[p${i}]`);
       filters.push(`${DOOR}:d=${EMPTY_S},format=yuv420p[b${i}]`);
       parts.push(`[p${i}][b${i}]`);
     });
-    const graph = `${filters.join(';')};${parts.join('')}concat=n=${REGISTRY_VIDEO_PHOTOS.length * 2}:v=1:a=0,${NOISE}[v]`;
+    const graph = `${filters.join(';')};${parts.join('')}concat=n=${SHOWINGS.length * 2}:v=1:a=0,${NOISE}[v]`;
     const tmp = `${door}.${process.pid}.tmp.mp4`;
     await execFileP('ffmpeg', ['-nostdin', '-v', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', ...ENCODE, tmp]);
     fs.renameSync(tmp, door);
   }
   if (!fs.existsSync(empty)) {
     const tmp = `${empty}.${process.pid}.tmp.mp4`;
-    const seconds = REGISTRY_VIDEO_PHOTOS.length * (HOLD_S + EMPTY_S);
+    const seconds = SHOWINGS.length * (HOLD_S + EMPTY_S);
     await execFileP('ffmpeg', ['-nostdin', '-v', 'error', '-y', '-f', 'lavfi', '-i', `${DOOR}:d=${seconds}`, '-vf', `format=yuv420p,${NOISE}`, ...ENCODE, tmp]);
     fs.renameSync(tmp, empty);
   }
@@ -94,7 +109,7 @@ async function startRtsp(file: string, mount: string): Promise<Rtsp> {
 
 /** The `Environment=` settings of the agent's systemd unit (packaging/footfall-agent.service): the agent runs as it would there. */
 export function serviceEnvironment(): Record<string, string> {
-  const unit = fs.readFileSync(path.join(root, 'packaging/footfall-agent.service'), 'utf8');
+  const unit = fs.readFileSync(path.join(agentRoot, 'packaging/footfall-agent.service'), 'utf8');
   return Object.fromEntries([...unit.matchAll(/^Environment=([A-Za-z_][A-Za-z0-9_]*)=(.*)$/gm)].map((m) => [m[1]!, m[2]!.trim()]));
 }
 
@@ -206,7 +221,7 @@ export async function run(): Promise<string | undefined> {
     const out = fs.openSync(logFile, 'w');
     const profileDir = PROFILE ? path.join(tmp, 'profile') : undefined;
     const agent = spawn(process.execPath, [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), cli, 'agent', '--config', configFile, '--models', testModelsDir()], {
-      cwd: root,
+      cwd: agentRoot,
       env: { ...process.env, ...serviceEnvironment() },
       stdio: ['ignore', out, out],
     });
@@ -270,7 +285,7 @@ export async function run(): Promise<string | undefined> {
       '## The real shop-PC agent on a 720p door camera',
       '',
       `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment: ${Object.entries(serviceEnvironment()).map(([k, v]) => `${k}=${v}`).join(' ')}) on one camera: a local RTSP server ` +
-        `(GStreamer) playing a ${WIDTH}x${HEIGHT} 25-fps H.264 door video made from the registry photos (${REGISTRY_VIDEO_PHOTOS.join(', ')}: each in the doorway ${HOLD_S} s, ` +
+        `(GStreamer) playing a ${WIDTH}x${HEIGHT} 25-fps H.264 door video made from the registry photos (one woman cut out of ${SHOWINGS.map((x) => x.photo).join(' and ')}: in the doorway ${HOLD_S} s, ` +
         `then the empty door ${EMPTY_S} s, sensor noise throughout), detect_fps ${DETECT_FPS}, the camera's default max_width ${WIDTH}. ` +
         `One-second /proc samples over ${SAMPLE_S} s per phase after ${SETTLE_S} s settling, ${ROUNDS} rounds of (door, empty door), the camera switched by PATCH. ` +
         `CPU in % of one core. Bare reference in the same run: ffmpeg alone on the same stream with capture's arguments (output to /dev/null), and the ` +

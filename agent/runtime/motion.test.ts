@@ -8,7 +8,7 @@ const T0 = Date.UTC(2026, 0, 1, 9);
 
 /** A grey doorway with a camera's noise (+-3 levels), and optionally a bright square (someone) at x. */
 function frame(ms: number, seed: number, personAt?: number, cameraId = 'door'): Frame {
-  const data = new Uint8Array(W * H * 3);
+  const data = Buffer.alloc(W * H * 3);
   let s = seed;
   for (let i = 0; i < data.length; i++) {
     s = (s * 1_103_515_245 + 12_345) >>> 0;
