@@ -35,6 +35,8 @@ const PROFILE = process.env.BENCH_API_PROFILE === '1';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const cli = path.join(root, 'dist/cli/main.js');
+/** BENCH_API_ROOT: another checkout's built head office to measure (an earlier version, for a before/after). */
+const serverCli = process.env.BENCH_API_ROOT ? path.join(process.env.BENCH_API_ROOT, 'dist/cli/main.js') : cli;
 const bareKoa = path.join(root, 'dist/bench/bare-koa.js');
 
 export interface Proc {
@@ -67,7 +69,7 @@ export async function startHeadOffice(dataDir: string, profileDir?: string): Pro
   const out = fs.openSync(logFile, 'w');
   const settings = benchServerSettings(dataDir);
   delete settings.FOOTFALL_LOG_LEVEL; // as npm start runs it: the default level, one access-log line per request
-  const args = [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), cli, 'server'];
+  const args = [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), serverCli, 'server'];
   const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...settings }, stdio: ['ignore', out, 'inherit'] });
   fs.closeSync(out);
   const exit = exited(child);
