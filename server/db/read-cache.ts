@@ -16,7 +16,8 @@ export interface DbVersion {
 }
 
 interface Counters {
-  statement: Database.Statement<[], [number, number]>;
+  dataVersion: Database.Statement<[], number>;
+  totalChanges: Database.Statement<[], number>;
   unread: number;
 }
 
@@ -26,8 +27,10 @@ function countersOf(db: Db): Counters {
   let c = counters.get(db);
   if (!c) {
     const sqlite = (db as unknown as { $client: Database.Database }).$client;
-    const statement = sqlite.prepare<[], [number, number]>('select data_version, total_changes() from pragma_data_version').raw();
-    counters.set(db, (c = { statement, unread: 0 }));
+    // Two plain statements: half the time of one `select ... from pragma_data_version` (a virtual table).
+    const dataVersion = sqlite.prepare<[], number>('pragma data_version').pluck();
+    const totalChanges = sqlite.prepare<[], number>('select total_changes()').pluck();
+    counters.set(db, (c = { dataVersion, totalChanges, unread: 0 }));
   }
   return c;
 }
@@ -39,8 +42,7 @@ export function noteUnreadWrite(db: Db, rows: number): void {
 
 export function dbVersion(db: Db): DbVersion {
   const c = countersOf(db);
-  const [data, changes] = c.statement.get()!;
-  return { data, changes: changes - c.unread };
+  return { data: c.dataVersion.get()!, changes: c.totalChanges.get()! - c.unread };
 }
 
 /** A bounded map of answers by key, each valid only at the DbVersion it was read at. */
