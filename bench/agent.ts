@@ -564,7 +564,7 @@ async function measure(): Promise<string> {
         ['throughput, one worker', `${(F / (wall / 1000)).toFixed(1)} frames/s (${ms(wall / F)} ms wall per frame)`],
         ['CPU per processed frame (node process, all threads)', `${ms(cpu / F)} ms: main thread ${ms(mainCpu / F)} ms, vision worker ${ms(workerCpu / F)} ms, other threads ${ms(otherCpu / F)} ms`],
         ['bare model inference per processed frame', `${ms(bareModelsPerFrame)} ms (the same calls timed inside the worker, wall: ${ms(modelInPipeline / F)} ms)`],
-        ['**CPU per processed frame / bare model inference**', `**${ratio.toFixed(2)}x** (goal <= 1.15x; rounds ${Math.min(...roundRatios).toFixed(2)}-${Math.max(...roundRatios).toFixed(2)}, median ${percentile(roundRatios, 0.5).toFixed(2)}); with ffmpeg: ${ratioWithDecode.toFixed(2)}x`],
+        ['**CPU per processed frame / bare model inference**', `**${ratio.toFixed(2)}x** (the old goal of 1.15x is retired: the real agent is measured by agent-real; rounds ${Math.min(...roundRatios).toFixed(2)}-${Math.max(...roundRatios).toFixed(2)}, median ${percentile(roundRatios, 0.5).toFixed(2)}); with ffmpeg: ${ratioWithDecode.toFixed(2)}x`],
         [
           'vision worker thread alone / bare model inference',
           `${(workerCpu / bareCpu).toFixed(2)}x: the floor of the ratio, what it would be if reading the pictures, tracking, visits, face JPEGs and V8's helper threads cost nothing`,
@@ -623,7 +623,7 @@ async function measure(): Promise<string> {
     `One 5-fps 640x360 camera with one visitor every 10 s costs, per 10 s: 50 frames x (${ms(perFrame)} ms per frame + ${ms(decodePerFrame)} ms decode) ` +
       `+ ${facesPerTrack.toFixed(1)} face observations per pass (the average on the source) x ${ms(faceCpu)} ms + one visit ` +
       `(${(emb / Math.max(1, visitsId)).toFixed(1)} embeddings and the attributes) ${ms(visitCpu)} ms = **${ms(per10s)} ms of CPU**, so one core sustains ` +
-      `**${camerasPerCore.toFixed(1)} cameras** (goal >= 10). Per face and per visit are the stage CPU times above; per frame is the rest of the ` +
+      `**${camerasPerCore.toFixed(1)} cameras** (the pipeline alone through this harness; the real agent's figure, from its process on a 720p camera, is in agent-real below). Per face and per visit are the stage CPU times above; per frame is the rest of the ` +
       `production rounds' CPU (capture's reading, detection, messages, copies, tracking, JPEG, GC) divided by their frames; an empty-scene frame ` +
       `measured ${ms(emptyCpu)} ms (+ ${ms(emptyDecode)} ms decode).`,
   );

@@ -23,6 +23,8 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   opencv: () => import('./opencv.js'),
   counting: () => import('./counting.js'),
   attributes: () => import('./attributes.js'),
+  api: () => import('./api.js'),
+  'agent-real': () => import('./agent-real.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));

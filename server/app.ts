@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import { sql } from 'drizzle-orm';
 import type { AppRouter, Custom, Deps, State } from './context.js';
-import { accessLog, deferBodyErrors, errors, requestId } from './http/middleware.js';
+import { accessLog, defineRequestLog, deferBodyErrors, errors, requestId } from './http/middleware.js';
 import { noSuchRoute } from './http/errors.js';
 import { authRoutes } from './auth/routes.js';
 import { clientsRoutes } from './clients/routes.js';
@@ -28,7 +28,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
   // entries are whatever the client sent, so only one is read.
   const app = new Koa<State, Custom>({ proxy: deps.config.FOOTFALL_TRUST_PROXY, maxIpsCount: 1 });
   app.context.deps = deps;
-  app.context.log = deps.log;
+  defineRequestLog(app.context, deps.log);
   app.silent = true; // errors() logs; Koa's default stderr printing would duplicate it
 
   app.use(requestId);

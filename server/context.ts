@@ -56,6 +56,8 @@ export interface AgentCaller {
 
 export interface State {
   requestId: string;
+  /** The request's log fields (req_id, user_id, shop_id): see defineRequestLog. */
+  logFields?: Record<string, string>;
   actor?: Actor;
   /** The enrolled shop PC calling an /api/agent route (agentAuth). */
   agent?: AgentCaller;

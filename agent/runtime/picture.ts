@@ -1,6 +1,10 @@
 import sharp from 'sharp';
 import type { RawImage } from '../capture/ppm.js';
 
+// The agent's JPEGs are made from raw pictures in memory, never twice the same: libvips' operation cache (50 MB by
+// default) would only hold memory.
+sharp.cache(false);
+
 export interface PictureOptions {
   /** At most this wide (never enlarged); default 640. */
   width?: number;

@@ -13,6 +13,7 @@ import { loadManifest } from '../models/fetch.js';
 import type { VisionEngine } from '../vision/engine.js';
 import type { FramePipeline } from '../vision/pipeline.js';
 import type { Visit } from '../vision/types.js';
+import { MotionGate } from './motion.js';
 
 export type Cause = 'size' | 'sharpness' | 'pose' | 'detector';
 
@@ -100,12 +101,16 @@ export class VisionRecognition extends Recognition {
   readonly problem = undefined;
   readonly pipeline: FramePipeline;
 
+  /** Motion gating before detection (motion.ts); undefined when switched off. */
+  readonly motion: MotionGate | undefined;
+
   constructor(
     readonly engine: VisionEngine,
     log: Logger,
-    options: { faceImages: boolean; Pipeline: typeof FramePipeline },
+    options: { faceImages: boolean; Pipeline: typeof FramePipeline; motionGate?: boolean },
   ) {
     super();
+    this.motion = options.motionGate === false ? undefined : new MotionGate();
     this.pipeline = new options.Pipeline({ engine, config: { faceImages: options.faceImages } });
     this.pipeline.on('visit', (visit) => this.emit('visit', visit));
     this.pipeline.on('error', (err) => log.warn({ err: err.message }, 'recognition problem'));
@@ -116,7 +121,13 @@ export class VisionRecognition extends Recognition {
   }
 
   protected take(frame: Frame): void {
+    if (this.motion && !this.motion.pass(frame, this.following(frame.cameraId))) return;
     this.pipeline.consume(frame);
+  }
+
+  /** Whether the pipeline has a track open on this camera (then every frame goes, moving or not). */
+  private following(cameraId: string): boolean {
+    return (this.pipeline.stats().cameras[cameraId]?.tracks_active ?? 0) > 0;
   }
 
   gate(): GateSummary {
@@ -132,6 +143,7 @@ export class VisionRecognition extends Recognition {
 
   forget(cameraId: string): void {
     this.frameCounts.delete(cameraId);
+    this.motion?.forget(cameraId);
     this.pipeline.removeCamera(cameraId);
   }
 

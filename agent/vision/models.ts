@@ -65,6 +65,9 @@ export class ModelSessions {
           interOpNumThreads: 1,
           executionMode: 'sequential',
           graphOptimizationLevel: 'all',
+          // No CPU memory arena: the arena keeps every model's peak allocations (tens of MB per worker) for good; the
+          // shop PC's agent measured smaller without it at the same speed (docs/benchmarks.md, agent-real).
+          enableCpuMemArena: false,
         });
         if (!session.inputNames.includes(spec.input.name)) {
           throw new Error(`Model ${spec.file} has no input "${spec.input.name}" (it has ${session.inputNames.join(', ')}); the manifest does not match the file.`);

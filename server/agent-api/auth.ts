@@ -5,6 +5,7 @@ import type { AgentCaller, Ctx, Mw } from '../context.js';
 import { bearer } from '../http/auth.js';
 import { describesSecurity } from '../http/describe.js';
 import { unauthorized } from '../http/errors.js';
+import { addLogField } from '../http/middleware.js';
 import { shops } from '../shops/schema.js';
 
 /**
@@ -28,7 +29,7 @@ export function agentAuth(): Mw {
       .get();
     if (!row) throw unauthorized('This shop-PC token is no longer valid: the shop PC was enrolled again or the shop was removed. Enrol it with a new code.');
     ctx.state.agent = row;
-    ctx.log = ctx.log.child({ shop_id: row.shopId });
+    addLogField(ctx, 'shop_id', row.shopId);
     await next();
   }, { scheme: 'shopBearer' });
 }

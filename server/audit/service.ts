@@ -1,6 +1,7 @@
+import type Database from 'better-sqlite3';
 import type { Ctx } from '../context.js';
 import type { Db } from '../db/open.js';
-import { auditLog } from './schema.js';
+import { noteUnreadWrite } from '../db/read-cache.js';
 
 export interface AuditEntry {
   action: string;
@@ -21,17 +22,31 @@ export function audit(ctx: Ctx, entry: AuditEntry): void {
   });
 }
 
+/**
+ * The insert, prepared once per database (reads such as GET /api/visits write a photo-link row on every request):
+ * better-sqlite3's own statement, the columns and encoding of drizzle's insert into auditLog (`detail` JSON text or
+ * NULL).
+ */
+function insertStatement(db: Db) {
+  return (db as unknown as { $client: Database.Database }).$client.prepare<[string, string | null, string | null, string | null, string, string | null, string | null, string | null]>(
+    'insert into audit_log (at, company_id, actor_id, actor_email, action, target, detail, request_id) values (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+}
+
+const inserts = new WeakMap<Db, ReturnType<typeof insertStatement>>();
+
 export function writeAudit(db: Db, row: AuditEntry & { actorId?: string | null; actorEmail?: string | null; requestId?: string | null }): void {
-  db.insert(auditLog)
-    .values({
-      at: new Date().toISOString(),
-      companyId: row.companyId ?? null,
-      actorId: row.actorId ?? null,
-      actorEmail: row.actorEmail ?? null,
-      action: row.action,
-      target: row.target ?? null,
-      detail: row.detail ?? null,
-      requestId: row.requestId ?? null,
-    })
-    .run();
+  let insert = inserts.get(db);
+  if (!insert) inserts.set(db, (insert = insertStatement(db)));
+  insert.run(
+    new Date().toISOString(),
+    row.companyId ?? null,
+    row.actorId ?? null,
+    row.actorEmail ?? null,
+    row.action,
+    row.target ?? null,
+    row.detail === undefined || row.detail === null ? null : JSON.stringify(row.detail),
+    row.requestId ?? null,
+  );
+  noteUnreadWrite(db, 1);
 }

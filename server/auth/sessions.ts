@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { and, eq, gt, isNull, ne, sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
+import { dbVersion, noteUnreadWrite, readCache } from '../db/read-cache.js';
 import { companies } from '../clients/schema.js';
 import { retiredRefreshTokens, sessions, users } from './schema.js';
 import { hashToken, newToken } from './tokens.js';
@@ -54,16 +55,36 @@ export interface Resolved {
   company: CompanyRow | null;
 }
 
-/** The session an access token belongs to, with its user and company, whatever its state. */
-export function findByAccessToken(db: Db, token: string): Resolved | undefined {
-  const row = db
+function accessLookup(db: Db) {
+  return db
     .select({ session: sessions, user: users, company: companies })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(companies, eq(companies.id, sessions.companyId))
-    .where(eq(sessions.accessHash, hashToken(token)))
-    .get();
-  return row ?? undefined;
+    .where(eq(sessions.accessHash, sql.placeholder('hash')))
+    .prepare();
+}
+
+/** Every request runs this lookup: its statement is built and prepared once per database (drizzle's prepare()). */
+const accessLookups = new WeakMap<Db, ReturnType<typeof accessLookup>>();
+
+/**
+ * The session an access token belongs to, with its user and company, whatever its state. A token seen before is
+ * answered from memory while the database has not changed since it was read (read-cache.ts: any write, on any
+ * connection, but a session's last-used time or an audit row, drops it), so a revocation, a sign-out, a deactivated
+ * user or company take effect on the very next request as before. The caller checks the state (expiry against now).
+ */
+export function findByAccessToken(db: Db, token: string): Resolved | undefined {
+  const hash = hashToken(token);
+  const cache = readCache<Resolved | null>(db, 'access-tokens', 4096);
+  const version = dbVersion(db);
+  const known = cache.get(hash, version);
+  if (known !== undefined) return known ?? undefined;
+  let lookup = accessLookups.get(db);
+  if (!lookup) accessLookups.set(db, (lookup = accessLookup(db)));
+  const found = lookup.get({ hash }) ?? undefined;
+  cache.set(hash, version, found ?? null);
+  return found;
 }
 
 export type RotateResult =
@@ -154,7 +175,9 @@ export function listUserSessions(db: Db, userId: string): SessionRow[] {
 export function touchSession(db: Db, session: SessionRow): void {
   const now = Date.now();
   if (now - Date.parse(session.lastUsedAt) < 60_000) return;
-  db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id)).run();
+  noteUnreadWrite(db, db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id)).run().changes);
+  // The row may be findByAccessToken's cached one: keep it as the database now has it.
+  session.lastUsedAt = iso(now);
 }
 
 /**

@@ -29,12 +29,15 @@ export function presentImage(config: Config, faceImageId: string | null | undefi
   return { available: true, url: faceUrl(faceImageId), auth: true };
 }
 
-export function hasProfile(c: CustomerRow): boolean {
+/** The columns presentCustomer reads (the list selects only these). */
+export type PresentedCustomer = Pick<CustomerRow, 'id' | 'number' | 'fullName' | 'phone' | 'email' | 'gender' | 'dateOfBirth' | 'notes' | 'consent' | 'visitCount' | 'firstSeenAt' | 'lastSeenAt' | 'staff'>;
+
+export function hasProfile(c: PresentedCustomer): boolean {
   return [c.fullName, c.phone, c.email, c.gender, c.dateOfBirth, c.notes].some((v) => v.trim() !== '');
 }
 
 /** The spec's Customer. */
-export function presentCustomer(c: CustomerRow) {
+export function presentCustomer(c: PresentedCustomer) {
   return {
     id: c.id,
     ref: customerRef(c.number),

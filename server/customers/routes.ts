@@ -4,6 +4,7 @@ import { noSpend, rankCustomers, SORTS, spendOf } from './ranking.js';
 import { z } from 'zod';
 import { audit } from '../audit/service.js';
 import { tenantOf, type AppRouter, type Ctx } from '../context.js';
+import { dbVersion, readCache } from '../db/read-cache.js';
 import { auth } from '../http/auth.js';
 import { HttpError, badRequest, notFound, preconditionFailed } from '../http/errors.js';
 import { bodyOf, queryOf, validate } from '../http/pipeline.js';
@@ -96,10 +97,31 @@ export function customersRoutes(): AppRouter {
     const limit = q.limit ?? config.FOOTFALL_VISITOR_SEARCH_LIMIT_DEFAULT;
     if (limit < 1 || limit > max) throw badRequest(`limit: must be from 1 to ${max}`);
     const staff = q.staff === undefined ? undefined : q.staff === 'true';
-    const ranked = !q.q?.trim() && (q.sort !== undefined || q.lapsed_days !== undefined);
-    const rows = ranked ? rankCustomers(store.db, tenantOf(ctx), q.sort ?? 'recent', q.lapsed_days, limit, staff) : searchCustomers(store.db, tenantOf(ctx), q.q, limit, staff);
-    const spend = spendOf(store.db, rows.map((c) => c.id));
-    ctx.body = rows.map((c) => ({ ...presentCustomer(c), ...(spend.get(c.id) ?? noSpend) }));
+    const companyId = tenantOf(ctx);
+    const text = (q.q ?? '').trim();
+    const list = () => {
+      const ranked = text === '' && (q.sort !== undefined || q.lapsed_days !== undefined);
+      const rows = ranked ? rankCustomers(store.db, companyId, q.sort ?? 'recent', q.lapsed_days, limit, staff) : searchCustomers(store.db, companyId, q.q, limit, staff);
+      const spend = spendOf(store.db, rows.map((c) => c.id));
+      return rows.map((c) => ({ ...presentCustomer(c), ...(spend.get(c.id) ?? noSpend) }));
+    };
+    // A search, or a lapsed filter (it moves with the clock), is read every time.
+    if (text !== '' || q.lapsed_days !== undefined) {
+      ctx.body = list();
+      return;
+    }
+    // The lists without a query (the app's customer list, the console's orders): read again only when the database
+    // changed.
+    const cache = readCache<string>(store.db, 'visitors-recent', 256);
+    const key = `${companyId}|${limit}|${q.sort ?? ''}|${staff ?? ''}`;
+    const version = dbVersion(store.db);
+    let json = cache.get(key, version);
+    if (json === undefined) {
+      json = JSON.stringify(list());
+      cache.set(key, version, json);
+    }
+    ctx.type = 'json';
+    ctx.body = json;
   });
 
   /**

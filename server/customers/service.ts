@@ -25,13 +25,51 @@ function escapeLike(s: string): string {
   return s.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
+/** What the customer list presents (presentCustomer): every column but the template and bookkeeping. */
+const listedColumns = {
+  id: customers.id,
+  number: customers.number,
+  fullName: customers.fullName,
+  phone: customers.phone,
+  email: customers.email,
+  gender: customers.gender,
+  dateOfBirth: customers.dateOfBirth,
+  notes: customers.notes,
+  consent: customers.consent,
+  visitCount: customers.visitCount,
+  firstSeenAt: customers.firstSeenAt,
+  lastSeenAt: customers.lastSeenAt,
+  staff: customers.staff,
+};
+
+export type ListedCustomer = Pick<CustomerRow, keyof typeof listedColumns>;
+
+/** The list without a query (most recently seen first), prepared once per database: the app's customer list. */
+function recentQuery(db: Db) {
+  return db
+    .select(listedColumns)
+    .from(customers)
+    .where(and(eq(customers.companyId, sql.placeholder('company')), isNull(customers.erasedAt), isNull(customers.mergedInto)))
+    .orderBy(sql`${customers.lastSeenAt} is null`, desc(customers.lastSeenAt), desc(customers.number))
+    .limit(sql.placeholder('limit'))
+    .prepare();
+}
+
+const recentStatements = new WeakMap<Db, ReturnType<typeof recentQuery>>();
+
+function recentStatement(db: Db): ReturnType<typeof recentQuery> {
+  let s = recentStatements.get(db);
+  if (!s) recentStatements.set(db, (s = recentQuery(db)));
+  return s;
+}
+
 /**
  * Customer search. Without `q`: most recently seen first. With `q`: the name or email contains it (letter case
  * ignored), the phone contains its digits (when it has at least three and looks like a phone number), or it is the
  * customer number with or without `V-`; an exact number match comes first, then most recently seen. Erased and
  * merged-away customers never appear.
  */
-export function searchCustomers(db: Db, companyId: string, q: string | undefined, limit: number, staff?: boolean): CustomerRow[] {
+export function searchCustomers(db: Db, companyId: string, q: string | undefined, limit: number, staff?: boolean): ListedCustomer[] {
   // Staff only: their ids from customers_company_staff_idx (a short list; SQLite would rather scan the company's
   // customers, whose rows carry a 2 KiB template), then the rows by primary key.
   let staffIds: string[] | undefined;
@@ -47,7 +85,8 @@ export function searchCustomers(db: Db, companyId: string, q: string | undefined
   )!;
   const text = (q ?? '').trim();
   const recent = [sql`${customers.lastSeenAt} is null`, desc(customers.lastSeenAt), desc(customers.number)];
-  if (text === '') return db.select().from(customers).where(base).orderBy(...recent).limit(limit).all();
+  if (text === '' && staff === undefined) return recentStatement(db).all({ company: companyId, limit });
+  if (text === '') return db.select(listedColumns).from(customers).where(base).orderBy(...recent).limit(limit).all();
   const pattern = `%${escapeLike(text.toLowerCase())}%`;
   const any: SQL[] = [
     sql`lower(${customers.fullName}) like ${pattern} escape '\\'`,
@@ -59,7 +98,7 @@ export function searchCustomers(db: Db, companyId: string, q: string | undefined
   if (n !== undefined) any.push(eq(customers.number, n));
   const order = n !== undefined ? [sql`case when ${customers.number} = ${n} then 0 else 1 end`, ...recent] : recent;
   return db
-    .select()
+    .select(listedColumns)
     .from(customers)
     .where(and(base, or(...any)))
     .orderBy(...order)

@@ -3,6 +3,7 @@ import { atLeast, type Rule } from '../policy.js';
 import { findByAccessToken, touchSession } from '../auth/sessions.js';
 import { tokenKind } from '../auth/tokens.js';
 import { describesSecurity } from './describe.js';
+import { addLogField } from './middleware.js';
 import { forbidden, noSuchRoute, notFound, tokenExpired, unauthorized } from './errors.js';
 
 /** The bearer token of a request, if any. */
@@ -54,7 +55,7 @@ export function auth(rule: Rule): Mw {
       email: user.email,
       fullName: user.fullName,
     };
-    ctx.log = ctx.log.child({ user_id: user.id });
+    addLogField(ctx, 'user_id', user.id);
     await next();
   }, { scheme: 'userBearer', least: rule.least, message: rule.message });
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Mw } from '../context.js';
+import type { Logger } from 'pino';
+import type { Ctx, Mw } from '../context.js';
 import { NoEncryptionKeyError } from '../crypto/keys.js';
 import { authServiceEnvelope, isAuthServicePath } from '../auth-service/errors.js';
 import { HttpError, badRequest, noSuchRoute } from './errors.js';
@@ -11,9 +12,37 @@ export const requestId: Mw = async (ctx, next) => {
   const given = ctx.get('X-Request-Id');
   ctx.state.requestId = validRequestId.test(given) ? given : randomUUID();
   ctx.set('X-Request-Id', ctx.state.requestId);
-  ctx.log = ctx.deps.log.child({ req_id: ctx.state.requestId });
+  ctx.state.logFields = { req_id: ctx.state.requestId };
   await next();
 };
+
+/**
+ * The request's logger, made on first use: the server's logger with the request's fields (`req_id`, then `user_id` or
+ * `shop_id` once the caller is known). Most requests log only their access-log line, which is written from the
+ * fields directly (same JSON line), so a pino child logger per request is made only when a route logs something.
+ * Installed on the app's context (buildApp) as `ctx.log`.
+ */
+export function defineRequestLog(context: object, base: Logger): void {
+  Object.defineProperty(context, 'log', {
+    configurable: true,
+    get(this: Ctx & { _log?: Logger }): Logger {
+      if (this._log) return this._log;
+      const fields = this.state?.logFields;
+      return fields ? (this._log = base.child(fields)) : base;
+    },
+    set(this: Ctx & { _log?: Logger }, value: Logger) {
+      this._log = value;
+    },
+  });
+}
+
+/** Adds a field to the request's log lines (`user_id` once auth() knows the caller, `shop_id` for a shop PC). */
+export function addLogField(ctx: Ctx, key: string, value: string): void {
+  const own = (ctx as Ctx & { _log?: Logger })._log;
+  if (own) ctx.log = own.child({ [key]: value });
+  else if (ctx.state.logFields) ctx.state.logFields[key] = value;
+  else ctx.log = ctx.log.child({ [key]: value });
+}
 
 /** One access-log line per request; never logs headers or bodies (they carry tokens and passwords). */
 export const accessLog: Mw = async (ctx, next) => {
@@ -21,8 +50,10 @@ export const accessLog: Mw = async (ctx, next) => {
   try {
     await next();
   } finally {
-    const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    ctx.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+    const ms = Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
+    const own = (ctx as Ctx & { _log?: Logger })._log;
+    if (own) own.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
+    else ctx.deps.log.info({ ...ctx.state.logFields, method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
   }
 };
 

@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { tenantOf, type AppRouter, type Ctx } from '../context.js';
 import { auditPhotoLinks } from '../customers/service.js';
+import { dbVersion, readCache } from '../db/read-cache.js';
 import { auth } from '../http/auth.js';
 import { badRequest } from '../http/errors.js';
 import { queryOf, validate } from '../http/pipeline.js';
@@ -52,6 +53,13 @@ function photoLinks(rows: readonly { faceImageId: string | null | undefined; cus
   return rows.filter((r) => r.image.available && r.faceImageId).map((r) => ({ faceImageId: r.faceImageId!, customerId: r.customerId ?? undefined }));
 }
 
+/** A feed answer without its `polled_at`: the arrivals as JSON text, the cursor, the photo links to audit. */
+interface FeedPage {
+  arrivals: string;
+  cursor: string;
+  links: { faceImageId: string; customerId: string | undefined }[];
+}
+
 function sseEvent(id: string, arrival: unknown): string {
   return `id: ${id}\nevent: arrival\ndata: ${JSON.stringify(arrival)}\n\n`;
 }
@@ -75,18 +83,29 @@ export function visitsRoutes(): AppRouter {
     const cursors = feedCursors(ctx.deps.keys);
     const after = given === undefined ? undefined : cursorOr400(cursors, companyId, given);
     const polledAt = new Date().toISOString();
-    let rows: FeedRow[];
-    let cursor: string;
-    if (after !== undefined) {
-      rows = feedAfter(store.db, companyId, after, limit, shopId);
-      cursor = rows.length > 0 ? cursors.encode(companyId, rows[rows.length - 1]!.seq) : given!;
-    } else {
-      rows = feedTail(store.db, companyId, limit, shopId);
-      cursor = cursors.encode(companyId, rows.length > 0 ? rows[rows.length - 1]!.seq : headSeq(store.db, companyId));
+    // The page read from the database, or the same page read earlier if nothing it reads has changed since.
+    const cache = readCache<FeedPage>(store.db, 'visits-feed', 512);
+    const key = `${companyId}|${shopId ?? ''}|${limit}|${given ?? ''}`;
+    const version = dbVersion(store.db);
+    let page = cache.get(key, version);
+    if (!page) {
+      let rows: FeedRow[];
+      let cursor: string;
+      if (after !== undefined) {
+        rows = feedAfter(store.db, companyId, after, limit, shopId);
+        cursor = rows.length > 0 ? cursors.encode(companyId, rows[rows.length - 1]!.seq) : given!;
+      } else {
+        rows = feedTail(store.db, companyId, limit, shopId);
+        cursor = cursors.encode(companyId, rows.length > 0 ? rows[rows.length - 1]!.seq : headSeq(store.db, companyId));
+      }
+      const arrivals = rows.map((row) => presentArrival(row, config));
+      page = { arrivals: JSON.stringify(arrivals), cursor, links: photoLinks(rows.map((row, i) => ({ ...row, image: arrivals[i]!.image }))) };
+      cache.set(key, version, page);
     }
-    const arrivals = rows.map((row) => presentArrival(row, config));
-    auditPhotoLinks(ctx, 'GET /api/visits', photoLinks(rows.map((row, i) => ({ ...row, image: arrivals[i]!.image }))));
-    ctx.body = { arrivals, cursor, polled_at: polledAt };
+    auditPhotoLinks(ctx, 'GET /api/visits', page.links);
+    // JSON.stringify({ arrivals, cursor, polled_at }) with the arrivals already serialised: the same bytes.
+    ctx.type = 'json';
+    ctx.body = `{"arrivals":${page.arrivals},"cursor":${JSON.stringify(page.cursor)},"polled_at":${JSON.stringify(polledAt)}}`;
   });
 
   /**

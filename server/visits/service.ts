@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, gte, inArray, lte, max, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, gte, inArray, lte, max, sql, type SQL } from 'drizzle-orm';
 import { customers } from '../customers/schema.js';
 import type { Db } from '../db/open.js';
 import { shops } from '../shops/schema.js';
@@ -39,21 +39,43 @@ function feedQuery(db: Db, where: SQL | undefined) {
     .where(and(where, eq(visits.staff, false)));
 }
 
-function scope(companyId: string, shopId: string | undefined): SQL {
-  return shopId ? and(eq(visits.companyId, companyId), eq(visits.shopId, shopId))! : eq(visits.companyId, companyId);
+/**
+ * The feed's four statements (after a position or the tail; the company or one shop), built and prepared once per
+ * database: polling is the mobile app's main path, and building the query cost more than running it.
+ */
+function feedStatements(db: Db) {
+  const company = sql.placeholder('company');
+  const shop = sql.placeholder('shop');
+  const after = sql.placeholder('after');
+  const limit = sql.placeholder('limit');
+  const inCompany = eq(visits.companyId, company);
+  const inShop = and(eq(visits.companyId, company), eq(visits.shopId, shop));
+  return {
+    after: feedQuery(db, and(inCompany, gt(visits.seq, after))).orderBy(asc(visits.seq)).limit(limit).prepare(),
+    afterInShop: feedQuery(db, and(inShop, gt(visits.seq, after))).orderBy(asc(visits.seq)).limit(limit).prepare(),
+    tail: feedQuery(db, inCompany).orderBy(desc(visits.seq)).limit(limit).prepare(),
+    tailInShop: feedQuery(db, inShop).orderBy(desc(visits.seq)).limit(limit).prepare(),
+  };
+}
+
+const prepared = new WeakMap<Db, ReturnType<typeof feedStatements>>();
+
+function statements(db: Db): ReturnType<typeof feedStatements> {
+  let s = prepared.get(db);
+  if (!s) prepared.set(db, (s = feedStatements(db)));
+  return s;
 }
 
 /** Rows after a position, ascending (a poll with a cursor; a stream catching up). */
 export function feedAfter(db: Db, companyId: string, after: number, limit: number, shopId?: string): FeedRow[] {
-  return feedQuery(db, and(scope(companyId, shopId), gt(visits.seq, after)))
-    .orderBy(asc(visits.seq))
-    .limit(limit)
-    .all();
+  const s = statements(db);
+  return shopId ? s.afterInShop.all({ company: companyId, shop: shopId, after, limit }) : s.after.all({ company: companyId, after, limit });
 }
 
 /** The latest `limit` rows, ascending (a poll without a cursor). */
 export function feedTail(db: Db, companyId: string, limit: number, shopId?: string): FeedRow[] {
-  return feedQuery(db, scope(companyId, shopId)).orderBy(desc(visits.seq)).limit(limit).all().reverse();
+  const s = statements(db);
+  return (shopId ? s.tailInShop.all({ company: companyId, shop: shopId, limit }) : s.tail.all({ company: companyId, limit })).reverse();
 }
 
 /** Rows of a seq range for some companies (ingest's fan-out of one committed batch). */

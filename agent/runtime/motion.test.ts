@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import type { Frame } from '../capture/frame.js';
+import { MotionGate } from './motion.js';
+
+const W = 320;
+const H = 180;
+const T0 = Date.UTC(2026, 0, 1, 9);
+
+/** A grey doorway with a camera's noise (+-3 levels), and optionally a bright square (someone) at x. */
+function frame(ms: number, seed: number, personAt?: number, cameraId = 'door'): Frame {
+  const data = Buffer.alloc(W * H * 3);
+  let s = seed;
+  for (let i = 0; i < data.length; i++) {
+    s = (s * 1_103_515_245 + 12_345) >>> 0;
+    data[i] = 100 + ((s >>> 16) % 7) - 3;
+  }
+  if (personAt !== undefined) {
+    for (let y = 40; y < 140; y++) for (let x = personAt; x < personAt + 60; x++) data.fill(220, (y * W + x) * 3, (y * W + x) * 3 + 3);
+  }
+  return { cameraId, width: W, height: H, data, at: new Date(T0 + ms) };
+}
+
+describe('MotionGate', () => {
+  it('lets the first frame through, holds an unchanged noisy doorway, lets a change through at once', () => {
+    const gate = new MotionGate({ recheckMs: 2000 });
+    expect(gate.pass(frame(0, 1), false)).toBe(true);
+    for (let i = 1; i < 9; i++) expect(gate.pass(frame(i * 200, i + 1), false)).toBe(false);
+    expect(gate.pass(frame(1800, 20, 100), false)).toBe(true);
+    // The person moved: through; stands still: held; while a track is open: through.
+    expect(gate.pass(frame(2000, 21, 130), false)).toBe(true);
+    expect(gate.pass(frame(2200, 22, 130), false)).toBe(false);
+    expect(gate.pass(frame(2400, 23, 130), true)).toBe(true);
+    expect(gate.counts).toEqual({ passed: 4, held: 9 });
+  });
+
+  it('lets a frame through every recheckMs even with nothing moving, and keeps cameras apart', () => {
+    const gate = new MotionGate({ recheckMs: 2000 });
+    expect(gate.pass(frame(0, 1), false)).toBe(true);
+    expect(gate.pass(frame(1000, 2), false)).toBe(false);
+    expect(gate.pass(frame(2000, 3), false)).toBe(true);
+    expect(gate.pass(frame(2100, 4, undefined, 'till'), false)).toBe(true);
+    expect(gate.pass(frame(2200, 5), false)).toBe(false);
+    gate.forget('door');
+    expect(gate.pass(frame(2300, 6), false)).toBe(true);
+  });
+});
