@@ -20,13 +20,15 @@ export const requestId: Mw = async (ctx, next) => {
  * The request's logger, made on first use: the server's logger with the request's fields (`req_id`, then `user_id` or
  * `shop_id` once the caller is known). Most requests log only their access-log line, which is written from the
  * fields directly (same JSON line), so a pino child logger per request is made only when a route logs something.
- * Installed on the app's context (buildApp) as `ctx.log`.
+ * Installed on the app's context (buildApp) as `ctx.log`. The server's logger is read from `ctx.deps.log` at each
+ * request (as the access-log line does), so replacing it takes effect for both.
  */
-export function defineRequestLog(context: object, base: Logger): void {
+export function defineRequestLog(context: object, fallback: Logger): void {
   Object.defineProperty(context, 'log', {
     configurable: true,
     get(this: Ctx & { _log?: Logger }): Logger {
       if (this._log) return this._log;
+      const base = this.deps?.log ?? fallback;
       const fields = this.state?.logFields;
       return fields ? (this._log = base.child(fields)) : base;
     },
