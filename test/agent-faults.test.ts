@@ -107,7 +107,10 @@ function visit(): Visit {
   seq++;
   const now = new Date();
   const embedding = new Float32Array(512);
-  for (let i = 0; i < 512; i++) embedding[i] = Math.sin(seq * 31 + i) / 16;
+  // A different person each time (hash noise: any two are nearly orthogonal, far under the match threshold), so every
+  // visit is its own customer's stay and its own arrival in the feed this test counts. (Sine waves of nearby phases
+  // matched each other, and now that a visit is a stay such matches join into one.)
+  for (let i = 0; i < 512; i++) embedding[i] = (((Math.sin(seq * 12.9898 + i * 78.233) * 43758.5453) % 1) + 1) % 1 - 0.5;
   return {
     visit_id: randomUUID(),
     occurred_at: now.toISOString(),
