@@ -118,6 +118,48 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       await done(phone);
     });
 
+    it('live view gives up at once on an offline or missing shop PC for owner and staff at 1366 and 390 px; "Check connection" gives up for the owner and is not offered to staff', async () => {
+      for (const [who, size] of [['owner', PHONE], ['staff', WIDE], ['staff', PHONE]] as const) {
+        const w = await as(who, size, `/#/shop/${s.powai.shop.slug}`);
+        const cam = w.page.locator('[data-camera="gate"]');
+        await cam.locator('img.snapshot').waitFor();
+        const started = Date.now();
+        await cam.getByRole('button', { name: 'Watch live' }).click();
+        await cam.getByText(/Live view is not possible now\. The shop PC is offline \(last heard from/).waitFor({ timeout: 2000 });
+        expect(Date.now() - started).toBeLessThan(2000);
+        expect(await cam.getByRole('button', { name: 'Watch live' }).count()).toBe(1);
+        expect(await cam.locator('img.snapshot').count()).toBe(1); // the latest picture stays, not a live frame that never comes
+        if (who === 'owner') {
+          await cam.getByRole('button', { name: 'Check connection' }).click();
+          await cam.getByText(/The check cannot run now\. The shop PC is offline/).waitFor({ timeout: 2000 });
+        } else {
+          // Staff may watch but not run checks: no button, and head office refuses the request.
+          expect(await cam.getByRole('button', { name: 'Check connection' }).count()).toBe(0);
+          const cams = await h.request('GET', '/api/cameras', { token: s.staff.token });
+          const gate = cams.body.find((c: any) => c.camera_id === 'gate');
+          expect((await h.request('POST', `/api/cameras/${gate.id}/check`, { token: s.staff.token, body: { kind: 'connection' } })).status).toBe(403);
+        }
+        const cams = await h.request('GET', '/api/cameras', { token: s.chain.ownerToken });
+        expect(cams.body.find((c: any) => c.camera_id === 'gate').check.state).not.toBe('requested'); // nothing was asked of it
+        expect(await overflowsSideways(w.page)).toBe(false);
+        await done(w);
+      }
+      for (const [who, size] of [['owner', WIDE], ['owner', PHONE], ['staff', WIDE]] as const) {
+        const w = await as(who, size, `/#/shop/${s.colaba.slug}`);
+        const front = w.page.locator('[data-camera="front"]');
+        await front.getByRole('button', { name: 'Watch live' }).click();
+        await front.getByText(/Live view is not possible now\. This shop has no shop PC yet/).waitFor({ timeout: 2000 });
+        if (who === 'owner') {
+          await front.getByRole('button', { name: 'Check connection' }).click();
+          await front.getByText(/The check cannot run now\. This shop has no shop PC yet/).waitFor({ timeout: 2000 });
+        } else {
+          expect(await front.getByRole('button', { name: 'Check connection' }).count()).toBe(0);
+        }
+        expect(await overflowsSideways(w.page)).toBe(false);
+        await done(w);
+      }
+    });
+
     it('live view and a camera check with an online shop PC that does not answer give up within seconds, without the old picture in the frame', async () => {
       const w = await as('owner', WIDE, `/#/shop/${s.bandra.shop.slug}`);
       const cam = w.page.locator('[data-camera="till"]');
