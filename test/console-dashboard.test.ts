@@ -118,6 +118,48 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       await done(phone);
     });
 
+    it('live view gives up at once on an offline or missing shop PC for owner and staff at 1366 and 390 px; "Check connection" gives up for the owner and is not offered to staff', async () => {
+      for (const [who, size] of [['owner', PHONE], ['staff', WIDE], ['staff', PHONE]] as const) {
+        const w = await as(who, size, `/#/shop/${s.powai.shop.slug}`);
+        const cam = w.page.locator('[data-camera="gate"]');
+        await cam.locator('img.snapshot').waitFor();
+        const started = Date.now();
+        await cam.getByRole('button', { name: 'Watch live' }).click();
+        await cam.getByText(/Live view is not possible now\. The shop PC is offline \(last heard from/).waitFor({ timeout: 2000 });
+        expect(Date.now() - started).toBeLessThan(2000);
+        expect(await cam.getByRole('button', { name: 'Watch live' }).count()).toBe(1);
+        expect(await cam.locator('img.snapshot').count()).toBe(1); // the latest picture stays, not a live frame that never comes
+        if (who === 'owner') {
+          await cam.getByRole('button', { name: 'Check connection' }).click();
+          await cam.getByText(/The check cannot run now\. The shop PC is offline/).waitFor({ timeout: 2000 });
+        } else {
+          // Staff may watch but not run checks: no button, and head office refuses the request.
+          expect(await cam.getByRole('button', { name: 'Check connection' }).count()).toBe(0);
+          const cams = await h.request('GET', '/api/cameras', { token: s.staff.token });
+          const gate = cams.body.find((c: any) => c.camera_id === 'gate');
+          expect((await h.request('POST', `/api/cameras/${gate.id}/check`, { token: s.staff.token, body: { kind: 'connection' } })).status).toBe(403);
+        }
+        const cams = await h.request('GET', '/api/cameras', { token: s.chain.ownerToken });
+        expect(cams.body.find((c: any) => c.camera_id === 'gate').check.state).not.toBe('requested'); // nothing was asked of it
+        expect(await overflowsSideways(w.page)).toBe(false);
+        await done(w);
+      }
+      for (const [who, size] of [['owner', WIDE], ['owner', PHONE], ['staff', WIDE]] as const) {
+        const w = await as(who, size, `/#/shop/${s.colaba.slug}`);
+        const front = w.page.locator('[data-camera="front"]');
+        await front.getByRole('button', { name: 'Watch live' }).click();
+        await front.getByText(/Live view is not possible now\. This shop has no shop PC yet/).waitFor({ timeout: 2000 });
+        if (who === 'owner') {
+          await front.getByRole('button', { name: 'Check connection' }).click();
+          await front.getByText(/The check cannot run now\. This shop has no shop PC yet/).waitFor({ timeout: 2000 });
+        } else {
+          expect(await front.getByRole('button', { name: 'Check connection' }).count()).toBe(0);
+        }
+        expect(await overflowsSideways(w.page)).toBe(false);
+        await done(w);
+      }
+    });
+
     it('live view and a camera check with an online shop PC that does not answer give up within seconds, without the old picture in the frame', async () => {
       const w = await as('owner', WIDE, `/#/shop/${s.bandra.shop.slug}`);
       const cam = w.page.locator('[data-camera="till"]');
@@ -265,6 +307,62 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       await admin.page.getByText(/Suspend Me is suspended/).waitFor();
       const after = await h.request('GET', '/api/admin/clients', { token: await h.adminToken() });
       expect(after.body.find((c: any) => c.id === gone.id).active).toBe(false);
+      await done(admin);
+    });
+
+    it('at 1366 px too: deactivating, withdrawing and suspending confirm in the page; staff are offered none of them and head office refuses them', async () => {
+      const email = `temp-wide-${process.pid}@shop.test`;
+      expect((await h.request('POST', '/api/team/members', { token: s.chain.ownerToken, body: { email, full_name: 'Wide Temp', role: 'staff', password: 'temp-password-1' } })).status).toBe(201);
+      const invited = `invited-wide-${process.pid}@shop.test`;
+      expect((await h.request('POST', '/api/team/invitations', { token: s.chain.ownerToken, body: { email: invited, full_name: 'Wide Invite', role: 'staff' } })).status).toBe(201);
+      // Staff at both widths: the team list without any of these buttons, and the API says no.
+      for (const size of [WIDE, PHONE]) {
+        const staff = await as('staff', size, '/#/team');
+        await staff.page.locator(`tr[data-member="${email}"]`).waitFor();
+        expect(await staff.page.getByRole('button', { name: /^Deactivate / }).count()).toBe(0);
+        expect(await staff.page.getByRole('button', { name: /^Withdraw the invitation/ }).count()).toBe(0);
+        expect(await overflowsSideways(staff.page)).toBe(false);
+        await done(staff);
+      }
+      const members = await h.request('GET', '/api/team', { token: s.chain.ownerToken });
+      const temp = members.body.find((m: any) => m.email === email);
+      expect((await h.request('PATCH', `/api/team/${temp.id}`, { token: s.staff.token, body: { active: false } })).status).toBe(403);
+      const invitation = (await h.request('GET', '/api/team/invitations', { token: s.chain.ownerToken })).body.find((i: any) => i.email === invited);
+      expect((await h.request('DELETE', `/api/team/invitations/${invitation.id}`, { token: s.staff.token })).status).toBe(403);
+
+      const w = await as('owner', WIDE, '/#/team');
+      await w.page.getByRole('button', { name: `Deactivate ${email}` }).click();
+      const step = w.page.getByRole('group', { name: `Confirm deactivating ${email}` });
+      await step.waitFor();
+      await step.getByRole('button', { name: 'Deactivate Wide Temp' }).click();
+      await w.page.getByText('Wide Temp is deactivated and signed out everywhere.').waitFor();
+      await w.page.getByRole('button', { name: `Withdraw the invitation of ${invited}` }).click();
+      const withdraw = w.page.getByRole('group', { name: `Confirm withdrawing the invitation of ${invited}` });
+      await withdraw.getByRole('button', { name: `Withdraw the invitation of ${invited}` }).click();
+      await w.page.getByText(`Withdrew the invitation of ${invited}.`).waitFor();
+      const pending = await h.request('GET', '/api/team/invitations', { token: s.chain.ownerToken });
+      expect(pending.body.some((i: any) => i.email === invited)).toBe(false);
+      const after = await h.request('GET', '/api/team', { token: s.chain.ownerToken });
+      expect(after.body.find((m: any) => m.email === email).active).toBe(false);
+      expect(await overflowsSideways(w.page)).toBe(false);
+      await done(w);
+
+      const gone = await h.company('Suspend Wide');
+      const admin = await openWatched(browser, h.url + '/', EXPECTED);
+      await admin.page.setViewportSize(WIDE);
+      admin.page.on('dialog', (d) => {
+        admin.problems.push(`dialog: ${d.message()}`);
+        void d.dismiss();
+      });
+      await signIn(admin.page, h.admin.email, h.admin.password);
+      await admin.page.getByRole('button', { name: 'Suspend Suspend Wide' }).click();
+      const confirm = admin.page.getByRole('group', { name: 'Confirm suspending Suspend Wide' });
+      await confirm.waitFor();
+      await confirm.getByRole('button', { name: 'Suspend Suspend Wide' }).click();
+      await admin.page.getByText(/Suspend Wide is suspended/).waitFor();
+      const clients = await h.request('GET', '/api/admin/clients', { token: await h.adminToken() });
+      expect(clients.body.find((c: any) => c.id === gone.id).active).toBe(false);
+      expect([403, 404]).toContain((await h.request('GET', '/api/admin/clients', { token: s.chain.ownerToken })).status); // an owner is no platform admin: refused (head office hides the admin routes)
       await done(admin);
     });
 
@@ -426,6 +524,61 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       w.problems.splice(0, w.problems.length, ...w.problems.filter((p) => !/status of 403/.test(p)));
       await done(w);
     });
+
+    it('change my own password as an owner at 1366 px: current one required, other devices signed out, this one stays', async () => {
+      const email = `pw-owner-${process.pid}@shop.test`;
+      expect((await h.request('POST', '/api/team/members', { token: s.chain.ownerToken, body: { email, full_name: 'Olive Owner', role: 'owner', password: 'first-password-1' } })).status).toBe(201);
+      const elsewhere = await h.login(email, 'first-password-1', 'phone');
+      const w = await openWatched(browser, `${h.url}/#/account`, EXPECTED);
+      await w.page.setViewportSize(WIDE);
+      await signIn(w.page, email, 'first-password-1');
+      const form = w.page.locator('#change-password');
+      await form.waitFor();
+      await form.getByLabel('Current password').fill('wrong-password');
+      await form.getByLabel('New password', { exact: true }).fill('second-password-2');
+      await form.getByLabel('New password again').fill('second-password-2');
+      await form.getByRole('button', { name: 'Change password' }).click();
+      await form.getByText('The current password is wrong, so the password was not changed.').waitFor();
+      expect((await h.request('GET', '/api/auth/me', { token: elsewhere.access_token })).status).toBe(200); // a refused change revokes nothing
+      await form.getByLabel('Current password').fill('first-password-1');
+      await form.getByRole('button', { name: 'Change password' }).click();
+      await form.getByText(/Your password is changed\. 1 other session was signed out\./).waitFor();
+      expect((await h.request('GET', '/api/auth/me', { token: elsewhere.access_token })).status).toBe(401);
+      await w.page.getByRole('link', { name: 'Team' }).click();
+      await w.page.locator(`tr[data-member="${email}"]`).waitFor(); // still signed in here, as an owner
+      await h.login(email, 'second-password-2');
+      expect(await overflowsSideways(w.page)).toBe(false);
+      w.problems.splice(0, w.problems.length, ...w.problems.filter((p) => !/status of 403/.test(p)));
+      await done(w);
+    });
+
+    it('full screen from a camera’s live picture on the shop page, owner and staff at 1366 and 390 px', async () => {
+      const frame = await jpeg(96, 54, 220);
+      for (const [who, size] of [['owner', WIDE], ['staff', PHONE], ['owner', PHONE], ['staff', WIDE]] as const) {
+        const w = await as(who, size, `/#/shop/${s.bandra.shop.slug}`);
+        const cam = w.page.locator('[data-camera="door"]');
+        await cam.locator('img.snapshot').waitFor();
+        const full = cam.getByRole('button', { name: 'Full screen', exact: true });
+        expect(await full.isVisible()).toBe(false); // nothing live to enlarge yet
+        await cam.getByRole('button', { name: 'Watch live' }).click();
+        await waitFor(async () => (await upload(h, 'POST', '/api/agent/live/door/frames', s.bandra.enrolment.token, frame)).body.watching === true, 5000, 50);
+        let shown = false;
+        for (let i = 0; i < 50 && !shown; i++) {
+          await upload(h, 'POST', '/api/agent/live/door/frames', s.bandra.enrolment.token, frame);
+          shown = (await w.page.evaluate(`document.querySelector('[data-camera="door"] .picture img.snapshot')?.naturalWidth === 96`)) as boolean;
+          if (!shown) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(shown).toBe(true);
+        await full.click();
+        await until(w.page, `document.fullscreenElement?.classList.contains('picture') && document.fullscreenElement.closest('[data-camera]')?.getAttribute('data-camera') === 'door'`);
+        await w.page.evaluate('document.exitFullscreen()');
+        await until(w.page, 'document.fullscreenElement === null');
+        expect(await overflowsSideways(w.page)).toBe(false);
+        await cam.getByRole('button', { name: 'Stop live view' }).click();
+        await waitFor(async () => (await upload(h, 'POST', '/api/agent/live/door/frames', s.bandra.enrolment.token, frame)).body.watching === false, 5000, 100);
+        await done(w);
+      }
+    }, 60_000);
 
     it('the platform admin sees each company’s health: shop PCs online and the last activity', async () => {
       for (const size of [WIDE, PHONE]) {
