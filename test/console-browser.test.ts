@@ -168,7 +168,7 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
       const w = await open();
       const { page } = w;
       await signIn(page, chain.ownerEmail, chain.ownerPassword);
-      await page.getByRole('link', { name: 'Bandra West' }).click();
+      await page.locator('#shops').getByRole('link', { name: 'Bandra West' }).click(); // the shop ranking links it too
       const card = page.locator('[data-camera="door"]');
       await card.getByText('connected').waitFor();
       expect(await card.locator('h3').innerText()).toContain('Front door');
@@ -233,7 +233,7 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
       await signIn(w.page, email, 'staff-password-1');
       await w.page.locator(`[data-shop="${pc.shop.slug}"]`).waitFor();
       expect(await w.page.locator('#open-shop').count()).toBe(0);
-      await w.page.getByRole('link', { name: 'Bandra West' }).click();
+      await w.page.locator('#shops').getByRole('link', { name: 'Bandra West' }).click(); // the shop ranking links it too
       const card = w.page.locator('[data-camera="door"]');
       await card.waitFor();
       expect(await card.getByRole('button', { name: 'Watch live' }).count()).toBe(1);
