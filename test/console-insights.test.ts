@@ -199,6 +199,8 @@ describe.skipIf(!haveChromium)('console: reports, arrivals, customers', () => {
     expect(await rows.count()).toBe(feed.arrivals.length);
     // Newest on top: the feed's rows are ascending.
     expect(await rows.first().getAttribute('data-visit')).toBe(feed.arrivals.at(-1).visit_id);
+    // Times are relative ("3 min ago"); the full time on hover says which zone it is in.
+    expect(await rows.first().locator('time').getAttribute('title')).toMatch(/\d{1,2}:\d{2}( [AP]M)? (UTC|GMT[+-]?[\d:]*)$/);
     expect(await rows.last().getAttribute('data-visit')).toBe(feed.arrivals[0].visit_id);
     await waitFor(() => streams() === 1, 3000);
 

@@ -94,12 +94,14 @@ export function ago(iso: string | null | undefined, now = Date.now()): string {
   return `${d} day${d === 1 ? '' : 's'} ago`;
 }
 
-/** A local date and time for a tooltip or a table cell. */
+/** The browser's date and time for a tooltip or a table cell, naming its zone ("26 Nov 2026, 14:05 GMT+5:30"). */
 export function when(iso: string | null | undefined): string {
   if (!iso) return '';
   const t = new Date(iso);
-  return Number.isNaN(t.getTime()) ? '' : t.toLocaleString();
+  return Number.isNaN(t.getTime()) ? '' : t.toLocaleString(undefined, WHEN);
 }
+
+const WHEN: Intl.DateTimeFormatOptions = { day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' };
 
 /** A time element showing "3 min ago" with the full time on hover. */
 export function timeAgo(iso: string | null | undefined): HTMLElement {
