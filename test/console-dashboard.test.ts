@@ -271,43 +271,59 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       await done(staff);
     });
 
-    it('deactivating a member, withdrawing an invitation and suspending a company confirm in the page, never with a browser dialog', async () => {
-      const email = `temp-${process.pid}@shop.test`;
-      expect((await h.request('POST', '/api/team/members', { token: s.chain.ownerToken, body: { email, full_name: 'Tem Porary', role: 'staff', password: 'temp-password-1' } })).status).toBe(201);
-      const w = await as('owner', PHONE, '/#/team');
+    /** Deactivates a member through the page's own confirmation step. */
+    async function deactivateInPage(w: Watched, email: string, name: string): Promise<void> {
       await w.page.getByRole('button', { name: `Deactivate ${email}` }).click();
       const step = w.page.getByRole('group', { name: `Confirm deactivating ${email}` });
       await step.waitFor();
-      await step.getByRole('button', { name: 'Deactivate Tem Porary' }).click();
-      await w.page.getByText('Tem Porary is deactivated and signed out everywhere.').waitFor();
-      // Withdrawing an invitation: the same in-page step.
-      const invited = `invited-${process.pid}@shop.test`;
-      expect((await h.request('POST', '/api/team/invitations', { token: s.chain.ownerToken, body: { email: invited, full_name: 'In Vited', role: 'staff' } })).status).toBe(201);
-      await w.page.evaluate(`location.hash = '#/'`);
-      await w.page.evaluate(`location.hash = '#/team'`);
+      await step.getByRole('button', { name: `Deactivate ${name}` }).click();
+      await w.page.getByText(`${name} is deactivated and signed out everywhere.`).waitFor();
+    }
+
+    /** Withdraws an invitation through the page's own confirmation step; head office no longer lists it. */
+    async function withdrawInPage(w: Watched, invited: string): Promise<void> {
       await w.page.getByRole('button', { name: `Withdraw the invitation of ${invited}` }).click();
       const withdraw = w.page.getByRole('group', { name: `Confirm withdrawing the invitation of ${invited}` });
       await withdraw.getByRole('button', { name: `Withdraw the invitation of ${invited}` }).click();
       await w.page.getByText(`Withdrew the invitation of ${invited}.`).waitFor();
       const pending = await h.request('GET', '/api/team/invitations', { token: s.chain.ownerToken });
       expect(pending.body.some((i: any) => i.email === invited)).toBe(false);
-      await done(w);
+    }
 
-      const gone = await h.company('Suspend Me');
+    /** The platform admin suspends a new company through the page's confirmation step (any browser dialog fails). */
+    async function suspendInPage(company: string, size?: { width: number; height: number }): Promise<void> {
+      const gone = await h.company(company);
       const admin = await openWatched(browser, h.url + '/', EXPECTED);
+      if (size) await admin.page.setViewportSize(size);
       admin.page.on('dialog', (d) => {
         admin.problems.push(`dialog: ${d.message()}`);
         void d.dismiss();
       });
       await signIn(admin.page, h.admin.email, h.admin.password);
-      await admin.page.getByRole('button', { name: 'Suspend Suspend Me' }).click();
-      const confirm = admin.page.getByRole('group', { name: 'Confirm suspending Suspend Me' });
+      await admin.page.getByRole('button', { name: `Suspend ${company}` }).click();
+      const confirm = admin.page.getByRole('group', { name: `Confirm suspending ${company}` });
       await confirm.waitFor();
-      await confirm.getByRole('button', { name: 'Suspend Suspend Me' }).click();
-      await admin.page.getByText(/Suspend Me is suspended/).waitFor();
+      await confirm.getByRole('button', { name: `Suspend ${company}` }).click();
+      await admin.page.getByText(new RegExp(`${company} is suspended`)).waitFor();
       const after = await h.request('GET', '/api/admin/clients', { token: await h.adminToken() });
       expect(after.body.find((c: any) => c.id === gone.id).active).toBe(false);
       await done(admin);
+    }
+
+    it('deactivating a member, withdrawing an invitation and suspending a company confirm in the page, never with a browser dialog', async () => {
+      const email = `temp-${process.pid}@shop.test`;
+      expect((await h.request('POST', '/api/team/members', { token: s.chain.ownerToken, body: { email, full_name: 'Tem Porary', role: 'staff', password: 'temp-password-1' } })).status).toBe(201);
+      const w = await as('owner', PHONE, '/#/team');
+      await deactivateInPage(w, email, 'Tem Porary');
+      // Withdrawing an invitation: the same in-page step.
+      const invited = `invited-${process.pid}@shop.test`;
+      expect((await h.request('POST', '/api/team/invitations', { token: s.chain.ownerToken, body: { email: invited, full_name: 'In Vited', role: 'staff' } })).status).toBe(201);
+      await w.page.evaluate(`location.hash = '#/'`);
+      await w.page.evaluate(`location.hash = '#/team'`);
+      await withdrawInPage(w, invited);
+      await done(w);
+
+      await suspendInPage('Suspend Me');
     });
 
     it('at 1366 px too: deactivating, withdrawing and suspending confirm in the page; staff are offered none of them and head office refuses them', async () => {
@@ -331,39 +347,15 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       expect((await h.request('DELETE', `/api/team/invitations/${invitation.id}`, { token: s.staff.token })).status).toBe(403);
 
       const w = await as('owner', WIDE, '/#/team');
-      await w.page.getByRole('button', { name: `Deactivate ${email}` }).click();
-      const step = w.page.getByRole('group', { name: `Confirm deactivating ${email}` });
-      await step.waitFor();
-      await step.getByRole('button', { name: 'Deactivate Wide Temp' }).click();
-      await w.page.getByText('Wide Temp is deactivated and signed out everywhere.').waitFor();
-      await w.page.getByRole('button', { name: `Withdraw the invitation of ${invited}` }).click();
-      const withdraw = w.page.getByRole('group', { name: `Confirm withdrawing the invitation of ${invited}` });
-      await withdraw.getByRole('button', { name: `Withdraw the invitation of ${invited}` }).click();
-      await w.page.getByText(`Withdrew the invitation of ${invited}.`).waitFor();
-      const pending = await h.request('GET', '/api/team/invitations', { token: s.chain.ownerToken });
-      expect(pending.body.some((i: any) => i.email === invited)).toBe(false);
+      await deactivateInPage(w, email, 'Wide Temp');
+      await withdrawInPage(w, invited);
       const after = await h.request('GET', '/api/team', { token: s.chain.ownerToken });
       expect(after.body.find((m: any) => m.email === email).active).toBe(false);
       expect(await overflowsSideways(w.page)).toBe(false);
       await done(w);
 
-      const gone = await h.company('Suspend Wide');
-      const admin = await openWatched(browser, h.url + '/', EXPECTED);
-      await admin.page.setViewportSize(WIDE);
-      admin.page.on('dialog', (d) => {
-        admin.problems.push(`dialog: ${d.message()}`);
-        void d.dismiss();
-      });
-      await signIn(admin.page, h.admin.email, h.admin.password);
-      await admin.page.getByRole('button', { name: 'Suspend Suspend Wide' }).click();
-      const confirm = admin.page.getByRole('group', { name: 'Confirm suspending Suspend Wide' });
-      await confirm.waitFor();
-      await confirm.getByRole('button', { name: 'Suspend Suspend Wide' }).click();
-      await admin.page.getByText(/Suspend Wide is suspended/).waitFor();
-      const clients = await h.request('GET', '/api/admin/clients', { token: await h.adminToken() });
-      expect(clients.body.find((c: any) => c.id === gone.id).active).toBe(false);
+      await suspendInPage('Suspend Wide', WIDE);
       expect([403, 404]).toContain((await h.request('GET', '/api/admin/clients', { token: s.chain.ownerToken })).status); // an owner is no platform admin: refused (head office hides the admin routes)
-      await done(admin);
     });
 
     it('no Assistant tab while the assistant is off (head office says so before any question)', async () => {
