@@ -3,7 +3,7 @@ import { signInWithEmailAndPassword, updatePassword } from 'firebase/auth';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness, type Reply, type RequestOpts } from '../../test/support/harness.js';
-import { capturedLog, firebaseClient, jwtParts, type FirebaseClient } from '../../test/support/firebase-client.js';
+import { authCall, capturedLog, firebaseClient, jwtParts, type FirebaseClient } from '../../test/support/firebase-client.js';
 import { loadConfig } from '../config.js';
 import { KEY_FILE } from './keys.js';
 import { responseChecker, type ResponseChecker } from '../../test/support/openapi-check.js';
@@ -27,11 +27,7 @@ describe('embedded identity provider: client (email) path with the Firebase SDK'
     return c;
   };
 
-  async function call<T = any>(method: string, p: string, opts: RequestOpts = {}): Promise<Reply<T>> {
-    const r = await h.request<T>(method, p, opts);
-    expect((r.body as { requestId?: string }).requestId, `${method} ${p}`).toBe(r.headers.get('x-request-id'));
-    return r;
-  }
+  const call = <T = any>(method: string, p: string, opts: RequestOpts = {}): Promise<Reply<T>> => authCall<T>(h, method, p, opts);
   const toolkit = async (op: string, body: unknown, key = 'any-key') => {
     const res = await fetch(`${h.url}/identitytoolkit.googleapis.com/v1/accounts:${op}?key=${key}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     // Not through the harness, so checked against the OpenAPI document here (server/idp/openapi.ts).

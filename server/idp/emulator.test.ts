@@ -5,7 +5,7 @@ import path from 'node:path';
 import { PhoneAuthCredential, signInWithCredential, signInWithEmailAndPassword, type AuthCredential } from 'firebase/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness, type Reply, type RequestOpts } from '../../test/support/harness.js';
-import { capturedLog, firebaseClient, jwtParts, type FirebaseClient } from '../../test/support/firebase-client.js';
+import { authCall, capturedLog, firebaseClient, jwtParts, type FirebaseClient } from '../../test/support/firebase-client.js';
 import { closedPort } from '../../test/support/ports.js';
 
 /**
@@ -34,11 +34,7 @@ describe.skipIf(skipReason !== undefined)('head office with the official Firebas
     clients.push(c);
     return c;
   };
-  async function call<T = any>(method: string, p: string, opts: RequestOpts = {}): Promise<Reply<T>> {
-    const r = await h.request<T>(method, p, opts);
-    expect((r.body as { requestId?: string }).requestId, `${method} ${p}`).toBe(r.headers.get('x-request-id'));
-    return r;
-  }
+  const call = <T = any>(method: string, p: string, opts: RequestOpts = {}): Promise<Reply<T>> => authCall<T>(h, method, p, opts);
 
   beforeAll(async () => {
     const [auth, hub, logging] = [await closedPort(), await closedPort(), await closedPort()];

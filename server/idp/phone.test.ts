@@ -1,7 +1,7 @@
 import { PhoneAuthCredential, signInWithCredential, type AuthCredential } from 'firebase/auth';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startHarness, type Company, type Harness, type Reply, type RequestOpts } from '../../test/support/harness.js';
-import { capturedLog, firebaseClient, jwtParts, type FirebaseClient } from '../../test/support/firebase-client.js';
+import { authCall, capturedLog, firebaseClient, jwtParts, type FirebaseClient } from '../../test/support/firebase-client.js';
 import { responseChecker, type ResponseChecker } from '../../test/support/openapi-check.js';
 import { startSmsGateway, type SmsGateway } from '../../test/support/sms-gateway.js';
 
@@ -29,11 +29,7 @@ describe('embedded identity provider: staff phone sign-in', () => {
     return c;
   };
 
-  async function call<T = any>(method: string, p: string, opts: RequestOpts = {}): Promise<Reply<T>> {
-    const r = await h.request<T>(method, p, opts);
-    expect((r.body as { requestId?: string }).requestId, `${method} ${p}`).toBe(r.headers.get('x-request-id'));
-    return r;
-  }
+  const call = <T = any>(method: string, p: string, opts: RequestOpts = {}): Promise<Reply<T>> => authCall<T>(h, method, p, opts);
   const toolkit = async (op: string, body: unknown) => {
     const r = await fetch(`${h.url}/identitytoolkit.googleapis.com/v1/accounts:${op}?key=any`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     const out = { status: r.status, headers: r.headers, body: (await r.json()) as any };

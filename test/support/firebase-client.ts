@@ -2,6 +2,8 @@ import { deleteApp, initializeApp, type FirebaseApp } from 'firebase/app';
 import { connectAuthEmulator, initializeAuth, inMemoryPersistence, type Auth } from 'firebase/auth';
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
+import { expect } from 'vitest';
+import type { Harness, Reply, RequestOpts } from './harness.js';
 
 /**
  * The real Firebase JS SDK (firebase/app + firebase/auth, Node build) pointed at a local provider with
@@ -38,4 +40,11 @@ export function capturedLog(): { log: Logger; lines: Record<string, unknown>[] }
 export function jwtParts(token: string): { header: Record<string, unknown>; claims: Record<string, unknown> } {
   const [h, c] = token.split('.');
   return { header: JSON.parse(Buffer.from(h!, 'base64url').toString()), claims: JSON.parse(Buffer.from(c!, 'base64url').toString()) };
+}
+
+/** A call to a `/auth` route through the harness; every envelope must carry the request's id as `requestId`. */
+export async function authCall<T = any>(h: Harness, method: string, p: string, opts: RequestOpts = {}): Promise<Reply<T>> {
+  const r = await h.request<T>(method, p, opts);
+  expect((r.body as { requestId?: string }).requestId, `${method} ${p}`).toBe(r.headers.get('x-request-id'));
+  return r;
 }
