@@ -108,6 +108,27 @@ export type EnrolResponse = z.infer<typeof EnrolResponse>;
 // ---------------------------------------------------------------------------------------------------------------
 // 3. GET /api/agent/cameras: the shop's camera list, with tombstones of removed ones.
 
+/** A point in frame coordinates: 0..1 from the left and from the top of the (rotated) picture. */
+export const FramePoint = z.tuple([z.number().min(0).max(1), z.number().min(0).max(1)]);
+export type FramePoint = z.infer<typeof FramePoint>;
+
+/**
+ * The door's counting line, drawn by the installer on the camera's snapshot: a body crossing from the outside to the
+ * inside is an entry, the other way an exit. `inside` names the side of the line, walking from `a` to `b`, that is
+ * the shop: `left` or `right` (as seen on the picture, with y growing downwards).
+ */
+export const CountingLine = z
+  .object({
+    a: FramePoint,
+    b: FramePoint,
+    inside: z.enum(['left', 'right']),
+  })
+  .refine((l) => Math.hypot(l.a[0] - l.b[0], l.a[1] - l.b[1]) >= 0.05, {
+    message: 'the line must be at least 5 % of the picture long',
+    path: ['b'],
+  });
+export type CountingLine = z.infer<typeof CountingLine>;
+
 export const Tuning = z.object({
   /** Frames per second the detector looks at. */
   detect_fps: z.number().int().min(1).max(30),
@@ -115,6 +136,11 @@ export const Tuning = z.object({
   min_face_px: z.number().int().min(16).max(1024),
   /** Clockwise rotation to apply to the picture before detection (a camera mounted on its side). */
   rotate: z.union([z.literal(0), z.literal(90), z.literal(180), z.literal(270)]),
+  /**
+   * The counting line (additive; docs/body-counting.md). Absent or null: this camera counts no entries or exits.
+   * With a line, the shop PC detects bodies on this camera and reports crossings (`up/crossing`).
+   */
+  line: CountingLine.nullable().optional(),
 });
 export type Tuning = z.infer<typeof Tuning>;
 export const DEFAULT_TUNING: Tuning = { detect_fps: 8, min_face_px: 64, rotate: 0 };

@@ -124,6 +124,23 @@ export const VisitMessage = z
   });
 export type VisitMessage = z.infer<typeof VisitMessage>;
 
+/**
+ * `<prefix>up/crossing` (QoS 1): one body crossing a camera's counting line (docs/body-counting.md). Kept on the
+ * shop PC's disk until the PUBACK like a visit; head office de-duplicates on crossing_id. Counted whether or not
+ * recognition runs: a person whose face is never seen is still an entry.
+ */
+export const CrossingMessage = z.object({
+  /** Made by the shop PC (uuid v4 or v7), stable across re-sends. */
+  crossing_id: z.uuid(),
+  occurred_at: Timestamp,
+  camera_id: CameraId,
+  /** `in`: from the outside side of the line to the inside side (an entry); `out`: an exit. */
+  direction: z.enum(['in', 'out']),
+  /** The body tracker's id for the person who crossed (informational). */
+  track_id: z.string().min(1).max(64).optional(),
+});
+export type CrossingMessage = z.infer<typeof CrossingMessage>;
+
 // ---------------------------------------------------------------------------------------------------------------
 // Down: head office publishes. One `kind` per topic; a shop PC subscribed to `<prefix>down/#` can switch on it.
 

@@ -22,6 +22,8 @@ export const UP = {
   heartbeat: 'up/heartbeat',
   /** One visit (the visits issue ingests it). QoS 1, not retained; keep it queued until the PUBACK. */
   visit: 'up/visit',
+  /** One body crossing a camera's counting line (entry or exit). QoS 1, not retained; queued on disk like a visit. */
+  crossing: 'up/crossing',
 } as const;
 
 /** Topics head office publishes (relative to the shop's prefix). */
