@@ -156,7 +156,7 @@ describe('live view', () => {
     try {
       // Eight cameras: more than the six connections a browser opens to one host over HTTP/1.1.
       const ids = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8'];
-      const cams = [];
+      const cams: { id: string; camera_id: string }[] = [];
       for (const id of ids) cams.push(await addCamera(h, owner, gridShop.slug, { camera_id: id }));
       const off = await addCamera(h, owner, gridShop.slug, { camera_id: 'g9-off' });
       expect((await h.request('PATCH', `/api/cameras/${off.id}`, { token: owner, body: { enabled: false } })).status).toBe(200);
