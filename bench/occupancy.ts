@@ -126,7 +126,7 @@ export async function run(): Promise<string | undefined> {
       '',
       `${SHOPS} shops (${ZONES.join(', ')}), each with a counting line and ${count(CROSSINGS_PER_DAY)} crossings a day for ${DAYS} days ` +
         `(${count(rows)} rows). Milliseconds, median and p95 of ${RUNS} runs after a warm-up; occupancy checked against a walk in JavaScript. ` +
-        'The footfall report adds the two doorCounts calls (per bucket and for the window) to its visit queries; it also runs them for a company without lines, where they find nothing.',
+        'The footfall report adds doorCounts to its visit queries (for a company without crossings it finds nothing and reads no visits).',
       '',
       table(
         ['work', 'median ms', 'p95 ms'],
