@@ -43,7 +43,8 @@ function prepare(sqlite: Database.Database) {
   const range = 'from crossings indexed by crossings_shop_time_idx where shop_id = ? and occurred_at >= ? and occurred_at < ?';
   return {
     count: sqlite.prepare<[string, string, string], number>(`select count(*) ${range}`).pluck(),
-    all: sqlite.prepare<[string, string, string], Row>(`select occurred_at, direction, seq ${range} order by occurred_at, direction, seq`).raw(),
+    directions: sqlite.prepare<[string, string, string], string>(`select direction ${range} order by occurred_at, direction, seq`).pluck(),
+    last: sqlite.prepare<[string, string, string], Row>(`select occurred_at, direction, seq ${range} order by occurred_at desc, direction desc, seq desc limit 1`).raw(),
     after: sqlite
       .prepare<[string, string, string, string, string, number], Row>(
         `select occurred_at, direction, seq ${range} and (occurred_at, direction, seq) > (?, ?, ?) order by occurred_at, direction, seq`,
@@ -54,8 +55,8 @@ function prepare(sqlite: Database.Database) {
 }
 const prepared = new WeakMap<Database.Database, ReturnType<typeof prepare>>();
 
-function walk(day: Day, rows: readonly Row[]): void {
-  for (const [, d] of rows) {
+function walk(day: Day, directions: Iterable<string>): void {
+  for (const d of directions) {
     if (d === 'in') {
       day.entries++;
       day.occupancy++;
@@ -89,18 +90,35 @@ export function shopDay(db: Db, shopId: string, lo: string, hi: string): Day {
     if (before.last) {
       const rows = q.after.all(shopId, lo, hi, ...before.last);
       if (before.count + rows.length === count) {
-        walk(before, rows);
+        walk(
+          before,
+          rows.map((r) => r[1]),
+        );
         before.count = count;
         before.last = rows.at(-1) ?? before.last;
         return { entries: before.entries, exits: before.exits, occupancy: before.occupancy };
       }
     }
   }
-  const rows = q.all.all(shopId, lo, hi);
-  const day: Walked = { lo, hi, count: rows.length, last: rows.at(-1) ?? null, entries: 0, exits: 0, occupancy: 0 };
-  walk(day, rows);
+  const directions = q.directions.all(shopId, lo, hi);
+  const day: Walked = { lo, hi, count: directions.length, last: q.last.get(shopId, lo, hi) ?? null, entries: 0, exits: 0, occupancy: 0 };
+  walk(day, directions);
   q.walked.set(shopId, day);
   return { entries: day.entries, exits: day.exits, occupancy: day.occupancy };
+}
+
+/** The zones' current local days (midnight to midnight, UTC ISO), computed again only when `now` leaves one. */
+const days = new Map<string, { lo: string; hi: string; loMs: number; hiMs: number }>();
+function localDay(tz: string, now: Date): { lo: string; hi: string } {
+  const t = now.getTime();
+  const kept = days.get(tz);
+  if (kept && t >= kept.loMs && t < kept.hiMs) return kept;
+  const today = todayIn(tz, now);
+  const loMs = localToUtc(tz, today);
+  const hiMs = localToUtc(tz, addDays(today, 1));
+  const day = { lo: new Date(loMs).toISOString(), hi: new Date(hiMs).toISOString(), loMs, hiMs };
+  days.set(tz, day);
+  return day;
 }
 
 /** Forgets the kept walks of this connection (the benchmark's cold polls). */
@@ -120,10 +138,7 @@ export function shopsToday(db: Db, shops: readonly { id: string; timezone: strin
       out.set(s.id, NO_LINE);
       continue;
     }
-    const tz = canonicalTimezone(s.timezone) ?? DEFAULT_TIMEZONE;
-    const today = todayIn(tz, now);
-    const lo = new Date(localToUtc(tz, today)).toISOString();
-    const hi = new Date(localToUtc(tz, addDays(today, 1))).toISOString();
+    const { lo, hi } = localDay(canonicalTimezone(s.timezone) ?? DEFAULT_TIMEZONE, now);
     const d = shopDay(db, s.id, lo, hi);
     out.set(s.id, { occupancy: d.occupancy, entriesToday: d.entries, exitsToday: d.exits });
   }
