@@ -22,7 +22,7 @@ import { openDatabase } from '../server/db/open.js';
 import { addDays, bucketsOf, localToUtc, todayIn } from '../server/reports/calendar.js';
 import { doorCounts } from '../server/reports/door.js';
 import { listShops } from '../server/shops/service.js';
-import { count, ms, percentile, progress, table, time } from './util.js';
+import { count, loadAverage, ms, percentile, progress, table, time } from './util.js';
 
 const SHOPS = Number(process.env.BENCH_SHOPS ?? 50);
 const CROSSINGS_PER_DAY = Number(process.env.BENCH_CROSSINGS_PER_DAY ?? 2000);
@@ -116,6 +116,7 @@ export async function run(): Promise<string | undefined> {
     const to = todayIn(tz, now);
     const days14 = bucketsOf(tz, addDays(to, -13), to, 'day');
     const hours31 = bucketsOf(tz, addDays(to, -30), to, 'hour');
+    const loadBefore = loadAverage();
     const results: [string, number[]][] = [
       [`listShops (GET /api/sites before), ${SHOPS} shops`, measure(() => listShops(db, companyId))],
       [`bare reference: count(*) of each shop's crossings today on the index, ${SHOPS} shops`, measure(() => windows.forEach((w) => bare.get(...w)))],
@@ -135,13 +136,15 @@ export async function run(): Promise<string | undefined> {
       [`doorCounts, company, 14 days by day`, measure(() => doorCounts(db, companyId, null, days14))],
       [`doorCounts, one shop, 31 days by hour`, measure(() => doorCounts(db, companyId, shops[0]!.id, hours31))],
     ];
+    const loadAfter = loadAverage();
     store.close();
     return [
       '## Occupancy and door counts (head office)',
       '',
       `${SHOPS} shops (${ZONES.join(', ')}), each with a counting line and ${count(CROSSINGS_PER_DAY)} crossings a day for ${DAYS} days ` +
         `(${count(rows)} rows). Milliseconds, median and p95 of ${RUNS} runs after a warm-up; occupancy checked against a walk in JavaScript. ` +
-        'The footfall report adds doorCounts to its visit queries (for a company without crossings it finds nothing and reads no visits).',
+        'The footfall report adds doorCounts to its visit queries (for a company without crossings it finds nothing and reads no visits). ' +
+        `Load average (1 / 5 / 15 min) at the start of the timings: ${loadBefore}; at the end: ${loadAfter}.`,
       '',
       table(
         ['work', 'median ms', 'p95 ms'],
