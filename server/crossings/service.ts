@@ -107,6 +107,14 @@ export function shopDay(db: Db, shopId: string, lo: string, hi: string): Day {
   return { entries: day.entries, exits: day.exits, occupancy: day.occupancy };
 }
 
+/** A shop's zone as the calendar computes with it (canonicalTimezone builds an Intl formatter: kept per name). */
+const zones = new Map<string, string>();
+function zoneOf(name: string): string {
+  let z = zones.get(name);
+  if (z === undefined) zones.set(name, (z = canonicalTimezone(name) ?? DEFAULT_TIMEZONE));
+  return z;
+}
+
 /** The zones' current local days (midnight to midnight, UTC ISO), computed again only when `now` leaves one. */
 const days = new Map<string, { lo: string; hi: string; loMs: number; hiMs: number }>();
 function localDay(tz: string, now: Date): { lo: string; hi: string } {
@@ -138,7 +146,7 @@ export function shopsToday(db: Db, shops: readonly { id: string; timezone: strin
       out.set(s.id, NO_LINE);
       continue;
     }
-    const { lo, hi } = localDay(canonicalTimezone(s.timezone) ?? DEFAULT_TIMEZONE, now);
+    const { lo, hi } = localDay(zoneOf(s.timezone), now);
     const d = shopDay(db, s.id, lo, hi);
     out.set(s.id, { occupancy: d.occupancy, entriesToday: d.entries, exitsToday: d.exits });
   }
