@@ -151,6 +151,24 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
     expect(rowsOf(pcA.shop.site_id)).toHaveLength(count + 1);
   });
 
+  it("a suspended company's crossings are dropped (acknowledged, not stored); once active again they count", async () => {
+    const c = await h.company('Door Suspended');
+    const pc = await doorPc(h, c, 'Only');
+    try {
+      const admin = await h.adminToken();
+      expect((await h.request('PATCH', `/api/admin/clients/${c.id}`, { token: admin, body: { active: false } })).status).toBe(200);
+      const before = h.server.crossings.stats.suspended;
+      await pc.publish(crossing());
+      expect(h.server.crossings.stats.suspended - before).toBe(1);
+      expect(rowsOf(pc.shop.site_id)).toHaveLength(0);
+      expect((await h.request('PATCH', `/api/admin/clients/${c.id}`, { token: admin, body: { active: true } })).status).toBe(200);
+      await pc.publish(crossing());
+      expect(rowsOf(pc.shop.site_id)).toHaveLength(1);
+    } finally {
+      await pc.client.endAsync(true).catch(() => {});
+    }
+  });
+
   it('a camera_id the shop does not have: stored for the shop without a camera (counted, logged)', async () => {
     const before = h.server.crossings.stats.unknownCamera;
     const m = crossing({ camera_id: 'side-door' });
