@@ -320,7 +320,7 @@ export const HUMAN_MODELS_3_0_4: BodyModelSet = {
     integrity: 'sha512-qTqdbwQWh+wXkiJ51bmgkV6xB+L7zhkZu0TEq+xzwe1VvJ4+JB5JoOYJQ4ebvtkp8Bu+MBm4s+BIz0KCyIlAqQ==',
     license: 'MIT',
   },
-  defaultModel: 'centernet',
+  defaultModel: 'movenet-multipose',
   models: [
     {
       id: 'centernet',
