@@ -96,15 +96,16 @@ function f1(s: Score): number {
   return s.tp === 0 ? 0 : (2 * s.tp) / (2 * s.tp + s.fp + s.fn);
 }
 
-function tfjsCandidate(model: BodyModelId, fit: 'letterbox' | 'stretch', licence: string): Candidate {
+function tfjsCandidate(model: BodyModelId, fit: 'letterbox' | 'stretch', licence: string, inputSize?: number): Candidate {
   const defaults = BODY_DEFAULTS[model];
+  const size = inputSize !== undefined ? { inputSize } : {};
   return {
-    name: `${model}${fit === defaults.fit ? '' : ` (${fit})`}, tfjs-wasm`,
+    name: `${model}${inputSize !== undefined ? ` ${inputSize}x${inputSize}` : ''}${fit === defaults.fit ? '' : ` (${fit})`}, tfjs-wasm`,
     licence,
     defaultScore: defaults.minScore,
     async open() {
-      const low = await testBodyDetector({ model, fit, minScore: LOW });
-      const atDefault = await testBodyDetector({ model, fit });
+      const low = await testBodyDetector({ model, fit, minScore: LOW, ...size });
+      const atDefault = await testBodyDetector({ model, fit, ...size });
       return {
         detect: (image, minScore) => (minScore === defaults.minScore ? atDefault : low).detect(image),
         close: async () => {
@@ -228,10 +229,11 @@ export async function run(): Promise<string> {
   const people = scenes.reduce((n, s) => n + s.people.length, 0);
   const empty = scenes.filter((s) => s.people.length === 0 && s.dontCare.length === 0).length;
   const candidates: Candidate[] = [
-    tfjsCandidate('centernet', 'letterbox', 'MIT package; network Apache-2.0 (mobilenetv3_centernet)'),
+    tfjsCandidate('centernet', 'letterbox', 'MIT package; upstream network (610265158/mobilenetv3_centernet) states no licence'),
     tfjsCandidate('centernet', 'stretch', 'as above'),
     tfjsCandidate('nanodet', 'letterbox', 'MIT package; network Apache-2.0 (NanoDet)'),
     tfjsCandidate('movenet-multipose', 'letterbox', 'MIT package; network Apache-2.0 (Google MoveNet)'),
+    tfjsCandidate('movenet-multipose', 'letterbox', 'as above', 320),
   ];
   const opencv = loadOpenCv();
   if (opencv.cv) candidates.push(hogCandidate(opencv.cv));

@@ -132,6 +132,22 @@ describe('the other candidates, by name', () => {
   }, SETUP_TIMEOUT);
 });
 
+describe('MoveNet at another input size', () => {
+  it('runs at 320x320 (named so), finding the people of sample6 within one, and refuses a size that is not a multiple of 32', async () => {
+    const big = await testBodyDetector({ inputSize: 320 });
+    const odd = await testBodyDetector({ inputSize: 300 });
+    try {
+      expect(big.name).toMatch(/^movenet-multipose@320 \(/);
+      const found = await big.detect(await picture(photos[5]!, 640));
+      expect(Math.abs(found.length - TEST_PHOTOS[5]!.faces)).toBeLessThanOrEqual(1);
+      await expect(odd.detect(empty('grey'))).rejects.toThrow(/input size 300 is not a multiple of 32/);
+    } finally {
+      await big.close();
+      await odd.close();
+    }
+  });
+});
+
 describe('loading the detector', () => {
   it('says to run `footfall models fetch` when the folder has no body models', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'footfall-bodies-'));
