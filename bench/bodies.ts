@@ -149,7 +149,7 @@ function loadOpenCv(): { cv?: Cv; why?: string } {
 function hogCandidate(cv: Cv): Candidate {
   return {
     name: 'HOG people detector, OpenCV 4.6 (Debian)',
-    licence: 'Apache-2.0 (OpenCV 4.5+), BSD-3 (@u4/opencv4nodejs is MIT)',
+    licence: 'OpenCV 4.6 Apache-2.0; @u4/opencv4nodejs MIT (native addon, built from source)',
     defaultScore: 0.5,
     async open() {
       cv.setNumThreads?.(1);
