@@ -1,16 +1,20 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { upTopic } from '../shared/topics.js';
 import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, jpeg, upload } from './support/shop-pc.js';
-import { shopPc, type ShopPc } from './support/visits.js';
+import { settled, shopPc, type ShopPc } from './support/visits.js';
 
 /**
  * Body counting in the console (issue 20, docs/console.md "Counting line"), in Debian's chromium through
  * playwright-core against a real head office (SQLite file, broker, HTTP): the counting line drawn on a camera's
  * picture with real pointer events (a mouse drag on a 4:3 picture letterboxed in the 16:9 frame, taps on a touch
  * screen over a camera with no picture yet, the keyboard's numbers), the inside flipped, saved, checked through the
- * API, shown again after a reload, and removed. Every page is watched for console errors and CSP violations.
+ * API, shown again after a reload, and removed; the overview's people in the shop now, moving while it is open as a
+ * shop PC publishes crossings over the real broker, and reading nothing while the page is hidden. Every page is
+ * watched for console errors and CSP violations.
  */
 
 warnIfNoChromium('console-bodies.test.ts');
@@ -228,5 +232,60 @@ describe.skipIf(!haveChromium)('body counting in the console', () => {
     expect(await card.locator('.line-info').innerText()).toContain('No counting line');
     expect(await card.locator('.picture .counting-line').count()).toBe(0);
     await done(w);
+  });
+
+  it('the overview: people in the shop now and today’s entries and exits, live while visible; a shop without a line gets a hint', async () => {
+    // A company of its own: two shops, one with a counting line (set through the API), one without.
+    const own = await h.company('Count Co');
+    const juhu = await shopPc(h, own.ownerToken, own.slug, 'Juhu');
+    const bandra = await shopPc(h, own.ownerToken, own.slug, 'Bandra');
+    try {
+      const cam = await addCamera(h, own.ownerToken, juhu.shop.slug, { camera_id: 'entrance' });
+      await addCamera(h, own.ownerToken, bandra.shop.slug, { camera_id: 'entrance' });
+      const line = { a: [0.1, 0.5], b: [0.9, 0.5], inside: 'right' };
+      expect((await h.request('PATCH', `/api/cameras/${cam.id}`, { token: own.ownerToken, body: { tuning: { line } } })).status).toBe(200);
+      const topic = upTopic(own.slug, juhu.shop.slug, 'crossing');
+      const cross = (direction: 'in' | 'out') =>
+        juhu.client.publishAsync(topic, JSON.stringify({ crossing_id: randomUUID(), occurred_at: new Date(Date.now() - 2000).toISOString(), camera_id: 'entrance', direction, track_id: `t${randomUUID().slice(0, 8)}` }), { qos: 1 });
+
+      const w = await open('/');
+      const { page } = w;
+      await signIn(page, own.ownerEmail, own.ownerPassword);
+      const juhuCard = page.locator(`[data-shop="${juhu.shop.slug}"]`);
+      await juhuCard.locator('.door[data-occupancy="0"]').waitFor();
+      expect(await juhuCard.locator('.door').innerText()).toMatch(/^0 in the shop now\s+Today: 0 entries, 0 exits$/);
+      const bandraCard = page.locator(`[data-shop="${bandra.shop.slug}"]`);
+      expect(await bandraCard.locator('.door').innerText()).toMatch(/^Draw a counting line to count entries/);
+      expect(await bandraCard.getByRole('link', { name: 'Draw a counting line to count entries' }).getAttribute('href')).toBe(`#/shop/${bandra.shop.slug}`);
+      expect(await bandraCard.locator('[data-occupancy]').count()).toBe(0); // no 0 that looks like an empty shop
+
+      // Three people walk in and one out, published by the shop PC: the open page shows it without a reload.
+      for (const d of ['in', 'in', 'out', 'in'] as const) await cross(d);
+      await until(page, `document.querySelector('[data-shop="${juhu.shop.slug}"] .door')?.getAttribute('data-occupancy') === '2'`, 15_000);
+      expect(await juhuCard.locator('.door').innerText()).toMatch(/^2 in the shop now\s+Today: 3 entries, 1 exit$/);
+      const sites = (await h.request('GET', '/api/sites', { token: own.ownerToken })).body as { slug: string; occupancy: number | null; entries_today: number | null; exits_today: number | null }[];
+      expect(sites.find((x) => x.slug === juhu.shop.slug)).toMatchObject({ occupancy: 2, entries_today: 3, exits_today: 1 });
+      expect(sites.find((x) => x.slug === bandra.shop.slug)).toMatchObject({ occupancy: null, entries_today: null, exits_today: null });
+
+      // Hidden (another tab in front): the page asks head office nothing, so it still shows 2 after two more exits.
+      const asked: string[] = [];
+      page.on('request', (r) => asked.push(r.url()));
+      await page.evaluate(`Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' }); document.dispatchEvent(new Event('visibilitychange'))`);
+      await cross('out');
+      await cross('out');
+      await settled(h);
+      await new Promise((r) => setTimeout(r, 6500)); // longer than the 5-s live period
+      expect(asked.filter((u) => u.includes('/api/'))).toEqual([]);
+      expect(await juhuCard.locator('.door').getAttribute('data-occupancy')).toBe('2');
+      // Visible again: read at once.
+      await page.evaluate(`Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'visible' }); document.dispatchEvent(new Event('visibilitychange'))`);
+      await until(page, `document.querySelector('[data-shop="${juhu.shop.slug}"] .door')?.getAttribute('data-occupancy') === '0'`, 3000);
+      expect(await juhuCard.locator('.door').innerText()).toMatch(/^0 in the shop now\s+Today: 3 entries, 3 exits$/);
+      expect(asked.filter((u) => u.endsWith('/api/sites')).length).toBeGreaterThanOrEqual(1);
+      await done(w);
+    } finally {
+      await juhu.close();
+      await bandra.close();
+    }
   });
 });

@@ -41,9 +41,13 @@ export function renderOverview(p: Page): void {
 
   let timer = 0;
   p.signal.addEventListener('abort', () => clearTimeout(timer));
+  // A hidden page (another tab, a minimised window) reads nothing: the read that falls due meanwhile runs on return.
+  let due = false;
+  document.addEventListener('visibilitychange', () => due && document.visibilityState === 'visible' && void load(), { signal: p.signal });
 
   async function load(): Promise<void> {
     clearTimeout(timer);
+    due = false;
     try {
       const [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal })]);
       if (p.signal.aborted) return;
@@ -72,7 +76,7 @@ export function renderOverview(p: Page): void {
       if (p.signal.aborted) return;
       error.show(err instanceof ApiError ? err.message : 'Head office could not be reached. Retrying…');
     }
-    timer = window.setTimeout(() => void load(), 30_000);
+    timer = window.setTimeout(() => (document.visibilityState === 'visible' ? void load() : (due = true)), 30_000);
   }
   void load();
   // People in the shop now, live: only the door block of each card changes.
