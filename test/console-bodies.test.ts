@@ -4,7 +4,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { upTopic } from '../shared/topics.js';
 import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
-import { addCamera, jpeg, upload } from './support/shop-pc.js';
+import { addCamera, jpeg, openShop, syntheticFace, upload, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 
 /**
@@ -13,7 +13,8 @@ import { settled, shopPc, type ShopPc } from './support/visits.js';
  * picture with real pointer events (a mouse drag on a 4:3 picture letterboxed in the 16:9 frame, taps on a touch
  * screen over a camera with no picture yet, the keyboard's numbers), the inside flipped, saved, checked through the
  * API, shown again after a reload, and removed; the overview's people in the shop now, moving while it is open as a
- * shop PC publishes crossings over the real broker, and reading nothing while the page is hidden. Every page is
+ * shop PC publishes crossings over the real broker, and reading nothing while the page is hidden; the reports'
+ * entries, exits and capture rate, equal to the API's answer to the page's own query. Every page is
  * watched for console errors and CSP violations.
  */
 
@@ -286,6 +287,60 @@ describe.skipIf(!haveChromium)('body counting in the console', () => {
     } finally {
       await juhu.close();
       await bandra.close();
+    }
+  });
+
+  it('reports: entries, exits and capture rate in the totals, the chart and the table, as the API answers; a shop without a line gets the hint', async () => {
+    const own = await h.company('Report Co');
+    const powai = await shopPc(h, own.ownerToken, own.slug, 'Powai');
+    try {
+      const thane = await openShop(h, own.ownerToken, { name: 'Thane' });
+      const cam = await addCamera(h, own.ownerToken, powai.shop.slug, { camera_id: 'door' });
+      expect((await h.request('PATCH', `/api/cameras/${cam.id}`, { token: own.ownerToken, body: { tuning: { line: { a: [0, 0.6], b: [1, 0.6], inside: 'left' } } } })).status).toBe(200);
+      const now = () => new Date(Date.now() - 2000).toISOString();
+      // Four people in, one out; two faces recognised (two customers) and one person not identified.
+      for (const direction of ['in', 'in', 'in', 'out', 'in']) {
+        await powai.client.publishAsync(upTopic(own.slug, powai.shop.slug, 'crossing'), JSON.stringify({ crossing_id: randomUUID(), occurred_at: now(), camera_id: 'door', direction }), { qos: 1 });
+      }
+      for (const who of [1, 2, null]) {
+        await powai.publish({ visit_id: randomUUID(), occurred_at: now(), camera_id: 'door', ...(who === null ? { quality: 0.2, passed_gate: false } : { embedding: syntheticFace(who), recognition_model: 'test-model', quality: 0.9, passed_gate: true }) });
+      }
+      await settled(h);
+      await waitFor(async () => (await h.request('GET', `/api/reports/footfall?site=${powai.shop.slug}`, { token: own.ownerToken })).body.total === 3, 5000);
+
+      const w = await open(`/#/reports?preset=7&bucket=day&site=${powai.shop.slug}`);
+      const { page } = w;
+      await signIn(page, own.ownerEmail, own.ownerPassword);
+      await page.locator('#door-report').waitFor();
+      const query = await page.locator('#report').getAttribute('data-query');
+      const api = (await h.request('GET', `/api/reports/footfall?${query}`, { token: own.ownerToken })).body as { entries: number; exits: number; capture_rate: number | null; points: { bucket: string; entries: number; exits: number; capture_rate: number | null }[] };
+      expect(api).toMatchObject({ entries: 4, exits: 1, capture_rate: 0.5 });
+      expect(await page.locator('[data-total="Entries"]').innerText()).toBe('4');
+      expect(await page.locator('[data-total="Exits"]').innerText()).toBe('1');
+      expect(await page.locator('[data-total="Capture rate"]').innerText()).toBe('50%');
+      // One pair of bars and one table row per point, with the API's numbers.
+      const pairs = await page.locator('#door-chart g.pair').evaluateAll((els) => els.map((e) => [e.getAttribute('data-bucket'), Number(e.getAttribute('data-entries')), Number(e.getAttribute('data-exits'))]));
+      expect(pairs).toEqual(api.points.map((p) => [p.bucket, p.entries, p.exits]));
+      const rows = await page.locator('#door-table tbody tr').evaluateAll((els) => els.map((e) => [e.getAttribute('data-bucket'), ...Array.from(e.querySelectorAll('td')).map((td) => (td as { textContent: string | null }).textContent)]));
+      expect(rows).toEqual(api.points.map((p) => [p.bucket, String(p.entries), String(p.exits), p.capture_rate === null ? '—' : `${Math.round(p.capture_rate * 1000) / 10}%`]));
+      expect(rows.filter((r) => r[1] !== '0')).toHaveLength(1); // today's
+      const today = api.points.find((p) => p.entries > 0)!;
+      expect(await page.locator(`#door-chart g.pair[data-bucket="${today.bucket}"] title`).textContent()).toBe(`${today.bucket}: 4 entries, 1 exit, capture rate 50%`);
+      if (process.env.FOOTFALL_SHOTS) await page.locator('#door-report').screenshot({ path: `${process.env.FOOTFALL_SHOTS}/door-report.png` });
+      // The entries bar is four times as tall as the exits bar.
+      const heights = await page.locator(`#door-chart g.pair[data-bucket="${today.bucket}"] rect:not(.hit)`).evaluateAll((els) => els.map((e) => Number(e.getAttribute('height'))));
+      expect(heights[0]! / heights[1]!).toBeCloseTo(4, 5);
+
+      // A shop with no counting line: the hint, no zeros.
+      await page.getByLabel('Shop').selectOption(thane.slug);
+      await page.getByRole('button', { name: 'Show' }).click();
+      await page.locator('#door-report').getByText('No camera of this shop has a counting line').waitFor();
+      await page.locator('#report[data-query*="site=thane"]').waitFor();
+      expect(await page.locator('[data-total="Entries"]').count()).toBe(0);
+      expect(await page.locator('#door-chart').count()).toBe(0);
+      await done(w);
+    } finally {
+      await powai.close();
     }
   });
 });

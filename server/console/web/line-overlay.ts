@@ -1,3 +1,4 @@
+import { svg } from './chart.js';
 import type { CountingLine, Point } from './types.js';
 
 /**
@@ -8,17 +9,7 @@ import type { CountingLine, Point } from './types.js';
  * createElementNS and presentation attributes only; colours come from console.css (the CSP allows no style attribute).
  */
 
-const NS = 'http://www.w3.org/2000/svg';
 export const VIEW_W = 1000;
-
-type Attrs = Record<string, string | number>;
-
-export function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: (Node | string)[]): SVGElementTagNameMap[K] {
-  const el = document.createElementNS(NS, tag);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-  for (const c of children) el.append(typeof c === 'string' ? document.createTextNode(c) : c);
-  return el;
-}
 
 /** The overlay for a picture of this shape (width / height); `setShape` changes it when the picture loads. */
 export function overlay(cls: string, aspect = 16 / 9): SVGSVGElement {
