@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { upTopic } from '../shared/topics.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
+import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, jpeg, openShop, syntheticFace, upload, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
@@ -129,7 +129,6 @@ describe.skipIf(!haveChromium)('body counting in the console', () => {
     const insideLabel = await box(page, '[data-camera="door"] .line-stage .side-name.inside');
     const flipped = contentBox(await box(page, '[data-camera="door"] .line-stage img.snapshot'), 4 / 3);
     expect(insideLabel.y).toBeGreaterThan(flipped.y + 0.5 * flipped.height);
-    if (process.env.FOOTFALL_SHOTS) await editor.screenshot({ path: `${process.env.FOOTFALL_SHOTS}/line-editor.png` });
 
     await editor.getByRole('button', { name: 'Save line' }).click();
     await card.getByText(/^Counting line saved for Front door \(revision \d+\)/).waitFor();
@@ -181,6 +180,7 @@ describe.skipIf(!haveChromium)('body counting in the console', () => {
     expect(await editor.locator('.notice.info').innerText()).toMatch(/^Side door has sent no picture yet .* blank frame of the usual 16:9 shape/);
     const frame = await box(page, '[data-camera="side"] .line-stage .snapshot-blank');
     expect(frame.width / frame.height).toBeCloseTo(16 / 9, 1);
+    expect(await overflowsSideways(page)).toBe(false); // the editor fits a phone
     await editor.locator('.line-overlay').scrollIntoViewIfNeeded();
     const blank = await box(page, '[data-camera="side"] .line-stage .snapshot-blank');
     await page.touchscreen.tap(...at(blank, 0.5, 0.1));
@@ -326,7 +326,6 @@ describe.skipIf(!haveChromium)('body counting in the console', () => {
       expect(rows.filter((r) => r[1] !== '0')).toHaveLength(1); // today's
       const today = api.points.find((p) => p.entries > 0)!;
       expect(await page.locator(`#door-chart g.pair[data-bucket="${today.bucket}"] title`).textContent()).toBe(`${today.bucket}: 4 entries, 1 exit, capture rate 50%`);
-      if (process.env.FOOTFALL_SHOTS) await page.locator('#door-report').screenshot({ path: `${process.env.FOOTFALL_SHOTS}/door-report.png` });
       // The entries bar is four times as tall as the exits bar.
       const heights = await page.locator(`#door-chart g.pair[data-bucket="${today.bucket}"] rect:not(.hit)`).evaluateAll((els) => els.map((e) => Number(e.getAttribute('height'))));
       expect(heights[0]! / heights[1]!).toBeCloseTo(4, 5);
