@@ -345,6 +345,7 @@ const routes: Route[] = [
   { method: 'POST', path: '/api/cameras/:id/check', caller: 'manager', params: () => ({ id: 'entrance' }), body: () => ({ kind: 'placement', seconds: 30 }) },
   { method: 'GET', path: '/api/cameras/:id/snapshot.jpg', caller: 'staff', params: () => ({ id: f.entranceId }) },
   { method: 'GET', path: '/api/cameras/:id/live', caller: 'staff', params: () => ({ id: 'entrance' }) },
+  { method: 'GET', path: '/api/sites/:site/live', caller: 'staff', params: () => ({ site: f.shopSlug }) },
   { method: 'DELETE', path: '/api/cameras/:id', caller: 'manager', params: () => ({ id: f.sideDoorId }) },
   // Shop PCs
   { method: 'POST', path: '/api/agent/enrol', caller: 'none', body: () => ({ code: 'AAAAAA-BBBBBB-CCCCCC-DDDDDD', hostname: 'till-pc', agent_version: '1.0.0' }) },

@@ -7,9 +7,9 @@ import { pumpSse, type SseEvent } from '../../test/support/sse.js';
 import { addCamera, connectPc, enrol, inbox, jpeg, memberToken, openShop, upload, waitFor } from '../../test/support/shop-pc.js';
 
 /** A live-view client: reads the server-sent events as they come. */
-async function watch(h: Harness, cameraId: string, token: string) {
+async function watch(h: Harness, cameraId: string, token: string, path = `/api/cameras/${cameraId}/live`) {
   const abort = new AbortController();
-  const res = await fetch(`${h.url}/api/cameras/${cameraId}/live`, { headers: { Authorization: `Bearer ${token}` }, signal: abort.signal });
+  const res = await fetch(`${h.url}${path}`, { headers: { Authorization: `Bearer ${token}` }, signal: abort.signal });
   const events: SseEvent[] = [];
   let ended = false;
   const pump = pumpSse(res, (e) => {
@@ -146,5 +146,45 @@ describe('live view', () => {
     expect(r.status).toBe(404);
     expect(await r.json()).toMatchObject({ error: 'not_found' });
     expect(h.server.deps.live.viewers(cam.id)).toBe(0);
+  });
+  it('a shop-wide stream carries every switched-on camera of the shop in one connection (the live grid)', async () => {
+    const gridShop = await openShop(h, owner, { name: 'Grid Shop' });
+    const e = await enrol(h, owner, gridShop.slug);
+    const gridPc = await connectPc(h, e);
+    const gridBox = inbox(gridPc);
+    await gridPc.subscribeAsync(downFilter(company, gridShop.slug), { qos: 1 });
+    try {
+      // Eight cameras: more than the six connections a browser opens to one host over HTTP/1.1.
+      const ids = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8'];
+      const cams: { id: string; camera_id: string }[] = [];
+      for (const id of ids) cams.push(await addCamera(h, owner, gridShop.slug, { camera_id: id }));
+      const off = await addCamera(h, owner, gridShop.slug, { camera_id: 'g9-off' });
+      expect((await h.request('PATCH', `/api/cameras/${off.id}`, { token: owner, body: { enabled: false } })).status).toBe(200);
+
+      const view = await watch(h, '', staff, `/api/sites/${gridShop.slug}/live`);
+      expect(view.res.status).toBe(200);
+      const waiting = JSON.parse((await view.next('waiting'))!.data);
+      expect(waiting.cameras).toEqual(cams.map((c) => ({ camera: c.id, camera_id: c.camera_id })));
+      // One demand per switched-on camera reaches the shop PC; none for the switched-off one.
+      await waitFor(() => new Set(gridBox.seen.filter((m) => m.topic.endsWith('/down/live') && m.body.watch).map((m) => m.body.camera_id)).size === 8, 3000);
+      expect(gridBox.seen.some((m) => m.topic.endsWith('/down/live') && m.body.camera_id === 'g9-off')).toBe(false);
+
+      const frames = await Promise.all(ids.map((_, i) => jpeg(64, 36, 20 + i * 25)));
+      for (const [i, id] of ids.entries()) expect((await upload(h, 'POST', `/api/agent/live/${id}/frames`, e.token, frames[i]!)).body.watching).toBe(true);
+      await waitFor(() => view.events.filter((ev) => ev.event === 'frame').length === 8);
+      const got = view.events.filter((ev) => ev.event === 'frame').map((ev) => JSON.parse(ev.data));
+      expect(got).toEqual(ids.map((id, i) => ({ camera: cams[i]!.id, camera_id: id, jpeg: frames[i]!.toString('base64') })));
+
+      // Leaving ends every camera's upload; another tenant gets 404, nobody signed in 401.
+      await view.close();
+      for (const id of ids) await waitFor(async () => (await upload(h, 'POST', `/api/agent/live/${id}/frames`, e.token, frames[0]!)).body.watching === false, 3000, 75);
+      expect((await fetch(`${h.url}/api/sites/${gridShop.slug}/live`)).status).toBe(401);
+      const rival = await h.company('Grid Rival');
+      const r = await fetch(`${h.url}/api/sites/${gridShop.slug}/live`, { headers: { Authorization: `Bearer ${rival.ownerToken}` } });
+      expect(r.status).toBe(404);
+      for (const c of cams) expect(h.server.deps.live.viewers(c.id)).toBe(0);
+    } finally {
+      await gridPc.endAsync(true);
+    }
   });
 });

@@ -99,4 +99,20 @@ export const camerasDocs = routeDocs({
       },
     },
   },
+  'GET /api/sites/{site}/live': {
+    summary: "Live view of every switched-on camera of a shop, in one stream (server-sent events)",
+    description:
+      'The live grid: one connection for all the cameras (a browser opens at most six to a host over HTTP/1.1). Like GET /api/cameras/{id}/live, with `waiting` naming the cameras carried (at most 25, in camera_id order within the shop) and `frame` data a JSON object `{camera, camera_id, jpeg}` (jpeg: base64). 404 when the shop is unknown or has no shop PC address.',
+    params: { site: 'Shop slug or id' },
+    responses: {
+      200: {
+        description: 'An event stream',
+        events: {
+          waiting: { description: 'Each camera\'s shop PC has been asked', data: z.object({ cameras: z.array(z.object({ camera: Uuid, camera_id: z.string() })) }) },
+          frame: { description: 'A frame of one camera', data: z.object({ camera: Uuid, camera_id: z.string(), jpeg: z.string().meta({ description: 'base64 JPEG, 640 pixels wide' }) }) },
+          end: { description: 'The view is over', data: z.object({ reason: z.enum(['max_duration', 'shutdown']) }) },
+        },
+      },
+    },
+  },
 });

@@ -1,4 +1,3 @@
-import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
 import { z } from 'zod';
 import { DEFAULT_TUNING, Tuning } from '../../shared/agent-api.js';
@@ -14,6 +13,7 @@ import { mapInfraErrors, requireKey } from '../shops/errors.js';
 import { notifyShop, shopAddress } from '../shops/notices.js';
 import { shopInPath } from '../shops/routes.js';
 import { announceCheck, startCheck } from './check-request.js';
+import { liveRoutes } from './live-routes.js';
 import { camerasPolicy } from './policy.js';
 import { presentCamera, presentCheck } from './presenter.js';
 import { DEFAULTS, createCamera, listCameras, mergeTuning, tombstoneCamera, updateCamera, viewCamera, type CameraFields, type CameraView } from './service.js';
@@ -76,10 +76,6 @@ export const CheckBody = z.discriminatedUnion(
   ],
   { error: 'kind: must be "connection", or "placement" with "seconds"' },
 );
-
-/** Frames queued for a slow viewer beyond this are dropped rather than buffered. */
-const MAX_VIEWER_BUFFER = 2 * 1024 * 1024;
-const KEEP_ALIVE_MS = 15_000;
 
 /** The camera named in the path (uuid or an unambiguous camera_id), in the caller's company; 404 otherwise. */
 function cameraInPath(ctx: Ctx): CameraView {
@@ -201,48 +197,7 @@ export function camerasRoutes(): AppRouter {
     ctx.body = jpeg;
   });
 
-  r.get('/cameras/:id/live', auth(camerasPolicy.view), (ctx) => {
-    const view = cameraInPath(ctx);
-    const { live, config, store } = ctx.deps;
-    const address = shopAddress(store.db, view.shop.id);
-    if (!address) throw notFound('That camera');
-
-    ctx.req.socket.setTimeout(0);
-    ctx.req.socket.setNoDelay(true);
-    ctx.req.socket.setKeepAlive(true);
-    const stream = new PassThrough();
-    ctx.status = 200;
-    ctx.body = stream;
-    ctx.type = 'text/event-stream';
-    ctx.set('Cache-Control', 'no-cache, no-transform');
-    ctx.set('X-Accel-Buffering', 'no');
-
-    // Filled in below; finish() may run before any of them exists (a client gone at once).
-    const session: { stop?: () => void; keepAlive?: NodeJS.Timeout; cap?: NodeJS.Timeout } = {};
-    const finish = (last?: string) => {
-      session.stop?.();
-      clearInterval(session.keepAlive);
-      clearTimeout(session.cap);
-      if (!stream.writableEnded) {
-        if (last) stream.write(last);
-        stream.end();
-      }
-    };
-    stream.write('event: waiting\ndata: {}\n\n');
-    session.stop = live.watch(
-      { cameraUuid: view.camera.id, cameraId: view.camera.cameraId, shopId: view.shop.id, address },
-      {
-        frame: (b64) => {
-          if (!stream.writableEnded && stream.writableLength < MAX_VIEWER_BUFFER) stream.write(`event: frame\ndata: ${b64}\n\n`);
-        },
-        end: () => finish('event: end\ndata: {"reason":"shutdown"}\n\n'),
-      },
-    );
-    session.keepAlive = setInterval(() => stream.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
-    session.cap = setTimeout(() => finish('event: end\ndata: {"reason":"max_duration"}\n\n'), config.FOOTFALL_LIVE_VIEW_MAX_S * 1000);
-    ctx.res.once('close', () => finish());
-    stream.once('error', () => finish());
-  });
+  liveRoutes(r, cameraInPath);
 
   return r;
 }

@@ -120,7 +120,7 @@ export const customersDocs = routeDocs({
     summary: 'Merge this customer into another',
     params: { id: 'The customer merged away (uuid, V-number or number)' },
     responses: {
-      200: { description: 'The surviving customer', json: CustomerWithProfile.extend({ merged: z.object({ id: Uuid, ref: z.string(), visits_moved: z.number().int() }) }) },
+      200: { description: 'The surviving customer', json: CustomerWithProfile.extend({ merged: z.object({ id: Uuid, ref: z.string(), visits_moved: z.number().int(), visits_joined: z.number().int().meta({ description: 'Additive: visits that became one stay with a visit of the survivor (same shop, within FOOTFALL_VISIT_GAP_S)' }) }) }) },
     },
   },
   'GET /api/visitors/{id}/image': {

@@ -195,7 +195,7 @@ export function customersRoutes(): AppRouter {
     });
     if (out.sameModel) identities.afterMerge(companyId, out.row.recognitionModel, out.row.id, out.drop.id, out.merged);
     else identities.afterErase(companyId, out.drop.recognitionModel, out.drop.id, undefined);
-    ctx.body = { ...presentCustomer(out.row), profile: presentProfile(out.row), merged: { id: out.drop.id, ref: customerRef(out.drop.number), visits_moved: out.visitsMoved } };
+    ctx.body = { ...presentCustomer(out.row), profile: presentProfile(out.row), merged: { id: out.drop.id, ref: customerRef(out.drop.number), visits_moved: out.visitsMoved, visits_joined: out.visitsJoined } };
   });
 
   r.get('/visitors/:id/image', auth(customersPolicy.photos), (ctx) => {

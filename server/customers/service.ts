@@ -10,6 +10,7 @@ import { purchases } from '../purchases/schema.js';
 import { customerNumberOf } from '../references/customers.js';
 import { shops } from '../shops/schema.js';
 import { visits } from '../visits/schema.js';
+import { rejoinStays } from '../visits/stays.js';
 import { destroyMoved, facesOf, moveAside, putBack, StorageError } from './faces.js';
 import { customerRef, type CustomerRow } from './presenter.js';
 import { customerConsents, customers, doNotEnrol, faceImages } from './schema.js';
@@ -313,6 +314,8 @@ export function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
     .where(eq(visits.customerId, drop.id))
     .run().changes;
   if (staff !== keep.staff) db.update(visits).set({ staff }).where(eq(visits.customerId, keep.id)).run();
+  // One person: their visits in a shop within the gap of each other are one stay (docs/visits-and-customers.md).
+  const joined = rejoinStays(ctx.deps.store.sqlite, keep.id, ctx.deps.config.FOOTFALL_VISIT_GAP_S * 1000);
   // Exactly one enrolling visit: the earliest.
   const firsts = db
     .select({ seq: visits.seq })
@@ -340,7 +343,7 @@ export function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
       consent,
       ...(consent !== keep.consent ? { consentChangedAt: now } : {}),
       ...(staff !== keep.staff ? { staff, staffChangedAt: now } : {}),
-      visitCount: keep.visitCount + drop.visitCount,
+      visitCount: Math.max(0, keep.visitCount + drop.visitCount - joined),
       firstSeenAt: earliest(keep.firstSeenAt, drop.firstSeenAt),
       lastSeenAt: latest(keep.lastSeenAt, drop.lastSeenAt),
       ...(merged ? { template: templateToBlob(merged.template), templateCount: merged.count } : {}),
@@ -362,9 +365,9 @@ export function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
   audit(ctx, {
     action: 'customer.merge',
     target: keep.id,
-    detail: { into: customerRef(keep.number), merged: customerRef(drop.number), merged_id: drop.id, visits_moved: moved },
+    detail: { into: customerRef(keep.number), merged: customerRef(drop.number), merged_id: drop.id, visits_moved: moved, visits_joined: joined },
   });
-  return { row, merged, sameModel, visitsMoved: moved };
+  return { row, merged, sameModel, visitsMoved: moved, visitsJoined: joined };
 }
 
 /** Writes the audit row for photo links handed out by one response (or one stream push). */

@@ -234,6 +234,44 @@ describe('visits are stays; staff; sealed cursors', () => {
     }
   });
 
+  it('a merge joins the survivor\'s visits that now fall within the gap in one shop into one stay; visits apart stay apart', async () => {
+    const { c, pc, staff } = await company('Stays Merge');
+    const manager = await memberToken(h, c.ownerToken, 'manager');
+    try {
+      // One person enrolled twice (two customers): 09:00-09:05 as V-1, 09:15-09:20 and 12:20 as V-2.
+      const [a, b] = faces.others;
+      await pc.publish(pass(a, 0, 5));
+      await settled(h);
+      await pc.publish(pass(b, 15, 20, 'till'));
+      await pc.publish(pass(b, 200, 201));
+      await settled(h);
+      expect((await footfall(staff)).body).toMatchObject({ total: 2, visits: 3 });
+      const r = await h.request('POST', '/api/visitors/V-2/merge', { token: manager, body: { into: 'V-1' } });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ ref: 'V-1', visit_count: 2, merged: { ref: 'V-2', visits_moved: 2, visits_joined: 1 } });
+      const history = (await h.request('GET', '/api/visitors/V-1/history', { token: staff })).body;
+      expect(history.map((x: any) => [x.occurred_at, x.last_seen_at, x.dwell_s, x.is_new_visitor])).toEqual([
+        [at(200), at(201), 60, false],
+        [at(0), at(20), 20 * 60, true],
+      ]);
+      const feed = await arrivals(h, staff, 2);
+      expect(feed.map((x: any) => [x.visitor_ref, x.occurred_at, x.last_seen_at])).toEqual([
+        ['V-1', at(0), at(20)],
+        ['V-1', at(200), at(201)],
+      ]);
+      expect((await footfall(staff)).body).toMatchObject({ total: 1, visits: 2, points: [{ bucket: '2026-01-10', visitors: 1, new: 1, returning: 0 }] });
+      // A later sighting in the gap of the joined stay extends it, as for any stay.
+      await pc.publish(pass(a, 40, 41));
+      await settled(h);
+      expect((await h.request('GET', '/api/visitors/V-1/history', { token: staff })).body.map((x: any) => [x.occurred_at, x.last_seen_at])).toEqual([
+        [at(200), at(201)],
+        [at(0), at(41)],
+      ]);
+    } finally {
+      await pc.close();
+    }
+  });
+
   it('the feed cursor reveals nothing: sealed per company, the same position reads differently in another company, old cursors are dropped', async () => {
     const one = await company('Cursor One');
     const two = await company('Cursor Two');

@@ -172,3 +172,54 @@ export class Stays {
     );
   }
 }
+
+interface StayRow {
+  seq: number;
+  shopId: string;
+  occurredAt: string;
+  lastSeenAt: string;
+  passedGate: number;
+  faceImageId: string | null;
+  isNewVisitor: number;
+}
+
+/**
+ * The stay rule again over all of one customer's visits, after a merge gave them visits of another customer: in each
+ * shop, visits with no pause longer than the gap between them become one (the earliest stays, spanning them; the new
+ * visitor mark goes with it). Returns how many visits were joined away. Call inside the merge's transaction.
+ */
+export function rejoinStays(sqlite: Store['sqlite'], customerId: string, gapMs: number): number {
+  const rows = sqlite
+    .prepare(
+      `select seq, shop_id as shopId, occurred_at as occurredAt, last_seen_at as lastSeenAt, passed_gate as passedGate,
+         face_image_id as faceImageId, is_new_visitor as isNewVisitor
+       from visits where customer_id = ? order by shop_id, occurred_at, seq`,
+    )
+    .all(customerId) as StayRow[];
+  const update = sqlite.prepare(
+    `update visits set last_seen_at = @lastSeenAt, dwell_ms = @dwell, passed_gate = @passedGate, face_image_id = @faceImageId,
+       is_new_visitor = @isNewVisitor where seq = @seq`,
+  );
+  const remove = sqlite.prepare('delete from visits where seq = ?');
+  let joined = 0;
+  let stay: (StayRow & { changed: boolean }) | undefined;
+  const close = () => {
+    if (stay?.changed) update.run({ ...stay, dwell: Date.parse(stay.lastSeenAt) - Date.parse(stay.occurredAt) });
+  };
+  for (const r of rows) {
+    if (stay && stay.shopId === r.shopId && Date.parse(r.occurredAt) <= Date.parse(stay.lastSeenAt) + gapMs) {
+      if (r.lastSeenAt > stay.lastSeenAt) stay.lastSeenAt = r.lastSeenAt;
+      stay.passedGate = Math.max(stay.passedGate, r.passedGate);
+      stay.faceImageId ??= r.faceImageId;
+      stay.isNewVisitor = Math.max(stay.isNewVisitor, r.isNewVisitor);
+      stay.changed = true;
+      remove.run(r.seq);
+      joined++;
+    } else {
+      close();
+      stay = { ...r, changed: false };
+    }
+  }
+  close();
+  return joined;
+}

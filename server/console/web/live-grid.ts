@@ -1,13 +1,13 @@
 import { api, errorText, imageUrl } from './api.js';
 import { h, replace } from './dom.js';
 import type { Page } from './main.js';
-import { watchLive } from './live.js';
+import { watchShopLive, type LiveView } from './live.js';
 import { pcUnreachable } from './camera-card.js';
 import type { Camera, Shop } from './types.js';
 
 /**
  * A shop's cameras live, side by side (`#/live/<slug>`), as an NVR shows them: one tile per switched-on camera,
- * each its own live view (live.ts: it gives up with a reason when no picture comes). A tile or the whole grid can
+ * all in one live stream (live.ts: each tile gives up with a reason when no picture comes for it). A tile or the whole grid can
  * go full screen. With the shop PC offline or missing the page says so and shows the latest pictures instead.
  */
 export function renderLiveGrid(p: Page, slug: string): void {
@@ -41,11 +41,14 @@ export function renderLiveGrid(p: Page, slug: string): void {
       note.textContent = `Live view is not possible now. ${why} The latest pictures are shown.`;
       note.hidden = false;
     }
-    for (const c of cameras) grid.append(tile(c, why === '', p.signal, (u) => urls.push(u)));
+    const views = new Map<string, LiveView>();
+    for (const c of cameras) grid.append(tile(c, why === '', p.signal, (u) => urls.push(u), views));
+    // One stream for the whole grid: one connection per tile would stall past five (six per host over HTTP/1.1).
+    if (views.size > 0) watchShopLive(shop.site_id, p.signal, views);
   })();
 }
 
-function tile(c: Camera, online: boolean, signal: AbortSignal, keep: (url: string) => void): HTMLElement {
+function tile(c: Camera, online: boolean, signal: AbortSignal, keep: (url: string) => void, views: Map<string, LiveView>): HTMLElement {
   const name = c.label || c.camera_id;
   const img = h('img', { class: 'snapshot', alt: `Live view of ${name}` });
   const frame = h('div', { class: 'picture' }, h('div', { class: 'snapshot-empty' }, online ? 'Connecting to the shop PC…' : 'No picture'));
@@ -54,7 +57,7 @@ function tile(c: Camera, online: boolean, signal: AbortSignal, keep: (url: strin
   full.addEventListener('click', () => void el.requestFullscreen?.().catch(() => undefined));
   const el = h('figure', { class: 'card live-tile', 'data-camera': c.camera_id }, h('figcaption', {}, h('strong', {}, name), ' ', full), frame, caption);
   if (online) {
-    watchLive(c.id, signal, {
+    views.set(c.id, {
       frame(url) {
         img.src = url;
         if (!img.isConnected) replace(frame, img);

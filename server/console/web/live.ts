@@ -2,14 +2,15 @@ import { raw } from './api.js';
 import { readSse } from './sse.js';
 
 /**
- * A camera's live view: GET /api/cameras/{id}/live read with fetch() streaming (EventSource cannot send the
- * Authorization header). Events: `waiting` at once, then `frame` (a base64 JPEG) about 13 times a second, and
- * `end` when the view reaches its five minutes. Each frame becomes a blob: URL (the CSP allows blob: images); the
- * previous one is released. Aborting the fetch closes the connection, which tells head office to stop the shop
- * PC's upload: stop() does it, and so does leaving the page (the page's signal).
+ * Live view: GET /api/cameras/{id}/live (one camera) or GET /api/sites/{site}/live (every switched-on camera of a
+ * shop in one stream, for the grid: a browser opens at most six connections to a host over HTTP/1.1), read with
+ * fetch() streaming (EventSource cannot send the Authorization header). Events: `waiting` at once, then `frame`
+ * about 13 times a second per camera, and `end` when the view reaches its five minutes. Each frame becomes a blob:
+ * URL (the CSP allows blob: images); the previous one is released. Aborting the fetch closes the connection, which
+ * tells head office to stop the shop PC's upload: stop() does it, and so does leaving the page (the page's signal).
  */
 /**
- * How long the view waits for the shop PC's first picture, and for the next one, before giving up with a reason:
+ * How long a view waits for the shop PC's first picture, and for the next one, before giving up with a reason:
  * a shop PC that answers sends its first picture within about two seconds (docs/console.md, Live view).
  */
 export const LIVE_GIVE_UP_MS = 8000;
@@ -20,77 +21,129 @@ export interface LiveView {
   ended(text: string): void;
 }
 
-export function watchLive(cameraId: string, pageSignal: AbortSignal, view: LiveView): { stop(): void } {
-  const ac = new AbortController();
-  let lastUrl = '';
-  let stopped = false;
-  const release = () => {
-    if (lastUrl) URL.revokeObjectURL(lastUrl);
-    lastUrl = '';
-  };
-  const onLeave = () => {
-    ac.abort();
-    release();
-  };
-  pageSignal.addEventListener('abort', onLeave);
+/** One picture being watched: its give-up timer and its current blob: URL. */
+class Picture {
+  private lastUrl = '';
+  private silence = 0;
+  done = false;
 
-  let silence = 0;
+  constructor(
+    private readonly view: LiveView,
+    /** Called once when this picture has ended (gave up, or the stream ended). */
+    private readonly over: () => void,
+  ) {}
+
   /** (Re)starts the wait for the next picture. */
-  const expect = (first: boolean) => {
-    clearTimeout(silence);
-    silence = window.setTimeout(
+  expect(first: boolean): void {
+    clearTimeout(this.silence);
+    this.silence = window.setTimeout(
       () =>
-        finish(
+        this.finish(
           first
             ? `No picture came from the shop PC in ${LIVE_GIVE_UP_MS / 1000} seconds: it may be offline, busy or unable to open this camera. Run the shop check, then try again.`
             : `The shop PC stopped sending pictures (nothing for ${LIVE_GIVE_UP_MS / 1000} seconds): it may have gone offline or lost the camera.`,
         ),
       LIVE_GIVE_UP_MS,
     );
-  };
-  const finish = (text: string) => {
-    clearTimeout(silence);
-    pageSignal.removeEventListener('abort', onLeave);
-    if (stopped) return;
-    stopped = true;
-    ac.abort();
-    view.ended(text);
-  };
+  }
 
+  show(base64: string): void {
+    if (this.done) return;
+    this.expect(false);
+    const url = URL.createObjectURL(jpegOf(base64));
+    this.view.frame(url);
+    if (this.lastUrl) URL.revokeObjectURL(this.lastUrl);
+    this.lastUrl = url;
+  }
+
+  status(text: string): void {
+    if (!this.done) this.view.status(text);
+  }
+
+  finish(text: string): void {
+    clearTimeout(this.silence);
+    if (this.done) return;
+    this.done = true;
+    if (text) this.view.ended(text);
+    this.over();
+  }
+
+  release(): void {
+    if (this.lastUrl) URL.revokeObjectURL(this.lastUrl);
+    this.lastUrl = '';
+  }
+}
+
+/**
+ * Reads one live stream into `pictures`: `route` says which picture a frame's data is for and its base64 JPEG.
+ * Ends every picture when the stream ends; aborts the stream when every picture has ended.
+ */
+function stream(path: string, pageSignal: AbortSignal, pictures: Picture[], ac: AbortController, route: (data: string) => { picture?: Picture; jpeg: string }): void {
+  const onLeave = () => {
+    ac.abort();
+    for (const p of pictures) p.release();
+  };
+  pageSignal.addEventListener('abort', onLeave);
+  const endAll = (text: string) => {
+    pageSignal.removeEventListener('abort', onLeave);
+    for (const p of pictures) p.finish(text);
+  };
   void (async () => {
     try {
-      expect(true);
-      const res = await raw(`/api/cameras/${encodeURIComponent(cameraId)}/live`, ac.signal);
-      view.status('Waiting for the shop PC to send pictures…');
+      for (const p of pictures) p.expect(true);
+      const res = await raw(path, ac.signal);
+      for (const p of pictures) p.status('Waiting for the shop PC to send pictures…');
       let reason: string | undefined;
       await readSse(res, ({ event, data }) => {
         if (event === 'frame') {
-          expect(false);
-          const url = URL.createObjectURL(jpegOf(data));
-          view.frame(url);
-          if (lastUrl) URL.revokeObjectURL(lastUrl);
-          lastUrl = url;
-        } else if (event === 'waiting') {
-          view.status('Waiting for the shop PC to send pictures…');
+          const { picture, jpeg } = route(data);
+          picture?.show(jpeg);
         } else if (event === 'end') {
           reason = data.includes('max_duration') ? 'The live view stops after five minutes. Press “Watch live” to go on watching.' : 'Head office ended the live view.';
           return true;
         }
         return false;
       });
-      finish(reason ?? 'The live view ended.');
+      endAll(reason ?? 'The live view ended.');
     } catch (err) {
-      if (ac.signal.aborted) return finish(stopped ? '' : 'Live view stopped.');
-      finish(err instanceof Error ? `The live view failed: ${err.message}` : 'The live view failed.');
+      if (ac.signal.aborted) return endAll(pictures.every((p) => p.done) ? '' : 'Live view stopped.');
+      endAll(err instanceof Error ? `The live view failed: ${err.message}` : 'The live view failed.');
     }
   })();
+}
 
+/** One camera live. */
+export function watchLive(cameraId: string, pageSignal: AbortSignal, view: LiveView): { stop(): void } {
+  const ac = new AbortController();
+  const picture = new Picture(view, () => ac.abort());
+  stream(`/api/cameras/${encodeURIComponent(cameraId)}/live`, pageSignal, [picture], ac, (data) => ({ picture, jpeg: data }));
   return {
     stop() {
-      finish('Live view stopped.');
-      release();
+      picture.finish('Live view stopped.');
+      picture.release();
     },
   };
+}
+
+/**
+ * Every switched-on camera of a shop live in one stream: `views` by camera id (uuid). A camera that sends nothing
+ * for LIVE_GIVE_UP_MS gives up on its own; the stream closes when every camera has given up.
+ */
+export function watchShopLive(site: string, pageSignal: AbortSignal, views: Map<string, LiveView>): void {
+  const ac = new AbortController();
+  const byCamera = new Map<string, Picture>();
+  const pictures: Picture[] = [];
+  for (const [id, view] of views) {
+    const p = new Picture(view, () => {
+      if (pictures.every((x) => x.done)) ac.abort();
+    });
+    byCamera.set(id, p);
+    pictures.push(p);
+  }
+  stream(`/api/sites/${encodeURIComponent(site)}/live`, pageSignal, pictures, ac, (data) => {
+    const f = JSON.parse(data) as { camera: string; jpeg: string };
+    return { picture: byCamera.get(f.camera), jpeg: f.jpeg };
+  });
 }
 
 function jpegOf(base64: string): Blob {

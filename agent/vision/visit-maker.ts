@@ -1,0 +1,136 @@
+/**
+ * Visits out of passes (agent/vision/pipeline.ts): the averaged embedding of a pass's best gated faces, its
+ * attributes, the best face's JPEG, and the closing sighting of an identified pass reported at the time cap.
+ */
+import { randomUUID } from 'node:crypto';
+import { genderFromScore } from './attributes.js';
+import { averageEmbeddings, consensus } from './embeddings.js';
+import type { VisionEngine } from './engine.js';
+import { encodeJpeg } from './io.js';
+import { wireSegments } from './passes.js';
+import type { CameraState, FaceKeep, Pass, PassSnapshot } from './passes.js';
+import type { PipelineConfig } from './pipeline-config.js';
+import type { FaceAttributes, Visit } from './types.js';
+
+export class VisitMaker {
+  constructor(
+    private readonly engine: VisionEngine,
+    private readonly config: PipelineConfig,
+    private readonly fail: (err: unknown) => void,
+    /** Adds the time spent encoding face JPEGs (ms). */
+    private readonly timeFaceImages: (ms: number) => void,
+  ) {}
+
+  /** The visit of a pass as it was when reported. A model call that fails leaves its part out: a visit is footfall first. */
+  async make(cam: CameraState, track: PassSnapshot, endedBy: Visit['track']['ended_by'], candidates: FaceKeep[], best: FaceKeep): Promise<Visit> {
+    const cfg = this.config;
+    let embedding: Float32Array | undefined;
+    let embedded = 0;
+    if (candidates.length > 0) {
+      try {
+        const embeddings = await Promise.all(candidates.map((k) => this.engine.embedFace(k.region, k.landmarks)));
+        cam.stats.embeddings += embeddings.length;
+        embedded = embeddings.length;
+        embedding = averageEmbeddings(consensus(embeddings, cfg.embedConsensus));
+      } catch (err) {
+        this.fail(err);
+      }
+    }
+    let attributes: FaceAttributes | undefined;
+    if (best.quality >= cfg.attributesMinQuality) {
+      try {
+        attributes = await this.attributes(candidates.length > 0 ? candidates : [best], best);
+      } catch (err) {
+        this.fail(err);
+      }
+    }
+    let faceJpeg: Buffer | undefined;
+    if (cfg.faceImages) {
+      const t0 = performance.now();
+      try {
+        faceJpeg = await encodeJpeg(best.region, best.regions.image);
+      } catch (err) {
+        this.fail(err);
+      }
+      this.timeFaceImages(performance.now() - t0);
+    }
+    const visit: Visit = {
+      visit_id: randomUUID(),
+      occurred_at: new Date(track.firstAt).toISOString(),
+      camera_id: cam.id,
+      quality: best.quality,
+      passed_gate: best.passed,
+      track: {
+        id: track.id,
+        first_seen_at: new Date(track.firstAt).toISOString(),
+        last_seen_at: new Date(track.lastAt).toISOString(),
+        frames: track.frames,
+        faces_passed: track.facesPassed,
+        faces_embedded: embedded,
+        ended_by: endedBy,
+      },
+      pass: { tracks: track.links, segments: wireSegments(track.segments) },
+    };
+    if (embedding) {
+      visit.embedding = embedding;
+      visit.recognition_model = this.engine.modelSet;
+    }
+    if (attributes) visit.attributes = attributes;
+    if (faceJpeg) visit.face_jpeg = faceJpeg;
+    return visit;
+  }
+
+  /**
+   * An identified pass reported at the cap has ended: one more sighting of the same person (the cap visit's
+   * embedding, so head office matches the same customer) spanning the whole pass, so that head office extends the
+   * stay to the person's last sighting (its dwell). Head office makes no arrival of it: a sighting within the stay
+   * extends it (docs/visits-and-customers.md). Unidentified passes send none (it would count as another person).
+   */
+  closing(cam: CameraState, pass: Pass, capVisit: Visit): Visit {
+    const visit: Visit = {
+      visit_id: randomUUID(),
+      occurred_at: new Date(pass.firstAt).toISOString(),
+      camera_id: cam.id,
+      quality: capVisit.quality,
+      passed_gate: capVisit.passed_gate,
+      track: {
+        id: pass.id,
+        first_seen_at: new Date(pass.firstAt).toISOString(),
+        last_seen_at: new Date(pass.lastAt).toISOString(),
+        frames: pass.tracks.reduce((n, t) => n + t.frames, 0),
+        faces_passed: pass.tracks.reduce((n, t) => n + t.data.facesPassed, 0),
+        faces_embedded: 0,
+        ended_by: 'lost',
+      },
+      pass: { tracks: pass.tracks.length, segments: wireSegments(pass.segments), closes: capVisit.visit_id },
+    };
+    if (capVisit.embedding && capVisit.recognition_model) {
+      visit.embedding = capVisit.embedding;
+      visit.recognition_model = capVisit.recognition_model;
+    }
+    return visit;
+  }
+
+  /**
+   * Age and gender are cheap and noisy from one frame: averaged over `faces` (the embedded ones, or the best face
+   * alone). Expression (~30 ms) runs once, on the best face.
+   */
+  private async attributes(faces: FaceKeep[], best: FaceKeep): Promise<FaceAttributes> {
+    const [expr, ...ag] = await Promise.all([
+      this.engine.attributes(best.region, best.regions, { ageGender: false }),
+      ...faces.map((f) => this.engine.attributes(f.region, f.regions, { expression: false })),
+    ]);
+    const mean = (xs: (number | undefined)[]): number | undefined => {
+      const v = xs.filter((x): x is number => x !== undefined);
+      return v.length ? v.reduce((a, b) => a + b, 0) / v.length : undefined;
+    };
+    const genderScore = mean(ag.map((a) => a.raw?.genderScore));
+    const age = mean(ag.map((a) => a.raw?.age));
+    const attributes: FaceAttributes = {};
+    const gender = genderScore === undefined ? undefined : genderFromScore(genderScore);
+    if (gender) attributes.gender = gender;
+    if (age !== undefined) attributes.age = Math.round(Math.min(130, Math.max(0, age)) * 10) / 10;
+    if (expr?.emotion) attributes.emotion = expr.emotion;
+    return attributes;
+  }
+}
