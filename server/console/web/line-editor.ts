@@ -205,7 +205,7 @@ export function lineEditor(c: Camera, signal: AbortSignal, saved: (c: Camera, te
   function render(fields = true): void {
     drawLine(svgEl, a ? { a, b: mode === 'second' ? null : b, inside } : null, { handles: true });
     const line = a && b && mode !== 'second' ? { a, b, inside } : null;
-    svgEl.setAttribute('aria-label', line ? `Counting line from ${pointWords(line.a)} to ${pointWords(line.b)}, inside ${insideWords(line)}` : 'No counting line drawn');
+    svgEl.setAttribute('aria-label', line ? `Counting line from ${pointWords(line.a)} to ${pointWords(line.b)}, inside ${insideWords(line, VIEW_W / viewHeight(svgEl))}` : 'No counting line drawn');
     if (mode === 'second' && a) status.textContent = `First end at ${pointWords(a)}: now click or tap the other end.`;
     else if (line) status.textContent = `Line from A (${pointWords(line.a)}) to B (${pointWords(line.b)}). Inside: ${insideWords(line, VIEW_W / viewHeight(svgEl))}.`;
     else status.textContent = 'No line drawn yet.';
