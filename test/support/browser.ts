@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { expect } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
 
 /**
  * Helpers for the console's browser tests (Debian's chromium driven by playwright-core): a page in a fresh context
@@ -25,9 +25,9 @@ export interface Watched {
   problems: string[];
 }
 
-/** Opens `url` in a fresh context; every console error or warning, page error and CSP violation is collected. */
-export async function openWatched(browser: Browser, url: string, expected: RegExp = EXPECTED_NETWORK): Promise<Watched> {
-  const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
+/** Opens `url` in a fresh context (`options`: a touch screen, another viewport); every console error or warning, page error and CSP violation is collected. */
+export async function openWatched(browser: Browser, url: string, expected: RegExp = EXPECTED_NETWORK, options: BrowserContextOptions = {}): Promise<Watched> {
+  const context = await browser.newContext({ viewport: { width: 1024, height: 768 }, ...options });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('console', (m) => {

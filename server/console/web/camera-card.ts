@@ -1,11 +1,14 @@
 import { api, errorText, imageUrl } from './api.js';
 import { ago, busy, cardForm, confirmStep, field, h, notice, replace, timeAgo, when } from './dom.js';
 import { watchLive } from './live.js';
+import { lineEditor } from './line-editor.js';
+import { drawLine, insideWords, overlay, setShape } from './line-overlay.js';
 import type { Camera, Check, Shop } from './types.js';
 
 /**
  * One camera's card on the shop page (web/shop.ts): status (unknown while the shop PC is offline), the latest
- * picture, live view with full screen, and for managers the camera checks, editing and removal. Split from shop.ts.
+ * picture with its counting line drawn over it, live view with full screen, and for managers the camera checks, the
+ * counting line (web/line-editor.ts), editing and removal. Split from shop.ts.
  */
 export interface CameraCard {
   el: HTMLElement;
@@ -36,6 +39,13 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
   let live: { stop(): void } | null = null;
 
   const img = h('img', { class: 'snapshot', alt: '' });
+  // The saved counting line over the picture (snapshot or live), scaled with it.
+  const lineSvg = overlay('shown');
+  img.addEventListener('load', () => {
+    setShape(lineSvg, img.naturalWidth / img.naturalHeight);
+    drawLine(lineSvg, current.tuning?.line ?? null);
+  });
+  const lineInfo = h('p', { class: 'small line-info' });
   const showEmpty = (text: string) => replace(picture, h('div', { class: 'snapshot-empty' }, text));
   showEmpty('No picture yet');
   const liveButton = h('button', { type: 'button', class: 'live-button' }, 'Watch live');
@@ -44,12 +54,13 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
   const buttons = h('div', { class: 'actions' }, liveButton, fullButton);
   const connection = h('button', { type: 'button' }, 'Check connection');
   const place = h('button', { type: 'button' }, 'Check placement (30 s)');
+  const lineButton = h('button', { type: 'button', class: 'line-button' }, 'Counting line…');
   const edit = h('button', { type: 'button' }, 'Edit…');
   const remove = h('button', { type: 'button', class: 'danger' }, 'Remove…');
-  if (manager) buttons.append(connection, place, edit, remove);
+  if (manager) buttons.append(connection, place, lineButton, edit, remove);
   const panel = h('div');
 
-  const el = h('article', { class: 'card camera', 'data-camera': first.camera_id }, title, status, picture, caption, buttons, msg.el, checkOut, panel);
+  const el = h('article', { class: 'card camera', 'data-camera': first.camera_id }, title, status, picture, caption, lineInfo, buttons, msg.el, checkOut, panel);
 
   edit.addEventListener('click', () => {
     msg.show('');
@@ -66,6 +77,25 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
       ),
     );
     panel.querySelector('input')?.focus();
+  });
+  lineButton.addEventListener('click', () => {
+    msg.show('');
+    replace(
+      panel,
+      lineEditor(
+        current,
+        signal,
+        (c, text) => {
+          replace(panel);
+          msg.show(text, 'ok');
+          current = c;
+          showLine(c);
+          reload();
+        },
+        () => replace(panel),
+      ),
+    );
+    panel.querySelector('h3')?.scrollIntoView({ block: 'nearest' });
   });
   remove.addEventListener('click', () => {
     msg.show('');
@@ -111,7 +141,7 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
     live = watchLive(current.id, signal, {
       frame(url) {
         img.src = url;
-        if (!img.isConnected) replace(picture, img);
+        if (!img.isConnected) replace(picture, img, lineSvg);
         fullButton.hidden = false;
         caption.textContent = 'Live';
       },
@@ -191,17 +221,26 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
       img.alt = `Latest picture from ${c.label || c.camera_id}`;
       if (objectUrl) URL.revokeObjectURL(objectUrl);
       objectUrl = url;
-      if (!img.isConnected) replace(picture, img);
+      if (!img.isConnected) replace(picture, img, lineSvg);
       caption.textContent = `Picture from ${when(c.snapshot_at)}`;
     } catch {
       shownSnapshot = '';
     }
   }
 
+  function showLine(c: Camera): void {
+    const line = c.tuning?.line ?? null;
+    drawLine(lineSvg, line);
+    const aspect = img.naturalWidth && img.naturalHeight ? img.naturalWidth / img.naturalHeight : 16 / 9;
+    if (line) replace(lineInfo, h('span', { class: 'dot good' }, 'Counting entries and exits'), ` at the line drawn on the picture; the inside is ${insideWords(line, aspect)}.`);
+    else replace(lineInfo, h('span', { class: 'dot unknown' }, 'No counting line'), manager ? ': this camera counts no entries or exits. Draw one with “Counting line…”.' : ': this camera counts no entries or exits. A manager can draw one.');
+  }
+
   return {
     el,
     update(c) {
       current = c;
+      showLine(c);
       replace(title, c.label || c.camera_id, ' ', h('span', { class: 'muted small' }, c.camera_id));
       const pcOff = !shopOf().online;
       // What the shop PC last said is only true while it is online: an offline PC's cameras are unknown.

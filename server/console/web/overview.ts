@@ -6,10 +6,12 @@ import { droppedNotice } from './shop.js';
 import { placement, type Camera, type Footfall, type Shop } from './types.js';
 import { headlines, ranking } from './headlines.js';
 import { companyZone, zoneNames } from './zones.js';
+import { doorFacts, liveShops } from './door.js';
 
 /**
  * The company's shops at a glance: each shop's PC state, cameras, placement and today's visitors
- * (GET /api/sites, GET /api/cameras, GET /api/reports/footfall per shop). Refreshed every 30 s while open.
+ * (GET /api/sites, GET /api/cameras, GET /api/reports/footfall per shop). Refreshed every 30 s while open; people in
+ * the shop now (body counting, web/door.ts) every 5 s while the page is visible.
  */
 export function renderOverview(p: Page): void {
   const summary = h('p', { class: 'summary', id: 'company-today' }, 'Loading…');
@@ -18,6 +20,7 @@ export function renderOverview(p: Page): void {
   const figures = h('section', { id: 'headlines', 'aria-label': 'Headline figures' });
   const ranked = h('section', { id: 'ranking' });
   const owner = atLeast(p.user, 'owner');
+  const manager = atLeast(p.user, 'manager');
   // The form to open a shop is behind a button (it is needed rarely), open at once for a company with no shop.
   const openButton = h('button', { type: 'button', id: 'open-shop-button', 'aria-expanded': 'false' }, 'Open a shop…');
   const openArea = h('div', { id: 'open-shop-area' });
@@ -38,9 +41,13 @@ export function renderOverview(p: Page): void {
 
   let timer = 0;
   p.signal.addEventListener('abort', () => clearTimeout(timer));
+  // A hidden page (another tab, a minimised window) reads nothing: the read that falls due meanwhile runs on return.
+  let due = false;
+  document.addEventListener('visibilitychange', () => due && document.visibilityState === 'visible' && void load(), { signal: p.signal });
 
   async function load(): Promise<void> {
     clearTimeout(timer);
+    due = false;
     try {
       const [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal })]);
       if (p.signal.aborted) return;
@@ -56,7 +63,7 @@ export function renderOverview(p: Page): void {
         const company = await today('', p.signal);
         if (p.signal.aborted) return;
         summary.textContent = company ? `Today: ${plural(company.visitors, 'visitor')} across ${plural(shops.length, 'shop')}` : '';
-        replace(list, ...shops.map((s, i) => shopCard(s, cameras.filter((c) => c.site_id === s.site_id), counts[i] ?? null)));
+        replace(list, ...shops.map((s, i) => shopCard(s, cameras.filter((c) => c.site_id === s.site_id), counts[i] ?? null, manager)));
         // The comparisons change slowly: read again every five minutes, not every 30 s.
         if (Date.now() - lastHeadlines > 300_000) {
           lastHeadlines = Date.now();
@@ -69,9 +76,25 @@ export function renderOverview(p: Page): void {
       if (p.signal.aborted) return;
       error.show(err instanceof ApiError ? err.message : 'Head office could not be reached. Retrying…');
     }
-    timer = window.setTimeout(() => void load(), 30_000);
+    timer = window.setTimeout(() => (document.visibilityState === 'visible' ? void load() : (due = true)), 30_000);
   }
   void load();
+  // People in the shop now, live: only the door block of each card changes.
+  liveShops(
+    p.signal,
+    () => shopsNow.some((s) => typeof s.occupancy === 'number'),
+    (shops) => {
+      for (const s of shops) {
+        const card = list.querySelector(`[data-shop="${CSS.escape(s.slug)}"]`);
+        if (!card) continue;
+        const was = card.querySelector('.door');
+        const now = doorFacts(s, manager);
+        if (was && now) was.replaceWith(now);
+        else if (was) was.remove();
+        else if (now) card.querySelector('.facts')?.after(now);
+      }
+    },
+  );
 }
 
 interface Today {
@@ -99,7 +122,7 @@ function state(s: Shop): { word: string; cls: string } {
   return { word: 'No shop PC yet', cls: 'unknown' };
 }
 
-function shopCard(s: Shop, cameras: Camera[], t: Today | null): HTMLElement {
+function shopCard(s: Shop, cameras: Camera[], t: Today | null, manager: boolean): HTMLElement {
   const st = state(s);
   const pl = placement(s.fraction_below_gate);
   // What an offline shop PC last said about its cameras is no longer known to be true.
@@ -125,6 +148,7 @@ function shopCard(s: Shop, cameras: Camera[], t: Today | null): HTMLElement {
     h('h2', {}, h('a', { href: `#/shop/${encodeURIComponent(s.slug)}` }, s.name)),
     h('p', { class: 'muted small' }, s.slug, ' · ', s.timezone),
     facts(rows),
+    doorFacts(s, manager),
     droppedNotice(s),
   );
 }

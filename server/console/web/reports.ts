@@ -4,6 +4,7 @@ import { cardForm, facts, field, h, notice, replace, select, stacked } from './d
 import { heatmap } from './figures.js';
 import type { Page } from './main.js';
 import { overTime, sideBySide } from './report-extras.js';
+import { doorCard, doorScope, doorTotals } from './door-report.js';
 import type { Conversion, Footfall, Shop } from './types.js';
 import { companyZone as shopsZone } from './zones.js';
 
@@ -118,7 +119,10 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
         const busiest = h('div', { id: 'busiest-area' });
         const time = h('div', { id: 'over-time-area' });
         const side = h('div', { id: 'side-area' });
-        replace(results, totals(footfall, name, shop.value !== '', query), chartCard(footfall), busiest, conversionCard(conversion, query), time, side);
+        // Entries and exits (body counting): absent from a head office without it; a hint where nothing counts them.
+        const door = doorScope(footfall, shops, shop.value);
+        const doorPart = door === 'absent' ? null : doorCard(footfall, door, shop.value !== '', (b) => bucketLabel(b, footfall.bucket), tickFor(footfall));
+        replace(results, totals(footfall, name, shop.value !== '', query, door === 'counting'), chartCard(footfall), doorPart, busiest, conversionCard(conversion, query), time, side);
         void busiestHours(footfall, q, signal).then((el) => el && replace(busiest, el));
         void overTime(footfall, q, signal).then((el) => el && replace(time, el));
         if (!shop.value && shops.length > 1) void sideBySide(shops, q, signal).then((el) => el && replace(side, el));
@@ -213,7 +217,7 @@ export function daysBetween(a: string, b: string): number {
   return Math.round((Date.parse(`${b}T00:00:00Z`) - Date.parse(`${a}T00:00:00Z`)) / 86_400_000);
 }
 
-function totals(r: Footfall, name: string, oneShop: boolean, query: string): HTMLElement {
+function totals(r: Footfall, name: string, oneShop: boolean, query: string, counting: boolean): HTMLElement {
   // `total` is unique people over the window. New customers are new in exactly one bucket (their first visit
   // ever), so their sum is the window's; unidentified visits are one person each, in one bucket; the rest of
   // `total` are the returning customers (docs/console.md).
@@ -229,6 +233,7 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string): HTM
   ];
   if (r.visits > 0) rows.push(['Faces too poor to use', `${(Math.round(r.fraction_below_gate * 1000) / 10).toLocaleString()}%`]);
   if (!oneShop && r.worst_site) rows.push(['Shop with most poor faces', r.worst_site]);
+  if (counting) rows.push(...doorTotals(r));
   return h(
     'div',
     { class: 'card', id: 'report-totals' },
@@ -245,8 +250,7 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string): HTM
  */
 function chartCard(r: Footfall): HTMLElement {
   const bars = r.points.map((pt) => ({ label: pt.bucket, visitors: pt.visitors, new: pt.new, returning: pt.returning }));
-  const sameDay = bars.every((b) => b.label.slice(0, 10) === bars[0]?.label.slice(0, 10));
-  const tick = (l: string) => (r.bucket === 'hour' ? (sameDay ? l.slice(11) : bucketLabel(l, 'hour')) : bucketLabel(l, r.bucket).replace(/^Week of /, ''));
+  const tick = tickFor(r);
   const word = r.bucket;
   const phone = window.matchMedia('(max-width: 640px)').matches;
   const tooMany = bars.length > 62;
@@ -277,6 +281,12 @@ function chartCard(r: Footfall): HTMLElement {
       ),
     ),
   );
+}
+
+/** A bucket label shortened for a chart's axis: the hour alone when every bar is on one day, no "Week of". */
+function tickFor(r: Footfall): (label: string) => string {
+  const sameDay = r.points.every((p) => p.bucket.slice(0, 10) === r.points[0]?.bucket.slice(0, 10));
+  return (l: string) => (r.bucket === 'hour' ? (sameDay ? l.slice(11) : bucketLabel(l, 'hour')) : bucketLabel(l, r.bucket).replace(/^Week of /, ''));
 }
 
 /** `content` inside a closed <details> when `fold`, else as it is. */

@@ -16,6 +16,30 @@ export interface Shop {
   fraction_below_gate: number | null;
   queued: number;
   dropped: number;
+  /**
+   * Body counting (docs/body-counting.md): entries minus exits since the shop's local midnight, and today's entries
+   * and exits; null when no camera of the shop has a counting line; absent from a head office without body counting.
+   */
+  occupancy?: number | null;
+  entries_today?: number | null;
+  exits_today?: number | null;
+}
+
+/** A point of the picture: 0..1 from the left and from the top. */
+export type Point = [number, number];
+
+/** The camera's counting line (shared/agent-api.ts CountingLine): `inside` is the shop's side walking from a to b. */
+export interface CountingLine {
+  a: Point;
+  b: Point;
+  inside: 'left' | 'right';
+}
+
+export interface Tuning {
+  detect_fps: number;
+  min_face_px: number;
+  rotate: number;
+  line?: CountingLine | null;
 }
 
 export interface ImageRef {
@@ -49,6 +73,7 @@ export interface Camera {
   username: string;
   has_password: boolean;
   max_width: number;
+  tuning?: Tuning;
   revision: number;
   enabled: boolean;
   connected: boolean | null;
@@ -64,8 +89,12 @@ export interface Footfall {
   to: string;
   bucket: string;
   timezone: string;
-  points: { bucket: string; visitors: number; new: number; returning: number }[];
+  points: { bucket: string; visitors: number; new: number; returning: number; entries?: number; exits?: number; capture_rate?: number | null }[];
   total: number;
+  /** Body counting (docs/body-counting.md): crossings of the counting lines in the window; absent on an older head office. */
+  entries?: number;
+  exits?: number;
+  capture_rate?: number | null;
   visits: number;
   fraction_below_gate: number;
   worst_site: string;
