@@ -26,6 +26,7 @@ import { sweepUnlinkedFaces } from './customers/faces.js';
 import { ArrivalsHub } from './visits/hub.js';
 import { IdentityControl } from './visits/identity-control.js';
 import { VisitIngest } from './visits/ingest.js';
+import { CrossingIngest } from './crossings/ingest.js';
 import { Metrics } from './metrics/metrics.js';
 import { reportPool, type ReportPool } from './reports/pool.js';
 
@@ -38,6 +39,8 @@ export interface RunningServer {
   broker: Broker;
   /** Visit ingest (its counters; `drained()` for tests and the benchmark). */
   ingest: VisitIngest;
+  /** Crossing ingest (entries and exits; its counters). */
+  crossings: CrossingIngest;
   /** The report threads (started on the first report; terminated on close). */
   reports: ReportPool;
   close(): Promise<void>;
@@ -81,6 +84,8 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const stopHeartbeats = await ingestHeartbeats(deps);
   const ingest = new VisitIngest(deps);
   await ingest.start();
+  const crossings = new CrossingIngest(deps);
+  crossings.start();
   metrics?.watch({ config, store, broker, arrivals, live, ingest });
   const reports = reportPool(deps);
 
@@ -138,6 +143,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     store,
     broker,
     ingest,
+    crossings,
     reports,
     close() {
       closing ??= (async () => {
@@ -149,6 +155,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         await reports.close();
         await stopHeartbeats();
         await ingest.stop();
+        crossings.stop();
         await broker.close();
         store.close();
       })();

@@ -103,6 +103,48 @@ describe('cameras', () => {
     expect((await h.request('GET', '/api/cameras', { token: manager })).body.find((c: any) => c.id === cam.id).revision).toBe(4);
   });
 
+  it('tuning.line: set on POST and PATCH, kept by other tuning edits, carried to the shop PC, cleared with null; bad lines are 400', async () => {
+    const line = { a: [0.1, 0.5], b: [0.9, 0.5], inside: 'right' };
+    const cam = await addCamera(h, manager, shop.slug, { camera_id: 'door', tuning: { line } });
+    expect(cam.tuning).toEqual({ detect_fps: 8, min_face_px: 64, rotate: 0, line });
+    // Another tuning edit keeps the line; a new line replaces it.
+    let r = await h.request('PATCH', `/api/cameras/${cam.id}`, { token: manager, body: { tuning: { detect_fps: 4 } } });
+    expect(r.status).toBe(200);
+    expect(r.body.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line });
+    const moved = { a: [0.2, 0.1], b: [0.2, 0.9], inside: 'left' };
+    r = await h.request('PATCH', `/api/cameras/${cam.id}`, { token: manager, body: { tuning: { line: moved } } });
+    expect(r.body.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line: moved });
+    // The shop PC's pull and every list carry it.
+    const pulled = (await h.request('GET', '/api/agent/cameras', { token: e.token })).body.cameras.find((c: any) => c.id === cam.id);
+    expect(pulled.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line: moved });
+    expect((await h.request('GET', '/api/cameras', { token: staff })).body.find((c: any) => c.id === cam.id).tuning.line).toEqual(moved);
+    // Bad lines: too short (under 5 % of the picture), outside the picture, no inside side, not two points.
+    const bad: [unknown, RegExp][] = [
+      [{ a: [0.5, 0.5], b: [0.52, 0.51], inside: 'left' }, /^tuning\.line\.b: the line must be at least 5 % of the picture long$/],
+      [{ a: [0.5, 0.5], b: [1.2, 0.5], inside: 'left' }, /^tuning\.line\.b\.0: /],
+      [{ a: [-0.1, 0.5], b: [0.5, 0.5], inside: 'left' }, /^tuning\.line\.a\.0: /],
+      [{ a: [0.1, 0.5], b: [0.9, 0.5] }, /^tuning\.line\.inside: /],
+      [{ a: [0.1, 0.5], b: [0.9, 0.5], inside: 'up' }, /^tuning\.line\.inside: /],
+      [{ a: [0.1], b: [0.9, 0.5], inside: 'left' }, /^tuning\.line\.a/],
+      ['door', /^tuning\.line: /],
+    ];
+    for (const [value, message] of bad) {
+      const refused = await h.request('PATCH', `/api/cameras/${cam.id}`, { token: manager, body: { tuning: { line: value } } });
+      expect(refused.status, JSON.stringify(value)).toBe(400);
+      expect(refused.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(message) });
+      const created = await h.request('POST', `/api/sites/${shop.slug}/cameras`, { token: manager, body: { camera_id: 'door-2', host: '192.168.1.65', tuning: { line: value } } });
+      expect(created.status, JSON.stringify(value)).toBe(400);
+    }
+    expect((await h.request('GET', '/api/cameras', { token: staff })).body.find((c: any) => c.id === cam.id).tuning.line).toEqual(moved);
+    // null clears it (the camera counts nothing), for people and the shop PC.
+    r = await h.request('PATCH', `/api/cameras/${cam.id}`, { token: manager, body: { tuning: { line: null } } });
+    expect(r.status).toBe(200);
+    expect(r.body.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line: null });
+    const cleared = (await h.request('GET', '/api/agent/cameras', { token: e.token })).body.cameras.find((c: any) => c.id === cam.id);
+    expect(cleared.tuning.line).toBeNull();
+    await h.request('DELETE', `/api/cameras/${cam.id}`, { token: manager });
+  });
+
   it('camera_id: unique within a shop, allowed in two shops; a bare ambiguous camera_id resolves to nothing', async () => {
     const a = await addCamera(h, manager, shop.slug, { camera_id: 'door' });
     const dup = await h.request('POST', `/api/sites/${shop.slug}/cameras`, { token: manager, body: { camera_id: 'door', host: 'x.local' } });

@@ -10,3 +10,4 @@ export * from '../visits/schema.js';
 export * from '../purchases/schema.js';
 export * from '../auth-service/schema.js';
 export * from '../idp/schema.js';
+export * from '../crossings/schema.js';

@@ -24,6 +24,20 @@ export const Shop = z
   })
   .meta({ id: 'Shop' });
 
+const atTheDoor = 'docs/body-counting.md. null when no camera of the shop has a counting line';
+
+/** A Shop with its day at the door (GET /api/sites rows, GET /api/sites/{site}). */
+export const Site = Shop.extend({
+  occupancy: z
+    .number()
+    .int()
+    .min(0)
+    .nullable()
+    .meta({ description: `People in the shop now: entries minus exits since the shop's local midnight, in time order, never below zero. ${atTheDoor}` }),
+  entries_today: z.number().int().min(0).nullable().meta({ description: `Entries since the shop's local midnight. ${atTheDoor}` }),
+  exits_today: z.number().int().min(0).nullable().meta({ description: `Exits since the shop's local midnight. ${atTheDoor}` }),
+}).meta({ id: 'Site' });
+
 const ShopCheck = z
   .object({
     site_id: Uuid,
@@ -37,7 +51,8 @@ const site = { site: 'Shop slug or id' };
 const noKey = '`no_encryption_key`: the server key is missing; or the broker refuses new logins';
 
 export const shopsDocs = routeDocs({
-  'GET /api/sites': { summary: 'Shops of the company', responses: { 200: { description: 'Every shop with its health', json: z.array(Shop) } } },
+  'GET /api/sites': { summary: 'Shops of the company', responses: { 200: { description: 'Every shop with its health and its day at the door', json: z.array(Site) } } },
+  'GET /api/sites/{site}': { summary: 'One shop', params: site, responses: { 200: { description: 'The shop with its health and its day at the door', json: Site } } },
   'POST /api/sites': {
     summary: 'Open a shop',
     responses: {

@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import type { EnrolmentCodeRow, ShopRow } from './service.js';
 import { isOnline } from './service.js';
 import type { Step } from './check.js';
+import type { ShopToday } from '../crossings/service.js';
 
 /** The spec's Shop. Timestamps never reported are null; fraction_below_gate is null until a face is seen. */
 export function presentShop(shop: ShopRow, config: Config, now = Date.now()) {
@@ -24,6 +25,11 @@ export function presentShop(shop: ShopRow, config: Config, now = Date.now()) {
     enrolled_at: shop.enrolledAt,
     created_at: shop.createdAt,
   };
+}
+
+/** GET /api/sites rows and GET /api/sites/{site}: the Shop with its day at the door (docs/body-counting.md). */
+export function presentSite(shop: ShopRow, config: Config, today: ShopToday, now = Date.now()) {
+  return { ...presentShop(shop, config, now), occupancy: today.occupancy, entries_today: today.entriesToday, exits_today: today.exitsToday };
 }
 
 /** POST /api/sites answer. */

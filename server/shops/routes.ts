@@ -13,7 +13,8 @@ import { checkShop } from './check.js';
 import { mapInfraErrors, requireKey } from './errors.js';
 import { clearRetained, shopAddress } from './notices.js';
 import { shopsPolicy } from './policy.js';
-import { presentEnrolmentCode, presentOpenedShop, presentShop, presentShopCheck } from './presenter.js';
+import { presentEnrolmentCode, presentOpenedShop, presentShopCheck, presentSite } from './presenter.js';
+import { shopsToday } from '../crossings/service.js';
 import {
   DEFAULT_TIMEZONE,
   canonicalTimezone,
@@ -53,7 +54,17 @@ export function shopsRoutes(): AppRouter {
 
   r.get('/', auth(shopsPolicy.view), (ctx) => {
     const now = Date.now();
-    ctx.body = listShops(ctx.deps.store.db, tenantOf(ctx)).map((s) => presentShop(s, ctx.deps.config, now));
+    const db = ctx.deps.store.db;
+    const list = listShops(db, tenantOf(ctx));
+    const today = shopsToday(db, list, new Date(now));
+    ctx.body = list.map((s) => presentSite(s, ctx.deps.config, today.get(s.id)!, now));
+  });
+
+  r.get('/:site', auth(shopsPolicy.view), (ctx) => {
+    const now = Date.now();
+    const shop = shopInPath(ctx);
+    const today = shopsToday(ctx.deps.store.db, [shop], new Date(now));
+    ctx.body = presentSite(shop, ctx.deps.config, today.get(shop.id)!, now);
   });
 
   r.post('/', auth(shopsPolicy.open), validate({ body: CreateShopBody }), (ctx) => {
