@@ -116,6 +116,11 @@ export class DoorCounting {
     });
   };
 
+  /** A camera has a line: load the detector now rather than on its first frame (the first people are not missed). */
+  prepare(): void {
+    if (!this.detector) this.load();
+  }
+
   /** A camera removed or its line cleared: its tracks end, nothing is counted for them. */
   forget(cameraId: string): void {
     this.cameras.delete(cameraId);

@@ -141,6 +141,9 @@ export class AgentRuntime {
         this.doors.forget(cameraId);
       },
       onConnected: (camera) => this.snapshots.uploadSoon(camera),
+      onApplied: (cameras) => {
+        if (cameras.some((c) => c.enabled && c.tuning.line)) this.doors.prepare();
+      },
     });
     this.checks = new CheckRunner({
       api,
