@@ -25,6 +25,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   attributes: () => import('./attributes.js'),
   api: () => import('./api.js'),
   'agent-real': () => import('./agent-real.js'),
+  door: () => import('./door.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));

@@ -5,7 +5,7 @@
  * looped by a real RTSP server on 127.0.0.1; an enrolled shop PC (the agent runtime in-process: ffmpeg capture at
  * detect_fps 5, the real person detector, tracker and line, the disk queue, MQTT QoS 1) with face recognition switched
  * off and no face models in its models folder (only the person model): body counting does not need them; head
- * office in-process, the camera's counting line set with PATCH /api/cameras/{id} as the console does.
+ * office in-process, the camera added with its counting line through the API (tuning.line), as the console does.
  *
  * Asserted: entries and exits each within one of the truth over one run of the video, every crossing near a true
  * one of its direction; what the broker delivered are valid CrossingMessages with distinct ids; head office stored

@@ -10,6 +10,7 @@
  * ones are skipped and counted: the tracker bridges the gap with its velocity and memory). A detector that will not
  * load is reported once and retried after `retryMs`.
  */
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { CountingLine } from '../../shared/agent-api.js';
 import { LineCounter, type LineCounterOptions } from '../bodies/line.js';
@@ -121,6 +122,11 @@ export class DoorCounting {
     if (!this.detector) this.load();
   }
 
+  /** Resolves when the detector is loaded (or failed to) and every frame handed over has been looked at. */
+  async idle(): Promise<void> {
+    while (this.loading || this.draining) await (this.loading ?? this.draining);
+  }
+
   /** A camera removed or its line cleared: its tracks end, nothing is counted for them. */
   forget(cameraId: string): void {
     this.cameras.delete(cameraId);
@@ -218,12 +224,13 @@ export class DoorCounting {
 }
 
 /**
- * The installed person detector. `modelsDir`: the face models' folder when recognition is on (the person model may
- * sit beside them); body counting does not need the face models.
+ * The installed person detector (agent/bodies/detector.ts): the person model sits in the models folder beside the
+ * face models (`footfall models fetch`), listed in its own `bodies.json`; the face models' `manifest.json` is not
+ * needed. `modelsDir`: the folder given (`footfall agent --models`); otherwise `<data dir>/models`.
  */
-// eslint-disable-next-line @typescript-eslint/require-await
 export async function loadDefaultBodyDetector(dataDir: string, modelsDir: string | undefined): Promise<BodyDetector> {
-  void dataDir;
-  void modelsDir;
-  throw new Error('no person detector in this build');
+  // In a thread of its own (TF.js's WebAssembly backend computes synchronously), started only now: a shop PC without
+  // a counting line does not pay for TF.js.
+  const { startBodyDetectorThread } = await import('../bodies/detector-thread.js');
+  return startBodyDetectorThread(modelsDir ?? join(dataDir, 'models'));
 }

@@ -50,6 +50,8 @@ export interface AgentRuntimeOptions {
    * (agent/runtime/doors.ts). Needed only once a camera has a line; independent of the face models.
    */
   bodyDetector?: () => Promise<BodyDetector>;
+  /** The person model's folder (`bodies.json`); default `modelsDir` when it is a folder, else `<data_dir>/models`. */
+  bodyModelsDir?: string;
   /** Body counting settings (motion gating, tracker, line band), mostly for tests and benchmarks. */
   doors?: Pick<DoorCountingOptions, 'motion' | 'tracker' | 'line' | 'retryMs'>;
   /** Recognition worker threads; default the engine's. */
@@ -120,10 +122,10 @@ export class AgentRuntime {
     this.publisher = new Publisher({ queue: this.queue, client: this.broker.client, log });
     this.visits = new VisitSink({ queue: this.queue, api, log, topicPrefix: config.broker.topic_prefix, images });
     this.crossings = new CrossingSink({ queue: this.queue, log, topicPrefix: config.broker.topic_prefix });
-    const modelsDir = options.modelsDir === false ? undefined : (options.modelsDir ?? path.join(config.data_dir, 'models'));
+    const bodyModels = options.bodyModelsDir ?? (options.modelsDir === false ? undefined : options.modelsDir);
     this.doors = new DoorCounting({
       lineOf: (cameraId) => this.sync.cameras().find((c) => c.camera_id === cameraId && c.enabled)?.tuning.line,
-      loadDetector: options.bodyDetector ?? (() => loadDefaultBodyDetector(config.data_dir, modelsDir)),
+      loadDetector: options.bodyDetector ?? (() => loadDefaultBodyDetector(config.data_dir, bodyModels)),
       onCrossing: (cameraId, crossing) => void this.crossings.submit(cameraId, crossing),
       log,
       ...options.doors,
