@@ -26,6 +26,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   api: () => import('./api.js'),
   'agent-real': () => import('./agent-real.js'),
   door: () => import('./door.js'),
+  occupancy: () => import('./occupancy.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));

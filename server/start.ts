@@ -86,7 +86,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   await ingest.start();
   const crossings = new CrossingIngest(deps);
   crossings.start();
-  metrics?.watch({ config, store, broker, arrivals, live, ingest });
+  metrics?.watch({ config, store, broker, arrivals, live, ingest, crossings });
   const reports = reportPool(deps);
 
   let firstAdmin = false;

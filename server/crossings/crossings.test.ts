@@ -230,4 +230,18 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
       exits_today: before.exits_today + 25,
     });
   });
+
+  it('a shop with entry and exit history is not removed (site_not_empty), like one with visits', async () => {
+    const c = await h.company('Door Delta');
+    const pc = await doorPc(h, c, 'Versova');
+    try {
+      await pc.publish(crossing({ camera_id: 'gone' }));
+      const blocked = await h.request('DELETE', `/api/sites/${pc.shop.slug}`, { token: c.ownerToken });
+      expect(blocked.status).toBe(409);
+      expect(blocked.body).toEqual({ error: 'site_not_empty', message: expect.stringContaining('entry and exit history (1 crossing)') });
+      expect(rowsOf(pc.shop.site_id)).toHaveLength(1);
+    } finally {
+      await pc.client.endAsync(true).catch(() => {});
+    }
+  });
 });

@@ -27,14 +27,14 @@ export function shopsWithLine(db: Db, shopIds: readonly string[]): Set<string> {
  * crossings_shop_time_idx (which covers every column read). Occupancy is the count of people inside walked in time
  * order, never below zero: an exit while it is 0 leaves it 0. That walk ends at S - min(0, lowest S_k), where S_k is
  * the running sum of +1 (in) and -1 (out) after k crossings and S the last one, so it is one window function and a
- * min. Same instant: entries first, then by crossing_id (any fixed order would do).
+ * min. Same instant: entries first, then in arrival order (seq: the index order, so the scan needs no sort).
  */
 export function shopDay(db: Db, shopId: string, lo: string, hi: string): { entries: number; exits: number; occupancy: number } {
   const r = db.get<{ entries: number; exits: number; low: number | null }>(sql`
     select count(*) filter (where direction = 'in') as entries, count(*) filter (where direction = 'out') as exits, min(run) as low
     from (
       select direction, sum(case direction when 'in' then 1 else -1 end)
-        over (order by occurred_at, direction, crossing_id rows unbounded preceding) as run
+        over (order by occurred_at, direction, seq rows unbounded preceding) as run
       from crossings indexed by crossings_shop_time_idx
       where shop_id = ${shopId} and occurred_at >= ${lo} and occurred_at < ${hi})`);
   const entries = r?.entries ?? 0;

@@ -109,6 +109,19 @@ describe('metrics on (FOOTFALL_METRICS_TOKEN)', () => {
     expect(text).toMatch(/^footfall_nodejs_eventloop_lag_p99_seconds /m);
   });
 
+  it('counts crossings by outcome: stored, duplicate, invalid; and those from an unknown camera', async () => {
+    const topic = upTopic(a.slug, pc.shop.slug, 'crossing');
+    const m = { crossing_id: randomUUID(), occurred_at: new Date().toISOString(), camera_id: 'door', direction: 'in' };
+    await pc.client.publishAsync(topic, JSON.stringify(m), { qos: 1 });
+    await pc.client.publishAsync(topic, JSON.stringify(m), { qos: 1 });
+    await pc.client.publishAsync(topic, '{"direction": "in"}', { qos: 1 });
+    const text = await scrape();
+    expect(sample(text, 'footfall_ingest_crossings_total', '{outcome="stored"}')).toBe(1);
+    expect(sample(text, 'footfall_ingest_crossings_total', '{outcome="duplicate"}')).toBe(1);
+    expect(sample(text, 'footfall_ingest_crossings_total', '{outcome="invalid"}')).toBe(1);
+    expect(sample(text, 'footfall_ingest_crossings_unknown_camera_total')).toBe(1); // the shop has no camera "door"
+  });
+
   it('counts unknown paths as unmatched, and the scrapes themselves', async () => {
     await h.request('GET', `/api/no-such-thing/${randomUUID()}`);
     const text = await scrape();

@@ -15,6 +15,7 @@ import type { Broker } from '../broker/broker.js';
 import type { ArrivalsHub } from '../visits/hub.js';
 import type { LiveHub } from '../cameras/live.js';
 import type { IngestStats } from '../visits/ingest.js';
+import type { CrossingStats } from '../crossings/ingest.js';
 import { shops } from '../shops/schema.js';
 
 /** What the gauges read at each scrape. */
@@ -25,7 +26,18 @@ export interface MetricSources {
   arrivals: ArrivalsHub;
   live: LiveHub;
   ingest: { readonly stats: IngestStats };
+  /** Crossing ingest (entries and exits at the door). */
+  crossings?: { readonly stats: CrossingStats };
 }
+
+/** Ingest outcomes of a received crossing message, as `outcome` labels. */
+const CROSSING_OUTCOMES: [keyof CrossingStats, string][] = [
+  ['stored', 'stored'],
+  ['duplicates', 'duplicate'],
+  ['invalid', 'invalid'],
+  ['unknownShop', 'unknown_shop'],
+  ['suspended', 'suspended'],
+];
 
 /** Ingest outcomes of a received visit message, as `outcome` labels. */
 const OUTCOMES: [keyof IngestStats, string][] = [
@@ -135,6 +147,29 @@ export class Metrics {
         this.inc({ result: 'new_customer' }, stats.newCustomers);
       },
     });
+    const crossings = s.crossings;
+    if (crossings) {
+      new Counter({
+        name: 'footfall_ingest_crossings_total',
+        help: 'Crossing messages (entries and exits) by outcome: stored, duplicate (already stored), invalid, unknown_shop, suspended (company).',
+        labelNames: ['outcome'],
+        registers,
+        collect() {
+          const stats = crossings.stats;
+          this.reset();
+          for (const [key, outcome] of CROSSING_OUTCOMES) this.inc({ outcome }, stats[key]);
+        },
+      });
+      new Counter({
+        name: 'footfall_ingest_crossings_unknown_camera_total',
+        help: 'Stored crossings whose camera_id names no camera of the shop (counted for the shop without a camera).',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(crossings.stats.unknownCamera);
+        },
+      });
+    }
     const fleet = (): Fleet => (this.fleetNow ??= fleetOf(s));
     new Gauge({
       name: 'footfall_shop_pcs',

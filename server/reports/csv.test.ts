@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { memberToken, syntheticFace } from '../../test/support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from '../../test/support/visits.js';
+import { upTopic } from '../../shared/topics.js';
 import { csvField } from './csv.js';
 
 /** GET /api/reports/footfall and /conversion with format=csv (docs/reports.md, CSV export). */
@@ -21,6 +22,8 @@ describe('reports as CSV', () => {
     await pc.publish({ visit_id: randomUUID(), occurred_at: at(5), camera_id: 'door', embedding: syntheticFace(7), recognition_model: 'm', quality: 0.9, passed_gate: true });
     await pc.publish({ visit_id: randomUUID(), occurred_at: at(4), camera_id: 'door', quality: 0.2, passed_gate: false });
     await settled(h);
+    // One entry at the door (acknowledged once stored).
+    await pc.client.publishAsync(upTopic(c.slug, pc.shop.slug, 'crossing'), JSON.stringify({ crossing_id: randomUUID(), occurred_at: at(6), camera_id: 'door', direction: 'in' }), { qos: 1 });
     const sale = await h.request('POST', '/api/purchases', { token: c.ownerToken, body: { visitor_id: 'V-1', site_id: pc.shop.slug, amount: 120.5, currency: 'INR' } });
     expect(sale.status).toBe(201);
   });
@@ -38,9 +41,13 @@ describe('reports as CSV', () => {
     expect(csv.headers.get('content-disposition')).toBe(`attachment; filename="footfall-${json.body.from}-to-${json.body.to}.csv"`);
     const lines = (csv.body as string).split('\r\n');
     expect(lines.pop()).toBe('');
-    expect(lines[0]).toBe('bucket,visitors,new,returning,not_identified');
-    expect(lines.slice(1)).toEqual(json.body.points.map((p: any) => [p.bucket, p.visitors, p.new, p.returning, p.visitors - p.new - p.returning].join(',')));
-    expect(lines[lines.length - 1]).toMatch(/,2,1,0,1$/);
+    expect(lines[0]).toBe('bucket,visitors,new,returning,not_identified,entries,exits,capture_rate');
+    expect(lines.slice(1)).toEqual(
+      json.body.points.map((p: any) => [p.bucket, p.visitors, p.new, p.returning, p.visitors - p.new - p.returning, p.entries, p.exits, p.capture_rate ?? ''].join(',')),
+    );
+    // Today: two visitors (one new, one not identified), one entry, its visit identified. Earlier days: no rate.
+    expect(lines[lines.length - 1]).toMatch(/,2,1,0,1,1,0,1$/);
+    expect(lines[1]).toMatch(/,0,0,0,0,0,0,$/);
   });
 
   it('conversion: one row with the window, the shop and the totals', async () => {

@@ -33,8 +33,8 @@ export function csvOf(header: string[], rows: (string | number)[][]): string {
 
 export function footfallCsv(r: ReturnType<typeof presentFootfall>): string {
   return csvOf(
-    ['bucket', 'visitors', 'new', 'returning', 'not_identified'],
-    r.points.map((p) => [p.bucket, p.visitors, p.new, p.returning, Math.max(0, p.visitors - p.new - p.returning)]),
+    ['bucket', 'visitors', 'new', 'returning', 'not_identified', 'entries', 'exits', 'capture_rate'],
+    r.points.map((p) => [p.bucket, p.visitors, p.new, p.returning, Math.max(0, p.visitors - p.new - p.returning), p.entries, p.exits, p.capture_rate ?? '']),
   );
 }
 

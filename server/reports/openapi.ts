@@ -3,6 +3,13 @@ import { routeDocs } from '../openapi/registry.js';
 import { FormatInput } from './csv.js';
 import { ReportQueryInput } from './query.js';
 
+const captureRate = z
+  .number()
+  .min(0)
+  .max(1)
+  .nullable()
+  .meta({ description: 'Additive: identified visits / entries (docs/reports.md), four decimals; null without entries' });
+
 /** The answers of ./presenter.ts. */
 export const FootfallReport = z
   .object({
@@ -10,12 +17,25 @@ export const FootfallReport = z
     to: z.string().meta({ description: 'YYYY-MM-DD' }),
     bucket: z.enum(['hour', 'day', 'week', 'month']),
     timezone: z.string(),
-    points: z.array(z.object({ bucket: z.string(), visitors: z.number().int(), new: z.number().int(), returning: z.number().int() })),
+    points: z.array(
+      z.object({
+        bucket: z.string(),
+        visitors: z.number().int(),
+        new: z.number().int(),
+        returning: z.number().int(),
+        entries: z.number().int().min(0).meta({ description: 'Additive: crossings of a counting line into the shop in the bucket (docs/body-counting.md)' }),
+        exits: z.number().int().min(0).meta({ description: 'Additive: crossings out of the shop in the bucket' }),
+        capture_rate: captureRate,
+      }),
+    ),
     total: z.number().int(),
     visits: z.number().int(),
     fraction_below_gate: z.number(),
     worst_site: z.string(),
     average_dwell_s: z.number().min(0).meta({ description: 'Additive: the average visit (a stay, first to last sighting) in seconds, one decimal; 0 without visits' }),
+    entries: z.number().int().min(0).meta({ description: 'Additive: entries over the window (the sum of the points’)' }),
+    exits: z.number().int().min(0).meta({ description: 'Additive: exits over the window (the sum of the points’)' }),
+    capture_rate: captureRate,
   })
   .meta({ id: 'FootfallReport' });
 

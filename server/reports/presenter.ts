@@ -18,13 +18,25 @@ export function presentFootfall(r: FootfallReport) {
     to: r.query.to,
     bucket: r.query.bucket,
     timezone: r.query.tz,
-    points: r.points.map((p) => ({ bucket: p.label, visitors: p.visitors, new: p.newVisitors, returning: p.returning })),
+    points: r.points.map((p) => ({
+      bucket: p.label,
+      visitors: p.visitors,
+      new: p.newVisitors,
+      returning: p.returning,
+      entries: p.entries,
+      exits: p.exits,
+      capture_rate: p.captureRate === null ? null : ratio(p.captureRate),
+    })),
     total: r.total,
     visits: r.visits,
     fraction_below_gate: ratio(r.fractionBelowGate),
     worst_site: r.worstSite?.name ?? '',
     /** Additive (docs/reports.md): the average visit (a stay: first to last sighting) in seconds. */
     average_dwell_s: dwellSeconds(r.averageDwellMs),
+    /** Additive (docs/body-counting.md): crossings of the counting lines over the window, and the capture rate. */
+    entries: r.entries,
+    exits: r.exits,
+    capture_rate: r.captureRate === null ? null : ratio(r.captureRate),
   };
 }
 

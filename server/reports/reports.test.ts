@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upTopic } from '../../shared/topics.js';
-import type { VisitMessage } from '../../shared/messages.js';
+import type { CrossingMessage, VisitMessage } from '../../shared/messages.js';
+import { randomUUID } from 'node:crypto';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { realFaces, visitOf, type RealFace, type RealFaces } from '../../test/support/faces.js';
 import { connectPc, enrol, memberToken, openShop } from '../../test/support/shop-pc.js';
@@ -12,9 +13,13 @@ async function shopIn(h: Harness, c: Company, name: string, timezone?: string) {
   const shop = await openShop(h, c.ownerToken, timezone ? { name, timezone } : { name });
   const client = await connectPc(h, await enrol(h, c.ownerToken, shop.slug));
   const topic = upTopic(c.slug, shop.slug, 'visit');
+  const crossingTopic = upTopic(c.slug, shop.slug, 'crossing');
   return {
     shop: shop as { site_id: string; slug: string; name: string; timezone: string },
     publish: (msg: VisitMessage) => client.publishAsync(topic, JSON.stringify(msg), { qos: 1 }),
+    /** One crossing of the door's counting line (acknowledged once stored). */
+    cross: (direction: 'in' | 'out', at: string) =>
+      client.publishAsync(crossingTopic, JSON.stringify({ crossing_id: randomUUID(), occurred_at: at, camera_id: 'door', direction } satisfies CrossingMessage), { qos: 1 }),
     close: () => client.endAsync(true).catch(() => {}),
   };
 }
@@ -82,6 +87,18 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     await visit(andheri, 'v13', '2026-02-28T20:00:00Z', undefined, { passed_gate: true }); // 1 March 01:30 IST, 28 February 15:00 EST
     // Another company's visit in the same hours: never counted for A.
     await visit(powai, 'b1', '2026-03-08T07:20:00Z', p1);
+
+    // Brooklyn's door (entries and exits) on the same day, across the spring-forward; none at Andheri.
+    await brooklyn.cross('in', '2026-03-08T06:40:00Z'); // 01:40 EST
+    await brooklyn.cross('in', '2026-03-08T07:10:00Z'); // 03:10 EDT (the first hour after the jump)
+    await brooklyn.cross('in', '2026-03-08T07:20:00Z'); // 03:20 EDT
+    await brooklyn.cross('out', '2026-03-08T07:55:00Z'); // 03:55 EDT
+    await brooklyn.cross('in', '2026-03-08T07:59:59.999Z'); // 03:59:59.999 EDT: still the 03:00 bucket
+    await brooklyn.cross('out', '2026-03-08T08:00:00Z'); // 04:00 EDT
+    await brooklyn.cross('in', '2026-03-08T12:00:00Z'); // 08:00 EDT
+    await brooklyn.cross('out', '2026-03-09T03:59:59Z'); // 8 March 23:59:59 EDT
+    await brooklyn.cross('out', '2026-03-09T04:00:00Z'); // 9 March 00:00 EDT
+    await powai.cross('in', '2026-03-08T07:20:00Z'); // another company's: never counted for A
   });
   afterAll(async () => {
     await Promise.all([andheri, brooklyn, powai, deira, bandra].map((s) => s?.close()));
@@ -102,12 +119,12 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
   it('hour buckets in New York across the spring-forward: 23 local hours, no 02:00; the exact JSON shape', async () => {
     const r = await footfall('from=2026-03-08&to=2026-03-08&tz=America/New_York&bucket=hour');
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(Object.keys(r.body)).toEqual(['from', 'to', 'bucket', 'timezone', 'points', 'total', 'visits', 'fraction_below_gate', 'worst_site', 'average_dwell_s']);
+    expect(Object.keys(r.body)).toEqual(['from', 'to', 'bucket', 'timezone', 'points', 'total', 'visits', 'fraction_below_gate', 'worst_site', 'average_dwell_s', 'entries', 'exits', 'capture_rate']);
     const labels = r.body.points.map((p: any) => p.bucket);
     expect(labels).toHaveLength(23);
     expect(labels.slice(0, 4)).toEqual(['2026-03-08T00:00', '2026-03-08T01:00', '2026-03-08T03:00', '2026-03-08T04:00']);
     expect(labels.at(-1)).toBe('2026-03-08T23:00');
-    expect(r.body.points[0]).toEqual({ bucket: '2026-03-08T00:00', visitors: 0, new: 0, returning: 0 });
+    expect(r.body.points[0]).toEqual({ bucket: '2026-03-08T00:00', visitors: 0, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null });
     expect(nonEmpty(r.body.points)).toEqual([
       ['2026-03-08T01:00', 1, 1, 0], // P1, first ever
       ['2026-03-08T03:00', 3, 1, 1], // P1 again, P2 new, one unidentified
@@ -132,15 +149,18 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
       bucket: 'day',
       timezone: 'Asia/Kolkata',
       points: [
-        { bucket: '2026-03-08', visitors: 2, new: 1, returning: 0 }, // P3 23:30 IST (first ever), v8
-        { bucket: '2026-03-09', visitors: 3, new: 0, returning: 2 }, // P3 again (marked new, but not first), v9, P1 (first seen in Brooklyn)
-        { bucket: '2026-03-10', visitors: 1, new: 1, returning: 0 }, // P4
+        { bucket: '2026-03-08', visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null }, // P3 23:30 IST (first ever), v8
+        { bucket: '2026-03-09', visitors: 3, new: 0, returning: 2, entries: 0, exits: 0, capture_rate: null }, // P3 again (marked new, but not first), v9, P1 (first seen in Brooklyn)
+        { bucket: '2026-03-10', visitors: 1, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null }, // P4
       ],
       total: 5, // P1, P3, P4, v8, v9
       visits: 6,
       fraction_below_gate: 0.1667,
       worst_site: 'Andheri',
       average_dwell_s: 0, // every visit here is one sighting of one moment
+      entries: 0, // Andheri has no counting line
+      exits: 0,
+      capture_rate: null,
     });
     // The same shop by uuid, by site_id, and with upper-case slug; tz defaults to the shop's.
     for (const q of [`site=${andheri.shop.site_id}`, 'site_id=andheri', 'site=ANDHERI&site_id=andheri']) {
@@ -151,16 +171,50 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     // Brooklyn's zone by default; its 8 March in local days (v1 to v5).
     const ny = await footfall('from=2026-03-08&to=2026-03-08&site=brooklyn');
     expect(ny.body).toMatchObject({ timezone: 'America/New_York', total: 3, visits: 5, fraction_below_gate: 0.4, worst_site: 'Brooklyn' });
-    expect(ny.body.points).toEqual([{ bucket: '2026-03-08', visitors: 3, new: 2, returning: 0 }]);
+    expect(ny.body.points).toEqual([{ bucket: '2026-03-08', visitors: 3, new: 2, returning: 0, entries: 5, exits: 3, capture_rate: 0.8 }]);
+  });
+
+  it('entries, exits and capture rate: New York hours across the spring-forward, the site filter, tenancy', async () => {
+    const r = await footfall('from=2026-03-08&to=2026-03-08&tz=America/New_York&bucket=hour');
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const door = r.body.points.filter((p: any) => p.entries + p.exits > 0).map((p: any) => [p.bucket, p.entries, p.exits, p.capture_rate]);
+    expect(door).toEqual([
+      ['2026-03-08T01:00', 1, 0, 1], // 01:40 EST; P1 identified
+      ['2026-03-08T03:00', 3, 1, 0.6667], // 03:10, 03:20, 03:59:59.999 EDT in, 03:55 out; P1 and P2 identified, v3 not
+      ['2026-03-08T04:00', 0, 1, null], // an exit only: no rate
+      ['2026-03-08T08:00', 1, 0, 0], // nobody identified
+      ['2026-03-08T23:00', 0, 1, null], // 23:59:59 EDT; the one at 00:00 EDT is the 9th's
+    ]);
+    for (const p of r.body.points) if (p.entries === 0) expect(p.capture_rate).toBeNull();
+    // Totals: the sums of the points; the rate over the day counts only the shops with entries (Brooklyn: v1, v2,
+    // v4, v5 of five entries), not Andheri's identified visits (no counting line there).
+    expect(r.body).toMatchObject({ entries: 5, exits: 3, capture_rate: 0.8 });
+    expect(sum(r.body.points.map((p: any) => p.entries))).toBe(r.body.entries);
+    expect(sum(r.body.points.map((p: any) => p.exits))).toBe(r.body.exits);
+    // The site filter: Andheri has no crossings; Brooklyn has them all.
+    const andheriOnly = await footfall('from=2026-03-08&to=2026-03-08&tz=America/New_York&bucket=hour&site=andheri');
+    expect(andheriOnly.body).toMatchObject({ entries: 0, exits: 0, capture_rate: null });
+    expect(andheriOnly.body.points.every((p: any) => p.entries === 0 && p.exits === 0 && p.capture_rate === null)).toBe(true);
+    const brooklynOnly = await footfall('from=2026-03-08&to=2026-03-08&tz=America/New_York&bucket=hour&site=brooklyn');
+    expect(brooklynOnly.body.points.map((p: any) => [p.entries, p.exits, p.capture_rate])).toEqual(r.body.points.map((p: any) => [p.entries, p.exits, p.capture_rate]));
+    // In India the same crossings are 8 March midday to 9 March morning.
+    const india = await footfall('from=2026-03-08&to=2026-03-09&tz=Asia/Kolkata');
+    expect(india.body.points.map((p: any) => [p.bucket, p.entries, p.exits])).toEqual([
+      ['2026-03-08', 5, 2],
+      ['2026-03-09', 0, 2],
+    ]);
+    // Another company sees only its own crossing.
+    const other = await footfall('from=2026-03-08&to=2026-03-08&tz=UTC', b.ownerToken);
+    expect(other.body).toMatchObject({ entries: 1, exits: 0, capture_rate: 1 }); // b1 (P1 in B's gallery) identified
   });
 
   it('week buckets: ISO weeks from Monday, labelled by the Monday, cut to the window', async () => {
     const r = await footfall('from=2026-03-01&to=2026-03-15&tz=America/New_York&bucket=week');
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.points).toEqual([
-      { bucket: '2026-02-23', visitors: 1, new: 0, returning: 0 }, // Sunday 1 March only: v12
-      { bucket: '2026-03-02', visitors: 6, new: 3, returning: 0 }, // v1 to v9: P1, P2, P3 first ever, three unidentified
-      { bucket: '2026-03-09', visitors: 2, new: 1, returning: 1 }, // v10 (00:00 EDT Monday) P1, v11 P4
+      { bucket: '2026-02-23', visitors: 1, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null }, // Sunday 1 March only: v12
+      { bucket: '2026-03-02', visitors: 6, new: 3, returning: 0, entries: 5, exits: 3, capture_rate: 0.8 }, // v1 to v9: P1, P2, P3 first ever, three unidentified
+      { bucket: '2026-03-09', visitors: 2, new: 1, returning: 1, entries: 0, exits: 1, capture_rate: null }, // v10 (00:00 EDT Monday) P1, v11 P4
     ]);
     expect(r.body).toMatchObject({ total: 8, visits: 12, fraction_below_gate: 0.3333, worst_site: 'Brooklyn' }); // Brooklyn 3 of 6 below
     expect(sum(r.body.points.map((p: any) => p.visitors))).toBeGreaterThanOrEqual(r.body.total);
@@ -170,13 +224,13 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     const ny = await footfall('from=2026-02-01&to=2026-03-31&tz=America/New_York&bucket=month');
     expect(ny.status).toBe(200);
     expect(ny.body.points).toEqual([
-      { bucket: '2026-02', visitors: 1, new: 0, returning: 0 }, // v13, 28 February 15:00 EST
-      { bucket: '2026-03', visitors: 8, new: 4, returning: 0 },
+      { bucket: '2026-02', visitors: 1, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null }, // v13, 28 February 15:00 EST
+      { bucket: '2026-03', visitors: 8, new: 4, returning: 0, entries: 5, exits: 4, capture_rate: 0.8 },
     ]);
     const india = await footfall('from=2026-02-01&to=2026-03-31&tz=Asia/Kolkata&bucket=month');
     expect(india.body.points).toEqual([
-      { bucket: '2026-02', visitors: 0, new: 0, returning: 0 },
-      { bucket: '2026-03', visitors: 9, new: 4, returning: 0 },
+      { bucket: '2026-02', visitors: 0, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null },
+      { bucket: '2026-03', visitors: 9, new: 4, returning: 0, entries: 5, exits: 4, capture_rate: 0.8 },
     ]);
     for (const r of [ny, india]) expect(r.body).toMatchObject({ total: 9, visits: 13, fraction_below_gate: 0.3077 }); // 4 of 13
   });
@@ -188,12 +242,15 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
       to: '2026-01-02',
       bucket: 'day',
       timezone: 'UTC',
-      points: ['2025-12-30', '2025-12-31', '2026-01-01', '2026-01-02'].map((d) => ({ bucket: d, visitors: 0, new: 0, returning: 0 })),
+      points: ['2025-12-30', '2025-12-31', '2026-01-01', '2026-01-02'].map((d) => ({ bucket: d, visitors: 0, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null })),
       total: 0,
       visits: 0,
       fraction_below_gate: 0,
       worst_site: '',
       average_dwell_s: 0,
+      entries: 0,
+      exits: 0,
+      capture_rate: null,
     });
     const other = await footfall('from=2026-03-08&to=2026-03-08&tz=UTC', b.ownerToken);
     expect(other.body).toMatchObject({ total: 1, visits: 1, fraction_below_gate: 0, worst_site: 'Powai' });

@@ -2,6 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
 import { minorDigits } from '../purchases/service.js';
 import { bucketsOf, windowOf, type Bucket } from './calendar.js';
+import { doorCounts } from './door.js';
 import type { ReportQuery } from './query.js';
 
 /**
@@ -21,6 +22,11 @@ export interface FootfallPoint {
   newVisitors: number;
   /** The other customers of the bucket. */
   returning: number;
+  /** Crossings of a counting line into the shop (entries) and out of it (exits) in the bucket (door.ts). */
+  entries: number;
+  exits: number;
+  /** Identified visits / entries, 0..1; null without entries (door.ts). */
+  captureRate: number | null;
 }
 
 export interface SiteShare {
@@ -44,6 +50,11 @@ export interface FootfallReport {
   averageDwellMs: number;
   /** The shop with the largest share of visits below the gate; null without visits. */
   worstSite: SiteShare | null;
+  /** Entries and exits over the window (the sums of the points'). */
+  entries: number;
+  exits: number;
+  /** Over the whole window; null without entries. */
+  captureRate: number | null;
 }
 
 export interface CurrencyTotal {
@@ -189,10 +200,13 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
   return snapshot(db, () => {
     const counts = windowCounts(db, companyId, q.siteId, iso(w.lo), iso(w.hi));
     const per = bucketCounts(db, companyId, q.siteId, buckets);
+    const door = doorCounts(db, companyId, q.siteId, buckets);
+    const whole = doorCounts(db, companyId, q.siteId, [{ label: '', lo: w.lo, hi: w.hi }])[0]!;
     const points = buckets.map((b, i): FootfallPoint => {
       const { known, anon, fresh } = per[i]!;
+      const { entries, exits, captureRate } = door[i]!;
       const newVisitors = Math.min(fresh, known);
-      return { label: b.label, visitors: known + anon, newVisitors, returning: known - newVisitors };
+      return { label: b.label, visitors: known + anon, newVisitors, returning: known - newVisitors, entries, exits, captureRate };
     });
     return {
       query: q,
@@ -203,6 +217,9 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
       fractionBelowGate: counts.visits === 0 ? 0 : counts.belowGate / counts.visits,
       averageDwellMs: counts.visits === 0 ? 0 : counts.dwellMs / counts.visits,
       worstSite: worstOf(counts.sites),
+      entries: whole.entries,
+      exits: whole.exits,
+      captureRate: whole.captureRate,
     };
   });
 }

@@ -64,7 +64,7 @@ export const shopsDocs = routeDocs({
   'DELETE /api/sites/{site}': {
     summary: 'Remove an empty shop',
     params: site,
-    responses: { 200: { description: 'Removed; its broker login is gone', json: z.object({ deleted: z.string(), site_id: Uuid }) }, 409: '`site_not_empty`: it has visits or cameras' },
+    responses: { 200: { description: 'Removed; its broker login is gone', json: z.object({ deleted: z.string(), site_id: Uuid }) }, 409: '`site_not_empty`: it has visits, crossings (entries and exits) or cameras' },
   },
   'GET /api/sites/{site}/check': {
     summary: 'Check a shop step by step',

@@ -9,6 +9,7 @@ import type { Keys } from '../crypto/keys.js';
 import type { Db } from '../db/open.js';
 import { conflict } from '../http/errors.js';
 import { shopVisitCount } from '../visits/service.js';
+import { crossings } from '../crossings/schema.js';
 import { enrolmentCodes, shops } from './schema.js';
 
 export type ShopRow = typeof shops.$inferSelect;
@@ -105,6 +106,8 @@ export function shopBlockers(db: Db, shopId: string): string[] {
   if (n > 0) reasons.push(`it has ${n} camera${n === 1 ? '' : 's'} (remove them first)`);
   const v = shopVisitCount(db, shopId);
   if (v > 0) reasons.push(`it has visit history (${v} visit${v === 1 ? '' : 's'}), which is kept`);
+  const x = db.select({ n: count() }).from(crossings).where(eq(crossings.shopId, shopId)).get()!.n;
+  if (x > 0) reasons.push(`it has entry and exit history (${x} crossing${x === 1 ? '' : 's'}), which is kept`);
   return reasons;
 }
 
