@@ -9,7 +9,8 @@
  *
  * Asserted: entries and exits each within one of the truth over one run of the video, every crossing near a true
  * one of its direction; what the broker delivered are valid CrossingMessages with distinct ids; head office stored
- * each once and GET /api/sites shows the shop's entries_today, exits_today and occupancy to match.
+ * each once; GET /api/sites and GET /api/sites/{site} show the shop's entries_today, exits_today and occupancy to
+ * match, and the footfall report the same entries and exits (capture rate 0: no face was identified).
  */
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -150,5 +151,16 @@ describe('door counting on video: entries, exits and occupancy', () => {
     const row = (sites.body as any[]).find((s) => s.id === shop.site_id || s.slug === shop.slug);
     expect(row).toMatchObject({ entries_today: entries, exits_today: exits, occupancy: inside });
     expect(Math.abs(row.occupancy - (trueIn - trueOut))).toBeLessThanOrEqual(2);
+    const one = await h.request('GET', `/api/sites/${shop.slug}`, { token: owner });
+    expect(one.status).toBe(200);
+    expect(one.body).toMatchObject({ entries_today: entries, exits_today: exits, occupancy: inside });
+
+    // The footfall report counts the same entries and exits; no visit was identified (recognition off): capture 0.
+    const day = new Date().toISOString().slice(0, 10);
+    const r = await h.request('GET', `/api/reports/footfall?from=${day}&to=${day}&tz=UTC&site=${shop.slug}`, { token: owner });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ entries, exits, capture_rate: 0 });
+    expect(r.body.points.reduce((n: number, p: any) => n + p.entries, 0)).toBe(entries);
+    expect(r.body.points.reduce((n: number, p: any) => n + p.exits, 0)).toBe(exits);
   });
 });

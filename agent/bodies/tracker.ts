@@ -1,10 +1,11 @@
 /**
  * Per-camera body tracking (docs/body-counting.md, "Shop PC"): each frame's person boxes are associated with the
- * live tracks, greedily best pair first, by overlap (IoU) with the track's predicted box (constant velocity) or,
+ * live tracks (the least total cost over all pairs, agent/bodies/assign.ts), by overlap (IoU) with the track's predicted box (constant velocity) or,
  * failing that, by centre distance relative to the body's size (someone who walked further than their own width
  * between two frames at a low detect_fps). A track not matched is kept for `maxLostMs` of frame time (a missed
  * detection, someone passing behind another) and then ended. Pure bookkeeping in 0..1 frame coordinates.
  */
+import { assign } from './assign.js';
 import type { BodyBox } from './types.js';
 
 export interface BodyTrackerConfig {
@@ -81,35 +82,31 @@ export class BodyTracker {
     }
     const dets = boxes.filter((b) => b.score >= minScore && b.w > 0 && b.h > 0);
     const predicted = this.live.map((t) => this.predict(t, at));
-    const pairs: { t: number; d: number; cost: number }[] = [];
-    this.live.forEach((t, ti) => {
+    // Every allowed pair's cost: 0..1 by overlap, above 1 by centre distance (every overlap pair is cheaper).
+    const cost = this.live.map((t, ti) => {
       const p = predicted[ti]!;
       const ps = this.size(p);
-      dets.forEach((d, di) => {
+      return dets.map((d) => {
         const ratio = this.size(d) / ps;
-        if (ratio > maxSizeRatio || ratio < 1 / maxSizeRatio) return;
+        if (ratio > maxSizeRatio || ratio < 1 / maxSizeRatio) return Infinity;
         const overlap = iouOf(p, d);
-        if (overlap >= minIou) {
-          pairs.push({ t: ti, d: di, cost: 1 - overlap });
-          return;
-        }
+        if (overlap >= minIou) return 1 - overlap;
         const [px, py] = centre(p);
         const [dx, dy] = centre(d);
         const dist = Math.hypot((px - dx) * this.aspect, py - dy) / ps;
-        // Behind every overlap match: cost above 1.
-        if (dist <= maxCentreDistance) pairs.push({ t: ti, d: di, cost: 1 + dist });
+        return dist <= maxCentreDistance ? 1 + dist : Infinity;
       });
     });
-    pairs.sort((a, b) => a.cost - b.cost);
-    const usedT = new Set<number>();
+    // The least total cost, pairing as many as can be paired: leaving a track and a detection apart costs more than
+    // any allowed pair.
+    const taken = assign(cost, dets.length, 1 + maxCentreDistance);
     const usedD = new Set<number>();
     for (const t of this.live) t.seen = false;
-    for (const { t, d } of pairs) {
-      if (usedT.has(t) || usedD.has(d)) continue;
-      usedT.add(t);
+    taken.forEach((d, t) => {
+      if (d < 0) return;
       usedD.add(d);
       this.match(this.live[t]!, dets[d]!, at);
-    }
+    });
     dets.forEach((d, i) => {
       if (usedD.has(i)) return;
       this.live.push({ id: `${this.prefix}${++this.next}`, firstAt: at, lastAt: at, box: { ...d }, vx: 0, vy: 0, hits: 1, seen: true });
