@@ -76,7 +76,7 @@ describe('DoorCounting', () => {
     const doors = counting({ door: DOOR_LINE }, crossings, loads);
     doors.prepare();
     await doors.idle();
-    expect(doors.detectorName).toMatch(/centernet/);
+    expect(doors.detectorName).toMatch(/tfjs-wasm/);
     // Every frame looked at (or held by motion gating): the next one goes in once the detector is done.
     for (let n = 0; n < frames.length; n++) {
       doors.consume(frame(n));
