@@ -14,7 +14,7 @@ import type { CountingLine } from '../../shared/agent-api.js';
 import { loadBodyDetector } from '../bodies/detector.js';
 import { startBodyDetectorThread } from '../bodies/detector-thread.js';
 import { ensureTestBodyModels, testModelsDir } from '../models/test-cache.js';
-import type { Crossing } from '../bodies/types.js';
+import type { BodyDetector, Crossing } from '../bodies/types.js';
 import type { Frame } from '../capture/frame.js';
 import { DOOR_LINE, DOOR_VIDEO, doorTruth, ensureDoorVideo } from '../fixtures/door-video.js';
 import { DoorCounting } from './doors.js';
@@ -136,6 +136,42 @@ describe('DoorCounting', () => {
     doors.consume(frame(1));
     await doors.idle();
     expect(doors.stats().door).toMatchObject({ frames: 2, analysed: 0 });
+    await doors.close();
+  });
+
+  it('closes a detector that keeps failing (its thread gone) and loads a new one', { timeout: 60_000 }, async () => {
+    const loaded: BodyDetector[] = [];
+    const doors = new DoorCounting({
+      lineOf: () => DOOR_LINE,
+      loadDetector: async () => {
+        const d = await startBodyDetectorThread(testModelsDir());
+        loaded.push(d);
+        return d;
+      },
+      onCrossing: () => undefined,
+      log,
+      motion: false,
+      retryMs: 0,
+    });
+    doors.prepare();
+    await doors.idle();
+    // Gone behind its back: every detection now fails.
+    await loaded[0]!.close();
+    for (let n = 0; n < 5; n++) {
+      doors.consume(frame(n));
+      await doors.idle();
+    }
+    expect(doors.problem).toMatch(/failed 5 times in a row/);
+    expect(doors.detectorName).toBeUndefined();
+    // The next frame loads a new one, which works.
+    doors.consume(frame(5));
+    await doors.idle();
+    expect(loaded).toHaveLength(2);
+    expect(doors.detectorName).toMatch(/tfjs-wasm/);
+    expect(doors.problem).toBeUndefined();
+    doors.consume(frame(6));
+    await doors.idle();
+    expect(doors.stats().door!.analysed).toBe(1);
     await doors.close();
   });
 });

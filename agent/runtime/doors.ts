@@ -19,6 +19,9 @@ import type { BodyDetector, Crossing } from '../bodies/types.js';
 import type { Frame } from '../capture/frame.js';
 import { MotionGate, type MotionGateOptions } from './motion.js';
 
+/** Detections failing in a row before the detector is closed and loaded again. */
+const MAX_FAILURES = 5;
+
 export interface DoorCountingOptions {
   /** A camera's counting line by camera_id (looked up on every frame); null or undefined: not counted. */
   lineOf: (cameraId: string) => CountingLine | null | undefined;
@@ -69,6 +72,8 @@ export class DoorCounting {
   private failedAt: number | undefined;
   private draining: Promise<void> | undefined;
   private closed = false;
+  /** Detections failed in a row. */
+  private failures = 0;
   /** Time spent in the detector, ms, and its calls (the benchmark's bare cost beside the process's). */
   readonly detectorTime = { calls: 0, ms: 0 };
 
@@ -199,12 +204,24 @@ export class DoorCounting {
       try {
         boxes = await this.detector.detect(frame);
       } catch (err) {
-        this.opts.log.warn({ err: (err as Error).message, camera: cameraId }, 'person detection failed on a frame');
+        const problem = (err as Error).message;
+        if (this.failures++ === 0) this.opts.log.warn({ err: problem, camera: cameraId }, 'person detection failed on a frame');
+        // Failing again and again (its thread died): closed, and loaded again after retryMs.
+        if (this.failures >= MAX_FAILURES && this.detector) {
+          const dead = this.detector;
+          this.detector = undefined;
+          this.failedAt = Date.now();
+          this.problem = `person detector failed ${this.failures} times in a row: ${problem}`.slice(0, 300);
+          this.opts.log.error({ problem: this.problem }, 'body counting stopped; the detector is loaded again later');
+          this.failures = 0;
+          await dead.close().catch(() => undefined);
+        }
         continue;
       } finally {
         this.detectorTime.calls++;
         this.detectorTime.ms += performance.now() - started;
       }
+      this.failures = 0;
       // The camera's line changed (or it was removed) while the detector ran: this frame belongs to the old one.
       if (this.cameras.get(cameraId) !== camera) continue;
       camera.stats.analysed++;
