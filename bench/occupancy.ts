@@ -6,9 +6,10 @@
  * straight into `crossings` in the columns ingest fills.
  *
  * Timed (median and p95 of RUNS runs after a warm-up):
- * - `shopsToday` over every shop: what GET /api/sites adds to each row (the line check plus one covering range scan
- *   per shop), beside the bare reference of the same rows: a plain `count(*)` of each shop's crossings today on the
- *   same index (the least any answer can read), and `listShops` (what the route read before);
+ * - `shopsToday` over every shop: what GET /api/sites adds to each row, on a first poll (every day walked from
+ *   midnight), a poll with nothing new, and a poll after one new crossing per shop (its insert included), beside the
+ *   bare reference of the same rows: a plain `count(*)` of each shop's crossings today on the same index (the least
+ *   any answer can read), and `listShops` (what the route read before);
  * - `doorCounts` for the company's footfall report by day over the last 14 days and by hour over the last 31 days.
  * Checked: every shop's occupancy against a walk in JavaScript over its rows; the benchmark throws if one differs.
  */
@@ -16,12 +17,12 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { shopsToday } from '../server/crossings/service.js';
+import { forgetDays, shopsToday } from '../server/crossings/service.js';
 import { openDatabase } from '../server/db/open.js';
 import { addDays, bucketsOf, localToUtc, todayIn } from '../server/reports/calendar.js';
 import { doorCounts } from '../server/reports/door.js';
 import { listShops } from '../server/shops/service.js';
-import { count, ms, percentile, progress, table, time } from './util.js';
+import { count, loadAverage, ms, percentile, progress, table, time } from './util.js';
 
 const SHOPS = Number(process.env.BENCH_SHOPS ?? 50);
 const CROSSINGS_PER_DAY = Number(process.env.BENCH_CROSSINGS_PER_DAY ?? 2000);
@@ -104,6 +105,8 @@ export async function run(): Promise<string | undefined> {
       if (g.occupancy !== n || g.entriesToday !== list.filter((r) => r.direction === 'in').length) throw new Error(`occupancy of ${s.id}: ${JSON.stringify(g)}, walk ${n}`);
     }
 
+    let later = 0;
+    const evening = shops.map((s) => localToUtc(s.timezone, todayIn(s.timezone, now), 22));
     const bare = store.sqlite.prepare('select count(*) as n from crossings where shop_id = ? and occurred_at >= ? and occurred_at < ?');
     const windows = shops.map((s) => {
       const today = todayIn(s.timezone, now);
@@ -113,20 +116,35 @@ export async function run(): Promise<string | undefined> {
     const to = todayIn(tz, now);
     const days14 = bucketsOf(tz, addDays(to, -13), to, 'day');
     const hours31 = bucketsOf(tz, addDays(to, -30), to, 'hour');
+    const loadBefore = loadAverage();
     const results: [string, number[]][] = [
       [`listShops (GET /api/sites before), ${SHOPS} shops`, measure(() => listShops(db, companyId))],
       [`bare reference: count(*) of each shop's crossings today on the index, ${SHOPS} shops`, measure(() => windows.forEach((w) => bare.get(...w)))],
-      [`shopsToday: line check + occupancy walk, ${SHOPS} shops`, measure(() => shopsToday(db, shops, now))],
+      [`shopsToday, first poll (every shop's day walked from midnight), ${SHOPS} shops`, measure(() => (forgetDays(db), shopsToday(db, shops, now)))],
+      [`shopsToday, next poll, nothing new (line check + a count per shop), ${SHOPS} shops`, measure(() => shopsToday(db, shops, now))],
+      [
+        `shopsToday, next poll after one new crossing in every shop (walk continued), ${SHOPS} shops`,
+        measure(() => {
+          store.tx(() => {
+            later++;
+            // 22:00 local and on: after the day's other crossings (09:00 to 21:00), before midnight.
+            shops.forEach((s, k) => insert.run(companyId, s.id, randomUUID(), 'in', new Date(evening[k]! + later).toISOString(), at));
+          });
+          shopsToday(db, shops, now);
+        }),
+      ],
       [`doorCounts, company, 14 days by day`, measure(() => doorCounts(db, companyId, null, days14))],
       [`doorCounts, one shop, 31 days by hour`, measure(() => doorCounts(db, companyId, shops[0]!.id, hours31))],
     ];
+    const loadAfter = loadAverage();
     store.close();
     return [
       '## Occupancy and door counts (head office)',
       '',
       `${SHOPS} shops (${ZONES.join(', ')}), each with a counting line and ${count(CROSSINGS_PER_DAY)} crossings a day for ${DAYS} days ` +
         `(${count(rows)} rows). Milliseconds, median and p95 of ${RUNS} runs after a warm-up; occupancy checked against a walk in JavaScript. ` +
-        'The footfall report adds the two doorCounts calls (per bucket and for the window) to its visit queries; it also runs them for a company without lines, where they find nothing.',
+        'The footfall report adds doorCounts to its visit queries (for a company without crossings it finds nothing and reads no visits). ' +
+        `Load average (1 / 5 / 15 min) at the start of the timings: ${loadBefore}; at the end: ${loadAfter}.`,
       '',
       table(
         ['work', 'median ms', 'p95 ms'],

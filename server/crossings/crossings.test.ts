@@ -151,6 +151,24 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
     expect(rowsOf(pcA.shop.site_id)).toHaveLength(count + 1);
   });
 
+  it("a suspended company's crossings are dropped (acknowledged, not stored); once active again they count", async () => {
+    const c = await h.company('Door Suspended');
+    const pc = await doorPc(h, c, 'Only');
+    try {
+      const admin = await h.adminToken();
+      expect((await h.request('PATCH', `/api/admin/clients/${c.id}`, { token: admin, body: { active: false } })).status).toBe(200);
+      const before = h.server.crossings.stats.suspended;
+      await pc.publish(crossing());
+      expect(h.server.crossings.stats.suspended - before).toBe(1);
+      expect(rowsOf(pc.shop.site_id)).toHaveLength(0);
+      expect((await h.request('PATCH', `/api/admin/clients/${c.id}`, { token: admin, body: { active: true } })).status).toBe(200);
+      await pc.publish(crossing());
+      expect(rowsOf(pc.shop.site_id)).toHaveLength(1);
+    } finally {
+      await pc.client.endAsync(true).catch(() => {});
+    }
+  });
+
   it('a camera_id the shop does not have: stored for the shop without a camera (counted, logged)', async () => {
     const before = h.server.crossings.stats.unknownCamera;
     const m = crossing({ camera_id: 'side-door' });
@@ -194,6 +212,41 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
       // Clearing the line: null again.
       await h.request('PATCH', `/api/cameras/${cam.id}`, { token: c.ownerToken, body: { tuning: { line: null } } });
       expect(await site(c.ownerToken, pc.shop.slug)).toMatchObject({ occupancy: null, entries_today: null, exits_today: null });
+    } finally {
+      await pc.client.endAsync(true).catch(() => {});
+    }
+  });
+
+  it('polled occupancy stays exact: nothing new, later crossings (walk continued), a late one with an earlier time (walked again)', async () => {
+    const c = await h.company('Door Epsilon');
+    const pc = await doorPc(h, c, 'Colaba', 'UTC');
+    try {
+      await addCamera(h, c.ownerToken, pc.shop.slug, { camera_id: 'door', tuning: { line: LINE } });
+      const midnight = Date.parse(new Date().toISOString().slice(0, 10) + 'T00:00:00Z');
+      const at = (s: number) => new Date(midnight + s * 1000).toISOString();
+      const poll = async () => {
+        const r = await site(c.ownerToken, pc.shop.slug);
+        return [r.occupancy, r.entries_today, r.exits_today];
+      };
+      await pc.publish(crossing({ direction: 'in', occurred_at: at(10) }));
+      await pc.publish(crossing({ direction: 'in', occurred_at: at(20) }));
+      expect(await poll()).toEqual([2, 2, 0]);
+      expect(await poll()).toEqual([2, 2, 0]); // nothing new
+      await pc.publish(crossing({ direction: 'out', occurred_at: at(30) }));
+      await pc.publish(crossing({ direction: 'out', occurred_at: at(40) }));
+      await pc.publish(crossing({ direction: 'out', occurred_at: at(50) })); // at 0 already: stays 0
+      expect(await poll()).toEqual([0, 2, 3]);
+      await pc.publish(crossing({ direction: 'in', occurred_at: at(60) }));
+      expect(await poll()).toEqual([1, 3, 3]);
+      // Delivered late with an earlier time: in at 45 s, then the exit at 50 s takes it back out; the entry at 60 s: 1.
+      await pc.publish(crossing({ direction: 'in', occurred_at: at(45) }));
+      expect(await poll()).toEqual([1, 4, 3]);
+      // Another late one: in at 5 s (before everything): 10, 20, 5 in; 30, 40 out -> 1; 45 in -> 2; 50 out -> 1; 60 in -> 2.
+      await pc.publish(crossing({ direction: 'in', occurred_at: at(5) }));
+      expect(await poll()).toEqual([2, 5, 3]);
+      // The same instant as the last one walked: entries count before exits there.
+      await pc.publish(crossing({ direction: 'out', occurred_at: at(60) }));
+      expect(await poll()).toEqual([1, 5, 4]);
     } finally {
       await pc.client.endAsync(true).catch(() => {});
     }

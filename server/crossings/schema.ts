@@ -32,8 +32,10 @@ export const crossings = sqliteTable(
   },
   (t) => [
     uniqueIndex('crossings_shop_crossing_uq').on(t.shopId, t.crossingId),
-    // Reports (per bucket) and occupancy (since local midnight): a covering range scan per shop.
+    // Occupancy (since local midnight): the day's crossings in time order, a covering range scan per shop.
     index('crossings_shop_time_idx').on(t.shopId, t.occurredAt, t.direction),
+    // Entries and exits per report bucket (and today's): one counted index range per shop, bucket and direction.
+    index('crossings_shop_direction_time_idx').on(t.shopId, t.direction, t.occurredAt),
     index('crossings_company_idx').on(t.companyId),
   ],
 );

@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
 import { addDays, localToUtc, todayIn } from '../reports/calendar.js';
@@ -22,25 +23,115 @@ export function shopsWithLine(db: Db, shopIds: readonly string[]): Set<string> {
   return new Set(rows.map((r) => r.shopId));
 }
 
+interface Day {
+  entries: number;
+  exits: number;
+  occupancy: number;
+}
+
+/** A shop's day as last walked: its range, how many crossings it held, and the last one's key in index order. */
+interface Walked extends Day {
+  lo: string;
+  hi: string;
+  count: number;
+  last: [occurredAt: string, direction: string, seq: number] | null;
+}
+
+type Row = [occurredAt: string, direction: string, seq: number];
+
+function prepare(sqlite: Database.Database) {
+  const range = 'from crossings indexed by crossings_shop_time_idx where shop_id = ? and occurred_at >= ? and occurred_at < ?';
+  return {
+    count: sqlite.prepare<[string, string, string], number>(`select count(*) ${range}`).pluck(),
+    directions: sqlite.prepare<[string, string, string], string>(`select direction ${range} order by occurred_at, direction, seq`).pluck(),
+    last: sqlite.prepare<[string, string, string], Row>(`select occurred_at, direction, seq ${range} order by occurred_at desc, direction desc, seq desc limit 1`).raw(),
+    after: sqlite
+      .prepare<[string, string, string, string, string, number], Row>(
+        `select occurred_at, direction, seq ${range} and (occurred_at, direction, seq) > (?, ?, ?) order by occurred_at, direction, seq`,
+      )
+      .raw(),
+    walked: new Map<string, Walked>(),
+  };
+}
+const prepared = new WeakMap<Database.Database, ReturnType<typeof prepare>>();
+
+function walk(day: Day, directions: Iterable<string>): void {
+  for (const d of directions) {
+    if (d === 'in') {
+      day.entries++;
+      day.occupancy++;
+    } else {
+      day.exits++;
+      if (day.occupancy > 0) day.occupancy--;
+    }
+  }
+}
+
 /**
- * Entries, exits and occupancy of one shop between two instants (its local day so far), in one range scan of
- * crossings_shop_time_idx (which covers every column read). Occupancy is the count of people inside walked in time
- * order, never below zero: an exit while it is 0 leaves it 0. That walk ends at S - min(0, lowest S_k), where S_k is
- * the running sum of +1 (in) and -1 (out) after k crossings and S the last one, so it is one window function and a
- * min. Same instant: entries first, then in arrival order (seq: the index order, so the scan needs no sort).
+ * Entries, exits and occupancy of one shop between two instants (its local day): the day's crossings in time order
+ * (covering range scans of crossings_shop_time_idx (shop_id, occurred_at, direction), no sort), walked here: +1 per
+ * entry, -1 per exit, never below zero (an exit while it is 0 leaves it 0). Same instant: entries first, then in
+ * arrival order (seq, the rowid every index ends with).
+ *
+ * The console polls this, so each shop's walk is kept (per database connection) and continued: the day's crossings
+ * are counted (the index range, no rows read); the same count as last time: the same answer; otherwise the crossings
+ * after the last one walked are read and, if they are all the new ones (crossings are only ever added, and each one
+ * after the last key in index order extends the walk), walked on from where it stopped. One that arrived late, with
+ * an earlier time, makes the counts differ, and the day is walked again from midnight. Exact whoever wrote the rows.
  */
-export function shopDay(db: Db, shopId: string, lo: string, hi: string): { entries: number; exits: number; occupancy: number } {
-  const r = db.get<{ entries: number; exits: number; low: number | null }>(sql`
-    select count(*) filter (where direction = 'in') as entries, count(*) filter (where direction = 'out') as exits, min(run) as low
-    from (
-      select direction, sum(case direction when 'in' then 1 else -1 end)
-        over (order by occurred_at, direction, seq rows unbounded preceding) as run
-      from crossings indexed by crossings_shop_time_idx
-      where shop_id = ${shopId} and occurred_at >= ${lo} and occurred_at < ${hi})`);
-  const entries = r?.entries ?? 0;
-  const exits = r?.exits ?? 0;
-  const low = Math.min(0, r?.low ?? 0);
-  return { entries, exits, occupancy: entries - exits - low };
+export function shopDay(db: Db, shopId: string, lo: string, hi: string): Day {
+  const sqlite = (db as unknown as { $client: Database.Database }).$client;
+  let q = prepared.get(sqlite);
+  if (!q) prepared.set(sqlite, (q = prepare(sqlite)));
+  const count = q.count.get(shopId, lo, hi) ?? 0;
+  const before = q.walked.get(shopId);
+  if (before && before.lo === lo && before.hi === hi) {
+    if (before.count === count) return { entries: before.entries, exits: before.exits, occupancy: before.occupancy };
+    if (before.last) {
+      const rows = q.after.all(shopId, lo, hi, ...before.last);
+      if (before.count + rows.length === count) {
+        walk(
+          before,
+          rows.map((r) => r[1]),
+        );
+        before.count = count;
+        before.last = rows.at(-1) ?? before.last;
+        return { entries: before.entries, exits: before.exits, occupancy: before.occupancy };
+      }
+    }
+  }
+  const directions = q.directions.all(shopId, lo, hi);
+  const day: Walked = { lo, hi, count: directions.length, last: q.last.get(shopId, lo, hi) ?? null, entries: 0, exits: 0, occupancy: 0 };
+  walk(day, directions);
+  q.walked.set(shopId, day);
+  return { entries: day.entries, exits: day.exits, occupancy: day.occupancy };
+}
+
+/** A shop's zone as the calendar computes with it (canonicalTimezone builds an Intl formatter: kept per name). */
+const zones = new Map<string, string>();
+function zoneOf(name: string): string {
+  let z = zones.get(name);
+  if (z === undefined) zones.set(name, (z = canonicalTimezone(name) ?? DEFAULT_TIMEZONE));
+  return z;
+}
+
+/** The zones' current local days (midnight to midnight, UTC ISO), computed again only when `now` leaves one. */
+const days = new Map<string, { lo: string; hi: string; loMs: number; hiMs: number }>();
+function localDay(tz: string, now: Date): { lo: string; hi: string } {
+  const t = now.getTime();
+  const kept = days.get(tz);
+  if (kept && t >= kept.loMs && t < kept.hiMs) return kept;
+  const today = todayIn(tz, now);
+  const loMs = localToUtc(tz, today);
+  const hiMs = localToUtc(tz, addDays(today, 1));
+  const day = { lo: new Date(loMs).toISOString(), hi: new Date(hiMs).toISOString(), loMs, hiMs };
+  days.set(tz, day);
+  return day;
+}
+
+/** Forgets the kept walks of this connection (the benchmark's cold polls). */
+export function forgetDays(db: Db): void {
+  prepared.get((db as unknown as { $client: Database.Database }).$client)?.walked.clear();
 }
 
 /** Today (from the shop's local midnight, in its timezone) for each shop; NO_LINE for a shop without a line. */
@@ -55,10 +146,7 @@ export function shopsToday(db: Db, shops: readonly { id: string; timezone: strin
       out.set(s.id, NO_LINE);
       continue;
     }
-    const tz = canonicalTimezone(s.timezone) ?? DEFAULT_TIMEZONE;
-    const today = todayIn(tz, now);
-    const lo = new Date(localToUtc(tz, today)).toISOString();
-    const hi = new Date(localToUtc(tz, addDays(today, 1))).toISOString();
+    const { lo, hi } = localDay(zoneOf(s.timezone), now);
     const d = shopDay(db, s.id, lo, hi);
     out.set(s.id, { occupancy: d.occupancy, entriesToday: d.entries, exitsToday: d.exits });
   }

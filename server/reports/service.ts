@@ -200,8 +200,7 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
   return snapshot(db, () => {
     const counts = windowCounts(db, companyId, q.siteId, iso(w.lo), iso(w.hi));
     const per = bucketCounts(db, companyId, q.siteId, buckets);
-    const door = doorCounts(db, companyId, q.siteId, buckets);
-    const whole = doorCounts(db, companyId, q.siteId, [{ label: '', lo: w.lo, hi: w.hi }])[0]!;
+    const { points: door, total: whole } = doorCounts(db, companyId, q.siteId, buckets);
     const points = buckets.map((b, i): FootfallPoint => {
       const { known, anon, fresh } = per[i]!;
       const { entries, exits, captureRate } = door[i]!;

@@ -16,4 +16,5 @@ CREATE TABLE `crossings` (
 --> statement-breakpoint
 CREATE UNIQUE INDEX `crossings_shop_crossing_uq` ON `crossings` (`shop_id`,`crossing_id`);--> statement-breakpoint
 CREATE INDEX `crossings_shop_time_idx` ON `crossings` (`shop_id`,`occurred_at`,`direction`);--> statement-breakpoint
+CREATE INDEX `crossings_shop_direction_time_idx` ON `crossings` (`shop_id`,`direction`,`occurred_at`);--> statement-breakpoint
 CREATE INDEX `crossings_company_idx` ON `crossings` (`company_id`);
