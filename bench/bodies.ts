@@ -145,7 +145,7 @@ function loadOpenCv(): { cv?: Cv; why?: string } {
   }
 }
 
-/** HOG + linear SVM (Dalal-Triggs, OpenCV's default people detector), 64x128 window, stride 8, scale step 1.05. */
+/** HOG + linear SVM (Dalal-Triggs, OpenCV's default people detector), 64x128 window, stride 8, scale step 1.05, grouping 2. */
 function hogCandidate(cv: Cv): Candidate {
   return {
     name: 'HOG people detector, OpenCV 4.6 (Debian)',
@@ -158,8 +158,10 @@ function hogCandidate(cv: Cv): Candidate {
       return {
         async detect(image, minScore) {
           const grey = new cv.Mat(image.data, image.height, image.width, cv.CV_8UC3).cvtColor(cv.COLOR_RGB2GRAY);
-          const r = hog.detectMultiScale(grey, 0, new cv.Size(8, 8), new cv.Size(0, 0), 1.05, 2, false);
-          // SVM margins, not probabilities: squashed to 0..1 so one threshold grid serves every candidate.
+          // Hit threshold -1 (OpenCV's default is 0) so that windows with small negative margins are kept too and
+          // the threshold sweep below can trade precision for recall.
+          const r = hog.detectMultiScale(grey, -1, new cv.Size(8, 8), new cv.Size(0, 0), 1.05, 2, false);
+          // SVM margins, not probabilities: squashed to 0..1 (margin 0 -> 0.5) so one threshold grid serves every candidate.
           return r.foundLocations
             .map((l, i) => ({ x: l.x / image.width, y: l.y / image.height, w: l.width / image.width, h: l.height / image.height, score: 1 / (1 + Math.exp(-(r.foundWeights[i] ?? 0))) }))
             .filter((b) => b.score >= minScore);

@@ -14,7 +14,7 @@ import { loadBodyManifest } from '../models/fetch-bodies.js';
 import { detectCenterNet } from './centernet.js';
 import type { DecodeOptions } from './centernet.js';
 import type { Fit } from './image.js';
-import { detectMoveNet } from './movenet.js';
+import { checkMoveNetSize, detectMoveNet } from './movenet.js';
 import { detectNanoDet } from './nanodet.js';
 import { loadPinnedGraphModel } from './tfjs.js';
 import type { GraphModel } from './tfjs.js';
@@ -60,6 +60,10 @@ export async function loadBodyDetector(modelsDir: string, options: BodyDetectorO
   const dir = resolve(modelsDir);
   const manifest = await loadBodyManifest(dir);
   const id = options.model ?? manifest.default;
+  if (options.inputSize !== undefined) {
+    if (id !== 'movenet-multipose') throw new Error(`The person detector model "${id}" has a fixed input size; inputSize is for movenet-multipose.`);
+    checkMoveNetSize(options.inputSize);
+  }
   const entry = manifest.models.find((m) => m.id === id);
   const hint = `Run \`footfall models fetch --dir ${dir}\` to repair the models folder.`;
   if (!entry) throw new Error(`The person detector model "${id}" is not installed in ${dir}. ${hint}`);

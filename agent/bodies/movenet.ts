@@ -19,9 +19,16 @@ const ROW = KEYPOINTS * 3 + 5;
 export const MIN_KEYPOINTS = 3;
 export const KEYPOINT_SCORE = 0.3;
 
+/** Throws unless `size` is an input side the model takes: a multiple of 32 from 128 to 1024. */
+export function checkMoveNetSize(size: number): void {
+  if (!Number.isInteger(size) || size % 32 !== 0 || size < 128 || size > 1024) {
+    throw new Error(`MoveNet input size ${size} is not a multiple of 32 between 128 and 1024.`);
+  }
+}
+
 export async function detectMoveNet(model: GraphModel, image: RawImage, o: DecodeOptions): Promise<BodyBox[]> {
   const size = o.inputSize ?? MOVENET_SIZE;
-  if (size % 32 !== 0 || size < 128 || size > 1024) throw new Error(`MoveNet input size ${size} is not a multiple of 32 between 128 and 1024.`);
+  checkMoveNetSize(size);
   const fitted = fitPicture(image, size, o.fit, 'int32');
   let out: tf.Tensor | undefined;
   try {

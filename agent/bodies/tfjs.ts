@@ -54,13 +54,21 @@ async function readPinned(dir: string, f: PinnedFile, hint: string): Promise<Buf
   return data;
 }
 
-const ModelJson = {
-  parse(text: string, path: string): { modelTopology: unknown; weightsManifest: { paths: string[]; weights: tf.io.WeightsManifestEntry[] }[]; format?: string; generatedBy?: string; convertedBy?: string; signature?: unknown } {
-    const j = JSON.parse(text) as Record<string, unknown>;
-    if (typeof j.modelTopology !== 'object' || !Array.isArray(j.weightsManifest)) throw new Error(`${path} is not a TF.js graph model.`);
-    return j as ReturnType<typeof ModelJson.parse>;
-  },
-};
+interface ModelJson {
+  modelTopology: unknown;
+  weightsManifest: { paths: string[]; weights: tf.io.WeightsManifestEntry[] }[];
+  format?: string;
+  generatedBy?: string;
+  convertedBy?: string;
+  signature?: object;
+}
+
+/** The parts of a TF.js model.json used here (the file's sha256 was checked, so only its shape is). */
+function parseModelJson(text: string, path: string): ModelJson {
+  const j = JSON.parse(text) as Partial<ModelJson>;
+  if (typeof j.modelTopology !== 'object' || !Array.isArray(j.weightsManifest)) throw new Error(`${path} is not a TF.js graph model.`);
+  return j as ModelJson;
+}
 
 /**
  * Load a TF.js graph model from `<dir>/<graph.file>` (model.json) and its one weights file, both checked against
@@ -70,7 +78,7 @@ export async function loadPinnedGraphModel(dir: string, graph: PinnedFile, weigh
   await useWasmBackend();
   const [graphBytes, weightBytes] = await Promise.all([readPinned(dir, graph, hint), readPinned(dir, weights, hint)]);
   const path = join(dir, graph.file);
-  const json = ModelJson.parse(graphBytes.toString('utf8'), path);
+  const json = parseModelJson(graphBytes.toString('utf8'), path);
   const paths = json.weightsManifest.flatMap((g) => g.paths);
   if (paths.length !== 1 || paths[0] !== weights.file) throw new Error(`${path} names weights ${paths.join(', ')}, expected ${weights.file} only.`);
   const weightData = weightBytes.buffer.slice(weightBytes.byteOffset, weightBytes.byteOffset + weightBytes.byteLength) as ArrayBuffer;
@@ -81,7 +89,7 @@ export async function loadPinnedGraphModel(dir: string, graph: PinnedFile, weigh
     ...(json.format ? { format: json.format } : {}),
     ...(json.generatedBy ? { generatedBy: json.generatedBy } : {}),
     ...(json.convertedBy ? { convertedBy: json.convertedBy } : {}),
-    ...(json.signature ? { signature: json.signature as object } : {}),
+    ...(json.signature ? { signature: json.signature } : {}),
   };
   return loadGraphModel(tf.io.fromMemory(artifacts));
 }
