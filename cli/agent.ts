@@ -61,7 +61,7 @@ export function agentCommand(): Command {
     .description('Run the shop-PC agent: cameras, recognition, visits to head office (as a service: see docs/agent.md)')
     .option('--config <file>', 'the agent configuration written by footfall enrol', DEFAULT_AGENT_CONFIG_PATH)
     .option('--models <dir>', 'face and person models folder (default <data_dir>/models; install with footfall models fetch --dir <dir>)')
-    .addOption(new Option('--no-recognition', 'do not load face models: count camera frames only'))
+    .addOption(new Option('--no-recognition', 'do not load face models (cameras with a counting line still count entries and exits)'))
     .action(async (opts: { config: string; models?: string; recognition: boolean }) => {
       // Signals are handled from the first moment: a stop during start-up (systemctl stop while head office or the
       // face models are awaited) is a clean stop too, the queue file closed and exit status 0.
