@@ -26,6 +26,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   bodies: () => import('./bodies.js'),
   api: () => import('./api.js'),
   'agent-real': () => import('./agent-real.js'),
+  door: () => import('./door.js'),
   occupancy: () => import('./occupancy.js'),
 };
 

@@ -60,8 +60,8 @@ export function agentCommand(): Command {
   return new Command('agent')
     .description('Run the shop-PC agent: cameras, recognition, visits to head office (as a service: see docs/agent.md)')
     .option('--config <file>', 'the agent configuration written by footfall enrol', DEFAULT_AGENT_CONFIG_PATH)
-    .option('--models <dir>', 'face models folder (default <data_dir>/models; install with footfall models fetch --dir <dir>)')
-    .addOption(new Option('--no-recognition', 'do not load face models: count camera frames only'))
+    .option('--models <dir>', 'face and person models folder (default <data_dir>/models; install with footfall models fetch --dir <dir>)')
+    .addOption(new Option('--no-recognition', 'do not load face models (cameras with a counting line still count entries and exits)'))
     .action(async (opts: { config: string; models?: string; recognition: boolean }) => {
       // Signals are handled from the first moment: a stop during start-up (systemctl stop while head office or the
       // face models are awaited) is a clean stop too, the queue file closed and exit status 0.
@@ -105,7 +105,14 @@ export function agentCommand(): Command {
       if (warning) log.warn(warning);
 
       try {
-        runtime = await AgentRuntime.start({ config, log, modelsDir: opts.recognition ? (opts.models ?? undefined) : false, signal: startUp.signal });
+        runtime = await AgentRuntime.start({
+          config,
+          log,
+          modelsDir: opts.recognition ? (opts.models ?? undefined) : false,
+          // The person model (counting lines) sits in the same folder and is used with recognition off too.
+          ...(opts.models ? { bodyModelsDir: opts.models } : {}),
+          signal: startUp.signal,
+        });
       } catch (err) {
         if (startUp.signal.aborted) process.exit(0); // stopped during start-up; start() logged 'agent stopped'
         log.fatal({ err }, 'agent could not start');

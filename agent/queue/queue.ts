@@ -1,6 +1,7 @@
 /**
- * The shop PC's durable outbox: messages that must reach head office at least once (visits) wait here, in a
- * SQLite file, until the broker acknowledges them.
+ * The shop PC's durable outbox: messages that must reach head office at least once (visits, and the doors'
+ * crossings from agent/runtime/crossings.ts: any topic, in order) wait here, in a SQLite file, until the broker
+ * acknowledges them.
  *
  * - Written with WAL and synchronous=FULL: an enqueue that returned survives a power cut.
  * - Locked (SQLite's exclusive locking mode) while open: a second agent on the same data folder is refused.

@@ -26,6 +26,8 @@ export interface CameraSyncOptions {
   site?: string;
   /** A removed camera's `camera_id` that no present camera carries any more (recognition forgets it). */
   onForget?: (cameraId: string) => void;
+  /** A list was applied (from head office or the kept file): body counting loads its detector when a camera has a line. */
+  onApplied?: (cameras: CameraConfig[]) => void;
   /** A camera's stream opened (a snapshot is due). */
   onConnected?: (camera: CameraConfig) => void;
   /** Wait after a state change before reporting, so that changes of several cameras go in one request. */
@@ -221,6 +223,7 @@ export class CameraSync {
       await writePrivateFile(this.opts.cacheFile, JSON.stringify(kept)).catch((err: unknown) => this.log.warn({ err }, 'camera list not kept on disk'));
     }
     if (running.size > 0) this.scheduleReport();
+    this.opts.onApplied?.(list.cameras);
   }
 
   private stateChanged(status: CameraStatus): void {

@@ -5,7 +5,8 @@
  *   broker link ── notices ──> camera list pull / check claim / live demand
  *       │ heartbeats (QoS 0)         │                 │             │
  *       └── Publisher <── DurableQueue <── VisitSink <── Recognition <── CaptureManager (one ffmpeg per camera)
- *                                                                        │ latest frames
+ *                                    ^                                   │ │ latest frames
+ *                                    └── CrossingSink <── DoorCounting <─┘ │ (cameras with a counting line)
  *                                              snapshots, checks, live view ┘
  *
  * Everything runs on timers from the enrolment's `timing` (refreshed from GET /api/agent/me at start) and on
@@ -23,9 +24,12 @@ import { brokerHost, queueFile, type AgentConfig } from '../config/config.js';
 import { Publisher } from '../queue/publisher.js';
 import { DurableQueue } from '../queue/queue.js';
 import type { Visit } from '../vision/types.js';
+import type { BodyDetector } from '../bodies/types.js';
 import { BrokerLink } from './broker.js';
 import { CameraSync } from './cameras.js';
 import { CheckRunner } from './checks.js';
+import { CrossingSink } from './crossings.js';
+import { DoorCounting, loadDefaultBodyDetector, type DoorCountingOptions } from './doors.js';
 import { AgentApi, AgentHttpError } from './http.js';
 import { LiveRelay } from './live.js';
 import { createAgentLogger } from './log.js';
@@ -41,6 +45,15 @@ export interface AgentRuntimeOptions {
   timing?: Partial<Timing>;
   /** Face models folder; default `<data_dir>/models`; false: no recognition (frames are only counted). */
   modelsDir?: string | false;
+  /**
+   * Loads the person detector for cameras with a counting line (docs/body-counting.md); default the installed one
+   * (agent/runtime/doors.ts). Needed only once a camera has a line; independent of the face models.
+   */
+  bodyDetector?: () => Promise<BodyDetector>;
+  /** The person model's folder (`bodies.json`); default `modelsDir` when it is a folder, else `<data_dir>/models`. */
+  bodyModelsDir?: string;
+  /** Body counting settings (motion gating, tracker, line band), mostly for tests and benchmarks. */
+  doors?: Pick<DoorCountingOptions, 'motion' | 'tracker' | 'line' | 'retryMs'>;
   /** Recognition worker threads; default the engine's. */
   visionWorkers?: number;
   /** Capture worker settings (watchdogs, backoff), mostly for tests. */
@@ -71,6 +84,8 @@ export class AgentRuntime {
   readonly checks: CheckRunner;
   readonly live: LiveRelay;
   readonly visits: VisitSink;
+  readonly crossings: CrossingSink;
+  readonly doors: DoorCounting;
   readonly version = agentVersion();
   recognition: Recognition = new NullRecognition('starting up');
   timing: Timing;
@@ -106,6 +121,15 @@ export class AgentRuntime {
     });
     this.publisher = new Publisher({ queue: this.queue, client: this.broker.client, log });
     this.visits = new VisitSink({ queue: this.queue, api, log, topicPrefix: config.broker.topic_prefix, images });
+    this.crossings = new CrossingSink({ queue: this.queue, log, topicPrefix: config.broker.topic_prefix });
+    const bodyModels = options.bodyModelsDir ?? (options.modelsDir === false ? undefined : options.modelsDir);
+    this.doors = new DoorCounting({
+      lineOf: (cameraId) => this.sync.cameras().find((c) => c.camera_id === cameraId && c.enabled)?.tuning.line,
+      loadDetector: options.bodyDetector ?? (() => loadDefaultBodyDetector(config.data_dir, bodyModels)),
+      onCrossing: (cameraId, crossing) => void this.crossings.submit(cameraId, crossing),
+      log,
+      ...options.doors,
+    });
     this.capture = new CaptureManager({ consumer: this.consume, fps: config.detect_fps, ffmpegPath: config.ffmpeg_path, log, ...(options.capture ? { worker: options.capture } : {}) });
     this.snapshots = new Snapshots({ api, capture: this.capture, log, onUnknownCamera: () => void this.sync.pull() });
     this.sync = new CameraSync({
@@ -114,8 +138,14 @@ export class AgentRuntime {
       log,
       cacheFile: path.join(config.data_dir, 'cameras.json'),
       site: config.site.id,
-      onForget: (cameraId) => this.recognition.forget(cameraId),
+      onForget: (cameraId) => {
+        this.recognition.forget(cameraId);
+        this.doors.forget(cameraId);
+      },
       onConnected: (camera) => this.snapshots.uploadSoon(camera),
+      onApplied: (cameras) => {
+        if (cameras.some((c) => c.enabled && c.tuning.line)) this.doors.prepare();
+      },
     });
     this.checks = new CheckRunner({
       api,
@@ -236,9 +266,10 @@ export class AgentRuntime {
     });
   }
 
-  /** The frame consumer given to capture: recognition, plus whoever borrows a camera's frames (placement checks). */
+  /** The frame consumer given to capture: recognition, body counting at the doors, plus whoever borrows a camera's frames (placement checks). */
   private readonly consume = (frame: Frame): void => {
     this.recognition.consume(frame);
+    this.doors.consume(frame);
     const taps = this.taps.get(frame.cameraId);
     if (taps) for (const t of taps) t(frame);
   };
@@ -338,6 +369,7 @@ export class AgentRuntime {
     await Promise.allSettled([this.live.close(), this.checks.stop(1000)]);
     await this.capture.stopAll().catch((err: unknown) => this.log.error({ err }, 'cameras not stopped cleanly'));
     await this.recognition.close().catch((err: unknown) => this.log.error({ err }, 'recognition not closed cleanly'));
+    await this.doors.close().catch((err: unknown) => this.log.error({ err }, 'body counting not closed cleanly'));
     await this.visits.settled();
     if (this.broker.connected && this.queue.open && this.queue.stats().queued > 0) {
       const drain = this.opts.drainMs ?? 3000;

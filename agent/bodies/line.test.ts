@@ -1,0 +1,143 @@
+import { describe, expect, it } from 'vitest';
+import type { CountingLine } from '../../shared/agent-api.js';
+import { LineCounter } from './line.js';
+import { BodyTracker } from './tracker.js';
+import type { BodyBox, Crossing } from './types.js';
+
+const T0 = Date.UTC(2026, 0, 1, 9);
+const FPS = 5;
+const STEP = 1000 / FPS;
+
+/** A person's box centred at (cx, cy), 0.12 wide and 0.4 high (a body at a door, 16:9 picture). */
+function body(cx: number, cy: number, w = 0.12, h = 0.4): BodyBox {
+  return { x: cx - w / 2, y: cy - h / 2, w, h, score: 0.9 };
+}
+
+/** Straight walk from p to q in `frames` frames (both ends included). */
+function walk(p: [number, number], q: [number, number], frames: number): [number, number][] {
+  return Array.from({ length: frames }, (_, i) => {
+    const f = i / (frames - 1);
+    return [p[0] + f * (q[0] - p[0]), p[1] + f * (q[1] - p[1])];
+  });
+}
+
+/** Runs frames of boxes through a tracker and a counter; returns every crossing. */
+function count(line: CountingLine, frames: BodyBox[][], options: { margin?: number; reference?: 'centre' | 'bottom' } = {}): Crossing[] {
+  const tracker = new BodyTracker({}, 16 / 9);
+  const counter = new LineCounter(line, { aspect: 16 / 9, ...options });
+  const out: Crossing[] = [];
+  frames.forEach((boxes, i) => {
+    const at = T0 + i * STEP;
+    out.push(...counter.update(tracker.update(boxes, at), new Date(at)));
+  });
+  return out;
+}
+
+/** A vertical door line in the middle; walking a->b is walking down, so its right is the picture's left. */
+const VERTICAL: CountingLine = { a: [0.5, 0.1], b: [0.5, 0.9], inside: 'right' };
+const dirs = (c: Crossing[]) => c.map((x) => x.direction);
+
+describe('LineCounter with BodyTracker', () => {
+  it('counts a walk across as one entry, the way back as one exit, with the side named by inside', () => {
+    const right = walk([0.8, 0.5], [0.2, 0.5], 15).map(([x, y]) => [body(x, y)]);
+    // inside 'right' of a (top) -> b (bottom) is the picture's left: right-to-left is an entry.
+    expect(dirs(count(VERTICAL, right))).toEqual(['in']);
+    expect(dirs(count({ ...VERTICAL, inside: 'left' }, right))).toEqual(['out']);
+    const left = walk([0.2, 0.5], [0.8, 0.5], 15).map(([x, y]) => [body(x, y)]);
+    expect(dirs(count(VERTICAL, left))).toEqual(['out']);
+    expect(dirs(count({ ...VERTICAL, inside: 'left' }, left))).toEqual(['in']);
+  });
+
+  it('stamps the crossing with the frame in which the track is clearly on the new side', () => {
+    const frames = walk([0.8, 0.5], [0.2, 0.5], 13).map(([x, y]) => [body(x, y)]);
+    const [c] = count(VERTICAL, frames);
+    // x = 0.8 - 0.05 i; clearly past 0.5 once (0.5 - x) * 16/9 > 0.04: x < 0.4775, i = 7.
+    expect(c!.at.getTime()).toBe(T0 + 7 * STEP);
+  });
+
+  it('does not count jitter at the line twice: a person standing on the line, rocking across it', () => {
+    const frames: BodyBox[][] = [];
+    for (const [x, y] of walk([0.8, 0.5], [0.5, 0.5], 8)) frames.push([body(x, y)]);
+    // 30 frames rocking +-0.015 around the line (inside the band), then on through.
+    for (let i = 0; i < 30; i++) frames.push([body(0.5 + (i % 2 ? 0.015 : -0.015), 0.5 + 0.003 * (i % 3))]);
+    for (const [x, y] of walk([0.5, 0.5], [0.2, 0.5], 8)) frames.push([body(x, y)]);
+    expect(dirs(count(VERTICAL, frames))).toEqual(['in']);
+  });
+
+  it('counts in then back out as one entry and one exit; a step over and back inside the band as nothing', () => {
+    const frames = [...walk([0.8, 0.5], [0.3, 0.5], 10), ...walk([0.3, 0.5], [0.8, 0.5], 10)].map(([x, y]) => [body(x, y)]);
+    expect(dirs(count(VERTICAL, frames))).toEqual(['in', 'out']);
+    const hesitant = [...walk([0.8, 0.5], [0.49, 0.5], 10), ...walk([0.49, 0.5], [0.8, 0.5], 10)].map(([x, y]) => [body(x, y)]);
+    expect(count(VERTICAL, hesitant)).toEqual([]);
+  });
+
+  it('counts two people crossing side by side, and two crossing each other in opposite directions', () => {
+    const together = walk([0.8, 0.5], [0.2, 0.5], 15).map(([x, y]) => [body(x, y - 0.2), body(x + 0.02, y + 0.22)]);
+    const c = count(VERTICAL, together);
+    expect(dirs(c)).toEqual(['in', 'in']);
+    expect(new Set(c.map((x) => x.trackId)).size).toBe(2);
+    const opposite = walk([0.8, 0.35], [0.2, 0.35], 15).map(([x, y], i) => [body(x, y), body(1 - x, 0.65 + 0.001 * i)]);
+    expect(dirs(count(VERTICAL, opposite)).sort()).toEqual(['in', 'out']);
+  });
+
+  it('keeps a track through missed detections and counts it once', () => {
+    const frames = walk([0.8, 0.5], [0.2, 0.5], 15).map(([x, y], i) => (i >= 5 && i <= 8 && i !== 7 ? [] : [body(x, y)]));
+    const c = count(VERTICAL, frames);
+    expect(dirs(c)).toEqual(['in']);
+    // A gap longer than the tracker's memory: a new track on the far side has no side to come from.
+    const gap = walk([0.8, 0.5], [0.2, 0.5], 15).map(([x, y], i) => (i >= 4 && i <= 12 ? [] : [body(x, y)]));
+    expect(count(VERTICAL, gap)).toEqual([]);
+  });
+
+  it('counts nobody passing beside the end of the line, counts within the segment only', () => {
+    const short: CountingLine = { a: [0.5, 0.3], b: [0.5, 0.7], inside: 'right' };
+    const beside = walk([0.8, 0.85], [0.2, 0.85], 15).map(([x, y]) => [body(x, y, 0.1, 0.2)]);
+    expect(count(short, beside)).toEqual([]);
+    const through = walk([0.8, 0.65], [0.2, 0.65], 15).map(([x, y]) => [body(x, y, 0.1, 0.2)]);
+    expect(dirs(count(short, through))).toEqual(['in']);
+  });
+
+  it('works with a rotated line and with the bottom-centre as the reference point', () => {
+    // A diagonal from top-left to bottom-right; inside on its left (the picture's upper right).
+    const diagonal: CountingLine = { a: [0.2, 0.1], b: [0.8, 0.9], inside: 'left' };
+    const up = walk([0.3, 0.8], [0.7, 0.2], 15).map(([x, y]) => [body(x, y, 0.08, 0.2)]);
+    expect(dirs(count(diagonal, up))).toEqual(['in']);
+    const down = [...up].reverse();
+    expect(dirs(count(diagonal, down))).toEqual(['out']);
+    // A horizontal floor line at y 0.7: bodies whose feet cross it while their centre stays above.
+    const floor: CountingLine = { a: [0.1, 0.7], b: [0.9, 0.7], inside: 'right' };
+    const towards = walk([0.5, 0.3], [0.5, 0.6], 12).map(([x, y]) => [body(x, y, 0.12, 0.3)]);
+    expect(count(floor, towards)).toEqual([]);
+    // a->b walks right, so its right is downwards (y grows): walking down the picture is an entry.
+    expect(dirs(count(floor, towards, { reference: 'bottom' }))).toEqual(['in']);
+  });
+
+  it('gives a track first seen in the band a side without counting a crossing', () => {
+    const frames = walk([0.5, 0.5], [0.2, 0.5], 10).map(([x, y]) => [body(x, y)]);
+    expect(count(VERTICAL, frames)).toEqual([]);
+  });
+
+  it('keeps separate tracks apart: one person waiting outside while another walks in', () => {
+    const frames = walk([0.8, 0.3], [0.2, 0.3], 15).map(([x, y]) => [body(0.85, 0.7), body(x, y)]);
+    const c = count(VERTICAL, frames);
+    expect(dirs(c)).toEqual(['in']);
+  });
+});
+
+describe('BodyTracker at a low frame rate', () => {
+  it('keeps two people walking in file apart (no leapfrogging) and counts both: every third frame of 5 fps', () => {
+    // Like the door video's pair entering 1.2 s apart, seen at 1.7 fps: the follower is nearer a new track's box
+    // than the leader it belongs to.
+    const frames: BodyBox[][] = [];
+    for (let i = 0; i < 12; i++) {
+      const t = i * 0.6;
+      const lead = -0.05 + 0.27 * t;
+      const follow = lead - 0.24;
+      frames.push([lead, follow].filter((x) => x > -0.05 && x < 1.05).map((x) => body(x, 0.5, 0.25, 0.8)));
+    }
+    // Left to right across VERTICAL (inside: the picture's left) is leaving.
+    const c = count(VERTICAL, frames);
+    expect(dirs(c)).toEqual(['out', 'out']);
+    expect(new Set(c.map((x) => x.trackId)).size).toBe(2);
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * Body counting in the agent runtime without face models, against a real head office in-process (HTTP, broker,
+ * SQLite): the person detector loads from the models folder's bodies.json when a camera has a counting line, with
+ * recognition not running; a crossing goes through the disk queue to head office exactly once, also when it was
+ * queued while the broker was out of reach and the agent restarted.
+ */
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../../test/support/harness.js';
+import { addCamera, enrolmentCode, openShop, waitFor } from '../../test/support/shop-pc.js';
+import { DOOR_LINE } from '../fixtures/door-video.js';
+import { loadAgentConfig, type AgentConfig } from '../config/config.js';
+import { enrolShopPc } from '../enrol/enrol.js';
+import { ensureTestBodyModels, testModelsDir } from '../models/test-cache.js';
+import { AgentRuntime } from './runtime.js';
+
+const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
+
+let h: Harness;
+let tmp: string;
+const running: AgentRuntime[] = [];
+
+beforeAll(async () => {
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-doors-runtime-'));
+  [h] = await Promise.all([startHarness(), ensureTestBodyModels()]);
+}, 120_000);
+
+afterAll(async () => {
+  for (const r of running.splice(0)) await r.stop();
+  await h?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+function bodyModelsOnly(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  const manifest = JSON.parse(readFileSync(path.join(testModelsDir(), 'bodies.json'), 'utf8')) as { models: { graph: { file: string }; weights: { file: string } }[] };
+  cpSync(path.join(testModelsDir(), 'bodies.json'), path.join(dir, 'bodies.json'));
+  for (const m of manifest.models) for (const f of [m.graph.file, m.weights.file]) cpSync(path.join(testModelsDir(), f), path.join(dir, f));
+}
+
+describe('body counting in the runtime', () => {
+  it('loads the person detector without face models once a camera has a line, and delivers crossings once, across a restart', { timeout: 90_000 }, async () => {
+    const owner = (await h.company('Doorway Ltd')).ownerToken;
+    const shop = await openShop(h, owner, { name: 'Quay', timezone: 'UTC' });
+    const configPath = path.join(tmp, 'agent.json');
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath, local: { data_dir: path.join(tmp, 'data') } });
+    const config: AgentConfig = { ...(await loadAgentConfig(configPath)), log_level: 'silent' };
+    const models = path.join(tmp, 'models');
+    bodyModelsOnly(models);
+    const start = async (over: Partial<AgentConfig> = {}) => {
+      const r = await AgentRuntime.start({ config: { ...config, ...over }, log, modelsDir: models, brokerBackoff: { initialMs: 50, maxMs: 200 }, drainMs: 2000 });
+      running.push(r);
+      return r;
+    };
+    const stop = async (r: AgentRuntime) => {
+      await r.stop();
+      running.splice(running.indexOf(r), 1);
+    };
+
+    // The face models are missing: recognition says so; no camera has a line yet: no person detector.
+    const first = await start();
+    expect(first.recognition.running).toBe(false);
+    expect(first.recognition.problem).toMatch(/face models not installed/);
+    await first.sync.pull();
+    await first.doors.idle();
+    expect(first.doors.detectorName).toBeUndefined();
+
+    // A camera with a line (its stream is nowhere: the detector loads from the camera list, not from frames).
+    await addCamera(h, owner, shop.site_id, { camera_id: 'door', host: '127.0.0.1', port: 9, path: '/door', tuning: { detect_fps: 5, line: DOOR_LINE } });
+    await first.sync.pull();
+    await waitFor(async () => {
+      await first.doors.idle();
+      return first.doors.detectorName;
+    }, 60_000, 100);
+    expect(first.doors.detectorName).toMatch(/tfjs-wasm/);
+    expect(first.doors.problem).toBeUndefined();
+
+    // Crossings go out through the disk queue: one now, stored once at head office.
+    await waitFor(() => first.broker.connected, 10_000);
+    expect(first.crossings.submit('door', { direction: 'in', at: new Date(), trackId: 'b1' })).toBe(true);
+    await waitFor(() => h.server.crossings.stats.stored === 1, 10_000);
+    await stop(first);
+
+    // Two more while the broker is out of reach (a closed port), the agent stopped with them queued on disk...
+    const cut = await start({ broker: { ...config.broker, host: '127.0.0.1', port: 9 } });
+    expect(cut.crossings.submit('door', { direction: 'in', at: new Date(), trackId: 'b2' })).toBe(true);
+    expect(cut.crossings.submit('door', { direction: 'out', at: new Date(), trackId: 'b1' })).toBe(true);
+    expect(cut.queue.stats().queued).toBe(2);
+    await stop(cut);
+    // ...are delivered by the next run, each once.
+    const again = await start();
+    await waitFor(() => h.server.crossings.stats.stored === 3, 15_000);
+    const row = (await h.request('GET', `/api/sites/${shop.slug}`, { token: owner })).body;
+    expect(row).toMatchObject({ entries_today: 2, exits_today: 1, occupancy: 1 });
+    await stop(again);
+    expect(h.server.crossings.stats).toMatchObject({ stored: 3, invalid: 0 });
+  });
+});

@@ -1,0 +1,177 @@
+/**
+ * Body counting at the doors (doors.ts) with the real person detector on the door video's frames (decoded by
+ * ffmpeg at 5 fps, agent/fixtures/door-video.ts), without capture or head office: what reaches `onCrossing`, what
+ * motion gating holds back on an empty doorway, and that a camera without a line never loads the detector. The
+ * detector runs in its worker thread (detector-thread.ts), as in the agent.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CountingLine } from '../../shared/agent-api.js';
+import { loadBodyDetector } from '../bodies/detector.js';
+import { startBodyDetectorThread } from '../bodies/detector-thread.js';
+import { ensureTestBodyModels, testModelsDir } from '../models/test-cache.js';
+import type { BodyDetector, Crossing } from '../bodies/types.js';
+import type { Frame } from '../capture/frame.js';
+import { DOOR_LINE, DOOR_VIDEO, doorTruth, ensureDoorVideo } from '../fixtures/door-video.js';
+import { DoorCounting } from './doors.js';
+
+const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
+const FPS = 5;
+const T0 = Date.UTC(2026, 0, 1, 9);
+const { width: W, height: H } = DOOR_VIDEO;
+
+let frames: Buffer[] = [];
+let tmp: string;
+
+/** The door video's first `seconds`, FPS frames a second, RGB24. */
+async function decode(video: string, seconds: number): Promise<Buffer[]> {
+  const ff = spawn('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-i', video, '-t', String(seconds), '-vf', `fps=${FPS}`, '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']);
+  const size = W * H * 3;
+  const out: Buffer[] = [];
+  let rest = Buffer.alloc(0);
+  for await (const chunk of ff.stdout as AsyncIterable<Buffer>) {
+    rest = Buffer.concat([rest, chunk]);
+    while (rest.length >= size) {
+      out.push(Buffer.from(rest.subarray(0, size)));
+      rest = rest.subarray(size);
+    }
+  }
+  return out;
+}
+
+function frame(n: number, cameraId = 'door', data = frames[n]!): Frame {
+  return { cameraId, width: W, height: H, data, at: new Date(T0 + (n * 1000) / FPS) };
+}
+
+beforeAll(async () => {
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-doors-'));
+  const [{ video }] = await Promise.all([ensureDoorVideo(), ensureTestBodyModels()]);
+  frames = await decode(video, 12);
+}, 120_000);
+
+afterAll(() => {
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+function counting(lines: Record<string, CountingLine | null>, crossings: { camera: string; c: Crossing }[], loads: { n: number }) {
+  return new DoorCounting({
+    lineOf: (id) => lines[id],
+    loadDetector: () => {
+      loads.n++;
+      return startBodyDetectorThread(testModelsDir());
+    },
+    onCrossing: (camera, c) => void crossings.push({ camera, c }),
+    log,
+  });
+}
+
+describe('DoorCounting', () => {
+  it('counts the door video\'s first two entries (one with the back of the head turned) and no exit', { timeout: 120_000 }, async () => {
+    const crossings: { camera: string; c: Crossing }[] = [];
+    const loads = { n: 0 };
+    const doors = counting({ door: DOOR_LINE }, crossings, loads);
+    doors.prepare();
+    await doors.idle();
+    expect(doors.detectorName).toMatch(/tfjs-wasm/);
+    // Every frame looked at (or held by motion gating): the next one goes in once the detector is done.
+    for (let n = 0; n < frames.length; n++) {
+      doors.consume(frame(n));
+      await doors.idle();
+    }
+    const truth = doorTruth().filter((x) => x.t < 11);
+    expect(truth.map((x) => x.direction)).toEqual(['in', 'in']);
+    expect(crossings.map((x) => x.c.direction)).toEqual(['in', 'in']);
+    for (const [i, x] of crossings.entries()) {
+      expect(x.camera).toBe('door');
+      expect(Math.abs((x.c.at.getTime() - T0) / 1000 - truth[i]!.t)).toBeLessThanOrEqual(1);
+    }
+    expect(new Set(crossings.map((x) => x.c.trackId)).size).toBe(2);
+    const stats = doors.stats().door!;
+    expect(stats).toMatchObject({ frames: frames.length, in: 2, out: 0, skipped: 0 });
+    expect(stats.analysed + stats.held).toBe(frames.length);
+    expect(loads.n).toBe(1);
+    await doors.close();
+  });
+
+  it('holds back an empty doorway (motion gating) and runs no detector for a camera without a line', { timeout: 60_000 }, async () => {
+    const crossings: { camera: string; c: Crossing }[] = [];
+    const loads = { n: 0 };
+    const doors = counting({ door: DOOR_LINE, till: null }, crossings, loads);
+    // The till camera has no line: nothing is loaded for it, nothing kept.
+    for (let n = 0; n < 5; n++) doors.consume(frame(n, 'till'));
+    await doors.idle();
+    expect(loads.n).toBe(0);
+    expect(doors.stats()).toEqual({});
+    // The empty doorway (the video's first second, the same picture again and again): the detector looks at the
+    // first frame and the periodic re-check only.
+    doors.prepare();
+    await doors.idle();
+    const empty = frames[0]!;
+    for (let n = 0; n < 30; n++) {
+      doors.consume(frame(n, 'door', empty));
+      await doors.idle();
+    }
+    const stats = doors.stats().door!;
+    expect(stats.frames).toBe(30);
+    expect(stats.held).toBeGreaterThanOrEqual(25);
+    expect(stats.analysed).toBe(30 - stats.held);
+    expect(doors.detectorTime.calls).toBe(stats.analysed);
+    expect(crossings).toEqual([]);
+    expect(loads.n).toBe(1);
+    await doors.close();
+  });
+
+  it('reports a detector that will not load, counts nothing and does not throw', async () => {
+    const empty = path.join(tmp, 'no-models');
+    const doors = new DoorCounting({ lineOf: () => DOOR_LINE, loadDetector: () => loadBodyDetector(empty), onCrossing: () => undefined, log, retryMs: 60_000 });
+    doors.consume(frame(0));
+    await doors.idle();
+    expect(doors.problem).toMatch(/person detector would not load/);
+    expect(doors.detectorName).toBeUndefined();
+    // Not tried again at every frame.
+    doors.consume(frame(1));
+    await doors.idle();
+    expect(doors.stats().door).toMatchObject({ frames: 2, analysed: 0 });
+    await doors.close();
+  });
+
+  it('closes a detector that keeps failing (its thread gone) and loads a new one', { timeout: 60_000 }, async () => {
+    const loaded: BodyDetector[] = [];
+    const doors = new DoorCounting({
+      lineOf: () => DOOR_LINE,
+      loadDetector: async () => {
+        const d = await startBodyDetectorThread(testModelsDir());
+        loaded.push(d);
+        return d;
+      },
+      onCrossing: () => undefined,
+      log,
+      motion: false,
+      retryMs: 0,
+    });
+    doors.prepare();
+    await doors.idle();
+    // Gone behind its back: every detection now fails.
+    await loaded[0]!.close();
+    for (let n = 0; n < 5; n++) {
+      doors.consume(frame(n));
+      await doors.idle();
+    }
+    expect(doors.problem).toMatch(/failed 5 times in a row/);
+    expect(doors.detectorName).toBeUndefined();
+    // The next frame loads a new one, which works.
+    doors.consume(frame(5));
+    await doors.idle();
+    expect(loaded).toHaveLength(2);
+    expect(doors.detectorName).toMatch(/tfjs-wasm/);
+    expect(doors.problem).toBeUndefined();
+    doors.consume(frame(6));
+    await doors.idle();
+    expect(doors.stats().door!.analysed).toBe(1);
+    await doors.close();
+  });
+});

@@ -1,0 +1,253 @@
+/**
+ * Body counting at the doors (docs/body-counting.md, "Shop PC"): for every camera whose tuning has a counting line,
+ * its frames (at the camera's detect_fps, as capture delivers them) go through motion gating (motion.ts: an empty
+ * doorway costs a sparse comparison per frame), the person detector, the camera's BodyTracker and LineCounter; each
+ * crossing goes to `onCrossing` (the CrossingSink, then the disk queue). Independent of face recognition: it runs
+ * the same with recognition off or the face models missing.
+ *
+ * The detector is loaded on the first frame of a camera with a line (a shop PC without lines never loads it) and
+ * runs one picture at a time for all cameras; while it is busy, each camera keeps only its newest frame (older
+ * ones are skipped and counted: the tracker bridges the gap with its velocity and memory). A detector that will not
+ * load is reported once and retried after `retryMs`.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { CountingLine } from '../../shared/agent-api.js';
+import { LineCounter, type LineCounterOptions } from '../bodies/line.js';
+import { BodyTracker, type BodyTrackerConfig } from '../bodies/tracker.js';
+import type { BodyDetector, Crossing } from '../bodies/types.js';
+import type { Frame } from '../capture/frame.js';
+import { MotionGate, type MotionGateOptions } from './motion.js';
+
+/** Detections failing in a row before the detector is closed and loaded again. */
+const MAX_FAILURES = 5;
+
+export interface DoorCountingOptions {
+  /** A camera's counting line by camera_id (looked up on every frame); null or undefined: not counted. */
+  lineOf: (cameraId: string) => CountingLine | null | undefined;
+  /** Loads the person detector (on the first frame of a camera with a line). */
+  loadDetector: () => Promise<BodyDetector>;
+  onCrossing: (cameraId: string, crossing: Crossing) => void;
+  log: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
+  /** Motion gating settings; false: every frame is looked at. */
+  motion?: MotionGateOptions | false;
+  tracker?: Partial<BodyTrackerConfig>;
+  line?: Omit<LineCounterOptions, 'aspect'>;
+  /** Wait before trying again to load a detector that failed; default 60 s. */
+  retryMs?: number;
+}
+
+export interface DoorCameraStats {
+  /** Frames received / held back by motion gating / skipped while the detector was busy / looked at. */
+  frames: number;
+  held: number;
+  skipped: number;
+  analysed: number;
+  /** Bodies found (summed over analysed frames), live tracks now, crossings counted. */
+  bodies: number;
+  tracks: number;
+  in: number;
+  out: number;
+}
+
+interface DoorCamera {
+  key: string;
+  tracker: BodyTracker;
+  counter: LineCounter;
+  stats: DoorCameraStats;
+}
+
+interface Pending {
+  frame: Frame;
+  camera: DoorCamera;
+}
+
+export class DoorCounting {
+  private readonly opts: DoorCountingOptions;
+  private readonly cameras = new Map<string, DoorCamera>();
+  private readonly gate: MotionGate | undefined;
+  private readonly pending = new Map<string, Pending>();
+  private detector: BodyDetector | undefined;
+  private loading: Promise<void> | undefined;
+  private failedAt: number | undefined;
+  private draining: Promise<void> | undefined;
+  private closed = false;
+  /** Detections failed in a row. */
+  private failures = 0;
+  /** Time spent in the detector, ms, and its calls (the benchmark's bare cost beside the process's). */
+  readonly detectorTime = { calls: 0, ms: 0 };
+
+  constructor(options: DoorCountingOptions) {
+    this.opts = options;
+    this.gate = options.motion === false ? undefined : new MotionGate(options.motion ?? {});
+  }
+
+  /** The detector's name once loaded. */
+  get detectorName(): string | undefined {
+    return this.detector?.name;
+  }
+
+  /** Why the detector is not running, if it failed to load. */
+  problem: string | undefined;
+
+  stats(): Record<string, DoorCameraStats> {
+    return Object.fromEntries([...this.cameras].map(([id, c]) => [id, { ...c.stats, tracks: c.tracker.tracks().length }]));
+  }
+
+  /** The frame consumer: synchronous and cheap; the detection runs later on a copy. */
+  readonly consume = (frame: Frame): void => {
+    if (this.closed) return;
+    const line = this.opts.lineOf(frame.cameraId);
+    if (!line) {
+      if (this.cameras.has(frame.cameraId)) this.forget(frame.cameraId);
+      return;
+    }
+    const camera = this.camera(frame, line);
+    camera.stats.frames++;
+    if (!this.detector) {
+      this.load();
+      return;
+    }
+    if (this.gate && !this.gate.pass(frame, camera.tracker.tracks().length > 0)) {
+      camera.stats.held++;
+      return;
+    }
+    const size = frame.width * frame.height * 3;
+    if (frame.data.length < size) return;
+    if (this.pending.has(frame.cameraId)) camera.stats.skipped++;
+    // Our own copy: capture fills the frame's buffer again with a later picture.
+    this.pending.set(frame.cameraId, { frame: { ...frame, data: Buffer.from(frame.data.subarray(0, size)) }, camera });
+    this.draining ??= this.drain().finally(() => {
+      this.draining = undefined;
+    });
+  };
+
+  /** A camera has a line: load the detector now rather than on its first frame (the first people are not missed). */
+  prepare(): void {
+    if (!this.detector) this.load();
+  }
+
+  /** Resolves when the detector is loaded (or failed to) and every frame handed over has been looked at. */
+  async idle(): Promise<void> {
+    while (this.loading || this.draining) await (this.loading ?? this.draining);
+  }
+
+  /** A camera removed or its line cleared: its tracks end, nothing is counted for them. */
+  forget(cameraId: string): void {
+    this.cameras.delete(cameraId);
+    this.pending.delete(cameraId);
+    this.gate?.forget(cameraId);
+  }
+
+  /** Stops taking frames, lets the detection under way finish (its crossings are reported) and closes the detector. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.pending.clear();
+    await this.draining;
+    await this.loading;
+    await this.detector?.close().catch((err: unknown) => this.opts.log.warn({ err }, 'person detector not closed cleanly'));
+    this.detector = undefined;
+  }
+
+  private camera(frame: Frame, line: CountingLine): DoorCamera {
+    const key = `${JSON.stringify(line)}|${frame.width}x${frame.height}`;
+    let camera = this.cameras.get(frame.cameraId);
+    if (camera?.key === key) return camera;
+    // New, or its line or picture size changed: the tracks start again (a track cannot cross a line it never saw).
+    const aspect = frame.width / frame.height;
+    camera = {
+      key,
+      tracker: new BodyTracker(this.opts.tracker ?? {}, aspect),
+      counter: new LineCounter(line, { ...this.opts.line, aspect }),
+      stats: camera?.stats ?? { frames: 0, held: 0, skipped: 0, analysed: 0, bodies: 0, tracks: 0, in: 0, out: 0 },
+    };
+    this.cameras.set(frame.cameraId, camera);
+    this.pending.delete(frame.cameraId);
+    return camera;
+  }
+
+  private load(): void {
+    if (this.loading || this.closed) return;
+    if (this.failedAt !== undefined && Date.now() - this.failedAt < (this.opts.retryMs ?? 60_000)) return;
+    const started = Date.now();
+    this.loading = this.opts
+      .loadDetector()
+      .then(async (detector) => {
+        if (this.closed) {
+          await detector.close();
+          return;
+        }
+        this.detector = detector;
+        this.problem = undefined;
+        this.failedAt = undefined;
+        this.opts.log.info({ detector: detector.name, ms: Date.now() - started }, 'body counting running');
+      })
+      .catch((err: unknown) => {
+        this.failedAt = Date.now();
+        const problem = `person detector would not load: ${(err as Error).message}`.slice(0, 300);
+        if (problem !== this.problem) this.opts.log.error({ problem }, 'body counting not running');
+        this.problem = problem;
+      })
+      .finally(() => {
+        this.loading = undefined;
+      });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.detector && !this.closed) {
+      const next = this.pending.entries().next();
+      if (next.done) return;
+      const [cameraId, { frame, camera }] = next.value;
+      this.pending.delete(cameraId);
+      let boxes;
+      const started = performance.now();
+      try {
+        boxes = await this.detector.detect(frame);
+      } catch (err) {
+        const problem = (err as Error).message;
+        if (this.failures++ === 0) this.opts.log.warn({ err: problem, camera: cameraId }, 'person detection failed on a frame');
+        // Failing again and again (its thread died): closed, and loaded again after retryMs.
+        if (this.failures >= MAX_FAILURES && this.detector) {
+          const dead = this.detector;
+          this.detector = undefined;
+          this.failedAt = Date.now();
+          this.problem = `person detector failed ${this.failures} times in a row: ${problem}`.slice(0, 300);
+          this.opts.log.error({ problem: this.problem }, 'body counting stopped; the detector is loaded again later');
+          this.failures = 0;
+          await dead.close().catch(() => undefined);
+        }
+        continue;
+      } finally {
+        this.detectorTime.calls++;
+        this.detectorTime.ms += performance.now() - started;
+      }
+      this.failures = 0;
+      // The camera's line changed (or it was removed) while the detector ran: this frame belongs to the old one.
+      if (this.cameras.get(cameraId) !== camera) continue;
+      camera.stats.analysed++;
+      camera.stats.bodies += boxes.length;
+      const at = frame.at.getTime();
+      const crossings = camera.counter.update(camera.tracker.update(boxes, at), frame.at);
+      for (const c of crossings) {
+        camera.stats[c.direction]++;
+        try {
+          this.opts.onCrossing(cameraId, c);
+        } catch (err) {
+          this.opts.log.error({ err, camera: cameraId }, 'crossing not reported');
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The installed person detector (agent/bodies/detector.ts): the person model sits in the models folder beside the
+ * face models (`footfall models fetch`), listed in its own `bodies.json`; the face models' `manifest.json` is not
+ * needed. `modelsDir`: the folder given (`footfall agent --models`); otherwise `<data dir>/models`.
+ */
+export async function loadDefaultBodyDetector(dataDir: string, modelsDir: string | undefined): Promise<BodyDetector> {
+  // In a thread of its own (TF.js's WebAssembly backend computes synchronously), started only now: a shop PC without
+  // a counting line does not pay for TF.js.
+  const { startBodyDetectorThread } = await import('../bodies/detector-thread.js');
+  return startBodyDetectorThread(modelsDir ?? join(dataDir, 'models'));
+}
