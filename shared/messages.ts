@@ -34,6 +34,11 @@ export const Heartbeat = z
     recognition_running: z.boolean(),
     /** When not running: why, in a few words a person can read ("model file missing"). */
     recognition_problem: z.string().max(300).optional(),
+    /**
+     * Additive (docs/body-counting.md): why entries and exits are not being counted while some camera has a counting
+     * line (the person model missing, the detector failing). Absent: counting runs, or no camera has a line.
+     */
+    door_counting_problem: z.string().max(300).optional(),
     /** Enabled cameras whose stream is open right now / enabled cameras the shop PC knows. */
     cameras_up: count,
     cameras_total: count,

@@ -4,7 +4,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { upTopic } from '../shared/topics.js';
 import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
-import { addCamera, jpeg, openShop, syntheticFace, upload, waitFor } from './support/shop-pc.js';
+import { addCamera, heartbeat, jpeg, openShop, syntheticFace, upload, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 
 /**
@@ -283,6 +283,14 @@ describe.skipIf(!haveChromium)('body counting in the console', () => {
       await until(page, `document.querySelector('[data-shop="${juhu.shop.slug}"] .door')?.getAttribute('data-occupancy') === '0'`, 3000);
       expect(await juhuCard.locator('.door').innerText()).toMatch(/^0 in the shop now\s+Today: 3 entries, 3 exits$/);
       expect(asked.filter((u) => u.endsWith('/api/sites')).length).toBeGreaterThanOrEqual(1);
+
+      // The shop PC cannot count (its person model is missing): its heartbeat says so and the card shows it, live.
+      const problem = 'person detector would not load: No person detector model installed in /var/lib/footfall/models (bodies.json is missing). Run footfall models fetch first';
+      await juhu.client.publishAsync(upTopic(own.slug, juhu.shop.slug, 'heartbeat'), JSON.stringify(heartbeat({ door_counting_problem: problem })));
+      await juhuCard.locator('.door-problem').waitFor({ timeout: 15_000 });
+      expect(await juhuCard.locator('.door-problem').innerText()).toBe(`Entries and exits are not being counted now. The shop PC says: ${problem}.`);
+      await juhu.client.publishAsync(upTopic(own.slug, juhu.shop.slug, 'heartbeat'), JSON.stringify(heartbeat()));
+      await juhuCard.locator('.door-problem').waitFor({ state: 'detached', timeout: 15_000 });
       await done(w);
     } finally {
       await juhu.close();

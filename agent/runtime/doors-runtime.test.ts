@@ -25,7 +25,7 @@ const running: AgentRuntime[] = [];
 
 beforeAll(async () => {
   tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-doors-runtime-'));
-  [h] = await Promise.all([startHarness(), ensureTestBodyModels()]);
+  [h] = await Promise.all([startHarness({ FOOTFALL_HEARTBEAT_INTERVAL_S: 1 }), ensureTestBodyModels()]);
 }, 120_000);
 
 afterAll(async () => {
@@ -97,5 +97,37 @@ describe('body counting in the runtime', () => {
     expect(row).toMatchObject({ entries_today: 2, exits_today: 1, occupancy: 1 });
     await stop(again);
     expect(h.server.crossings.stats).toMatchObject({ stored: 3, invalid: 0 });
+  });
+  it('a camera with a line and no person model: the heartbeat says why, and head office shows it on the shop', { timeout: 60_000 }, async () => {
+    const owner = (await h.company('Doorless Ltd')).ownerToken;
+    const shop = await openShop(h, owner, { name: 'Pier', timezone: 'UTC' });
+    const configPath = path.join(tmp, 'agent-pier.json');
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath, local: { data_dir: path.join(tmp, 'data-pier') } });
+    const config: AgentConfig = { ...(await loadAgentConfig(configPath)), log_level: 'silent' };
+    const empty = path.join(tmp, 'no-models');
+    mkdirSync(empty, { recursive: true });
+    const r = await AgentRuntime.start({ config, log, modelsDir: empty, brokerBackoff: { initialMs: 50, maxMs: 200 }, drainMs: 2000 });
+    running.push(r);
+    try {
+      // No line yet: nothing to say.
+      await r.sync.pull();
+      expect(r.heartbeat().door_counting_problem).toBeUndefined();
+      expect((await h.request('GET', `/api/sites/${shop.slug}`, { token: owner })).body.door_counting_problem).toBeNull();
+      await addCamera(h, owner, shop.site_id, { camera_id: 'door', host: '127.0.0.1', port: 9, path: '/door', tuning: { detect_fps: 5, line: DOOR_LINE } });
+      await r.sync.pull();
+      await waitFor(async () => {
+        await r.doors.idle();
+        return r.doors.problem;
+      }, 30_000, 100);
+      expect(r.heartbeat().door_counting_problem).toMatch(/person detector would not load: .*footfall models fetch/);
+      const row = await waitFor(async () => {
+        const b = (await h.request('GET', `/api/sites/${shop.slug}`, { token: owner })).body;
+        return b.door_counting_problem ? b : undefined;
+      }, 15_000, 200);
+      expect(row).toMatchObject({ occupancy: 0, entries_today: 0, door_counting_problem: expect.stringMatching(/person detector would not load/) });
+    } finally {
+      await r.stop();
+      running.splice(running.indexOf(r), 1);
+    }
   });
 });

@@ -308,6 +308,7 @@ export class AgentRuntime {
       fraction_below_gate: gate.fraction_below_gate,
     };
     if (r.problem) hb.recognition_problem = r.problem.slice(0, 300);
+    if (this.doors.problem) hb.door_counting_problem = this.doors.problem.slice(0, 300);
     if (gate.worst_camera_id) hb.worst_camera_id = gate.worst_camera_id.slice(0, 64);
     return hb;
   }

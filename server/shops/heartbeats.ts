@@ -48,6 +48,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
         recognitionModel: h.recognition_model,
         recognitionRunning: h.recognition_running,
         recognitionProblem: h.recognition_problem ?? null,
+        doorCountingProblem: h.door_counting_problem ?? null,
         camerasUp: h.cameras_up,
         camerasTotal: h.cameras_total,
         queued: h.queued,

@@ -36,6 +36,10 @@ export const Site = Shop.extend({
     .meta({ description: `People in the shop now: entries minus exits since the shop's local midnight, in time order, never below zero. ${atTheDoor}` }),
   entries_today: z.number().int().min(0).nullable().meta({ description: `Entries since the shop's local midnight. ${atTheDoor}` }),
   exits_today: z.number().int().min(0).nullable().meta({ description: `Exits since the shop's local midnight. ${atTheDoor}` }),
+  door_counting_problem: z
+    .string()
+    .nullable()
+    .meta({ description: "Why the shop PC is not counting entries and exits although a camera has a counting line (its last heartbeat's words, e.g. the person model is missing); null: counting runs, or no line. docs/body-counting.md" }),
 }).meta({ id: 'Site' });
 
 const ShopCheck = z

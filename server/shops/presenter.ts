@@ -29,7 +29,13 @@ export function presentShop(shop: ShopRow, config: Config, now = Date.now()) {
 
 /** GET /api/sites rows and GET /api/sites/{site}: the Shop with its day at the door (docs/body-counting.md). */
 export function presentSite(shop: ShopRow, config: Config, today: ShopToday, now = Date.now()) {
-  return { ...presentShop(shop, config, now), occupancy: today.occupancy, entries_today: today.entriesToday, exits_today: today.exitsToday };
+  return {
+    ...presentShop(shop, config, now),
+    occupancy: today.occupancy,
+    entries_today: today.entriesToday,
+    exits_today: today.exitsToday,
+    door_counting_problem: today.occupancy === null ? null : shop.doorCountingProblem,
+  };
 }
 
 /** POST /api/sites answer. */

@@ -32,6 +32,8 @@ export const shops = sqliteTable(
     recognitionModel: text('recognition_model').notNull().default(''),
     recognitionRunning: integer('recognition_running', { mode: 'boolean' }),
     recognitionProblem: text('recognition_problem'),
+    /** The shop PC's last word on body counting not running (heartbeat `door_counting_problem`); null: running or not used. */
+    doorCountingProblem: text('door_counting_problem'),
     camerasUp: integer('cameras_up').notNull().default(0),
     camerasTotal: integer('cameras_total').notNull().default(0),
     queued: integer('queued').notNull().default(0),

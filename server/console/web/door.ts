@@ -31,6 +31,9 @@ export function doorFacts(s: Shop, manager: boolean): HTMLElement | null {
     { class: 'door', 'data-door': s.slug, 'data-occupancy': s.occupancy },
     h('p', { class: 'occupancy' }, h('strong', { class: 'occupancy-number' }, s.occupancy.toLocaleString()), ' ', h('span', {}, 'in the shop now')),
     h('p', { class: 'small muted door-today' }, `Today: ${plural(entries, 'entry', 'entries')}, ${plural(exits, 'exit')}`),
+    s.door_counting_problem
+      ? h('p', { class: 'notice warn small door-problem', role: 'status' }, `Entries and exits are not being counted now. The shop PC says: ${s.door_counting_problem}.`)
+      : null,
   );
 }
 

@@ -23,6 +23,8 @@ export interface Shop {
   occupancy?: number | null;
   entries_today?: number | null;
   exits_today?: number | null;
+  /** Why the shop PC is not counting entries and exits although a camera has a line (its last heartbeat); null: counting. */
+  door_counting_problem?: string | null;
 }
 
 /** A point of the picture: 0..1 from the left and from the top. */

@@ -1,0 +1,1 @@
+ALTER TABLE `shops` ADD `door_counting_problem` text;
