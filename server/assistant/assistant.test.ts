@@ -188,6 +188,11 @@ describe('POST /api/assistant', () => {
       calls(['sites', {}]),
       says((body) => {
         const result = toolResults(body)[0]!.result;
+        // Door counts come with each shop (null: no camera of the shop has a counting line).
+        expect(result.sites.map((s: any) => [s.occupancy, s.entries_today, s.exits_today])).toEqual([
+          [null, null, null],
+          [null, null, null],
+        ]);
         const names = result.sites.map((s: any) => `${s.name} (${s.online ? 'online' : 'offline'}, ${s.timezone})`);
         return `You have ${result.sites.length} shops: ${names.join(', ')}.`;
       }),

@@ -1,5 +1,5 @@
 import type { presentCamera } from '../cameras/presenter.js';
-import type { presentShop } from '../shops/presenter.js';
+import type { presentSite } from '../shops/presenter.js';
 
 /** The answer of POST /api/assistant: the reply and the tools consulted for it, in the order first called. */
 export function presentAnswer(answer: { text: string; used: string[] }) {
@@ -10,7 +10,7 @@ export function presentAnswer(answer: { text: string; used: string[] }) {
 // broker user names, camera addresses or user names, and fewer tokens.
 
 /** A Shop (GET /api/sites) for the model. */
-export function shopForTool(s: ReturnType<typeof presentShop>) {
+export function shopForTool(s: ReturnType<typeof presentSite>) {
   return {
     site_id: s.site_id,
     name: s.name,
@@ -24,6 +24,9 @@ export function shopForTool(s: ReturnType<typeof presentShop>) {
     fraction_below_gate: s.fraction_below_gate,
     queued: s.queued,
     dropped: s.dropped,
+    occupancy: s.occupancy,
+    entries_today: s.entries_today,
+    exits_today: s.exits_today,
   };
 }
 

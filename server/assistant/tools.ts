@@ -12,12 +12,13 @@ import { resolve } from '../references/resolver.js';
 import { shopRef } from '../references/shops.js';
 import { checkShop } from '../shops/check.js';
 import { shopsPolicy } from '../shops/policy.js';
-import { presentShop, presentShopCheck } from '../shops/presenter.js';
+import { presentShopCheck, presentSite } from '../shops/presenter.js';
 import { reportsPolicy } from '../reports/policy.js';
 import { presentFootfall } from '../reports/presenter.js';
 import { BUCKETS, ReportQueryInput, resolveReportQuery } from '../reports/query.js';
 import { reportPool } from '../reports/pool.js';
 import { getShop, listShops } from '../shops/service.js';
+import { shopsToday } from '../crossings/service.js';
 import type { ToolSpec } from './llm.js';
 import { allows } from './policy.js';
 import { cameraForTool, checkForTool, shopForTool } from './presenter.js';
@@ -56,12 +57,16 @@ function shopNamed(ctx: Ctx, ref: string) {
 /** GET /api/sites */
 const sites = tool({
   name: 'sites',
-  description: "Lists the company's shops: name, slug, time zone, whether the shop PC is online, its cameras up and total, face quality (fraction_below_gate) and visits queued or dropped.",
+  description:
+    "Lists the company's shops: name, slug, time zone, whether the shop PC is online, its cameras up and total, face quality (fraction_below_gate), visits queued or dropped, and people in the shop now (occupancy) with today's entries and exits (null where no camera has a counting line).",
   args: z.strictObject({}),
   rule: shopsPolicy.view,
   run(ctx) {
     const now = Date.now();
-    return { sites: listShops(ctx.deps.store.db, tenantOf(ctx)).map((s) => shopForTool(presentShop(s, ctx.deps.config, now))) };
+    const db = ctx.deps.store.db;
+    const list = listShops(db, tenantOf(ctx));
+    const today = shopsToday(db, list, new Date(now));
+    return { sites: list.map((s) => shopForTool(presentSite(s, ctx.deps.config, today.get(s.id)!, now))) };
   },
 });
 
