@@ -262,7 +262,9 @@ export async function run(): Promise<string | undefined> {
       ),
       '',
       `CPU per door camera (node + ffmpeg, mean): **${f1(perCamera)} % of a core**, so about ${(100 / perCamera).toFixed(1)} door cameras per core at detect_fps ${DETECT_FPS}. ` +
-        'The node process stays below the bare detector figure because motion gating skips the empty door and, while the detector is busy, a camera keeps only its newest frame.',
+        (perCamera < bareDetectPct + med(decode)
+          ? 'The agent stays below the bare figure because motion gating skips the empty door and, while the detector is busy, a camera keeps only its newest frame.'
+          : 'Above the bare figure: what motion gating saves on the empty door is spent on the frame copies to the detector thread, the motion comparison, tracking and the rest of the agent.'),
       '',
       `By detect_fps (each its own agent session on the same video, ${LOOPS} runs each, in this run):`,
       '',
