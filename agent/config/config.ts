@@ -66,6 +66,12 @@ export const AgentConfig = z.object({
   data_dir: z.string().min(1).default(DEFAULT_DATA_DIR),
   /** Detect rate for a camera whose tuning does not say. */
   detect_fps: z.number().int().min(1).max(30).default(5),
+  /**
+   * Person detection on a camera with a counting line at most this many times a second, whatever its detect_fps
+   * (the face detector's rate): about 92 ms of CPU per look, and counts were exact at 3 and 5 on the door video
+   * (docs/benchmarks.md, door). 0: as often as detect_fps.
+   */
+  door_fps: z.number().int().min(0).max(30).default(3),
   /** Messages kept on disk while head office is unreachable; the oldest are dropped (and counted) beyond. */
   queue_max_items: z.number().int().min(100).max(10_000_000).default(100_000),
   /** The ffmpeg binary (a full path on Windows, typically). */

@@ -57,8 +57,9 @@ afterAll(() => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
-function counting(lines: Record<string, CountingLine | null>, crossings: { camera: string; c: Crossing }[], loads: { n: number }) {
+function counting(lines: Record<string, CountingLine | null>, crossings: { camera: string; c: Crossing }[], loads: { n: number }, maxFps = 0) {
   return new DoorCounting({
+    maxFps,
     lineOf: (id) => lines[id],
     loadDetector: () => {
       loads.n++;
@@ -94,6 +95,23 @@ describe('DoorCounting', () => {
     expect(stats).toMatchObject({ frames: frames.length, in: 2, out: 0, skipped: 0 });
     expect(stats.analysed + stats.held).toBe(frames.length);
     expect(loads.n).toBe(1);
+    await doors.close();
+  });
+
+  it('paced to door_fps 3 (the agent\'s default) from 5 frames a second: every other frame is left out, the same two entries counted', { timeout: 120_000 }, async () => {
+    const crossings: { camera: string; c: Crossing }[] = [];
+    const doors = counting({ door: DOOR_LINE }, crossings, { n: 0 }, 3);
+    doors.prepare();
+    await doors.idle();
+    for (let n = 0; n < frames.length; n++) {
+      doors.consume(frame(n));
+      await doors.idle();
+    }
+    const stats = doors.stats().door!;
+    // Frames 200 ms apart, at most one per 300 ms (less 10 % slack): frames 0, 2, 4, ... go on.
+    expect(stats.paced).toBe(Math.floor(frames.length / 2));
+    expect(stats.analysed + stats.held).toBe(frames.length - stats.paced);
+    expect(crossings.map((x) => x.c.direction)).toEqual(['in', 'in']);
     await doors.close();
   });
 

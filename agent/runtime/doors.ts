@@ -35,11 +35,14 @@ export interface DoorCountingOptions {
   line?: Omit<LineCounterOptions, 'aspect'>;
   /** Wait before trying again to load a detector that failed; default 60 s. */
   retryMs?: number;
+  /** Look at most this many frames a second per camera (the rest are `paced`); 0 or absent: every frame capture delivers. */
+  maxFps?: number;
 }
 
 export interface DoorCameraStats {
-  /** Frames received / held back by motion gating / skipped while the detector was busy / looked at. */
+  /** Frames received / left out to keep to maxFps / held back by motion gating / skipped while the detector was busy / looked at. */
   frames: number;
+  paced: number;
   held: number;
   skipped: number;
   analysed: number;
@@ -52,6 +55,8 @@ export interface DoorCameraStats {
 
 interface DoorCamera {
   key: string;
+  /** When its last frame went on to motion gating (frame time, ms). */
+  lastTaken: number;
   tracker: BodyTracker;
   counter: LineCounter;
   stats: DoorCameraStats;
@@ -108,6 +113,14 @@ export class DoorCounting {
       this.load();
       return;
     }
+    const maxFps = this.opts.maxFps ?? 0;
+    const at = frame.at.getTime();
+    // 10 % slack: capture's frame times jitter, and a frame a little early must not halve the rate.
+    if (maxFps > 0 && at - camera.lastTaken < 900 / maxFps) {
+      camera.stats.paced++;
+      return;
+    }
+    camera.lastTaken = at;
     if (this.gate && !this.gate.pass(frame, camera.tracker.tracks().length > 0)) {
       camera.stats.held++;
       return;
@@ -159,7 +172,8 @@ export class DoorCounting {
       key,
       tracker: new BodyTracker(this.opts.tracker ?? {}, aspect),
       counter: new LineCounter(line, { ...this.opts.line, aspect }),
-      stats: camera?.stats ?? { frames: 0, held: 0, skipped: 0, analysed: 0, bodies: 0, tracks: 0, in: 0, out: 0 },
+      lastTaken: Number.NEGATIVE_INFINITY,
+      stats: camera?.stats ?? { frames: 0, paced: 0, held: 0, skipped: 0, analysed: 0, bodies: 0, tracks: 0, in: 0, out: 0 },
     };
     this.cameras.set(frame.cameraId, camera);
     this.pending.delete(frame.cameraId);

@@ -53,7 +53,7 @@ export interface AgentRuntimeOptions {
   /** The person model's folder (`bodies.json`); default `modelsDir` when it is a folder, else `<data_dir>/models`. */
   bodyModelsDir?: string;
   /** Body counting settings (motion gating, tracker, line band), mostly for tests and benchmarks. */
-  doors?: Pick<DoorCountingOptions, 'motion' | 'tracker' | 'line' | 'retryMs'>;
+  doors?: Pick<DoorCountingOptions, 'motion' | 'tracker' | 'line' | 'retryMs' | 'maxFps'>;
   /** Recognition worker threads; default the engine's. */
   visionWorkers?: number;
   /** Capture worker settings (watchdogs, backoff), mostly for tests. */
@@ -128,6 +128,7 @@ export class AgentRuntime {
       loadDetector: options.bodyDetector ?? (() => loadDefaultBodyDetector(config.data_dir, bodyModels)),
       onCrossing: (cameraId, crossing) => void this.crossings.submit(cameraId, crossing),
       log,
+      maxFps: config.door_fps,
       ...options.doors,
     });
     this.capture = new CaptureManager({ consumer: this.consume, fps: config.detect_fps, ffmpegPath: config.ffmpeg_path, log, ...(options.capture ? { worker: options.capture } : {}) });
