@@ -38,15 +38,8 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
   app.use(errors);
   // The embedded identity provider's Identity Toolkit paths (their own body parsing and error JSON; docs/auth-service.md).
   app.use(idpRoutes(deps.config));
-  app.use(
-    deferBodyErrors(
-      bodyParser({
-        enableTypes: ['json'],
-        jsonLimit: deps.config.FOOTFALL_BODY_LIMIT_BYTES,
-        parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
-      }),
-    ),
-  );
+  const parsedMethods = ['POST', 'PUT', 'PATCH', 'DELETE'];
+  app.use(deferBodyErrors(bodyParser({ enableTypes: ['json'], jsonLimit: deps.config.FOOTFALL_BODY_LIMIT_BYTES, parsedMethods }), parsedMethods));
 
   // The web console: GET / (for a browser) and /console/* (docs/console.md). Nothing under /api, /auth, /metrics.
   app.use(consoleRoutes());

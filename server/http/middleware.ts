@@ -111,8 +111,10 @@ function toHttpError(err: unknown): HttpError {
  * reads the body (validate): a path that does not exist, or that a caller may not see (/api/admin/*), answers its
  * plain 404 whatever the body, so a malformed body cannot tell whether a path is there.
  */
-export function deferBodyErrors(parse: Mw): Mw {
+export function deferBodyErrors(parse: Mw, parsedMethods: readonly string[]): Mw {
   return async (ctx, next) => {
+    // The parser reads no other method's body (it would call next at once): GET polls skip it.
+    if (!parsedMethods.includes(ctx.method.toUpperCase())) return next();
     try {
       await parse(ctx, async () => {});
     } catch (err) {
