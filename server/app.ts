@@ -62,9 +62,9 @@ export function appRouters(): { admin: AppRouter[]; routers: AppRouter[] } {
 }
 
 /** Anything under /api/admin the admin routes did not answer: the plain 404 of an unknown path. */
-export const adminGuard: Mw = async (ctx, next) => {
+export const adminGuard: Mw = (ctx, next) => {
   if (ctx.path === '/api/admin' || ctx.path.startsWith('/api/admin/')) throw noSuchRoute(ctx.method, ctx.path);
-  await next();
+  return next();
 };
 
 function healthRoutes(): AppRouter {

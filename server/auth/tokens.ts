@@ -12,8 +12,10 @@ export function newToken(kind: TokenKind): string {
   return prefix[kind] + randomBytes(32).toString('base64url');
 }
 
+const kinds = Object.keys(prefix) as TokenKind[];
+
 export function tokenKind(token: string): TokenKind | undefined {
-  return (Object.keys(prefix) as TokenKind[]).find((k) => token.startsWith(prefix[k]));
+  return kinds.find((k) => token.startsWith(prefix[k]));
 }
 
 export function hashToken(token: string): string {
