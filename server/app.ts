@@ -2,9 +2,10 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import { sql } from 'drizzle-orm';
-import type { AppRouter, Custom, Deps, State } from './context.js';
+import type { AppRouter, Custom, Deps, Mw, State } from './context.js';
 import { accessLog, defineRequestLog, deferBodyErrors, errors, requestId } from './http/middleware.js';
 import { noSuchRoute } from './http/errors.js';
+import { mountRouters } from './http/mount.js';
 import { authRoutes } from './auth/routes.js';
 import { clientsRoutes } from './clients/routes.js';
 import { teamRoutes } from './team/routes.js';
@@ -37,29 +38,34 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
   app.use(errors);
   // The embedded identity provider's Identity Toolkit paths (their own body parsing and error JSON; docs/auth-service.md).
   app.use(idpRoutes(deps.config));
-  app.use(
-    deferBodyErrors(
-      bodyParser({
-        enableTypes: ['json'],
-        jsonLimit: deps.config.FOOTFALL_BODY_LIMIT_BYTES,
-        parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
-      }),
-    ),
-  );
+  const parsedMethods = ['POST', 'PUT', 'PATCH', 'DELETE'];
+  app.use(deferBodyErrors(bodyParser({ enableTypes: ['json'], jsonLimit: deps.config.FOOTFALL_BODY_LIMIT_BYTES, parsedMethods }), parsedMethods));
 
   // The web console: GET / (for a browser) and /console/* (docs/console.md). Nothing under /api, /auth, /metrics.
   app.use(consoleRoutes());
 
   // Admin routes answer no 405: to anyone else /api/admin/* must look like nothing at all (a plain 404).
-  app.use(clientsRoutes().routes());
-  app.use(async (ctx, next) => {
-    if (ctx.path === '/api/admin' || ctx.path.startsWith('/api/admin/')) throw noSuchRoute(ctx.method, ctx.path);
-    await next();
-  });
-  const routers: AppRouter[] = [healthRoutes(), openapiRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes()];
-  for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
+  // Each mount answers as `app.use(r.routes()).use(r.allowedMethods())` for its routers in turn (server/http/mount.ts).
+  const { admin, routers } = appRouters();
+  app.use(mountRouters(admin, { withAllowedMethods: false }));
+  app.use(adminGuard);
+  app.use(mountRouters(routers));
   return app;
 }
+
+/** The app's routers, in mounting order: the admin routes (before adminGuard, no 405s), then the rest. */
+export function appRouters(): { admin: AppRouter[]; routers: AppRouter[] } {
+  return {
+    admin: [clientsRoutes()],
+    routers: [healthRoutes(), openapiRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes()],
+  };
+}
+
+/** Anything under /api/admin the admin routes did not answer: the plain 404 of an unknown path. */
+export const adminGuard: Mw = (ctx, next) => {
+  if (ctx.path === '/api/admin' || ctx.path.startsWith('/api/admin/')) throw noSuchRoute(ctx.method, ctx.path);
+  return next();
+};
 
 function healthRoutes(): AppRouter {
   const r: AppRouter = new Router();

@@ -55,7 +55,8 @@ export const DEFAULT_ADMIN_EMAIL = 'admin@footfall.local';
 export async function startServer(config: Config, opts: { log?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
   const log = opts.log ?? createLogger(config.FOOTFALL_LOG_LEVEL);
   const announce = opts.announce ?? ((line: string) => process.stdout.write(line + '\n'));
-  const store = openDatabase(path.join(config.dataDir, 'footfall.db'));
+  // The ingest thread checkpoints the WAL, so no request waits for one (server/db/checkpoint.ts).
+  const store = openDatabase(path.join(config.dataDir, 'footfall.db'), { autoCheckpoint: false });
   let keys: Keys;
   try {
     keys = loadKeys(config);

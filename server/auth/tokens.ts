@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /**
  * Opaque bearer tokens: a kind prefix and 256 bits from the CSPRNG, base64url. Only SHA-256 hashes are stored;
@@ -12,10 +12,12 @@ export function newToken(kind: TokenKind): string {
   return prefix[kind] + randomBytes(32).toString('base64url');
 }
 
+const kinds = Object.keys(prefix) as TokenKind[];
+
 export function tokenKind(token: string): TokenKind | undefined {
-  return (Object.keys(prefix) as TokenKind[]).find((k) => token.startsWith(prefix[k]));
+  return kinds.find((k) => token.startsWith(prefix[k]));
 }
 
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token, 'hex'); // one-shot: createHash('sha256').update(token).digest('hex') without the Hash object
 }

@@ -76,11 +76,9 @@ export function consoleRoutes(dir = consoleDir()): Mw {
    */
   const files = new Map<string, { mtimeMs: number; size: number; body: Buffer; etag: string }>();
   // Only `GET /` is declared to the OpenAPI document (./openapi.ts): the console's static files are not API routes.
-  return describesRoutes<Mw>(async (ctx, next) => {
+  const answer: Mw = async (ctx, next) => {
     const p = ctx.path;
     const isRoot = p === '/';
-    const underPrefix = p === '/console' || p.startsWith(PREFIX);
-    if (!isRoot && !underPrefix) return next();
 
     if (isRoot) {
       ctx.vary('Accept');
@@ -124,7 +122,10 @@ export function consoleRoutes(dir = consoleDir()): Mw {
     }
     ctx.type = TYPES[ext]!;
     ctx.body = body;
-  }, [{ method: 'GET', path: '/' }]);
+  };
+  // Any other path passes straight on, without an async frame of its own.
+  const ours = (p: string) => p === '/' || p === '/console' || p.startsWith(PREFIX);
+  return describesRoutes<Mw>((ctx, next) => (ours(ctx.path) ? answer(ctx, next) : next()), [{ method: 'GET', path: '/' }]);
 }
 
 function wantsHtml(accept: string): boolean {

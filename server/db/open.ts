@@ -16,8 +16,11 @@ export interface Store {
   close(): void;
 }
 
-/** Opens (creating if needed) the head-office database, in WAL mode with foreign keys on, and migrates it. */
-export function openDatabase(file: string): Store {
+/**
+ * Opens (creating if needed) the head-office database, in WAL mode with foreign keys on, and migrates it.
+ * `autoCheckpoint: false`: this connection never checkpoints in its commits; another connection must (server/db/checkpoint.ts).
+ */
+export function openDatabase(file: string, opts: { autoCheckpoint?: boolean } = {}): Store {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const sqlite = new Database(file);
   sqlite.pragma('journal_mode = WAL');
@@ -26,6 +29,7 @@ export function openDatabase(file: string): Store {
   // Erased customers' templates and profiles are overwritten on disk, not left in free pages.
   sqlite.pragma('secure_delete = ON');
   sqlite.pragma('busy_timeout = 5000');
+  if (opts.autoCheckpoint === false) sqlite.pragma('wal_autocheckpoint = 0');
   const db = drizzle(sqlite, { schema });
   migrate(db, { migrationsFolder: path.join(packageRoot(), 'server/db/migrations') });
   return {

@@ -8,12 +8,12 @@ import { HttpError, badRequest, noSuchRoute } from './errors.js';
 const validRequestId = /^[\w.:-]{1,128}$/;
 
 /** Every request gets an id: the caller's X-Request-Id when sane, else a new one. Echoed in the response and logs. */
-export const requestId: Mw = async (ctx, next) => {
+export const requestId: Mw = (ctx, next) => {
   const given = ctx.get('X-Request-Id');
   ctx.state.requestId = validRequestId.test(given) ? given : randomUUID();
   ctx.set('X-Request-Id', ctx.state.requestId);
   ctx.state.logFields = { req_id: ctx.state.requestId };
-  await next();
+  return next();
 };
 
 /**
@@ -55,9 +55,22 @@ export const accessLog: Mw = async (ctx, next) => {
     const ms = Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
     const own = (ctx as Ctx & { _log?: Logger })._log;
     if (own) own.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
-    else ctx.deps.log.info({ ...ctx.state.logFields, method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
+    else accessLoggerOf(ctx.deps.log).info({ ...ctx.state.logFields, method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
   }
 };
+
+const accessLoggers = new WeakMap<Logger, Logger>();
+
+/**
+ * The server's logger for access-log lines: a child with no bindings and no redaction, so the same line without
+ * pino's redaction pass (a fifth of a line's cost). Its fields (req_id, user_id, shop_id, method, path, status, ms)
+ * are none of the redacted keys (server/logger.ts), so the line is byte for byte the same.
+ */
+function accessLoggerOf(base: Logger): Logger {
+  let l = accessLoggers.get(base);
+  if (!l) accessLoggers.set(base, (l = base.child({}, { redact: [] })));
+  return l;
+}
 
 /**
  * Turns every failure into the spec's `{ error, message }` envelope; unexpected errors are 500 with no details.
@@ -111,8 +124,8 @@ function toHttpError(err: unknown): HttpError {
  * reads the body (validate): a path that does not exist, or that a caller may not see (/api/admin/*), answers its
  * plain 404 whatever the body, so a malformed body cannot tell whether a path is there.
  */
-export function deferBodyErrors(parse: Mw): Mw {
-  return async (ctx, next) => {
+export function deferBodyErrors(parse: Mw, parsedMethods: readonly string[]): Mw {
+  const parsing: Mw = async (ctx, next) => {
     try {
       await parse(ctx, async () => {});
     } catch (err) {
@@ -120,6 +133,8 @@ export function deferBodyErrors(parse: Mw): Mw {
     }
     await next();
   };
+  // The parser reads no other method's body (it would only call next): GET polls skip it, and the async frame.
+  return (ctx, next) => (parsedMethods.includes(ctx.method.toUpperCase()) ? parsing(ctx, next) : next());
 }
 
 /**

@@ -125,8 +125,7 @@ const isProviderPath = (p: string) => p.startsWith(TOOLKIT) || p === TOKEN || p 
 export function idpRoutes(config: Config): Mw {
   const parse = bodyParser({ enableTypes: ['json', 'form'], jsonLimit: config.FOOTFALL_BODY_LIMIT_BYTES, formLimit: config.FOOTFALL_BODY_LIMIT_BYTES });
   // Tagged with the paths the table answers, so the OpenAPI document and its coverage test see them (./openapi.ts).
-  return describesRoutes<Mw>(async (ctx, next) => {
-    if (!isProviderPath(ctx.path)) return next();
+  const answer: Mw = async (ctx, next) => {
     const idp = runtimeFor(ctx.deps.config)?.embedded;
     if (!idp) return next();
     if (ctx.path === JWKS_PATH) {
@@ -159,7 +158,9 @@ export function idpRoutes(config: Config): Mw {
       ctx.status = e.status;
       ctx.body = presentIdpError(e);
     }
-  }, [
+  };
+  // Any other path passes straight on, without an async frame of its own.
+  return describesRoutes<Mw>((ctx, next) => (isProviderPath(ctx.path) ? answer(ctx, next) : next()), [
     ...Object.keys(operations).map((op) => ({ method: 'POST' as const, path: TOOLKIT + op })),
     { method: 'POST', path: TOKEN },
     { method: 'GET', path: JWKS_PATH },

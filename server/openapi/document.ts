@@ -33,23 +33,30 @@ const METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 export const openapiPath = (koaPath: string) => koaPath.replace(/(?<!\\):(\w+)/g, '{$1}').replace(/\\:/g, ':');
 
 /**
- * Every route of an app: its routers' (the middleware made by `router.routes()` carries its router), and those a plain
- * middleware declares with describesRoutes() (server/http/describe.ts).
+ * Every route of an app: its routers' (the middleware made by `router.routes()` carries its router, one made by
+ * mountRouters (server/http/mount.ts) its routers), and those a plain middleware declares with describesRoutes()
+ * (server/http/describe.ts).
  */
 export function routesOf(app: { middleware: readonly unknown[] }): RouteInfo[] {
   const out: RouteInfo[] = [];
   for (const mw of app.middleware) {
     for (const declared of routesDeclaredBy(mw) ?? []) out.push({ method: declared.method, path: declared.path, stack: [mw] });
+    const mounted = (mw as { routers?: { stack: Layer[] }[] }).routers;
     const router = (mw as { router?: { stack: Layer[] } }).router;
-    if (!router) continue;
-    const uses = router.stack.filter((l) => l.methods.length === 0);
-    for (const layer of router.stack) {
-      if (layer.methods.length === 0) continue;
-      const before = uses.filter((u) => u.match(layer.path)).flatMap((u) => u.stack);
-      for (const m of layer.methods) {
-        if (!(METHODS as readonly string[]).includes(m)) continue;
-        out.push({ method: m as Method, path: openapiPath(layer.path), stack: [...before, ...layer.stack] });
-      }
+    for (const r of mounted ?? (router ? [router] : [])) out.push(...routesOfRouter(r));
+  }
+  return out;
+}
+
+function routesOfRouter(router: { stack: Layer[] }): RouteInfo[] {
+  const out: RouteInfo[] = [];
+  const uses = router.stack.filter((l) => l.methods.length === 0);
+  for (const layer of router.stack) {
+    if (layer.methods.length === 0) continue;
+    const before = uses.filter((u) => u.match(layer.path)).flatMap((u) => u.stack);
+    for (const m of layer.methods) {
+      if (!(METHODS as readonly string[]).includes(m)) continue;
+      out.push({ method: m as Method, path: openapiPath(layer.path), stack: [...before, ...layer.stack] });
     }
   }
   return out;

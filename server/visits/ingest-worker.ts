@@ -2,6 +2,7 @@ import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadKeys, unusableKeys, type Keys } from '../crypto/keys.js';
 import { openDatabase } from '../db/open.js';
+import { checkpointEvery } from '../db/checkpoint.js';
 import { createLogger } from '../logger.js';
 import { Identities } from './identities.js';
 import { IngestCore } from './ingest-core.js';
@@ -19,6 +20,8 @@ function main(): void {
   const { config } = workerData as WorkerInit;
   const log = createLogger(config.FOOTFALL_LOG_LEVEL).child({ thread: 'ingest' });
   const store = openDatabase(path.join(config.dataDir, 'footfall.db'));
+  // Head office's WAL checkpoints, off the main thread (whose connection has them off).
+  const stopCheckpoints = checkpointEvery(store.sqlite, 250, (err) => log.error({ err }, 'WAL checkpoint failed'));
   let keys: Keys;
   try {
     keys = loadKeys(config);
@@ -71,6 +74,7 @@ function main(): void {
         });
         break;
       case 'stop':
+        stopCheckpoints();
         core.flushAll();
         ack();
         store.close();

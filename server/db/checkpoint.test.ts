@@ -1,0 +1,44 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkpointEvery } from './checkpoint.js';
+import { openDatabase, type Store } from './open.js';
+
+describe('WAL checkpoints off the writing connection', () => {
+  const opened: Store[] = [];
+  let dir = '';
+  afterEach(() => {
+    for (const s of opened.splice(0)) s.close();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a connection opened without automatic checkpoints leaves them to the one running checkpointEvery', async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-checkpoint-'));
+    const file = path.join(dir, 'footfall.db');
+    const main = openDatabase(file, { autoCheckpoint: false });
+    opened.push(main);
+    expect(main.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    main.sqlite.exec('create table filler (id integer primary key, blob blob not null)');
+    const dbBytes = fs.statSync(file).size;
+    const insert = main.sqlite.prepare('insert into filler (blob) values (?)');
+    // About 2,500 pages: past the 1,000 at which SQLite would otherwise checkpoint inside one of these commits.
+    for (let i = 0; i < 2_500; i++) insert.run(Buffer.alloc(4_000, i % 251));
+    expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(2_500 * 4_000);
+    expect(fs.statSync(file).size).toBe(dbBytes); // nothing copied into the database file by the writer
+
+    const other = openDatabase(file);
+    opened.push(other);
+    const errors: unknown[] = [];
+    const stop = checkpointEvery(other.sqlite, 20, (err) => errors.push(err));
+    try {
+      const until = Date.now() + 10_000;
+      while (fs.statSync(file).size < 2_500 * 4_000 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      stop();
+    }
+    expect(errors).toEqual([]);
+    expect(fs.statSync(file).size).toBeGreaterThan(2_500 * 4_000);
+    expect(main.sqlite.prepare('select count(*) from filler').pluck().get()).toBe(2_500);
+  });
+});
