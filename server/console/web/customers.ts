@@ -381,7 +381,10 @@ function mergeSection(c: CustomerDetail, p: Page): HTMLElement {
       yes: `Merge ${c.ref} into ${keep.ref}`,
       act: async () => {
         const r = await api<CustomerDetail>('POST', `/api/visitors/${encodeURIComponent(c.id)}/merge`, { body: { into: keep.id }, signal: p.signal });
-        flash = `${r.merged?.ref ?? c.ref} was merged into ${r.ref}: ${plural(r.merged?.visits_moved ?? 0, 'visit')} moved.`;
+        const joined = r.merged?.visits_joined ?? 0;
+        flash =
+          `${r.merged?.ref ?? c.ref} was merged into ${r.ref}: ${plural(r.merged?.visits_moved ?? 0, 'visit')} moved` +
+          (joined > 0 ? `; ${plural(joined, 'visit')} became part of a visit in the same shop at the same time (one stay).` : '.');
         location.hash = `#/customers/${encodeURIComponent(r.ref)}`;
       },
     });

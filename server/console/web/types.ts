@@ -257,7 +257,7 @@ export interface Profile {
 /** GET /api/visitors/{id}, and the answers of the profile PUT and the merge. */
 export interface CustomerDetail extends Customer {
   profile: Profile;
-  merged?: { id: string; ref: string; visits_moved: number };
+  merged?: { id: string; ref: string; visits_moved: number; visits_joined?: number };
 }
 
 /** The answer of POST /api/purchases. */
