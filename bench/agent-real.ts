@@ -19,13 +19,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { decodeArgs } from '../agent/capture/ffmpeg.js';
 import { ensureTestPhotos } from '../agent/fixtures/registry-photos.js';
 import type { ModelId } from '../agent/models/catalogue.js';
 import { ensureTestModels, testCacheRoot, testModelsDir } from '../agent/models/test-cache.js';
 import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
 import { ModelSessions } from '../agent/vision/models.js';
 import { api, cli as ownCli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
+import { bareDecode, f1, med, range, startRtsp } from './agent-process.js';
 import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
 
@@ -91,22 +91,6 @@ export async function doorVideos(): Promise<{ door: string; empty: string }> {
   return { door, empty };
 }
 
-interface Rtsp {
-  child: ChildProcess;
-  port: number;
-  exit: Promise<void>;
-}
-
-async function startRtsp(file: string, mount: string): Promise<Rtsp> {
-  const script = path.join(root, 'test/support/rtsp-server.py');
-  const child = spawn('/usr/bin/python3', [script, '--file', file, '--port', '0', '--mount', mount], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  const exit = exited(child);
-  const port = Number(await waitFor('the RTSP server', () => /^READY (\d+)$/m.exec(out)?.[1], 30_000));
-  return { child, port, exit };
-}
-
 /** The `Environment=` settings of the agent's systemd unit (packaging/footfall-agent.service): the agent runs as it would there. */
 export function serviceEnvironment(): Record<string, string> {
   const unit = fs.readFileSync(path.join(agentRoot, 'packaging/footfall-agent.service'), 'utf8');
@@ -143,25 +127,6 @@ async function sample(agentPid: number, seconds: number): Promise<Sample[]> {
   return out;
 }
 
-/** ffmpeg alone on the same stream with capture's own arguments, output thrown away: CPU % of a core over `seconds`. */
-async function bareDecode(url: string, seconds: number): Promise<number[]> {
-  const args = decodeArgs(url, { fps: DETECT_FPS, maxWidth: WIDTH }).map((a) => (a === 'pipe:1' ? '/dev/null' : a));
-  const child = spawn('ffmpeg', ['-y', ...args], { stdio: ['ignore', 'ignore', 'ignore'] });
-  const exit = exited(child);
-  await new Promise((r) => setTimeout(r, 4000));
-  const pcts: number[] = [];
-  let c0 = cpuSeconds(child.pid!)!;
-  for (let i = 0; i < seconds; i++) {
-    await new Promise((r) => setTimeout(r, 1000));
-    const c = cpuSeconds(child.pid!) ?? c0;
-    pcts.push(100 * (c - c0));
-    c0 = c;
-  }
-  child.kill('SIGTERM');
-  await exit;
-  return pcts;
-}
-
 /** CPU ms per call of each model, bare on this thread (onnxruntime, 1 intra-op thread), random inputs. */
 async function bareModels(): Promise<Partial<Record<ModelId, number>>> {
   const models = await ModelSessions.load({ modelsDir: testModelsDir(), intraOpThreads: 1 });
@@ -180,16 +145,6 @@ async function bareModels(): Promise<Partial<Record<ModelId, number>>> {
   return out;
 }
 
-const med = (xs: number[]) => {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
-const range = (xs: number[], d = 1) => {
-  const s = xs.filter(Number.isFinite);
-  return s.length ? `${Math.min(...s).toFixed(d)}-${Math.max(...s).toFixed(d)}` : '-';
-};
-const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
 
 export async function run(): Promise<string | undefined> {
   if (!fs.existsSync(cli)) {
@@ -242,7 +197,7 @@ export async function run(): Promise<string | undefined> {
         const s = await sample(agent.pid!, SAMPLE_S);
         phases[which].push(s);
         progress(`round ${round + 1}/${ROUNDS} ${which}: node ${f1(med(s.map((x) => x.nodePct)))} % (${range(s.map((x) => x.nodePct))}), ffmpeg ${f1(med(s.map((x) => x.ffmpegPct)))} %, RSS ${f1(med(s.map((x) => x.rssMiB)))} MiB`);
-        const bare = await bareDecode(`rtsp://127.0.0.1:${rtsp.port}/${which}`, Math.min(15, SAMPLE_S));
+        const bare = await bareDecode(`rtsp://127.0.0.1:${rtsp.port}/${which}`, Math.min(15, SAMPLE_S), { fps: DETECT_FPS, maxWidth: WIDTH, warmupMs: 4000 });
         decode[which].push(...bare);
         progress(`round ${round + 1}/${ROUNDS} ${which}: bare ffmpeg decode ${f1(med(bare))} %`);
       }

@@ -19,12 +19,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadBodyDetector } from '../agent/bodies/detector.js';
-import { decodeArgs } from '../agent/capture/ffmpeg.js';
-import { DOOR_LINE, DOOR_VIDEO, doorTruth, ensureDoorVideo } from '../agent/fixtures/door-video.js';
-import { ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
+import { DOOR_LINE, DOOR_VIDEO, doorTruth, ensureDoorVideo, decodeDoorFrames } from '../agent/fixtures/door-video.js';
+import { bodyModelsOnly, ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
 import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
 import { api, cli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
 import { serviceEnvironment } from './agent-real.js';
+import { bareDecode, f1, mean, med, range, startRtsp, type Rtsp } from './agent-process.js';
 import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
 
@@ -37,47 +37,6 @@ const DETECT_FPS = 5;
 const RATES = (process.env.BENCH_DOOR_RATES ?? '3,0').split(',').map(Number).filter((n) => Number.isInteger(n) && n >= 0 && n <= 30);
 const LOOPS = Number(process.env.BENCH_DOOR_LOOPS ?? 2);
 const { width: W, height: H, durationS } = DOOR_VIDEO;
-
-interface Rtsp {
-  child: ChildProcess;
-  port: number;
-  exit: Promise<void>;
-}
-
-async function startRtsp(file: string, mount: string): Promise<Rtsp> {
-  const script = path.join(root, 'test/support/rtsp-server.py');
-  const child = spawn('/usr/bin/python3', [script, '--file', file, '--port', '0', '--mount', mount], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  const exit = exited(child);
-  const port = Number(await waitFor('the RTSP server', () => /^READY (\d+)$/m.exec(out)?.[1], 30_000));
-  return { child, port, exit };
-}
-
-/** A models folder with the person model only (bodies.json and its files): no face models, recognition off. */
-function bodyModelsOnly(dir: string): void {
-  fs.mkdirSync(dir, { recursive: true });
-  const from = testModelsDir();
-  const manifest = JSON.parse(fs.readFileSync(path.join(from, 'bodies.json'), 'utf8')) as { models: { graph: { file: string }; weights: { file: string } }[] };
-  fs.copyFileSync(path.join(from, 'bodies.json'), path.join(dir, 'bodies.json'));
-  for (const m of manifest.models) for (const f of [m.graph.file, m.weights.file]) fs.copyFileSync(path.join(from, f), path.join(dir, f));
-}
-
-/** The video's frames at detect_fps, RGB24. */
-async function frames(video: string): Promise<Buffer[]> {
-  const ff = spawn('ffmpeg', ['-nostdin', '-loglevel', 'error', '-i', video, '-vf', `fps=${DETECT_FPS}`, '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']);
-  const size = W * H * 3;
-  const out: Buffer[] = [];
-  let rest = Buffer.alloc(0);
-  for await (const chunk of ff.stdout as AsyncIterable<Buffer>) {
-    rest = Buffer.concat([rest, chunk]);
-    while (rest.length >= size) {
-      out.push(Buffer.from(rest.subarray(0, size)));
-      rest = rest.subarray(size);
-    }
-  }
-  return out;
-}
 
 /** CPU ms per frame of the person detector, bare on this thread, over every `step`-th frame of the video. */
 async function bareDetector(all: Buffer[], step: number): Promise<{ name: string; ms: number; n: number }> {
@@ -92,39 +51,6 @@ async function bareDetector(all: Buffer[], step: number): Promise<{ name: string
   return { name: detector.name, ms, n };
 }
 
-/** ffmpeg alone on the same stream with capture's own arguments: CPU % of a core, 1-s samples. */
-async function bareDecode(url: string, seconds: number): Promise<number[]> {
-  const args = decodeArgs(url, { fps: DETECT_FPS, maxWidth: W }).map((a) => (a === 'pipe:1' ? '/dev/null' : a));
-  const child = spawn('ffmpeg', ['-y', ...args], { stdio: ['ignore', 'ignore', 'ignore'] });
-  const exit = exited(child);
-  await new Promise((r) => setTimeout(r, 3000));
-  const pcts: number[] = [];
-  let c0 = cpuSeconds(child.pid!)!;
-  for (let i = 0; i < seconds; i++) {
-    await new Promise((r) => setTimeout(r, 1000));
-    const c = cpuSeconds(child.pid!) ?? c0;
-    pcts.push(100 * (c - c0));
-    c0 = c;
-  }
-  child.kill('SIGTERM');
-  await exit;
-  return pcts;
-}
-
-const mean = (xs: number[]) => {
-  const s = xs.filter(Number.isFinite);
-  return s.length ? s.reduce((a, b) => a + b, 0) / s.length : Number.NaN;
-};
-const med = (xs: number[]) => {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
-const range = (xs: number[], d = 1) => {
-  const s = xs.filter(Number.isFinite);
-  return s.length ? `${Math.min(...s).toFixed(d)}-${Math.max(...s).toFixed(d)}` : '-';
-};
-const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
 
 interface Session {
   fps: number;
@@ -231,8 +157,8 @@ export async function run(): Promise<string | undefined> {
     const main = sessions[0]!;
     const { samples, row, detectorName, loadBefore, loadAfter } = main;
     progress('bare references: ffmpeg decode, person detector on this thread');
-    const decode = await bareDecode(`rtsp://127.0.0.1:${rtsp.port}/door`, 15);
-    const all = await frames(video);
+    const decode = await bareDecode(`rtsp://127.0.0.1:${rtsp.port}/door`, 15, { fps: DETECT_FPS, maxWidth: W, warmupMs: 3000 });
+    const all = await decodeDoorFrames(video, DETECT_FPS);
     const bare = await bareDetector(all, 2);
     // The rate the headline session looked at frames: capture's DETECT_FPS, paced to door_fps (every n-th frame).
     const lookFps = main.fps === 0 ? DETECT_FPS : DETECT_FPS / Math.ceil(900 / main.fps / (1000 / DETECT_FPS));

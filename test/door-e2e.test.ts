@@ -12,7 +12,7 @@
  * each once; GET /api/sites and GET /api/sites/{site} show the shop's entries_today, exits_today and occupancy to
  * match, and the footfall report the same entries and exits (capture rate 0: no face was identified).
  */
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AedesPublishPacket } from 'aedes';
@@ -23,7 +23,7 @@ import { upFilterAllShops } from '../shared/topics.js';
 import { loadAgentConfig } from '../agent/config/config.js';
 import { enrolShopPc } from '../agent/enrol/enrol.js';
 import { DOOR_LINE, DOOR_VIDEO, doorTruth, ensureDoorVideo } from '../agent/fixtures/door-video.js';
-import { ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
+import { bodyModelsOnly, ensureTestBodyModels } from '../agent/models/test-cache.js';
 import { AgentRuntime } from '../agent/runtime/runtime.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer, type RtspServer } from './support/rtsp.js';
@@ -58,14 +58,6 @@ afterAll(async () => {
   await h?.close();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
-
-/** A models folder with the person model only (as `bodies.json` lists it), no face models. */
-function bodyModelsOnly(dir: string): void {
-  mkdirSync(dir, { recursive: true });
-  const manifest = JSON.parse(readFileSync(path.join(testModelsDir(), 'bodies.json'), 'utf8')) as { models: { graph: { file: string }; weights: { file: string } }[] };
-  cpSync(path.join(testModelsDir(), 'bodies.json'), path.join(dir, 'bodies.json'));
-  for (const m of manifest.models) for (const f of [m.graph.file, m.weights.file]) cpSync(path.join(testModelsDir(), f), path.join(dir, f));
-}
 
 describe('door counting on video: entries, exits and occupancy', () => {
   it('counts entries and exits within one of the truth with recognition off and no face models, and head office agrees', { timeout: 180_000 }, async () => {

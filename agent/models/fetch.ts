@@ -88,19 +88,18 @@ function fetchHint(dir: string): string {
 }
 
 /**
- * Read and validate `<dir>/manifest.json`. Does not re-hash the model files
- * (fetchModels does); throws a message that says how to fix it when the
- * manifest is missing or malformed.
+ * Read and validate a models manifest (`file` in `dir`) with `schema`; the messages say how to fix a missing or
+ * broken one (`what`: "face models", "person detector model"; `kind`: "models", "body models").
  */
-export async function loadManifest(dir: string): Promise<Manifest> {
+export async function readModelManifest<T>(dir: string, file: string, schema: z.ZodType<T>, what: string, kind: string): Promise<T> {
   const abs = resolve(dir);
-  const path = join(abs, MANIFEST_FILE);
+  const path = join(abs, file);
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new Error(`No face models installed in ${abs} (${MANIFEST_FILE} is missing). Run ${fetchHint(abs)} first.`);
+      throw new Error(`No ${what} installed in ${abs} (${file} is missing). Run ${fetchHint(abs)} first.`);
     }
     throw new Error(`Cannot read ${path}: ${(err as Error).message}`);
   }
@@ -110,13 +109,22 @@ export async function loadManifest(dir: string): Promise<Manifest> {
   } catch (err) {
     throw new Error(`${path} is not valid JSON (${(err as Error).message}). Run ${fetchHint(abs)} to repair it.`);
   }
-  const parsed = ManifestSchema.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid';
-    throw new Error(`${path} is not a valid models manifest (${where}). Run ${fetchHint(abs)} to repair it.`);
+    throw new Error(`${path} is not a valid ${kind} manifest (${where}). Run ${fetchHint(abs)} to repair it.`);
   }
   return parsed.data;
+}
+
+/**
+ * Read and validate `<dir>/manifest.json`. Does not re-hash the model files
+ * (fetchModels does); throws a message that says how to fix it when the
+ * manifest is missing or malformed.
+ */
+export function loadManifest(dir: string): Promise<Manifest> {
+  return readModelManifest(dir, MANIFEST_FILE, ManifestSchema, 'face models', 'models');
 }
 
 /** Absolute path of one model's file, from a loaded manifest. */
@@ -183,7 +191,8 @@ async function currentManifest(dir: string, set: ModelSet): Promise<Manifest | u
   }
 }
 
-async function writeFileAtomic(path: string, data: string): Promise<void> {
+/** Writes `data` to `path` through a temporary file and a rename: a reader sees the old file or the new one. */
+export async function writeFileAtomic(path: string, data: string): Promise<void> {
   const tmp = tempPathFor(path);
   try {
     await writeFile(tmp, data);

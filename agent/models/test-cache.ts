@@ -4,7 +4,7 @@
  * download. fetchModels takes a lock file and writes atomically, so concurrent
  * callers are safe: the first downloads, the others wait and reuse it.
  */
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BodyModelId } from './catalogue.js';
@@ -77,4 +77,16 @@ export function ensureTestBodyModels(models?: readonly BodyModelId[], log?: Log)
     pendingBodies.set(key, p);
   }
   return p;
+}
+
+/**
+ * A models folder with the person model only (bodies.json and the files it lists, copied from testModelsDir()), no
+ * face models: a shop PC that counts doors with recognition off. Call after ensureTestBodyModels().
+ */
+export function bodyModelsOnly(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  const from = testModelsDir();
+  const manifest = JSON.parse(readFileSync(join(from, 'bodies.json'), 'utf8')) as { models: { graph: { file: string }; weights: { file: string } }[] };
+  copyFileSync(join(from, 'bodies.json'), join(dir, 'bodies.json'));
+  for (const m of manifest.models) for (const f of [m.graph.file, m.weights.file]) copyFileSync(join(from, f), join(dir, f));
 }

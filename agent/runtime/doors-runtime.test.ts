@@ -4,7 +4,7 @@
  * recognition not running; a crossing goes through the disk queue to head office exactly once, also when it was
  * queued while the broker was out of reach and the agent restarted.
  */
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
@@ -14,7 +14,7 @@ import { addCamera, enrolmentCode, openShop, waitFor } from '../../test/support/
 import { DOOR_LINE } from '../fixtures/door-video.js';
 import { loadAgentConfig, type AgentConfig } from '../config/config.js';
 import { enrolShopPc } from '../enrol/enrol.js';
-import { ensureTestBodyModels, testModelsDir } from '../models/test-cache.js';
+import { bodyModelsOnly, ensureTestBodyModels } from '../models/test-cache.js';
 import { AgentRuntime } from './runtime.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
@@ -33,13 +33,6 @@ afterAll(async () => {
   await h?.close();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
-
-function bodyModelsOnly(dir: string): void {
-  mkdirSync(dir, { recursive: true });
-  const manifest = JSON.parse(readFileSync(path.join(testModelsDir(), 'bodies.json'), 'utf8')) as { models: { graph: { file: string }; weights: { file: string } }[] };
-  cpSync(path.join(testModelsDir(), 'bodies.json'), path.join(dir, 'bodies.json'));
-  for (const m of manifest.models) for (const f of [m.graph.file, m.weights.file]) cpSync(path.join(testModelsDir(), f), path.join(dir, f));
-}
 
 describe('body counting in the runtime', () => {
   it('loads the person detector without face models once a camera has a line, and delivers crossings once, across a restart', { timeout: 90_000 }, async () => {

@@ -4,7 +4,6 @@
  * motion gating holds back on an empty doorway, and that a camera without a line never loads the detector. The
  * detector runs in its worker thread (detector-thread.ts), as in the agent.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,7 +15,7 @@ import { startBodyDetectorThread } from '../bodies/detector-thread.js';
 import { ensureTestBodyModels, testModelsDir } from '../models/test-cache.js';
 import type { BodyDetector, Crossing } from '../bodies/types.js';
 import type { Frame } from '../capture/frame.js';
-import { DOOR_LINE, DOOR_VIDEO, doorTruth, ensureDoorVideo } from '../fixtures/door-video.js';
+import { DOOR_LINE, DOOR_VIDEO, decodeDoorFrames, doorTruth, ensureDoorVideo } from '../fixtures/door-video.js';
 import { DoorCounting } from './doors.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
@@ -27,22 +26,6 @@ const { width: W, height: H } = DOOR_VIDEO;
 let frames: Buffer[] = [];
 let tmp: string;
 
-/** The door video's first `seconds`, FPS frames a second, RGB24. */
-async function decode(video: string, seconds: number): Promise<Buffer[]> {
-  const ff = spawn('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-i', video, '-t', String(seconds), '-vf', `fps=${FPS}`, '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']);
-  const size = W * H * 3;
-  const out: Buffer[] = [];
-  let rest = Buffer.alloc(0);
-  for await (const chunk of ff.stdout as AsyncIterable<Buffer>) {
-    rest = Buffer.concat([rest, chunk]);
-    while (rest.length >= size) {
-      out.push(Buffer.from(rest.subarray(0, size)));
-      rest = rest.subarray(size);
-    }
-  }
-  return out;
-}
-
 function frame(n: number, cameraId = 'door', data = frames[n]!): Frame {
   return { cameraId, width: W, height: H, data, at: new Date(T0 + (n * 1000) / FPS) };
 }
@@ -50,7 +33,7 @@ function frame(n: number, cameraId = 'door', data = frames[n]!): Frame {
 beforeAll(async () => {
   tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-doors-'));
   const [{ video }] = await Promise.all([ensureDoorVideo(), ensureTestBodyModels()]);
-  frames = await decode(video, 12);
+  frames = await decodeDoorFrames(video, FPS, 12);
 }, 120_000);
 
 afterAll(() => {
