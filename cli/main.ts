@@ -14,7 +14,7 @@ const commands: Record<string, () => Promise<Command>> = {
   enrol: async () => (await import('./agent.js')).enrolCommand(),
   agent: async () => (await import('./agent.js')).agentCommand(),
   vision: async () => (await import('./vision.js')).visionCommand(),
-  camera: async () => (await import('./camera.js')).cameraCommand(),
+  camera: async () => (await import('./camera-command.js')).cameraCommand(),
   status: async () => (await import('./status.js')).statusCommand(),
 };
 
