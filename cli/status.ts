@@ -33,7 +33,7 @@ export interface StatusReport {
   queue?: QueueStatus;
   models?: { dir: string; present: boolean; verified: boolean; set?: string; detail: string };
   /** The person detector's model (door counting), from bodies.json in the same folder. Additive. */
-  body_models?: { dir: string; present: boolean; verified: boolean; set?: string; detail: string };
+  body_models?: StatusReport['models'];
   ffmpeg?: { path: string; found: boolean; version?: string; detail?: string };
   service?: { checked: boolean; state?: string; detail?: string };
 }
@@ -148,45 +148,44 @@ export async function readQueue(config: AgentConfig): Promise<QueueStatus> {
   }
 }
 
-export async function checkModels(dir: string): Promise<NonNullable<StatusReport['models']>> {
-  const { loadManifest } = await import('../agent/models/fetch.js');
+type ModelsCheck = NonNullable<StatusReport['models']>;
+
+/** Every file a manifest lists, hashed: the first that is missing or differs makes the folder NOT VERIFIED. */
+async function verifyFiles(dir: string, set: string, files: readonly { file: string; sha256: string; bytes: number }[], manifestName: string, verified: string): Promise<ModelsCheck> {
   const { sha256OfFile } = await import('../agent/models/npm-tarball.js');
+  for (const f of files) {
+    try {
+      const { sha256, bytes } = await sha256OfFile(path.join(dir, f.file));
+      if (sha256 !== f.sha256 || bytes !== f.bytes) return { dir, present: true, verified: false, set, detail: `${f.file} does not match ${manifestName}: footfall models fetch --dir ${dir}` };
+    } catch (err) {
+      return { dir, present: true, verified: false, set, detail: `${f.file}: ${errText(err)}: footfall models fetch --dir ${dir}` };
+    }
+  }
+  return { dir, present: true, verified: true, set, detail: verified };
+}
+
+export async function checkModels(dir: string): Promise<ModelsCheck> {
+  const { loadManifest } = await import('../agent/models/fetch.js');
   let manifest;
   try {
     manifest = await loadManifest(dir);
   } catch {
     return { dir, present: false, verified: false, detail: `install them: footfall models fetch --dir ${dir}` };
   }
-  for (const m of manifest.models) {
-    try {
-      const { sha256, bytes } = await sha256OfFile(path.join(dir, m.file));
-      if (sha256 !== m.sha256 || bytes !== m.bytes) return { dir, present: true, verified: false, set: manifest.set, detail: `${m.file} does not match the manifest: footfall models fetch --dir ${dir}` };
-    } catch (err) {
-      return { dir, present: true, verified: false, set: manifest.set, detail: `${m.file}: ${errText(err)}: footfall models fetch --dir ${dir}` };
-    }
-  }
-  return { dir, present: true, verified: true, set: manifest.set, detail: `${manifest.set}, ${manifest.models.length} files, all match the manifest` };
+  return verifyFiles(dir, manifest.set, manifest.models, 'the manifest', `${manifest.set}, ${manifest.models.length} files, all match the manifest`);
 }
 
 /** The person detector's models (bodies.json): present, and every file matching its sha256. */
-export async function checkBodyModels(dir: string): Promise<NonNullable<StatusReport['body_models']>> {
+export async function checkBodyModels(dir: string): Promise<ModelsCheck> {
   const { loadBodyManifest } = await import('../agent/models/fetch-bodies.js');
-  const { sha256OfFile } = await import('../agent/models/npm-tarball.js');
   let manifest;
   try {
     manifest = await loadBodyManifest(dir);
   } catch {
     return { dir, present: false, verified: false, detail: `needed only by cameras with a counting line: footfall models fetch --dir ${dir}` };
   }
-  for (const f of manifest.models.flatMap((m) => [m.graph, m.weights])) {
-    try {
-      const { sha256, bytes } = await sha256OfFile(path.join(dir, f.file));
-      if (sha256 !== f.sha256 || bytes !== f.bytes) return { dir, present: true, verified: false, set: manifest.set, detail: `${f.file} does not match bodies.json: footfall models fetch --dir ${dir}` };
-    } catch (err) {
-      return { dir, present: true, verified: false, set: manifest.set, detail: `${f.file}: ${errText(err)}: footfall models fetch --dir ${dir}` };
-    }
-  }
-  return { dir, present: true, verified: true, set: manifest.set, detail: `${manifest.default} (default) of ${manifest.set}, ${manifest.models.length * 2} files, all match bodies.json` };
+  const files = manifest.models.flatMap((m) => [m.graph, m.weights]);
+  return verifyFiles(dir, manifest.set, files, 'bodies.json', `${manifest.default} (default) of ${manifest.set}, ${files.length} files, all match bodies.json`);
 }
 
 function run(cmd: string, args: string[]): Promise<{ code: number | string; stdout: string }> {
