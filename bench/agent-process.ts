@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { decodeArgs } from '../agent/capture/ffmpeg.js';
-import { exited, root, waitFor } from './api.js';
+import { exited, root, waitFor, type Proc } from './api.js';
 import { cpuSeconds } from './proc.js';
 
 export interface Rtsp {
@@ -46,6 +46,20 @@ export async function bareDecode(url: string, seconds: number, opts: { fps: numb
   child.kill('SIGTERM');
   await exit;
   return pcts;
+}
+
+/** Stops `procs` newest first (SIGTERM, SIGKILL after 5 s), then head office. */
+export async function stopProcesses(procs: { child: ChildProcess; exit: Promise<void> }[], server: Proc | undefined): Promise<void> {
+  for (const p of [...procs].reverse()) {
+    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
+    const killer = setTimeout(() => p.child.kill('SIGKILL'), 5000);
+    await p.exit;
+    clearTimeout(killer);
+  }
+  if (server) {
+    server.child.kill('SIGTERM');
+    await server.exit;
+  }
 }
 
 /** Mean of the finite values (NaN when none). */

@@ -25,7 +25,7 @@ import { ensureTestModels, testCacheRoot, testModelsDir } from '../agent/models/
 import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
 import { ModelSessions } from '../agent/vision/models.js';
 import { api, cli as ownCli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
-import { bareDecode, f1, med, range, startRtsp } from './agent-process.js';
+import { bareDecode, f1, med, range, startRtsp, stopProcesses } from './agent-process.js';
 import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
 
@@ -253,16 +253,7 @@ export async function run(): Promise<string | undefined> {
       `Cameras per core (door scene, node + ffmpeg per camera = ${f1(perCamera)} % of a core): **${(100 / perCamera).toFixed(1)}**.`,
     ].join('\n');
   } finally {
-    for (const p of procs.reverse()) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
-      const killer = setTimeout(() => p.child.kill('SIGKILL'), 5000);
-      await p.exit;
-      clearTimeout(killer);
-    }
-    if (server) {
-      server.child.kill('SIGTERM');
-      await server.exit;
-    }
+    await stopProcesses(procs, server);
     if (!PROFILE) fs.rmSync(tmp, { recursive: true, force: true });
   }
 }

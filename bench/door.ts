@@ -10,8 +10,10 @@
  *   after its camera connected (the video starts and ends with an empty door, so the cut falls between people); the
  *   entries and exits head office stored (GET /api/sites) against LOOPS times the truth.
  * - CPU: the agent's node process (all threads) and its ffmpeg child from /proc, 1-s samples over the whole runs.
- * - Bare reference, same run: the person detector alone on this thread on the video's frames at 5 fps (CPU ms per
- *   frame, so % of a core at 5 fps), and ffmpeg alone decoding the same stream with capture's arguments.
+ * - One agent session per door_fps in RATES (default 3, the agent's, then 0: every frame), a table row each.
+ * - Bare reference, same run: the person detector alone on this thread on the video's frames (CPU ms per frame, so
+ *   % of a core at the rate the headline session looks), and ffmpeg alone decoding the same stream with capture's
+ *   arguments.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -24,7 +26,7 @@ import { bodyModelsOnly, ensureTestBodyModels, testModelsDir } from '../agent/mo
 import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
 import { api, cli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
 import { serviceEnvironment } from './agent-real.js';
-import { bareDecode, f1, mean, med, range, startRtsp, type Rtsp } from './agent-process.js';
+import { bareDecode, f1, mean, med, range, startRtsp, stopProcesses, type Rtsp } from './agent-process.js';
 import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
 
@@ -53,7 +55,8 @@ async function bareDetector(all: Buffer[], step: number): Promise<{ name: string
 
 
 interface Session {
-  fps: number;
+  /** The agent's door_fps in this session. */
+  doorFps: number;
   samples: { node: number; ffmpeg: number; rss: number }[];
   row: { entries_today: number; exits_today: number; occupancy: number };
   detectorName: string;
@@ -61,22 +64,21 @@ interface Session {
   loadAfter: string;
 }
 
-/** One shop, one enrolled `footfall agent`, one door camera at `fps`: LOOPS runs of the video measured, then SIGTERM. */
+/** One shop, one enrolled `footfall agent` with `door_fps` doorFps, one door camera at DETECT_FPS: LOOPS runs of the video measured, then SIGTERM. */
 async function session(server: Proc, token: string, rtsp: Rtsp, tmp: string, doorFps: number, trueIn: number, trueOut: number): Promise<Session> {
-  const fps = doorFps;
   let agent: ChildProcess | undefined;
   try {
-    const shop = await api(server.url, 'POST', '/api/sites', { name: `Door Shop ${fps}`, timezone: 'UTC' }, token);
+    const shop = await api(server.url, 'POST', '/api/sites', { name: `Door Shop ${doorFps}`, timezone: 'UTC' }, token);
     const code = (await api(server.url, 'POST', `/api/sites/${shop.site_id}/enrolment-code`, {}, token)).code!;
-    const configFile = path.join(tmp, `agent-${fps}.json`);
-    const dataDir = path.join(tmp, `agent-data-${fps}`);
+    const configFile = path.join(tmp, `agent-${doorFps}.json`);
+    const dataDir = path.join(tmp, `agent-data-${doorFps}`);
     await execFileP(process.execPath, [cli, 'enrol', '--server', server.url, '--code', code, '--config', configFile, '--data-dir', dataDir], { cwd: root });
     // The agent's local setting under test, written into the configuration `footfall enrol` made.
     fs.writeFileSync(configFile, JSON.stringify({ ...JSON.parse(fs.readFileSync(configFile, 'utf8')), door_fps: doorFps }, null, 2), { mode: 0o600 });
-    const models = path.join(tmp, `models-${fps}`);
+    const models = path.join(tmp, `models-${doorFps}`);
     bodyModelsOnly(models);
 
-    const logFile = path.join(tmp, `agent-${fps}.log`);
+    const logFile = path.join(tmp, `agent-${doorFps}.log`);
     const out = fs.openSync(logFile, 'w');
     agent = spawn(process.execPath, [cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment() }, stdio: ['ignore', out, out] });
     fs.closeSync(out);
@@ -121,7 +123,7 @@ async function session(server: Proc, token: string, rtsp: Rtsp, tmp: string, doo
     const row = sites.find((s) => s.slug === shop.slug)!;
     progress(`counted ${row.entries_today} in / ${row.exits_today} out; truth ${LOOPS * trueIn} / ${LOOPS * trueOut}`);
 
-    return { fps, samples, row, detectorName, loadBefore: String(loadBefore), loadAfter: String(loadAfter) };
+    return { doorFps, samples, row, detectorName, loadBefore: String(loadBefore), loadAfter: String(loadAfter) };
   } finally {
     // Stopped above on the way through; on a failure, stopped here.
     if (agent && agent.exitCode === null && agent.signalCode === null) {
@@ -153,7 +155,7 @@ export async function run(): Promise<string | undefined> {
     const c = await api(server.url, 'POST', '/api/admin/clients', { company_name: 'Door Company', owner_email: 'owner@door.test', owner_name: 'Owner' }, admin);
     const token = (await api(server.url, 'POST', '/api/auth/login', { email: 'owner@door.test', password: c.password })).access_token!;
     const sessions: Session[] = [];
-    for (const fps of RATES) sessions.push(await session(server, token, rtsp, tmp, fps, trueIn, trueOut));
+    for (const doorFps of RATES) sessions.push(await session(server, token, rtsp, tmp, doorFps, trueIn, trueOut));
     const main = sessions[0]!;
     const { samples, row, detectorName, loadBefore, loadAfter } = main;
     progress('bare references: ffmpeg decode, person detector on this thread');
@@ -161,7 +163,7 @@ export async function run(): Promise<string | undefined> {
     const all = await decodeDoorFrames(video, DETECT_FPS);
     const bare = await bareDetector(all, 2);
     // The rate the headline session looked at frames: capture's DETECT_FPS, paced to door_fps (every n-th frame).
-    const lookFps = main.fps === 0 ? DETECT_FPS : DETECT_FPS / Math.ceil(900 / main.fps / (1000 / DETECT_FPS));
+    const lookFps = main.doorFps === 0 ? DETECT_FPS : DETECT_FPS / Math.ceil(900 / main.doorFps / (1000 / DETECT_FPS));
     const bareDetectPct = (lookFps * bare.ms * 100) / 1000;
 
     const node = samples.map((s) => s.node);
@@ -173,7 +175,7 @@ export async function run(): Promise<string | undefined> {
       '',
       `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment) on one camera with a ` +
         `counting line: a local RTSP server (GStreamer) looping the door video (agent/fixtures/door-video.ts: ${W}x${H} 25 fps, ${durationS} s, ${trueIn} entries and ` +
-        `${trueOut} exits per run, six people cut out of the registry photos, some with the face hidden), detect_fps ${DETECT_FPS}, the agent's door_fps ${main.fps} (person detection at most ${main.fps} times a second${main.fps === 0 ? ': 0 means every frame' : ''}). The agent's models folder holds only ` +
+        `${trueOut} exits per run, six people cut out of the registry photos, some with the face hidden), detect_fps ${DETECT_FPS}, the agent's door_fps ${main.doorFps} (person detection at most ${main.doorFps} times a second${main.doorFps === 0 ? ': 0 means every frame' : ''}). The agent's models folder holds only ` +
         `the person model (${detectorName}): no recognition, body counting alone. ${LOOPS} whole runs from the camera's connection, then SIGTERM (queued ` +
         `crossings delivered first); counts as head office stored them (GET /api/sites). CPU in % of one core, 1-s /proc samples over the runs (people in view ` +
         `about two thirds of the time). Bare reference in the same run: the person detector alone on this thread on every other frame of the video ` +
@@ -195,7 +197,7 @@ export async function run(): Promise<string | undefined> {
         ],
       ),
       '',
-      `CPU per door camera (node + ffmpeg, mean): **${f1(perCamera)} % of a core**, so about ${(100 / perCamera).toFixed(1)} door cameras per core at detect_fps ${DETECT_FPS}, door_fps ${main.fps}. ` +
+      `CPU per door camera (node + ffmpeg, mean): **${f1(perCamera)} % of a core**, so about ${(100 / perCamera).toFixed(1)} door cameras per core at detect_fps ${DETECT_FPS}, door_fps ${main.doorFps}. ` +
         (perCamera < bareDetectPct + med(decode)
           ? 'The agent stays below the bare figure because motion gating skips the empty door and, while the detector is busy, a camera keeps only its newest frame.'
           : 'Above the bare figure: what motion gating saves on the empty door is spent on the frame copies to the detector thread, the motion comparison, tracking and the rest of the agent.'),
@@ -207,21 +209,12 @@ export async function run(): Promise<string | undefined> {
         sessions.map((x) => {
           const n = mean(x.samples.map((q) => q.node));
           const fm = mean(x.samples.map((q) => q.ffmpeg));
-          return [x.fps === 0 ? `0 (${DETECT_FPS}/s)` : String(x.fps), err(x.row.entries_today, LOOPS * trueIn), err(x.row.exits_today, LOOPS * trueOut), f1(n), f1(fm), f1(n + fm), (100 / (n + fm)).toFixed(1), f1(med(x.samples.map((q) => q.rss)))];
+          return [x.doorFps === 0 ? `0 (${DETECT_FPS}/s)` : String(x.doorFps), err(x.row.entries_today, LOOPS * trueIn), err(x.row.exits_today, LOOPS * trueOut), f1(n), f1(fm), f1(n + fm), (100 / (n + fm)).toFixed(1), f1(med(x.samples.map((q) => q.rss)))];
         }),
       ),
     ].join('\n');
   } finally {
-    for (const p of procs.reverse()) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
-      const killer = setTimeout(() => p.child.kill('SIGKILL'), 5000);
-      await p.exit;
-      clearTimeout(killer);
-    }
-    if (server) {
-      server.child.kill('SIGTERM');
-      await server.exit;
-    }
+    await stopProcesses(procs, server);
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 }
