@@ -94,3 +94,9 @@ export function parseTopic(topic: string): ParsedTopic | undefined {
   const name = Object.keys(table).find((k) => table[k] === rest) as UpName | DownName | undefined;
   return { companySlug, shopSlug, direction, name, rest };
 }
+
+/** Whether `topic` is a shop's `up/<name>` topic (`ff/<company>/<shop>/up/<name>`, valid slugs). */
+export function isUpTopic(topic: string, name: UpName): boolean {
+  const t = parseTopic(topic);
+  return t?.direction === 'up' && t.name === name;
+}

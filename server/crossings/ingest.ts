@@ -1,7 +1,7 @@
 import type { PublishPacket } from 'aedes';
 import type { Logger } from 'pino';
 import { CrossingMessage } from '../../shared/messages.js';
-import { brokerUsername, parseTopic } from '../../shared/topics.js';
+import { brokerUsername, isUpTopic, parseTopic } from '../../shared/topics.js';
 import type { Broker } from '../broker/broker.js';
 import type { Store } from '../db/open.js';
 
@@ -32,11 +32,6 @@ interface Pending {
   receivedAt: string;
   resolve: () => void;
   reject: (err: Error) => void;
-}
-
-function isCrossingTopic(topic: string): boolean {
-  const t = parseTopic(topic);
-  return t?.direction === 'up' && t.name === 'crossing';
 }
 
 /**
@@ -74,7 +69,7 @@ export class CrossingIngest {
   }
 
   start(): void {
-    this.removeHold = this.deps.broker.holdAcks(isCrossingTopic, (packet) => this.hand(packet));
+    this.removeHold = this.deps.broker.holdAcks((topic) => isUpTopic(topic, 'crossing'), (packet) => this.hand(packet));
   }
 
   /** Writes what is queued (their PUBACKs go out) and refuses new crossings. */

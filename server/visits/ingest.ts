@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { PublishPacket } from 'aedes';
 import type { Logger } from 'pino';
-import { parseTopic } from '../../shared/topics.js';
+import { isUpTopic } from '../../shared/topics.js';
 import type { Broker } from '../broker/broker.js';
 import type { Config } from '../config.js';
 import { spawnWorker } from '../thread.js';
@@ -16,11 +16,6 @@ export type { IngestStats } from './ingest-core.js';
 interface Waiting {
   resolve: () => void;
   reject: (err: Error) => void;
-}
-
-function isVisitTopic(topic: string): boolean {
-  const t = parseTopic(topic);
-  return t?.direction === 'up' && t.name === 'visit';
 }
 
 /**
@@ -62,7 +57,7 @@ export class VisitIngest {
   async start(): Promise<void> {
     this.spawn();
     this.deps.identities.attach((m) => this.post(m));
-    this.removeHold = this.deps.broker.holdAcks(isVisitTopic, (packet) => this.hand(packet));
+    this.removeHold = this.deps.broker.holdAcks((topic) => isUpTopic(topic, 'visit'), (packet) => this.hand(packet));
   }
 
   /** Refuses new visits, lets the ingest thread write what it holds (their PUBACKs go out), and ends it. */
