@@ -11,6 +11,7 @@ import { DEFAULT_BODY_MODEL_SET, bodyModelSpec } from './catalogue.js';
 import { BODY_MANIFEST_FILE, BodyManifestSchema, fetchBodyModels, loadBodyManifest } from './fetch-bodies.js';
 import { MANIFEST_FILE } from './fetch.js';
 import { ensureTestBodyModels, ensureTestModels, testModelsDir, testTarballCacheDir } from './test-cache.js';
+import { runCommand } from '../../test/support/command-output.js';
 
 const SETUP_TIMEOUT = 300_000;
 const SET = DEFAULT_BODY_MODEL_SET;
@@ -92,14 +93,7 @@ describe('footfall models, with the person detector', () => {
     process.exitCode = undefined;
   });
 
-  async function run(args: string[]): Promise<{ out: string; err: string }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-    vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-    await modelsCommand().parseAsync(args, { from: 'user' });
-    return { out: out.join('\n'), err: err.join('\n') };
-  }
+  const run = (args: string[]) => runCommand(modelsCommand(), args);
 
   it('fetch --no-faces installs the person detector alone, and list shows it without the face models (exit 0)', async () => {
     const dir = await tempDir('cli-bodies');

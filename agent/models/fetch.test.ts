@@ -10,6 +10,7 @@ import { fetchModels, loadManifest, ManifestSchema, modelPath } from './fetch.js
 import type { Manifest } from './fetch.js';
 import { sha256OfFile } from './npm-tarball.js';
 import { ensureTestModels, testModelsDir } from './test-cache.js';
+import { runCommand } from '../../test/support/command-output.js';
 
 const DOWNLOAD_TIMEOUT = 180_000;
 const SET = DEFAULT_MODEL_SET;
@@ -244,14 +245,7 @@ describe('footfall models (CLI)', () => {
     process.exitCode = undefined;
   });
 
-  async function run(args: string[]): Promise<{ out: string; err: string }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-    vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-    await modelsCommand().parseAsync(args, { from: 'user' });
-    return { out: out.join('\n'), err: err.join('\n') };
-  }
+  const run = (args: string[]) => runCommand(modelsCommand(), args);
 
   it('list prints the models as a table', async () => {
     const { out } = await run(['list', '--dir', testModelsDir()]);

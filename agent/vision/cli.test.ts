@@ -5,6 +5,7 @@ import { visionCommand } from '../../cli/vision.js';
 import { ensureTestPhotos } from '../fixtures/registry-photos.js';
 import { ensureTestModels, testModelsDir } from '../models/test-cache.js';
 import { DEFAULT_MATCH_THRESHOLD } from './analyzer.js';
+import { runCommand } from '../../test/support/command-output.js';
 
 let photos: string;
 
@@ -19,14 +20,10 @@ afterEach(() => {
 });
 
 async function vision(...args: string[]): Promise<{ out: string; err: string; code: number | undefined }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-  await visionCommand().exitOverride().parseAsync(args, { from: 'user' });
+  const { out, err } = await runCommand(visionCommand().exitOverride(), args);
   const code = process.exitCode === undefined ? undefined : Number(process.exitCode);
   vi.restoreAllMocks();
-  return { out: out.join('\n'), err: err.join('\n'), code };
+  return { out, err, code };
 }
 
 describe('footfall vision', () => {
