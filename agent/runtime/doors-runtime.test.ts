@@ -118,6 +118,11 @@ describe('body counting in the runtime', () => {
         return b.door_counting_problem ? b : undefined;
       }, 15_000, 200);
       expect(row).toMatchObject({ occupancy: 0, entries_today: 0, door_counting_problem: expect.stringMatching(/person detector would not load/) });
+      // The line cleared: nothing to count, so the heartbeat no longer says counting fails.
+      const cam = (await h.request('GET', '/api/cameras', { token: owner })).body.find((c: { camera_id: string; site_id: string }) => c.camera_id === 'door' && c.site_id === shop.site_id);
+      expect((await h.request('PATCH', `/api/cameras/${cam.id}`, { token: owner, body: { tuning: { line: null } } })).status).toBe(200);
+      await r.sync.pull();
+      expect(r.heartbeat().door_counting_problem).toBeUndefined();
     } finally {
       await r.stop();
       running.splice(running.indexOf(r), 1);

@@ -140,6 +140,11 @@ export class DoorCounting {
     if (!this.detector) this.load();
   }
 
+  /** No camera has a line any more: nothing is counted, so nothing is reported as failing to count. */
+  noLines(): void {
+    this.problem = undefined;
+  }
+
   /** Resolves when the detector is loaded (or failed to) and every frame handed over has been looked at. */
   async idle(): Promise<void> {
     while (this.loading || this.draining) await (this.loading ?? this.draining);

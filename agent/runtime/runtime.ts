@@ -146,6 +146,7 @@ export class AgentRuntime {
       onConnected: (camera) => this.snapshots.uploadSoon(camera),
       onApplied: (cameras) => {
         if (cameras.some((c) => c.enabled && c.tuning.line)) this.doors.prepare();
+        else this.doors.noLines();
       },
     });
     this.checks = new CheckRunner({
