@@ -108,7 +108,7 @@ export interface PipelineStats extends Omit<CameraStats, 'fraction_below_gate'> 
 }
 
 /** The counters summed over cameras in PipelineStats. */
-export const SUMMED_STATS = [
+const SUMMED_STATS = [
   'frames_received',
   'frames_processed',
   'frames_dropped',
