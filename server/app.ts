@@ -6,7 +6,8 @@ import type { AppRouter, Custom, Deps, Mw, State } from './context.js';
 import { accessLog, defineRequestLog, deferBodyErrors, errors, requestId } from './http/middleware.js';
 import { noSuchRoute } from './http/errors.js';
 import { mountRouters } from './http/mount.js';
-import { authRoutes } from './auth/routes.js';
+import { authRoutes, meRoute } from './auth/routes.js';
+import type { FastRoute } from './http/fast-lane.js';
 import { clientsRoutes } from './clients/routes.js';
 import { teamRoutes } from './team/routes.js';
 import { shopsRoutes } from './shops/routes.js';
@@ -59,6 +60,11 @@ export function appRouters(): { admin: AppRouter[]; routers: AppRouter[] } {
     admin: [clientsRoutes()],
     routers: [healthRoutes(), openapiRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes()],
   };
+}
+
+/** The GETs the fast lane answers beside Koa (server/http/fast-lane.ts); each is also a Koa route, from the same definition. */
+export function fastRoutes(): FastRoute[] {
+  return [meRoute];
 }
 
 /** Anything under /api/admin the admin routes did not answer: the plain 404 of an unknown path. */

@@ -78,6 +78,7 @@ export const configSchema = z.object({
     .optional(),
   FOOTFALL_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   FOOTFALL_TRUST_PROXY: bool.default(false),
+  FOOTFALL_FAST_LANE: bool.default(true),
   FOOTFALL_BODY_LIMIT_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
   FOOTFALL_IMAGES: z.enum(['off', 'local']).default('off'),
 

@@ -2,7 +2,8 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { buildApp } from './app.js';
+import { buildApp, fastRoutes } from './app.js';
+import { withFastLane } from './http/fast-lane.js';
 import { answerClientError } from './http/client-errors.js';
 import type { Config } from './config.js';
 import type { Deps } from './context.js';
@@ -104,7 +105,8 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   void warmPasswords();
 
   const app = buildApp(deps);
-  const server = http.createServer(app.callback());
+  const koa = app.callback();
+  const server = http.createServer(config.FOOTFALL_FAST_LANE ? withFastLane(deps, fastRoutes(), koa) : koa);
   server.requestTimeout = 0; // SSE streams stay open; each route bounds its own work
   server.on('clientError', answerClientError);
   server.keepAliveTimeout = 65_000;

@@ -11,7 +11,8 @@ export function presentUser(user: UserRow, company: CompanyRow | null) {
 }
 
 export function presentActor(actor: Actor) {
-  return userJson({ ...actor, id: actor.userId });
+  // userJson's fields, written out: an object spread here was a tenth of a GET /api/auth/me's own time.
+  return { id: actor.userId, email: actor.email, full_name: actor.fullName, role: actor.role, client_id: actor.companyId ?? '', client_name: actor.companyName };
 }
 
 /** Session envelope (login, refresh, register). expires_at is the access token's expiry. */

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { actorOf, type AppRouter } from '../context.js';
 import { auth } from '../http/auth.js';
+import type { FastRoute } from '../http/fast-lane.js';
 import { notFound, unauthorized } from '../http/errors.js';
 import { bodyOf, transaction, validate } from '../http/pipeline.js';
 import { deviceLabel } from './device.js';
@@ -17,6 +18,9 @@ const device = z.string().max(200).optional();
 export const LoginBody = z.object({ email, password: z.string().min(1, 'is required').max(1024), device });
 export const RefreshBody = z.object({ refresh_token: z.string().min(1, 'is required').max(512), device });
 const SessionId = z.uuid();
+
+/** GET /api/auth/me: the signed-in person. Answered by the fast lane too (server/http/fast-lane.ts), from this definition. */
+export const meRoute: FastRoute = { path: '/api/auth/me', rule: authPolicy.self, answer: (_deps, actor) => presentActor(actor) };
 
 export function authRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api/auth' });
@@ -61,8 +65,8 @@ export function authRoutes(): AppRouter {
     ctx.body = await changeOwnPassword(ctx, bodyOf(ctx, PasswordBody));
   });
 
-  r.get('/me', auth(authPolicy.self), (ctx) => {
-    ctx.body = presentActor(actorOf(ctx));
+  r.get('/me', auth(meRoute.rule), (ctx) => {
+    ctx.body = meRoute.answer(ctx.deps, actorOf(ctx));
   });
 
   r.get('/sessions', auth(authPolicy.self), (ctx) => {

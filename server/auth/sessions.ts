@@ -171,10 +171,28 @@ export function listUserSessions(db: Db, userId: string): SessionRow[] {
     .all();
 }
 
+let isoAt = 0;
+let isoText = iso(0);
+
+/** `new Date().toISOString()`, made at most once a millisecond (every request compares its token's expiry with it). */
+export function nowIso(): string {
+  const now = Date.now();
+  if (now !== isoAt) {
+    isoAt = now;
+    isoText = iso(now);
+  }
+  return isoText;
+}
+
+/** A session row's last-used time in milliseconds, parsed once per row object (findByAccessToken's cached rows live on). */
+const lastUsedMs = new WeakMap<SessionRow, { text: string; ms: number }>();
+
 /** Marks use at most once a minute, so reads do not turn into a write each. */
 export function touchSession(db: Db, session: SessionRow): void {
   const now = Date.now();
-  if (now - Date.parse(session.lastUsedAt) < 60_000) return;
+  let last = lastUsedMs.get(session);
+  if (!last || last.text !== session.lastUsedAt) lastUsedMs.set(session, (last = { text: session.lastUsedAt, ms: Date.parse(session.lastUsedAt) }));
+  if (now - last.ms < 60_000) return;
   noteUnreadWrite(db, db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id)).run().changes);
   // The row may be findByAccessToken's cached one: keep it as the database now has it.
   session.lastUsedAt = iso(now);

@@ -7,10 +7,14 @@ import { HttpError, badRequest, noSuchRoute } from './errors.js';
 
 const validRequestId = /^[\w.:-]{1,128}$/;
 
-/** Every request gets an id: the caller's X-Request-Id when sane, else a new one. Echoed in the response and logs. */
+/** The request's id: the caller's X-Request-Id when sane, else a new one. */
+export function requestIdOf(given: string | undefined): string {
+  return given !== undefined && validRequestId.test(given) ? given : randomUUID();
+}
+
+/** Every request gets an id (requestIdOf). Echoed in the response and logs. */
 export const requestId: Mw = (ctx, next) => {
-  const given = ctx.get('X-Request-Id');
-  ctx.state.requestId = validRequestId.test(given) ? given : randomUUID();
+  ctx.state.requestId = requestIdOf(ctx.get('X-Request-Id'));
   ctx.set('X-Request-Id', ctx.state.requestId);
   ctx.state.logFields = { req_id: ctx.state.requestId };
   return next();
@@ -52,12 +56,22 @@ export const accessLog: Mw = async (ctx, next) => {
   try {
     await next();
   } finally {
-    const ms = Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
+    const ms = elapsedMs(started);
     const own = (ctx as Ctx & { _log?: Logger })._log;
     if (own) own.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
-    else accessLoggerOf(ctx.deps.log).info({ ...ctx.state.logFields, method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
+    else logAccess(ctx.deps.log, { ...ctx.state.logFields, method: ctx.method, path: ctx.path, status: ctx.status, ms });
   }
 };
+
+/** Milliseconds since a process.hrtime.bigint() reading, to a tenth: an access-log line's `ms`. */
+export function elapsedMs(started: bigint): number {
+  return Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
+}
+
+/** An access-log line from its fields (req_id, user_id or shop_id, method, path, status, ms). */
+export function logAccess(log: Logger, fields: Record<string, string | number>): void {
+  accessLoggerOf(log).info(fields, 'request');
+}
 
 const accessLoggers = new WeakMap<Logger, Logger>();
 
