@@ -81,8 +81,9 @@ export async function startHeadOffice(dataDir: string, profileDir?: string): Pro
   return { child, url, exit };
 }
 
-async function startBareKoa(): Promise<Proc> {
-  const child = spawn(process.execPath, [bareKoa], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+/** bench/bare-koa.ts in its own process; `env` for its api-floor variants (BARE_SPIN_US, BARE_HTTP). */
+export async function startBareKoa(env: Record<string, string> = {}): Promise<Proc> {
+  const child = spawn(process.execPath, [bareKoa], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let text = '';
   child.stdout!.on('data', (c: Buffer) => (text += c.toString()));
   const exit = exited(child);
@@ -191,7 +192,7 @@ interface Shot {
   cpuMsPerReq: number;
 }
 
-async function shoot(url: string, token: string | undefined, paced: boolean, pid: number): Promise<Shot> {
+export async function shoot(url: string, token: string | undefined, paced: boolean, pid: number): Promise<Shot> {
   const cpu0 = cpuSeconds(pid)!;
   const r = await autocannon({
     url,
@@ -205,12 +206,12 @@ async function shoot(url: string, token: string | undefined, paced: boolean, pid
   return { p50: r.latency.p50, p99: r.latency.p99, rps: done / SECONDS, errors: r.errors + r.non2xx + r.timeouts, cpuMsPerReq: done > 0 ? (cpu * 1000) / done : Number.NaN };
 }
 
-const med = (xs: number[]) => {
+export const med = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 const spread = (xs: number[], f: (x: number) => string) => (xs.length > 1 ? `${f(Math.min(...xs))}-${f(Math.max(...xs))}` : f(xs[0]!));
-const n0 = (x: number) => Math.round(x).toLocaleString('en');
+export const n0 = (x: number) => Math.round(x).toLocaleString('en');
 
 export async function run(): Promise<string | undefined> {
   if (!fs.existsSync(cli) || !fs.existsSync(bareKoa)) {

@@ -25,6 +25,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   attributes: () => import('./attributes.js'),
   bodies: () => import('./bodies.js'),
   api: () => import('./api.js'),
+  'api-floor': () => import('./api-floor.js'),
   'agent-real': () => import('./agent-real.js'),
   door: () => import('./door.js'),
   occupancy: () => import('./occupancy.js'),
