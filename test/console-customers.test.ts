@@ -322,6 +322,8 @@ describe.skipIf(!haveChromium)('console: the access token is renewed ahead of it
     await chrome?.close();
   });
 
+  // Real renewal timers at a 6 s token life: four rotations and a failed renewal take ~19 s on a quiet machine,
+  // more on a loaded one; each wait inside has its own 20 s bound.
   it('renews before any call is refused, once for two tabs, and keeps the person signed in through a failed renewal', async () => {
     const c = await hr.company('Renewal Chain');
     // An aborted request is logged by Chromium as a failed load; that one is caused here on purpose.
@@ -377,7 +379,7 @@ describe.skipIf(!haveChromium)('console: the access token is renewed ahead of it
     const after = (await page.evaluate(`JSON.parse(localStorage.getItem('footfall.session'))`)) as { access_token: string };
     expect((await hr.request('GET', '/api/auth/me', { token: after.access_token })).status).toBe(200);
     await done(w);
-  });
+  }, 60_000);
 });
 
 /** Waits for a condition of the test's own state (polled every 50 ms). */
