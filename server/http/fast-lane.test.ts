@@ -5,9 +5,10 @@ import { eq } from 'drizzle-orm';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
-import { buildApp, fastRoutes } from '../app.js';
+import { appRouters, buildApp, fastRoutes } from '../app.js';
 import { sessions } from '../auth/schema.js';
 import { hashToken } from '../auth/tokens.js';
+import { securityOf } from './describe.js';
 import { withFastLane } from './fast-lane.js';
 
 /**
@@ -122,6 +123,17 @@ afterAll(async () => {
 });
 
 describe('the fast lane', () => {
+  it('serves only paths that are Koa GET routes with the same rule, with no path parameters', () => {
+    const layers = appRouters().routers.flatMap((r) => r.stack);
+    for (const route of fastRoutes()) {
+      expect(route.path).toMatch(/^(\/[a-z0-9-]+)+$/);
+      const koa = layers.filter((l) => l.path === route.path && l.methods.includes('GET'));
+      expect(koa, route.path).toHaveLength(1);
+      const notes = koa[0]!.stack.map((mw) => securityOf(mw)).filter((n) => n !== undefined);
+      expect(notes).toEqual([{ scheme: 'userBearer', least: route.rule.least, message: route.rule.message }]);
+    }
+  });
+
   it('answers GET /api/auth/me itself, byte for byte as Koa, with the same log line and metrics sample', async () => {
     const auth = { Authorization: `Bearer ${company.ownerToken}` };
     const m0 = await meSample();
