@@ -142,7 +142,7 @@ async function seed(url: string, dataDir: string): Promise<string> {
   const insertCustomer = sqlite.prepare(
     'insert into customers (id, company_id, number, recognition_model, template, template_count, visit_count, first_seen_at, last_seen_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   );
-  // The same statement as ingest (server/visits/ingest-core.ts).
+  // The same statement as ingest (server/visits/stays.ts).
   const insertVisit = sqlite.prepare(
     'insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, received_at, customer_id, is_new_visitor, similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   );

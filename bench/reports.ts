@@ -321,7 +321,7 @@ function write(server: RunningServer, companyId: string, plan: ShopPlan[], shopI
     });
   }
 
-  // The same statement as ingest (server/visits/ingest-core.ts), rows in time order.
+  // The same statement as ingest (server/visits/stays.ts), rows in time order.
   const insertVisit = sqlite.prepare(
     'insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, received_at, customer_id, is_new_visitor, similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   );

@@ -1,33 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { and, eq, inArray } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { EMBEDDING_DIMS, VisitMessage, decodeEmbedding } from '../../shared/messages.js';
 import { brokerUsername, parseTopic } from '../../shared/topics.js';
-import { companies } from '../clients/schema.js';
 import type { Config } from '../config.js';
-import { discardFaces, linkFace, unlinkedFaces, type FaceImageRow } from '../customers/faces.js';
-import { customers } from '../customers/schema.js';
+import { discardFaces } from '../customers/faces.js';
 import type { Store } from '../db/open.js';
-import type { Decision, Visit } from '../identity/matcher.js';
-import { templateToBlob, unitCopy } from '../identity/vector.js';
-import { shops } from '../shops/schema.js';
 import type { FeedItem } from './hub.js';
 import type { Identities } from './identities.js';
-import { presentArrival } from './presenter.js';
-import { sightings } from './schema.js';
-import { feedRange } from './service.js';
-import { Stays, spanOf } from './stays.js';
-
-/** One visit message waiting for the next batch. */
-interface Pending {
-  /** The main thread's number for the message (ascending): it is acknowledged once written. */
-  id: number;
-  username: string;
-  msg: VisitMessage;
-  /** Decoded and checked (finite, not all zeros); undefined: footfall without identity. */
-  embedding: Float32Array | undefined;
-  receivedAt: string;
-}
+import { StaleGallery, writeBatch, type Pending, type Written } from './ingest-write.js';
 
 export interface IngestStats {
   received: number;
@@ -51,18 +30,9 @@ const MAX_BATCH = 512;
 /** Attempts of a batch whose decisions met a gallery made stale by an erasure or merge (reloaded between). */
 const STALE_RETRIES = 3;
 
-/** A batch decided against a gallery that an erasure or merge on the main thread had just made stale. */
-class StaleGallery extends Error {}
-
 /** What one written batch gives the main thread: rows for the arrival streams, per company. */
 export interface Committed {
   items: [string, FeedItem[]][];
-}
-
-interface Shop {
-  id: string;
-  companyId: string;
-  active: boolean;
 }
 
 /**
@@ -231,7 +201,7 @@ export class IngestCore {
   private attempt(batch: readonly Pending[]): Written {
     const touched = new Set<string>();
     try {
-      return this.deps.store.tx(() => this.write(batch, touched));
+      return this.deps.store.tx(() => writeBatch(this.deps, batch, touched));
     } catch (err) {
       for (const k of touched) {
         const [companyId, model] = k.split('\u0000') as [string, string];
@@ -241,219 +211,6 @@ export class IngestCore {
     }
   }
 
-  /** The batch's writes; runs inside one transaction. */
-  private write(batch: readonly Pending[], touched: Set<string>): Written {
-    const { store, config, identities } = this.deps;
-    const db = store.db;
-    const q = statements(store);
-    const now = new Date().toISOString();
-    const out: Written = { items: new Map(), discard: [], counts: {} };
-    const count = (k: keyof IngestStats, n = 1) => (out.counts[k] = (out.counts[k] ?? 0) + n);
-
-    // Shops (and whether their company is active), by broker username.
-    const usernames = [...new Set(batch.map((b) => b.username))];
-    const shopRows = db
-      .select({ username: shops.brokerUsername, id: shops.id, companyId: shops.companyId, active: companies.active })
-      .from(shops)
-      .innerJoin(companies, eq(companies.id, shops.companyId))
-      .where(inArray(shops.brokerUsername, usernames))
-      .all();
-    const shopOf = new Map<string, Shop>(shopRows.map((s) => [s.username, s]));
-
-    // Keep what may be stored: a live shop, an active company, a visit_id not seen before.
-    const accepted: { item: Pending; shop: Shop }[] = [];
-    const dropFaces = new Map<string, string[]>();
-    const dropFace = (companyId: string, id: string | undefined) => {
-      if (!id) return;
-      const list = dropFaces.get(companyId) ?? [];
-      list.push(id);
-      dropFaces.set(companyId, list);
-    };
-    const byCompany = new Map<string, Pending[]>();
-    for (const item of batch) {
-      const shop = shopOf.get(item.username);
-      if (!shop) {
-        count('unknownShop');
-        continue;
-      }
-      if (!shop.active) {
-        count('suspended');
-        dropFace(shop.companyId, item.msg.face_image_id);
-        continue;
-      }
-      accepted.push({ item, shop });
-      const list = byCompany.get(shop.companyId) ?? [];
-      list.push(item);
-      byCompany.set(shop.companyId, list);
-    }
-    const seen = new Map<string, Set<string>>();
-    for (const [companyId, items] of byCompany) {
-      const ids = [...new Set(items.map((i) => i.msg.visit_id))];
-      const existing = new Set<string>();
-      for (let i = 0; i < ids.length; i += 500) {
-        for (const r of db
-          .select({ visitId: sightings.visitId })
-          .from(sightings)
-          .where(and(eq(sightings.companyId, companyId), inArray(sightings.visitId, ids.slice(i, i + 500))))
-          .all())
-          existing.add(r.visitId);
-      }
-      seen.set(companyId, existing);
-    }
-    const fresh = accepted.filter(({ item, shop }) => {
-      const s = seen.get(shop.companyId)!;
-      if (s.has(item.msg.visit_id)) {
-        count('duplicates');
-        return false;
-      }
-      s.add(item.msg.visit_id);
-      return true;
-    });
-
-    // Identity: one batched decision per (company, model), in arrival order.
-    const decisions = new Map<Pending, Decision>();
-    const groups = new Map<string, { companyId: string; model: string; items: Pending[] }>();
-    for (const { item, shop } of fresh) {
-      if (!item.embedding) continue;
-      const model = item.msg.recognition_model!;
-      const k = `${shop.companyId}\u0000${model}`;
-      const g = groups.get(k) ?? { companyId: shop.companyId, model, items: [] };
-      g.items.push(item);
-      groups.set(k, g);
-    }
-    const templates = new Map<string, Buffer>();
-    for (const [k, g] of groups) {
-      touched.add(k);
-      const matcher = identities.matcher(g.companyId, g.model);
-      let next = (q.maxNumber.get(g.companyId) as { n: number | null } | undefined)?.n ?? 0;
-      const vs: Visit[] = g.items.map((i) => ({ embedding: i.embedding!, passedGate: i.msg.passed_gate, at: Date.parse(i.msg.occurred_at) }));
-      const ds = matcher.decideBatch(vs, (v) => {
-        const id = randomUUID();
-        q.insertCustomer.run(id, g.companyId, ++next, g.model, templateToBlob(unitCopy(v.embedding)), now);
-        count('newCustomers');
-        return id;
-      });
-      ds.forEach((d, i) => {
-        decisions.set(g.items[i]!, d);
-        if (d.kind === 'match') {
-          count('matched');
-          if (d.template) templates.set(d.customerId, templateToBlob(d.template.template));
-        }
-      });
-    }
-    const templateCounts = new Map<string, number>();
-    for (const d of decisions.values()) if (d.kind === 'match' && d.template) templateCounts.set(d.customerId, d.template.count);
-
-    // The decisions against the database, in this transaction: a customer erased or merged by the main thread, or
-    // whose template it replaced (merge), since this gallery last heard of it means the gallery is stale.
-    const before = new Map<string, number | undefined>();
-    for (const d of decisions.values()) {
-      if (d.kind !== 'match') continue;
-      const had = d.template ? d.template.count - 1 : undefined;
-      const seen = before.get(d.customerId);
-      if (!before.has(d.customerId) || (had !== undefined && (seen === undefined || had < seen))) before.set(d.customerId, had);
-    }
-    const matchedIds = [...before.keys()];
-    const staffIds = new Set<string>();
-    for (let i = 0; i < matchedIds.length; i += 500) {
-      const rows = db
-        .select({ id: customers.id, count: customers.templateCount, erasedAt: customers.erasedAt, mergedInto: customers.mergedInto, staff: customers.staff })
-        .from(customers)
-        .where(inArray(customers.id, matchedIds.slice(i, i + 500)))
-        .all();
-      const live = new Map(rows.map((r) => [r.id, r]));
-      for (const id of matchedIds.slice(i, i + 500)) {
-        const r = live.get(id);
-        const had = before.get(id);
-        if (!r || r.erasedAt || r.mergedInto || (had !== undefined && r.count !== had)) throw new StaleGallery(`customer ${id} changed`);
-        if (r.staff) staffIds.add(id);
-      }
-    }
-
-    // Face images: linked to an identified visit's customer; otherwise (or with photos off) discarded.
-    const faceOf = new Map<Pending, string>();
-    for (const { item, shop } of fresh) {
-      const faceId = item.msg.face_image_id;
-      if (!faceId) continue;
-      const d = decisions.get(item);
-      const customerId = d && d.kind !== 'footfall' ? d.customerId : undefined;
-      if (config.FOOTFALL_IMAGES === 'off' || !customerId) {
-        dropFace(shop.companyId, faceId);
-        continue;
-      }
-      if (linkFace(db, { id: faceId, companyId: shop.companyId, customerId, visitId: item.msg.visit_id, at: now })) faceOf.set(item, faceId);
-    }
-    for (const [companyId, ids] of dropFaces) out.discard.push(...unlinkedFaces(db, companyId, ids));
-
-    if (fresh.length === 0) return out;
-
-    // The visits, in arrival order: each sighting makes a visit or extends (joins) its customer's visits (stays.ts).
-    const stays = new Stays(store.sqlite, config.FOOTFALL_VISIT_GAP_S * 1000);
-    let first = Number.POSITIVE_INFINITY;
-    let last = 0;
-    const shopIds = new Set<string>();
-    const companyIds = new Set<string>();
-    for (const { item, shop } of fresh) {
-      const d = decisions.get(item);
-      const m = item.msg;
-      const customerId = d && d.kind !== 'footfall' ? d.customerId : null;
-      q.insertSighting.run(shop.companyId, m.visit_id, item.receivedAt);
-      const r = stays.add({
-        visitId: m.visit_id,
-        companyId: shop.companyId,
-        shopId: shop.id,
-        cameraId: m.camera_id,
-        ...spanOf(m),
-        receivedAt: item.receivedAt,
-        customerId,
-        isNewVisitor: d?.kind === 'new',
-        similarity: d?.kind === 'match' ? d.similarity : null,
-        quality: m.quality,
-        passedGate: m.passed_gate,
-        recognitionModel: m.recognition_model ?? null,
-        gender: m.attributes?.gender ?? null,
-        age: m.attributes?.age ?? null,
-        emotion: m.attributes?.emotion ?? null,
-        faceImageId: faceOf.get(item) ?? null,
-        trackId: m.track?.id ?? null,
-        staff: customerId !== null && staffIds.has(customerId),
-      });
-      if (r.inserted !== undefined) {
-        first = Math.min(first, r.inserted);
-        last = Math.max(last, r.inserted);
-      } else count('extended');
-      shopIds.add(shop.id);
-      companyIds.add(shop.companyId);
-    }
-    count('stored', fresh.length);
-
-    // Customer stats and templates: one update per customer; exactly one first visit each.
-    for (const [id, st] of stays.customers) {
-      q.updateCustomer.run({ n: st.visits, first: st.first, last: st.last, template: templates.get(id) ?? null, count: templateCounts.get(id) ?? null, id });
-      stays.markFirstVisit(id);
-    }
-
-    // The shops' last visit.
-    for (const shopId of shopIds) q.touchShop.run(now, shopId);
-
-    // What the arrival streams get after the commit: the new visits (not staff's), presented.
-    const companyOfShop = new Map(fresh.map(({ shop }) => [shop.id, shop.companyId]));
-    if (last === 0) return out;
-    for (const f of feedRange(db, [...companyIds], first, last)) {
-      const companyId = companyOfShop.get(f.shopId)!;
-      const list = out.items.get(companyId) ?? [];
-      list.push({
-        seq: f.seq,
-        shopId: f.shopId,
-        arrival: presentArrival(f, config),
-        faceImageId: f.faceImageId ?? undefined,
-        customerId: f.customerId ?? undefined,
-      });
-      out.items.set(companyId, list);
-    }
-    return out;
-  }
-
   /** After the commit: rows to the main thread, discarded uploads deleted. */
   private after(out: Written): void {
     this.stats.batches++;
@@ -461,40 +218,6 @@ export class IngestCore {
     if (out.items.size > 0) this.deps.emit({ items: [...out.items] });
     if (out.discard.length > 0) discardFaces(this.deps, out.discard);
   }
-}
-
-/**
- * The hot statements of ingest, prepared once per database (plain SQL through better-sqlite3: building them through
- * drizzle for every row cost more than running them).
- */
-const prepared = new WeakMap<Store['sqlite'], ReturnType<typeof prepare>>();
-function prepare(sqlite: Store['sqlite']) {
-  return {
-    maxNumber: sqlite.prepare('select max(number) as n from customers where company_id = ?'),
-    insertCustomer: sqlite.prepare(
-      'insert into customers (id, company_id, number, recognition_model, template, template_count, created_at) values (?, ?, ?, ?, ?, 1, ?)',
-    ),
-    insertSighting: sqlite.prepare('insert into sightings (company_id, visit_id, received_at) values (?, ?, ?)'),
-    updateCustomer: sqlite.prepare(
-      `update customers set visit_count = max(0, visit_count + @n),
-         first_seen_at = min(coalesce(first_seen_at, @first), @first), last_seen_at = max(coalesce(last_seen_at, @last), @last),
-         template = coalesce(@template, template), template_count = coalesce(@count, template_count)
-       where id = @id`,
-    ),
-    touchShop: sqlite.prepare('update shops set last_event_at = ? where id = ?'),
-  };
-}
-function statements(store: Store): ReturnType<typeof prepare> {
-  let q = prepared.get(store.sqlite);
-  if (!q) prepared.set(store.sqlite, (q = prepare(store.sqlite)));
-  return q;
-}
-
-interface Written {
-  items: Map<string, FeedItem[]>;
-  discard: FaceImageRow[];
-  /** Counted only once committed. */
-  counts: Partial<IngestStats>;
 }
 
 /** Finite and not all zeros (the gallery refuses anything else). */
