@@ -419,6 +419,8 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       await w.page.locator('#report-form').getByLabel('Shop').selectOption(s.bandra.shop.slug);
       await w.page.getByRole('button', { name: 'Show' }).click();
       await until(w.page, `location.hash.includes('site=${s.bandra.shop.slug}') && location.hash.includes('from=')`);
+      // The address changes when the form is sent, the results (and their data-query) when the answers are in.
+      await until(w.page, `document.querySelector('#report')?.getAttribute('data-query')?.includes('site=${s.bandra.shop.slug}')`);
       const hash = (await w.page.evaluate('location.hash')) as string;
       const shown = await w.page.locator('#report').getAttribute('data-query');
       // CSV download: the API's CSV for the same query.
