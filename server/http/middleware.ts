@@ -56,16 +56,16 @@ export const accessLog: Mw = async (ctx, next) => {
   try {
     await next();
   } finally {
-    const ms = elapsedMs(started);
+    const ms = logMs(Number(process.hrtime.bigint() - started));
     const own = (ctx as Ctx & { _log?: Logger })._log;
     if (own) own.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
     else logAccess(ctx.deps.log, { ...ctx.state.logFields, method: ctx.method, path: ctx.path, status: ctx.status, ms });
   }
 };
 
-/** Milliseconds since a process.hrtime.bigint() reading, to a tenth: an access-log line's `ms`. */
-export function elapsedMs(started: bigint): number {
-  return Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
+/** A duration in nanoseconds as an access-log line's `ms`: milliseconds to a tenth. */
+export function logMs(ns: number): number {
+  return Math.round(ns / 1e5) / 10;
 }
 
 /** An access-log line from its fields (req_id, user_id or shop_id, method, path, status, ms). */
