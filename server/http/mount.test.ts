@@ -4,7 +4,7 @@ import Koa from 'koa';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminGuard, appRouters } from '../app.js';
-import type { Custom, State } from '../context.js';
+import type { AppRouter, Custom, Mw, State } from '../context.js';
 import { defineRequestLog, errors } from './middleware.js';
 import { mountRouters } from './mount.js';
 
@@ -15,29 +15,22 @@ import { mountRouters } from './mount.js';
  * one they do not (TRACE: 501) and OPTIONS. No token is sent, so a reached route answers its auth step's 401 (or its
  * validation's 400); what differs between the mounts (404, 405 with Allow, 501, OPTIONS' Allow) is compared whole.
  */
-function plainApp(): Koa<State, Custom> {
+/** The head office's routers behind the errors middleware, mounted by `mount` (admin routes, then the guard, then the rest). */
+function appMounted(mount: (routers: AppRouter[], withAllowedMethods: boolean) => Mw[]): Koa<State, Custom> {
   const app = new Koa<State, Custom>();
   defineRequestLog(app.context, pino({ level: 'silent' }));
   app.silent = true;
   const { admin, routers } = appRouters();
   app.use(errors);
-  for (const r of admin) app.use(r.routes());
+  for (const mw of mount(admin, false)) app.use(mw);
   app.use(adminGuard);
-  for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
+  for (const mw of mount(routers, true)) app.use(mw);
   return app;
 }
 
-function mountedApp(): Koa<State, Custom> {
-  const app = new Koa<State, Custom>();
-  defineRequestLog(app.context, pino({ level: 'silent' }));
-  app.silent = true;
-  const { admin, routers } = appRouters();
-  app.use(errors);
-  app.use(mountRouters(admin, { withAllowedMethods: false }));
-  app.use(adminGuard);
-  app.use(mountRouters(routers));
-  return app;
-}
+/** Each router's routes() and, unless admin, allowedMethods(), one after the other: the mounting before mountRouters. */
+const plainApp = () => appMounted((routers, allowed) => routers.flatMap((r) => [r.routes() as Mw, ...(allowed ? [r.allowedMethods() as Mw] : [])]));
+const mountedApp = () => appMounted((routers, allowed) => [mountRouters(routers, { withAllowedMethods: allowed })]);
 
 async function listen(app: Koa<State, Custom>): Promise<{ server: http.Server; url: string }> {
   const server = http.createServer(app.callback());
