@@ -76,7 +76,10 @@ function parseModelJson(text: string, path: string): ModelJson {
  */
 export async function loadPinnedGraphModel(dir: string, graph: PinnedFile, weights: PinnedFile, hint: string): Promise<GraphModel> {
   await useWasmBackend();
-  const [graphBytes, weightBytes] = await Promise.all([readPinned(dir, graph, hint), readPinned(dir, weights, hint)]);
+  // One after the other, graph first: with both missing, the error always names the graph (in parallel, whichever
+  // read failed first was reported).
+  const graphBytes = await readPinned(dir, graph, hint);
+  const weightBytes = await readPinned(dir, weights, hint);
   const path = join(dir, graph.file);
   const json = parseModelJson(graphBytes.toString('utf8'), path);
   const paths = json.weightsManifest.flatMap((g) => g.paths);
