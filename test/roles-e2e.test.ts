@@ -92,7 +92,7 @@ describe('camera roles: a door camera counts, a faces camera recognises', () => 
       const list = (await h.request('GET', '/api/cameras', { token: owner })).body as any[];
       const d = list.find((c) => c.camera_id === 'door');
       return d?.counting?.stats?.analysed > 0 && d.counting.counted_last_hour >= 3 ? list : undefined;
-    }, 20_000, 250);
+    }, 20_000, 250).then((x) => x!);
     const doorStats = runtime.doors.stats();
     await runtime.stop();
     runtime = undefined;
