@@ -96,7 +96,7 @@ const siteCheck = tool({
   rule: shopsPolicy.view,
   run(ctx, args) {
     const shop = shopNamed(ctx, args.site);
-    const cams = shopCameraStates(ctx.deps.store.db, shop.id);
+    const cams = shopCameraStates(ctx.deps.store.db, shop.id, companyCounting(ctx.deps.store.db, ctx.deps.config, shop.companyId, shop.id).health);
     return presentShopCheck(shop, checkShop(shop, cams, ctx.deps.config));
   },
 });

@@ -120,6 +120,11 @@ describe('camera roles and counting health', () => {
     let site = (await h.request('GET', `/api/sites/${shop.slug}`, { token: staff })).body;
     expect(site.door_counting_problem).toMatch(/^Walkway counted nobody in the last hour while the shop's other cameras saw people/);
     expect((await h.request('GET', '/api/sites', { token: staff })).body.find((s: any) => s.slug === shop.slug).door_counting_problem).toBe(site.door_counting_problem);
+    // The shop check fails its cameras step on it, as for a camera that does not connect.
+    const check = await h.request('GET', `/api/sites/${shop.slug}/check`, { token: staff });
+    expect(check.status).toBe(200);
+    expect(check.body.ok).toBe(false);
+    expect(check.body.steps[2]).toMatchObject({ name: 'Cameras are connected', status: 'fail', detail: expect.stringMatching(/^1 camera connected but not counting entries: Walkway \(Counted nobody/) });
 
     // The shop PC's own words come first.
     await publish('heartbeat', heartbeat({ cameras_up: 4, cameras_total: 4, door_counting_problem: 'person detector would not load: no model' }));

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { silentDoors } from '../cameras/counting.js';
+import { companyCounting, silentDoors } from '../cameras/counting.js';
 import { z } from 'zod';
 import { audit } from '../audit/service.js';
 import { shopCameraStates } from '../cameras/service.js';
@@ -132,7 +132,7 @@ export function shopsRoutes(): AppRouter {
 
   r.get('/:site/check', auth(shopsPolicy.view), (ctx) => {
     const shop = shopInPath(ctx);
-    const cams = shopCameraStates(ctx.deps.store.db, shop.id);
+    const cams = shopCameraStates(ctx.deps.store.db, shop.id, companyCounting(ctx.deps.store.db, ctx.deps.config, shop.companyId, shop.id).health);
     ctx.body = presentShopCheck(shop, checkShop(shop, cams, ctx.deps.config));
   });
 
