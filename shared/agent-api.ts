@@ -129,7 +129,7 @@ export const CountingLine = z
   });
 export type CountingLine = z.infer<typeof CountingLine>;
 
-export const CameraRole = z.enum(['faces', 'door', 'both']);
+export const CameraRole = z.enum(['faces', 'door', 'both'], { error: 'must be "faces" (recognise faces), "door" (count entries and exits only) or "both"' });
 export type CameraRole = z.infer<typeof CameraRole>;
 
 export const Tuning = z.object({

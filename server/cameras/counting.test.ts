@@ -55,7 +55,7 @@ describe('camera roles and counting health', () => {
     expect(cams.side.counting).toMatchObject({ role: 'door', state: 'no_line', problem: expect.stringMatching(/^No counting line/) });
 
     for (const [body, message] of [
-      [{ tuning: { role: 'count' } }, /^tuning\.role: /],
+      [{ tuning: { role: 'count' } }, /^tuning\.role: must be "faces" \(recognise faces\), "door" \(count entries and exits only\) or "both"$/],
       [{ tuning: { role: null } }, /^tuning\.role: /],
       [{ tuning: { role: 1 } }, /^tuning\.role: /],
     ] as const) {

@@ -47,8 +47,8 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
     drawLine(lineSvg, current.tuning?.line ?? null);
   });
   const lineInfo = h('p', { class: 'small line-info' });
-  const roleInfo = h('div', { class: 'role' });
-  const countingInfo = h('div', { class: 'counting' });
+  const roleInfo = h('div', { class: 'camera-role' });
+  const countingInfo = h('div', { class: 'camera-counting' });
   const showEmpty = (text: string) => replace(picture, h('div', { class: 'snapshot-empty' }, text));
   showEmpty('No picture yet');
   const liveButton = h('button', { type: 'button', class: 'live-button' }, 'Watch live');
