@@ -129,6 +129,9 @@ export const CountingLine = z
   });
 export type CountingLine = z.infer<typeof CountingLine>;
 
+export const CameraRole = z.enum(['faces', 'door', 'both'], { error: 'must be "faces" (recognise faces), "door" (count entries and exits only) or "both"' });
+export type CameraRole = z.infer<typeof CameraRole>;
+
 export const Tuning = z.object({
   /** Frames per second the detector looks at. */
   detect_fps: z.number().int().min(1).max(30),
@@ -141,8 +144,26 @@ export const Tuning = z.object({
    * With a line, the shop PC detects bodies on this camera and reports crossings (`up/crossing`).
    */
   line: CountingLine.nullable().optional(),
+  /**
+   * What the camera is for (additive; docs/shops-and-cameras.md "Camera roles"): `faces` recognises faces (visitors)
+   * and counts no entries; `door` counts entries and exits at its line and runs no face pipeline at all (no
+   * visitors); `both` does both. Absent: `door` when the camera has a line, else `faces` (see cameraRole).
+   */
+  role: CameraRole.optional(),
 });
 export type Tuning = z.infer<typeof Tuning>;
+
+/**
+ * A camera's role as the shop PC and head office apply it. An absent role means `door` with a counting line (a camera
+ * placed to count a door or a walkway sees small, poor faces that would each become a visitor) and `faces` without.
+ */
+export function cameraRole(tuning: Pick<Tuning, 'role' | 'line'>): CameraRole {
+  return tuning.role ?? (tuning.line ? 'door' : 'faces');
+}
+/** Whether the camera's faces become visits (roles `faces` and `both`). */
+export const recognisesFaces = (tuning: Pick<Tuning, 'role' | 'line'>): boolean => cameraRole(tuning) !== 'door';
+/** The line the camera counts at: its line when its role is `door` or `both`, else null (a `faces` camera's line is kept, unused). */
+export const countingLineOf = (tuning: Pick<Tuning, 'role' | 'line'>): CountingLine | null => (cameraRole(tuning) === 'faces' ? null : (tuning.line ?? null));
 export const DEFAULT_TUNING: Tuning = { detect_fps: 8, min_face_px: 64, rotate: 0 };
 
 export const CameraConfig = z.object({

@@ -22,6 +22,27 @@ const fraction = z.number().min(0).max(1);
 // ---------------------------------------------------------------------------------------------------------------
 // Up: the shop PC publishes.
 
+/**
+ * One door camera's body counting over the last few minutes (heartbeat `doors`, additive; docs/body-counting.md
+ * "Counting health"): frame counts of agent/runtime/doors.ts over the `window_s` seconds before the heartbeat.
+ * `skipped` frames are the ones dropped because the detector was still busy: `skipped / (skipped + analysed)` is the
+ * share of frames the detector could not keep up with. `paced` (kept to door_fps) and `held` (no motion) are by design.
+ */
+export const DoorStats = z.object({
+  camera_id: z.string().min(1).max(64),
+  /** Seconds the counts cover (up to five minutes; less just after counting started). */
+  window_s: z.number().min(0).max(86_400),
+  frames: count,
+  paced: count,
+  held: count,
+  skipped: count,
+  analysed: count,
+  /** Crossings counted in the window. */
+  in: count,
+  out: count,
+});
+export type DoorStats = z.infer<typeof DoorStats>;
+
 /** `<prefix>up/heartbeat`, every heartbeat_interval_s (QoS 0). Three missed heartbeats make the shop offline. */
 export const Heartbeat = z
   .object({
@@ -53,6 +74,8 @@ export const Heartbeat = z
     fraction_below_gate: fraction.nullable(),
     /** camera_id of the camera that fraction_below_gate is about. */
     worst_camera_id: z.string().max(64).optional(),
+    /** Additive: each camera counting at a line, its counting over the last few minutes (absent: none counts yet). */
+    doors: z.array(DoorStats).max(256).optional(),
   })
   .refine((h) => h.cameras_up <= h.cameras_total, { message: 'cameras_up must not exceed cameras_total', path: ['cameras_up'] });
 export type Heartbeat = z.infer<typeof Heartbeat>;

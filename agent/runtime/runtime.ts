@@ -14,7 +14,7 @@
  */
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { Timing } from '../../shared/agent-api.js';
+import { countingLineOf, recognisesFaces, type CameraConfig, type Timing } from '../../shared/agent-api.js';
 import { Heartbeat, type DownMessage } from '../../shared/messages.js';
 import { UP } from '../../shared/topics.js';
 import type { BackoffOptions } from '../capture/backoff.js';
@@ -29,6 +29,7 @@ import { BrokerLink } from './broker.js';
 import { CameraSync } from './cameras.js';
 import { CheckRunner } from './checks.js';
 import { CrossingSink } from './crossings.js';
+import { DoorWindow } from './door-health.js';
 import { DoorCounting, loadDefaultBodyDetector, type DoorCountingOptions } from './doors.js';
 import { AgentApi, AgentHttpError } from './http.js';
 import { LiveRelay } from './live.js';
@@ -96,6 +97,7 @@ export class AgentRuntime {
   private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private heartbeats = 0;
+  private readonly doorWindow = new DoorWindow();
 
   private constructor(options: AgentRuntimeOptions, timing: Timing, images: 'off' | 'local', api: AgentApi, log: Logger, queue: DurableQueue) {
     const { config } = options;
@@ -124,7 +126,11 @@ export class AgentRuntime {
     this.crossings = new CrossingSink({ queue: this.queue, log, topicPrefix: config.broker.topic_prefix });
     const bodyModels = options.bodyModelsDir ?? (options.modelsDir === false ? undefined : options.modelsDir);
     this.doors = new DoorCounting({
-      lineOf: (cameraId) => this.sync.cameras().find((c) => c.camera_id === cameraId && c.enabled)?.tuning.line,
+      // Only cameras whose role counts the door (`door`, `both`; docs/shops-and-cameras.md "Camera roles").
+      lineOf: (cameraId) => {
+        const camera = this.enabledCamera(cameraId);
+        return camera ? countingLineOf(camera.tuning) : undefined;
+      },
       loadDetector: options.bodyDetector ?? (() => loadDefaultBodyDetector(config.data_dir, bodyModels)),
       onCrossing: (cameraId, crossing) => void this.crossings.submit(cameraId, crossing),
       log,
@@ -145,8 +151,10 @@ export class AgentRuntime {
       },
       onConnected: (camera) => this.snapshots.uploadSoon(camera),
       onApplied: (cameras) => {
-        if (cameras.some((c) => c.enabled && c.tuning.line)) this.doors.prepare();
+        if (cameras.some((c) => c.enabled && countingLineOf(c.tuning))) this.doors.prepare();
         else this.doors.noLines();
+        // A camera now counting the door only: its open face tracks end here, and no new ones start.
+        for (const c of cameras) if (!recognisesFaces(c.tuning)) this.recognition.forget(c.camera_id);
       },
     });
     this.checks = new CheckRunner({
@@ -270,11 +278,18 @@ export class AgentRuntime {
 
   /** The frame consumer given to capture: recognition, body counting at the doors, plus whoever borrows a camera's frames (placement checks). */
   private readonly consume = (frame: Frame): void => {
-    this.recognition.consume(frame);
+    // A `door` camera runs no face pipeline at all: its faces would each become a visitor, and they cost CPU.
+    const camera = this.enabledCamera(frame.cameraId);
+    if (!camera || recognisesFaces(camera.tuning)) this.recognition.consume(frame);
     this.doors.consume(frame);
     const taps = this.taps.get(frame.cameraId);
     if (taps) for (const t of taps) t(frame);
   };
+
+  /** The enabled camera of this camera_id in the last applied list. */
+  private enabledCamera(cameraId: string): CameraConfig | undefined {
+    return this.sync.cameras().find((c) => c.camera_id === cameraId && c.enabled);
+  }
 
   /** Borrows a camera's frames (by camera_id) at its detect rate; returns the function that gives them back. */
   tap(cameraId: string, consumer: FrameConsumer): () => void {
@@ -312,6 +327,8 @@ export class AgentRuntime {
     if (r.problem) hb.recognition_problem = r.problem.slice(0, 300);
     if (this.doors.problem) hb.door_counting_problem = this.doors.problem.slice(0, 300);
     if (gate.worst_camera_id) hb.worst_camera_id = gate.worst_camera_id.slice(0, 64);
+    const doors = this.doorWindow.report(this.doors.stats());
+    if (doors.length > 0) hb.doors = doors;
     return hb;
   }
 

@@ -118,7 +118,7 @@ describe('shop-PC routes', () => {
     const list = await h.request('GET', '/api/agent/cameras', { token: e.token });
     expect(list.status).toBe(200);
     expect(CameraList.safeParse(list.body).success).toBe(true);
-    expect(list.body.cameras).toEqual([expect.objectContaining({ id: a.id, camera_id: 'a', password: 'pa', enabled: true, tuning: { detect_fps: 8, min_face_px: 40, rotate: 0 } })]);
+    expect(list.body.cameras).toEqual([expect.objectContaining({ id: a.id, camera_id: 'a', password: 'pa', enabled: true, tuning: { detect_fps: 8, min_face_px: 40, rotate: 0, role: 'faces' } })]);
     expect(list.body.removed).toEqual([{ id: b.id, camera_id: 'b', removed_at: expect.any(String) }]);
     await h.request('DELETE', `/api/cameras/${a.id}`, { token: manager });
   });

@@ -1,4 +1,4 @@
-import type { AgentIdentity, CameraConfig, CameraList } from '../../shared/agent-api.js';
+import { cameraRole, type AgentIdentity, type CameraConfig, type CameraList } from '../../shared/agent-api.js';
 import { LIVE_DEMAND_TTL_S, LIVE_RENEW_S } from '../../shared/messages.js';
 import { shopPrefix } from '../../shared/topics.js';
 import type { CameraRow } from '../cameras/service.js';
@@ -43,7 +43,7 @@ export function presentCameraList(rows: CameraRow[], open: (sealed: string) => s
       username: c.username,
       password: c.password === null ? '' : open(c.password),
       max_width: c.maxWidth,
-      tuning: c.tuning,
+      tuning: { ...c.tuning, role: cameraRole(c.tuning) },
       enabled: c.enabled,
       revision: c.revision,
       updated_at: c.updatedAt,

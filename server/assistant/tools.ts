@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { announceCheck, startCheck } from '../cameras/check-request.js';
 import { camerasPolicy } from '../cameras/policy.js';
+import { companyCounting } from '../cameras/counting.js';
 import { presentCamera, presentCheck } from '../cameras/presenter.js';
 import { findShopCamera, listCameras, shopCameraStates, viewCamera } from '../cameras/service.js';
 import { actorOf, tenantOf, type Ctx } from '../context.js';
@@ -82,7 +83,8 @@ const cameras = tool({
     const shopId = args.site === undefined ? undefined : resolve(db, shopRef, companyId, args.site, 'query');
     const now = Date.now();
     const views = listCameras(db, companyId).filter((v) => shopId === undefined || v.shop.id === shopId);
-    return { cameras: views.map((v) => cameraForTool(presentCamera(v, now))) };
+    const { health } = companyCounting(db, ctx.deps.config, companyId, shopId, now);
+    return { cameras: views.map((v) => cameraForTool(presentCamera(v, now, health))) };
   },
 });
 
@@ -94,7 +96,7 @@ const siteCheck = tool({
   rule: shopsPolicy.view,
   run(ctx, args) {
     const shop = shopNamed(ctx, args.site);
-    const cams = shopCameraStates(ctx.deps.store.db, shop.id);
+    const cams = shopCameraStates(ctx.deps.store.db, shop.id, companyCounting(ctx.deps.store.db, ctx.deps.config, shop.companyId, shop.id).health);
     return presentShopCheck(shop, checkShop(shop, cams, ctx.deps.config));
   },
 });

@@ -57,7 +57,7 @@ describe('cameras', () => {
       username: 'admin',
       has_password: true,
       max_width: 1280,
-      tuning: { detect_fps: 8, min_face_px: 64, rotate: 0 },
+      tuning: { detect_fps: 8, min_face_px: 64, rotate: 0, role: 'faces' },
       enabled: true,
       revision: 1,
       connected: null,
@@ -66,6 +66,7 @@ describe('cameras', () => {
       snapshot: { available: false, url: `/api/cameras/${r.body.id}/snapshot.jpg`, auth: true, reason: expect.any(String) },
       snapshot_at: null,
       check: expect.objectContaining({ kind: '', state: 'absent', ok: false, verdict: '', advice: expect.any(Array), image: expect.objectContaining({ available: false }) }),
+      counting: null,
     });
     expect(JSON.stringify(r.body)).not.toContain('s3cret');
     // Sealed at rest.
@@ -84,7 +85,7 @@ describe('cameras', () => {
 
   it('PATCH: omitted fields stay, blank strings are values, every edit bumps revision, camera_id is refused', async () => {
     const cam = await addCamera(h, manager, shop.slug, { camera_id: 'till', label: 'Till', username: 'u', password: 'p', tuning: { detect_fps: 5 } });
-    expect(cam.tuning).toEqual({ detect_fps: 5, min_face_px: 64, rotate: 0 });
+    expect(cam.tuning).toEqual({ detect_fps: 5, min_face_px: 64, rotate: 0, role: 'faces' });
     let r = await h.request('PATCH', `/api/cameras/${cam.id}`, { token: manager, body: { label: '' } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ label: '', username: 'u', has_password: true, host: cam.host, revision: 2 });
@@ -106,17 +107,17 @@ describe('cameras', () => {
   it('tuning.line: set on POST and PATCH, kept by other tuning edits, carried to the shop PC, cleared with null; bad lines are 400', async () => {
     const line = { a: [0.1, 0.5], b: [0.9, 0.5], inside: 'right' };
     const cam = await addCamera(h, manager, shop.slug, { camera_id: 'door', tuning: { line } });
-    expect(cam.tuning).toEqual({ detect_fps: 8, min_face_px: 64, rotate: 0, line });
+    expect(cam.tuning).toEqual({ detect_fps: 8, min_face_px: 64, rotate: 0, line, role: 'door' });
     // Another tuning edit keeps the line; a new line replaces it.
     let r = await h.request('PATCH', `/api/cameras/${cam.id}`, { token: manager, body: { tuning: { detect_fps: 4 } } });
     expect(r.status).toBe(200);
-    expect(r.body.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line });
+    expect(r.body.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line, role: 'door' });
     const moved = { a: [0.2, 0.1], b: [0.2, 0.9], inside: 'left' };
     r = await h.request('PATCH', `/api/cameras/${cam.id}`, { token: manager, body: { tuning: { line: moved } } });
-    expect(r.body.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line: moved });
+    expect(r.body.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line: moved, role: 'door' });
     // The shop PC's pull and every list carry it.
     const pulled = (await h.request('GET', '/api/agent/cameras', { token: e.token })).body.cameras.find((c: any) => c.id === cam.id);
-    expect(pulled.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line: moved });
+    expect(pulled.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line: moved, role: 'door' });
     expect((await h.request('GET', '/api/cameras', { token: staff })).body.find((c: any) => c.id === cam.id).tuning.line).toEqual(moved);
     // Bad lines: too short (under 5 % of the picture), outside the picture, no inside side, not two points.
     const bad: [unknown, RegExp][] = [
@@ -139,7 +140,7 @@ describe('cameras', () => {
     // null clears it (the camera counts nothing), for people and the shop PC.
     r = await h.request('PATCH', `/api/cameras/${cam.id}`, { token: manager, body: { tuning: { line: null } } });
     expect(r.status).toBe(200);
-    expect(r.body.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line: null });
+    expect(r.body.tuning).toEqual({ detect_fps: 4, min_face_px: 64, rotate: 0, line: null, role: 'faces' });
     const cleared = (await h.request('GET', '/api/agent/cameras', { token: e.token })).body.cameras.find((c: any) => c.id === cam.id);
     expect(cleared.tuning.line).toBeNull();
     await h.request('DELETE', `/api/cameras/${cam.id}`, { token: manager });

@@ -22,6 +22,38 @@ export const CheckObject = z
   })
   .meta({ id: 'Check' });
 
+/** Counting health of a door camera (./counting.ts), additive on the Camera. */
+export const CountingHealthObject = z
+  .object({
+    role: z.enum(['door', 'both']).meta({ description: 'The camera role as applied (tuning.role, an absent one resolved)' }),
+    state: z.enum(['counting', 'not_counting', 'no_line', 'off', 'unknown']).meta({
+      description:
+        '`counting`; `not_counting`: the camera is not connected, the shop PC reports counting not running, or it counted nobody in the last hour while the shop\'s other cameras saw people (a visit arrived, or another door camera counted); `no_line`: role counts a door but no line is drawn; `off`: camera switched off; `unknown`: the shop PC is offline or has not set the camera up',
+    }),
+    problem: z.string().nullable().meta({ description: 'What to look at, in words a person reads; null when all is well' }),
+    counted_last_hour: z.number().int().meta({ description: 'Entries plus exits at this camera in the last 60 minutes' }),
+    entries_last_hour: z.number().int(),
+    exits_last_hour: z.number().int(),
+    last_crossing_at: Timestamp.nullable().meta({ description: 'The last crossing this camera counted, ever; null: none' }),
+    detector_keeps_up: z.boolean().nullable().meta({ description: 'The person detector dropped at most 10 % of the frames it should have looked at in the shop PC\'s last report (last ~5 minutes); null: no fresh report, or no frame reached the detector' }),
+    frames_dropped_share: z.number().min(0).max(1).nullable().meta({ description: 'skipped / (skipped + analysed) over that report' }),
+    stats: z
+      .object({
+        window_s: z.number().meta({ description: 'Seconds the counts cover (up to 300)' }),
+        frames: z.number().int().meta({ description: 'Frames received from capture' }),
+        paced: z.number().int().meta({ description: 'Left out to keep to door_fps (by design)' }),
+        held: z.number().int().meta({ description: 'Held back by motion gating: nothing moved (by design)' }),
+        skipped: z.number().int().meta({ description: 'Dropped because the detector was still busy' }),
+        analysed: z.number().int().meta({ description: 'Looked at by the person detector' }),
+        in: z.number().int(),
+        out: z.number().int(),
+      })
+      .nullable()
+      .meta({ description: "The shop PC's last report on this camera's counting (heartbeat `doors`); null: none yet" }),
+    stats_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'CountingHealth' });
+
 /** The spec's Camera (./presenter.ts presentCamera). The password never leaves head office except to the shop PC. */
 export const Camera = z
   .object({
@@ -49,6 +81,7 @@ export const Camera = z
     ]),
     snapshot_at: Timestamp.nullable(),
     check: CheckObject,
+    counting: CountingHealthObject.nullable().meta({ description: 'Additive. Cameras whose role counts a door (`door`, `both`): counting health; null for a `faces` camera. docs/shops-and-cameras.md' }),
   })
   .meta({ id: 'Camera' });
 

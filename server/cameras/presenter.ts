@@ -1,4 +1,5 @@
-import type { Verdict } from '../../shared/agent-api.js';
+import { cameraRole, type Verdict } from '../../shared/agent-api.js';
+import type { CountingHealth } from './counting.js';
 import { stateOf } from './checks.js';
 import type { CameraView, CheckRow } from './service.js';
 
@@ -127,7 +128,7 @@ function imageOf(view: CameraView, check: CheckRow | null) {
 }
 
 /** The spec's Camera. The password never leaves head office except to the shop PC. */
-export function presentCamera(view: CameraView, now = Date.now()) {
+export function presentCamera(view: CameraView, now = Date.now(), counting: ReadonlyMap<string, CountingHealth> = new Map()) {
   const c = view.camera;
   return {
     id: c.id,
@@ -142,7 +143,8 @@ export function presentCamera(view: CameraView, now = Date.now()) {
     username: c.username,
     has_password: c.password !== null,
     max_width: c.maxWidth,
-    tuning: c.tuning,
+    // The role as applied (an absent one resolved: docs/shops-and-cameras.md "Camera roles").
+    tuning: { ...c.tuning, role: cameraRole(c.tuning) },
     enabled: c.enabled,
     revision: c.revision,
     connected: c.connected,
@@ -153,5 +155,7 @@ export function presentCamera(view: CameraView, now = Date.now()) {
       : { available: false, url: snapshotUrl(c.id), auth: true, reason: 'The shop PC has not sent a picture from this camera yet.' },
     snapshot_at: c.snapshotAt,
     check: presentCheck(view, now),
+    /** Door cameras (role `door` or `both`): counting health; null for a `faces` camera. */
+    counting: counting.get(c.id) ?? null,
   };
 }

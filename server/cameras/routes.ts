@@ -14,6 +14,7 @@ import { notifyShop, shopAddress } from '../shops/notices.js';
 import { shopInPath } from '../shops/routes.js';
 import { announceCheck, startCheck } from './check-request.js';
 import { liveRoutes } from './live-routes.js';
+import { companyCounting } from './counting.js';
 import { camerasPolicy } from './policy.js';
 import { presentCamera, presentCheck } from './presenter.js';
 import { DEFAULTS, createCamera, listCameras, mergeTuning, tombstoneCamera, updateCamera, viewCamera, type CameraFields, type CameraView } from './service.js';
@@ -107,7 +108,9 @@ export function camerasRoutes(): AppRouter {
 
   r.get('/cameras', auth(camerasPolicy.view), (ctx) => {
     const now = Date.now();
-    ctx.body = listCameras(ctx.deps.store.db, tenantOf(ctx)).map((v) => presentCamera(v, now));
+    const db = ctx.deps.store.db;
+    const { health } = companyCounting(db, ctx.deps.config, tenantOf(ctx), undefined, now);
+    ctx.body = listCameras(db, tenantOf(ctx)).map((v) => presentCamera(v, now, health));
   });
 
   r.post('/sites/:site/cameras', auth(camerasPolicy.manage), validate({ body: CreateCameraBody }), (ctx) => {
@@ -135,7 +138,7 @@ export function camerasRoutes(): AppRouter {
     });
     camerasChanged(ctx, view.shop.id);
     ctx.status = 201;
-    ctx.body = presentCamera(view);
+    ctx.body = presentCamera(view, Date.now(), companyCounting(store.db, ctx.deps.config, view.camera.companyId, view.shop.id).health);
   });
 
   r.patch('/cameras/:id', auth(camerasPolicy.manage), validate({ body: PatchCameraBody }), (ctx) => {
@@ -160,7 +163,7 @@ export function camerasRoutes(): AppRouter {
       return viewCamera(store.db, c.id)!;
     });
     camerasChanged(ctx, view.shop.id);
-    ctx.body = presentCamera(view);
+    ctx.body = presentCamera(view, Date.now(), companyCounting(store.db, ctx.deps.config, view.camera.companyId, view.shop.id).health);
   });
 
   r.delete('/cameras/:id', auth(camerasPolicy.manage), async (ctx) => {

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import type { Tuning } from '../../shared/agent-api.js';
+import type { DoorStats } from '../../shared/messages.js';
 import { companies } from '../clients/schema.js';
 import { shops } from '../shops/schema.js';
 
@@ -42,6 +43,9 @@ export const cameras = sqliteTable(
     snapshotAt: text('snapshot_at'),
     /** The newest camera_checks row (the camera's Check object); null: never checked. */
     lastCheckId: text('last_check_id'),
+    /** The shop PC's last word on counting at this camera's line (heartbeat `doors`, docs/body-counting.md); null: none yet. */
+    doorStats: text('door_stats', { mode: 'json' }).$type<DoorStats>(),
+    doorStatsAt: text('door_stats_at'),
   },
   (t) => [
     uniqueIndex('cameras_shop_camera_id_uq').on(t.shopId, t.cameraId).where(sql`deleted_at is null`),

@@ -71,14 +71,21 @@ export function shopCameras(db: Db, shopId: string): CameraRow[] {
   return db.select().from(cameras).where(eq(cameras.shopId, shopId)).orderBy(asc(cameras.cameraId), asc(cameras.createdAt)).all();
 }
 
-/** What the shop check needs about the shop's present cameras. */
-export function shopCameraStates(db: Db, shopId: string): CameraState[] {
+/**
+ * What the shop check needs about the shop's present cameras; `counting` (./counting.ts) adds why a connected door
+ * camera is not counting, so the check flags it like a camera that does not connect.
+ */
+export function shopCameraStates(db: Db, shopId: string, counting: ReadonlyMap<string, { state: string; problem: string | null }> = new Map()): CameraState[] {
   return db
-    .select({ cameraId: cameras.cameraId, label: cameras.label, enabled: cameras.enabled, connected: cameras.connected, connectionReason: cameras.connectionReason })
+    .select({ id: cameras.id, cameraId: cameras.cameraId, label: cameras.label, enabled: cameras.enabled, connected: cameras.connected, connectionReason: cameras.connectionReason })
     .from(cameras)
     .where(and(eq(cameras.shopId, shopId), isNull(cameras.deletedAt)))
     .orderBy(asc(cameras.cameraId))
-    .all();
+    .all()
+    .map(({ id, ...c }) => {
+      const health = counting.get(id);
+      return { ...c, countingProblem: health?.state === 'not_counting' ? health.problem : null };
+    });
 }
 
 export interface CameraFields {

@@ -37,5 +37,7 @@ export const crossings = sqliteTable(
     // Entries and exits per report bucket (and today's): one counted index range per shop, bucket and direction.
     index('crossings_shop_direction_time_idx').on(t.shopId, t.direction, t.occurredAt),
     index('crossings_company_idx').on(t.companyId),
+    // A camera's counting health (GET /api/cameras `counting`): its crossings in the last hour and its last one.
+    index('crossings_camera_time_idx').on(t.cameraUuid, t.occurredAt),
   ],
 );

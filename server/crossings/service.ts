@@ -13,13 +13,14 @@ export interface ShopToday {
 
 export const NO_LINE: ShopToday = { occupancy: null, entriesToday: null, exitsToday: null };
 
-/** The shops (of these) with a present camera whose tuning has a counting line (enabled or not). */
+/** The shops (of these) with a present camera that counts at a line (role `door` or `both`, enabled or not). */
 export function shopsWithLine(db: Db, shopIds: readonly string[]): Set<string> {
   if (shopIds.length === 0) return new Set();
   const rows = db.all<{ shopId: string }>(sql`
     select distinct shop_id as shopId from cameras
     where shop_id in (select value from json_each(${JSON.stringify(shopIds)}))
-      and deleted_at is null and json_type(tuning, '$.line') = 'object'`);
+      and deleted_at is null and json_type(tuning, '$.line') = 'object'
+      and coalesce(json_extract(tuning, '$.role'), 'door') != 'faces'`);
   return new Set(rows.map((r) => r.shopId));
 }
 

@@ -17,6 +17,8 @@ export interface CameraState {
   enabled: boolean;
   connected: boolean | null;
   connectionReason: string | null;
+  /** A door camera that is connected but not counting (server/cameras/counting.ts): why; null or absent otherwise. */
+  countingProblem?: string | null;
 }
 
 export const STEP_NAMES = [
@@ -103,6 +105,15 @@ function connected(cams: CameraState[]): Outcome {
       status: 'fail',
       detail: `The shop PC has not set up ${pending.map((c) => c.label || c.cameraId).join(', ')} yet.${off}`,
       advice: 'New cameras are picked up within a minute while the shop PC is online. If this persists, restart the Footfall service on the shop PC.',
+    };
+  }
+  // A door camera that counts nobody while the shop's other cameras see people fails like one that does not connect.
+  const silent = enabled.filter((c) => c.connected && c.countingProblem);
+  if (silent.length > 0) {
+    return {
+      status: 'fail',
+      detail: `${plural(silent.length, 'camera')} connected but not counting entries: ${silent.map((c) => `${c.label || c.cameraId} (${c.countingProblem})`).join(' ')}${off}`,
+      advice: 'Look at the camera live: check it still sees the door and that its counting line lies across where people walk. The console shows each door camera’s counting health.',
     };
   }
   return { status: 'pass', detail: `All ${plural(enabled.length, 'camera')} connected.${off}` };

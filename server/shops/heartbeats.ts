@@ -1,9 +1,10 @@
-import { eq } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
 import type { AedesPublishPacket } from 'aedes';
 import type { Logger } from 'pino';
 import { Heartbeat } from '../../shared/messages.js';
 import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
 import type { Broker } from '../broker/broker.js';
+import { cameras } from '../cameras/schema.js';
 import type { Store } from '../db/open.js';
 import { shops } from './schema.js';
 
@@ -40,24 +41,39 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
       return;
     }
     const h = hb.data;
-    store.db
-      .update(shops)
-      .set({
-        lastHeartbeatAt: new Date().toISOString(),
-        agentVersion: h.agent_version,
-        recognitionModel: h.recognition_model,
-        recognitionRunning: h.recognition_running,
-        recognitionProblem: h.recognition_problem ?? null,
-        doorCountingProblem: h.door_counting_problem ?? null,
-        camerasUp: h.cameras_up,
-        camerasTotal: h.cameras_total,
-        queued: h.queued,
-        dropped: h.dropped,
-        fractionBelowGate: h.fraction_below_gate,
-        worstCameraId: h.worst_camera_id ?? null,
-      })
-      .where(eq(shops.brokerUsername, brokerUsername(parsed.companySlug, parsed.shopSlug)))
-      .run();
+    const now = new Date().toISOString();
+    store.tx(() => {
+      const shop = store.db
+        .update(shops)
+        .set({
+          lastHeartbeatAt: now,
+          agentVersion: h.agent_version,
+          recognitionModel: h.recognition_model,
+          recognitionRunning: h.recognition_running,
+          recognitionProblem: h.recognition_problem ?? null,
+          doorCountingProblem: h.door_counting_problem ?? null,
+          camerasUp: h.cameras_up,
+          camerasTotal: h.cameras_total,
+          queued: h.queued,
+          dropped: h.dropped,
+          fractionBelowGate: h.fraction_below_gate,
+          worstCameraId: h.worst_camera_id ?? null,
+        })
+        .where(eq(shops.brokerUsername, brokerUsername(parsed.companySlug, parsed.shopSlug)))
+        .returning({ id: shops.id })
+        .get();
+      // Each door camera's counting over the last minutes (GET /api/cameras `counting`); a camera_id the shop does not
+      // have is ignored (removed meanwhile).
+      if (shop && h.doors) {
+        for (const d of h.doors) {
+          store.db
+            .update(cameras)
+            .set({ doorStats: d, doorStatsAt: now })
+            .where(and(eq(cameras.shopId, shop.id), eq(cameras.cameraId, d.camera_id), isNull(cameras.deletedAt)))
+            .run();
+        }
+      }
+    });
   };
   await new Promise<void>((resolve) => broker.aedes.subscribe(topic, deliver, resolve));
   return () => new Promise<void>((resolve) => broker.aedes.unsubscribe(topic, deliver, resolve));

@@ -39,7 +39,10 @@ export const Site = Shop.extend({
   door_counting_problem: z
     .string()
     .nullable()
-    .meta({ description: "Why the shop PC is not counting entries and exits although a camera has a counting line (its last heartbeat's words, e.g. the person model is missing); null: counting runs, or no line. docs/body-counting.md" }),
+    .meta({
+      description:
+        "Why entries and exits are not being counted although a camera has a counting line: the shop PC's last heartbeat's words (e.g. the person model is missing), else the door cameras that counted nobody in the last hour while the shop's other cameras saw people (named; see Camera.counting); null: counting runs, or no line. docs/body-counting.md, docs/shops-and-cameras.md",
+    }),
 }).meta({ id: 'Site' });
 
 const ShopCheck = z

@@ -28,13 +28,14 @@ export function presentShop(shop: ShopRow, config: Config, now = Date.now()) {
 }
 
 /** GET /api/sites rows and GET /api/sites/{site}: the Shop with its day at the door (docs/body-counting.md). */
-export function presentSite(shop: ShopRow, config: Config, today: ShopToday, now = Date.now()) {
+export function presentSite(shop: ShopRow, config: Config, today: ShopToday, now = Date.now(), silentDoors: string | null = null) {
   return {
     ...presentShop(shop, config, now),
     occupancy: today.occupancy,
     entries_today: today.entriesToday,
     exits_today: today.exitsToday,
-    door_counting_problem: today.occupancy === null ? null : shop.doorCountingProblem,
+    // The shop PC's own words first; else door cameras gone silent for an hour (server/cameras/counting.ts).
+    door_counting_problem: today.occupancy === null ? null : (shop.doorCountingProblem ?? silentDoors),
   };
 }
 

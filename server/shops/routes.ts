@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { companyCounting, silentDoors } from '../cameras/counting.js';
 import { z } from 'zod';
 import { audit } from '../audit/service.js';
 import { shopCameraStates } from '../cameras/service.js';
@@ -57,14 +58,16 @@ export function shopsRoutes(): AppRouter {
     const db = ctx.deps.store.db;
     const list = listShops(db, tenantOf(ctx));
     const today = shopsToday(db, list, new Date(now));
-    ctx.body = list.map((s) => presentSite(s, ctx.deps.config, today.get(s.id)!, now));
+    const silent = silentDoors(db, ctx.deps.config, tenantOf(ctx), now);
+    ctx.body = list.map((s) => presentSite(s, ctx.deps.config, today.get(s.id)!, now, silent.get(s.id) ?? null));
   });
 
   r.get('/:site', auth(shopsPolicy.view), (ctx) => {
     const now = Date.now();
     const shop = shopInPath(ctx);
     const today = shopsToday(ctx.deps.store.db, [shop], new Date(now));
-    ctx.body = presentSite(shop, ctx.deps.config, today.get(shop.id)!, now);
+    const silent = silentDoors(ctx.deps.store.db, ctx.deps.config, shop.companyId, now);
+    ctx.body = presentSite(shop, ctx.deps.config, today.get(shop.id)!, now, silent.get(shop.id) ?? null);
   });
 
   r.post('/', auth(shopsPolicy.open), validate({ body: CreateShopBody }), (ctx) => {
@@ -129,7 +132,7 @@ export function shopsRoutes(): AppRouter {
 
   r.get('/:site/check', auth(shopsPolicy.view), (ctx) => {
     const shop = shopInPath(ctx);
-    const cams = shopCameraStates(ctx.deps.store.db, shop.id);
+    const cams = shopCameraStates(ctx.deps.store.db, shop.id, companyCounting(ctx.deps.store.db, ctx.deps.config, shop.companyId, shop.id).health);
     ctx.body = presentShopCheck(shop, checkShop(shop, cams, ctx.deps.config));
   });
 

@@ -3,6 +3,7 @@ import { ago, busy, cardForm, confirmStep, field, h, notice, replace, timeAgo, w
 import { watchLive } from './live.js';
 import { lineEditor } from './line-editor.js';
 import { drawLine, insideWords, overlay, setShape } from './line-overlay.js';
+import { countingBlock, roleChoice, roleLine, roleOf, ROLE_NAMES } from './roles.js';
 import type { Camera, Check, Shop } from './types.js';
 
 /**
@@ -46,6 +47,8 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
     drawLine(lineSvg, current.tuning?.line ?? null);
   });
   const lineInfo = h('p', { class: 'small line-info' });
+  const roleInfo = h('div', { class: 'camera-role' });
+  const countingInfo = h('div', { class: 'camera-counting' });
   const showEmpty = (text: string) => replace(picture, h('div', { class: 'snapshot-empty' }, text));
   showEmpty('No picture yet');
   const liveButton = h('button', { type: 'button', class: 'live-button' }, 'Watch live');
@@ -60,7 +63,7 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
   if (manager) buttons.append(connection, place, lineButton, edit, remove);
   const panel = h('div');
 
-  const el = h('article', { class: 'card camera', 'data-camera': first.camera_id }, title, status, picture, caption, lineInfo, buttons, msg.el, checkOut, panel);
+  const el = h('article', { class: 'card camera', 'data-camera': first.camera_id }, title, status, picture, caption, roleInfo, lineInfo, countingInfo, buttons, msg.el, checkOut, panel);
 
   edit.addEventListener('click', () => {
     msg.show('');
@@ -231,6 +234,12 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
   function showLine(c: Camera): void {
     const line = c.tuning?.line ?? null;
     drawLine(lineSvg, line);
+    replace(roleInfo, roleLine(c));
+    replace(countingInfo, countingBlock(c));
+    if (line && roleOf(c) === 'faces') {
+      replace(lineInfo, h('span', { class: 'dot unknown' }, 'Counting line not used'), `: this camera’s role is ${ROLE_NAMES.faces}, so it counts no entries or exits.${manager ? ' Choose a door role with “Edit…” or “Counting line…”.' : ''}`);
+      return;
+    }
     const aspect = img.naturalWidth && img.naturalHeight ? img.naturalWidth / img.naturalHeight : 16 / 9;
     if (line) replace(lineInfo, h('span', { class: 'dot good' }, 'Counting entries and exits'), ` at the line drawn on the picture; the inside is ${insideWords(line, aspect)}.`);
     else replace(lineInfo, h('span', { class: 'dot unknown' }, 'No counting line'), manager ? ': this camera counts no entries or exits. Draw one with “Counting line…”.' : ': this camera counts no entries or exits. A manager can draw one.');
@@ -244,7 +253,9 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
       replace(title, c.label || c.camera_id, ' ', h('span', { class: 'muted small' }, c.camera_id));
       const pcOff = !shopOf().online;
       // What the shop PC last said is only true while it is online: an offline PC's cameras are unknown.
-      const [word, cls] = pcOff && c.connected !== null ? ['unknown: the shop PC is offline', 'unknown'] : c.connected === null ? ['not set up by the shop PC yet', 'unknown'] : c.connected ? ['connected', 'good'] : [`not connecting${c.connection_reason ? ` (${c.connection_reason})` : ''}`, 'bad'];
+      let [word, cls] = pcOff && c.connected !== null ? ['unknown: the shop PC is offline', 'unknown'] : c.connected === null ? ['not set up by the shop PC yet', 'unknown'] : c.connected ? ['connected', 'good'] : [`not connecting${c.connection_reason ? ` (${c.connection_reason})` : ''}`, 'bad'];
+      // A door camera that counts nobody while the shop's other cameras see people is flagged like one that does not connect.
+      if (!pcOff && c.connected && c.counting?.state === 'not_counting') [word, cls] = ['connected, but not counting', 'bad'];
       replace(status, h('span', { class: `dot ${cls}` }, c.enabled ? word : 'switched off'), h('span', { class: 'small muted' }, ` · last seen `, timeAgo(c.last_seen_at)));
       const check = c.check;
       connection.disabled = place.disabled = check.state === 'requested';
@@ -268,6 +279,7 @@ function editCameraForm(c: Camera, saved: (c: Camera) => void, cancel: () => voi
   const username = h('input', { name: 'username', autocomplete: 'off', value: c.username ?? '' });
   const password = h('input', { name: 'password', type: 'password', autocomplete: 'new-password' });
   const maxWidth = h('input', { name: 'max_width', type: 'number', required: true, min: 160, max: 7680, value: c.max_width ?? 1280 });
+  const role = roleChoice(`role-${c.camera_id}`, roleOf(c));
   const drop = h('input', { type: 'checkbox', name: 'remove_password' });
   drop.addEventListener('change', () => {
     password.disabled = drop.checked;
@@ -285,6 +297,7 @@ function editCameraForm(c: Camera, saved: (c: Camera) => void, cancel: () => voi
       field('Stream path', path),
       h('div', { class: 'inline' }, field('Camera user name', username), field('New camera password', password, c.has_password ? 'A password is stored. Leave blank to keep it.' : 'No password is stored. Leave blank for none.')),
       c.has_password ? h('div', { class: 'check' }, drop, h('label', { for: (drop.id = `drop-${c.camera_id}`) }, 'Remove the stored password')) : null,
+      role.el,
     ],
     submitLabel: 'Save camera',
     submit: async ({ msg }) => {
@@ -303,6 +316,7 @@ function editCameraForm(c: Camera, saved: (c: Camera) => void, cancel: () => voi
         const n = Number(input.value);
         if (n !== was) body[key] = n;
       }
+      if (role.value() !== roleOf(c)) body.tuning = { role: role.value() };
       if (drop.checked) body.password = '';
       else if (password.value !== '') body.password = password.value;
       if (Object.keys(body).length === 0) return msg.show('Nothing changed.', 'info');

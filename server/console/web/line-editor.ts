@@ -1,6 +1,7 @@
 import { api, errorText, imageUrl } from './api.js';
 import { busy, confirmStep, field, h, notice, replace } from './dom.js';
 import { drawLine, insideWords, lineLength, overlay, pct, pointWords, setShape, SHORTEST, VIEW_W, viewHeight } from './line-overlay.js';
+import { roleChoice, roleOf } from './roles.js';
 import type { Camera, CountingLine, Point } from './types.js';
 
 /**
@@ -46,6 +47,9 @@ export function lineEditor(c: Camera, signal: AbortSignal, saved: (c: Camera, te
   const remove = h('button', { type: 'button', class: 'danger' }, 'Remove line…');
   const cancel = h('button', { type: 'button' }, 'Close');
   remove.hidden = !was;
+  // Drawing a line makes the camera count the door; whether it also recognises faces is chosen here (default: not).
+  const current = roleOf(c);
+  const role = roleChoice(`line-role-${c.camera_id}`, current === 'both' ? 'both' : 'door', ['door', 'both']);
 
   const el = h(
     'section',
@@ -62,6 +66,7 @@ export function lineEditor(c: Camera, signal: AbortSignal, saved: (c: Camera, te
       h('legend', {}, 'Ends of the line, in percent of the picture'),
       h('div', { class: 'inline' }, field('A: from the left (%)', ax), field('A: from the top (%)', ay), field('B: from the left (%)', bx), field('B: from the top (%)', by)),
     ),
+    role.el,
     msg.el,
     h('div', { class: 'actions' }, flip, save, again, remove, cancel),
     confirmArea,
@@ -178,7 +183,7 @@ export function lineEditor(c: Camera, signal: AbortSignal, saved: (c: Camera, te
     const line: CountingLine = { a: [fix(a[0]), fix(a[1])], b: [fix(b[0]), fix(b[1])], inside };
     void busy(save, async () => {
       try {
-        const cam = await api<Camera>('PATCH', `/api/cameras/${encodeURIComponent(c.id)}`, { body: { tuning: { line } }, signal });
+        const cam = await api<Camera>('PATCH', `/api/cameras/${encodeURIComponent(c.id)}`, { body: { tuning: { line, role: role.value() } }, signal });
         forget();
         saved(cam, `Counting line saved for ${name} (revision ${cam.revision}). The shop PC counts crossings of it within a minute.`);
       } catch (err) {
@@ -191,10 +196,10 @@ export function lineEditor(c: Camera, signal: AbortSignal, saved: (c: Camera, te
     msg.show('');
     confirmStep(confirmArea, {
       label: `Confirm removing the counting line of ${name}`,
-      question: `Remove the counting line of ${name}? The camera stops counting entries and exits within a minute; the counts so far are kept.`,
+      question: `Remove the counting line of ${name}? The camera stops counting entries and exits within a minute and recognises faces only (role Faces); the counts so far are kept.`,
       yes: 'Remove line',
       act: async () => {
-        const cam = await api<Camera>('PATCH', `/api/cameras/${encodeURIComponent(c.id)}`, { body: { tuning: { line: null } }, signal });
+        const cam = await api<Camera>('PATCH', `/api/cameras/${encodeURIComponent(c.id)}`, { body: { tuning: { line: null, role: 'faces' } }, signal });
         forget();
         saved(cam, `Counting line removed from ${name}: it counts no entries or exits now.`);
       },

@@ -42,6 +42,25 @@ export interface Tuning {
   min_face_px: number;
   rotate: number;
   line?: CountingLine | null;
+  /** What the camera is for (docs/shops-and-cameras.md "Camera roles"); head office always sends the role applied. */
+  role?: CameraRole;
+}
+
+export type CameraRole = 'faces' | 'door' | 'both';
+
+/** A door camera's counting health (GET /api/cameras `counting`). */
+export interface CountingHealth {
+  role: 'door' | 'both';
+  state: 'counting' | 'not_counting' | 'no_line' | 'off' | 'unknown';
+  problem: string | null;
+  counted_last_hour: number;
+  entries_last_hour: number;
+  exits_last_hour: number;
+  last_crossing_at: string | null;
+  detector_keeps_up: boolean | null;
+  frames_dropped_share: number | null;
+  stats: { window_s: number; frames: number; paced: number; held: number; skipped: number; analysed: number; in: number; out: number } | null;
+  stats_at: string | null;
 }
 
 export interface ImageRef {
@@ -84,6 +103,8 @@ export interface Camera {
   snapshot: ImageRef;
   snapshot_at: string | null;
   check: Check;
+  /** Door cameras: counting health; null for a faces camera; absent from an older head office. */
+  counting?: CountingHealth | null;
 }
 
 export interface Footfall {

@@ -1,0 +1,127 @@
+/**
+ * Camera roles end to end with real parts (issue 25, docs/shops-and-cameras.md "Camera roles"): the door video
+ * (agent/fixtures/door-video.ts: people crossing a doorway, most of them showing their face) looped by a real RTSP
+ * server on 127.0.0.1 under two mounts; an enrolled shop PC (the agent runtime in-process: ffmpeg capture, the real
+ * face models and person detector, the disk queue, MQTT QoS 1); head office in-process. Two cameras on it, both with
+ * the same counting line: `door` (role door: count only) and `entrance` (role faces: recognition only, its line kept
+ * but unused).
+ *
+ * Asserted: the door camera adds entries and exits and no visitor (no visit message names it; head office stores
+ * none); the faces camera adds visitors and no entry; GET /api/cameras shows the door camera's counting health from
+ * the shop PC's heartbeat (people counted in the last hour, last crossing, the detector's frames) and none for the
+ * faces camera; the footfall report's entries are the door camera's.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { AedesPublishPacket } from 'aedes';
+import { eq } from 'drizzle-orm';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadAgentConfig } from '../agent/config/config.js';
+import { enrolShopPc } from '../agent/enrol/enrol.js';
+import { DOOR_LINE, ensureDoorVideo } from '../agent/fixtures/door-video.js';
+import { ensureTestBodyModels, ensureTestModels, testModelsDir } from '../agent/models/test-cache.js';
+import { AgentRuntime } from '../agent/runtime/runtime.js';
+import { visits } from '../server/visits/schema.js';
+import { CrossingMessage, VisitMessage } from '../shared/messages.js';
+import { upFilterAllShops } from '../shared/topics.js';
+import { startHarness, type Harness } from './support/harness.js';
+import { startRtspServer, type RtspServer } from './support/rtsp.js';
+import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+
+const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
+
+let h: Harness;
+let rtsp: RtspServer | undefined;
+let runtime: AgentRuntime | undefined;
+let tmp: string;
+const crossingsSent: CrossingMessage[] = [];
+const visitsSent: VisitMessage[] = [];
+
+beforeAll(async () => {
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-roles-'));
+  [h] = await Promise.all([startHarness(), ensureTestModels().then(() => ensureTestBodyModels()), ensureDoorVideo()]);
+  const collect =
+    <T>(into: T[], parse: (v: unknown) => T) =>
+    (packet: AedesPublishPacket, done: () => void) => {
+      into.push(parse(JSON.parse(packet.payload.toString())));
+      done();
+    };
+  await new Promise<void>((resolve) => h.server.broker.aedes.subscribe(upFilterAllShops('crossing'), collect(crossingsSent, (v) => CrossingMessage.parse(v)), resolve));
+  await new Promise<void>((resolve) => h.server.broker.aedes.subscribe(upFilterAllShops('visit'), collect(visitsSent, (v) => VisitMessage.parse(v)), resolve));
+}, 120_000);
+
+afterAll(async () => {
+  await runtime?.stop().catch(() => undefined);
+  await rtsp?.stop().catch(() => undefined);
+  await h?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('camera roles: a door camera counts, a faces camera recognises', () => {
+  it('a door-only camera adds entries and exits and no visitors; its counting health shows in GET /api/cameras', { timeout: 150_000 }, async () => {
+    const { video } = await ensureDoorVideo();
+    rtsp = await startRtspServer({ file: video, mounts: ['/door', '/entrance'] });
+    const company = await h.company('Roles E2E');
+    const owner = company.ownerToken;
+    const shop = await openShop(h, owner, { name: 'Linking Road', timezone: 'UTC' });
+    const configPath = path.join(tmp, 'agent.json');
+    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath, local: { data_dir: path.join(tmp, 'data') } });
+    const config = { ...(await loadAgentConfig(configPath)), log_level: 'silent' as const };
+    runtime = await AgentRuntime.start({
+      config,
+      log,
+      modelsDir: testModelsDir(),
+      visionWorkers: 1,
+      drainMs: 10_000,
+      timing: { heartbeat_interval_s: 1 },
+      capture: { backoff: { initialMs: 300, maxMs: 2000 }, firstFrameTimeoutMs: 8000, stallTimeoutMs: 5000, stopGraceMs: 1000 },
+    });
+    expect(runtime.recognition.running).toBe(true);
+    await waitFor(() => runtime!.broker.connected, 10_000);
+
+    const camera = { host: '127.0.0.1', port: rtsp.port, max_width: 640 };
+    const door = await addCamera(h, owner, shop.site_id, { ...camera, camera_id: 'door', path: '/door', tuning: { detect_fps: 5, line: DOOR_LINE, role: 'door' } });
+    const entrance = await addCamera(h, owner, shop.site_id, { ...camera, camera_id: 'entrance', path: '/entrance', tuning: { detect_fps: 5, line: DOOR_LINE, role: 'faces' } });
+    expect([door.tuning.role, entrance.tuning.role]).toEqual(['door', 'faces']);
+
+    // People cross the door (four entries in the video's first 16 s) and show their faces to the entrance camera.
+    await waitFor(() => crossingsSent.length >= 3 && visitsSent.length >= 1, 90_000, 200);
+    const health = await waitFor(async () => {
+      const list = (await h.request('GET', '/api/cameras', { token: owner })).body as any[];
+      const d = list.find((c) => c.camera_id === 'door');
+      return d?.counting?.stats?.analysed > 0 && d.counting.counted_last_hour >= 3 ? list : undefined;
+    }, 20_000, 250).then((x) => x!);
+    const doorStats = runtime.doors.stats();
+    await runtime.stop();
+    runtime = undefined;
+    await h.server.ingest.drained();
+
+    // The door camera: entries and exits, no visitor. The faces camera: visitors, no entry although it has a line.
+    expect(crossingsSent.every((c) => c.camera_id === 'door')).toBe(true);
+    expect(crossingsSent.filter((c) => c.direction === 'in').length).toBeGreaterThanOrEqual(3);
+    expect(visitsSent.map((v) => v.camera_id)).not.toContain('door');
+    expect(visitsSent.length).toBeGreaterThanOrEqual(1);
+    expect(Object.keys(doorStats)).toEqual(['door']);
+    const stored = h.server.store.db.select({ cameraId: visits.cameraId }).from(visits).where(eq(visits.shopId, shop.site_id)).all();
+    expect(stored.length).toBeGreaterThanOrEqual(1);
+    expect(stored.filter((v) => v.cameraId === 'door')).toEqual([]);
+
+    // Counting health, per door camera: what the last hour counted, the last crossing, the detector's frames.
+    const byId = Object.fromEntries(health.map((c: any) => [c.camera_id, c]));
+    expect(byId.entrance.counting).toBeNull();
+    expect(byId.door.counting).toMatchObject({ role: 'door', problem: expect.toSatisfy((p: string | null) => p === null || /drops/.test(p)) });
+    expect(byId.door.counting.state).toBe('counting');
+    expect(byId.door.counting.last_crossing_at).toEqual(expect.any(String));
+    expect(typeof byId.door.counting.detector_keeps_up).toBe('boolean');
+    expect(byId.door.counting.stats.frames).toBeGreaterThan(0);
+
+    // The footfall report's entries are the door camera's.
+    const day = new Date().toISOString().slice(0, 10);
+    const r = await h.request('GET', `/api/reports/footfall?from=${day}&to=${day}&tz=UTC&site=${shop.slug}`, { token: owner });
+    expect(r.status).toBe(200);
+    const ids = new Set(crossingsSent.map((c) => c.crossing_id));
+    expect(r.body.entries).toBe([...ids].filter((id) => crossingsSent.find((c) => c.crossing_id === id)!.direction === 'in').length);
+  });
+});
