@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import { sql } from 'drizzle-orm';
 import type { AppRouter, Custom, Deps, Mw, State } from './context.js';
-import { accessLog, defineRequestLog, deferBodyErrors, errors, requestId } from './http/middleware.js';
+import { accessLog, defineRequestLog, deferBodyErrors, errors, privateAnswers, requestId } from './http/middleware.js';
 import { noSuchRoute } from './http/errors.js';
 import { mountRouters } from './http/mount.js';
 import { authRoutes, meRoute } from './auth/routes.js';
@@ -34,6 +34,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
   app.silent = true; // errors() logs; Koa's default stderr printing would duplicate it
 
   app.use(requestId);
+  app.use(privateAnswers);
   app.use(accessLog);
   app.use(requestMetrics);
   app.use(errors);
