@@ -24,6 +24,7 @@ import { ingestHeartbeats } from './shops/heartbeats.js';
 import { LiveHub } from './cameras/live.js';
 import { snapshotsPurger } from './cameras/snapshots.js';
 import { sweepUnlinkedFaces } from './customers/faces.js';
+import { pruneAudit } from './audit/query.js';
 import { ArrivalsHub } from './visits/hub.js';
 import { IdentityControl } from './visits/identity-control.js';
 import { VisitIngest } from './visits/ingest.js';
@@ -128,6 +129,11 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     pruneFailures(store.db, config);
     pruneEndedSessions(store.db);
     pruneRefreshTokens(store);
+    try {
+      pruneAudit(store.db, config.FOOTFALL_AUDIT_RETENTION_DAYS);
+    } catch (err) {
+      log.error({ err }, 'audit prune failed');
+    }
     try {
       sweepUnlinkedFaces(deps);
       identities.pruneMarkers(store.db);

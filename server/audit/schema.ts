@@ -14,5 +14,9 @@ export const auditLog = sqliteTable(
     detail: text('detail', { mode: 'json' }).$type<Record<string, unknown>>(),
     requestId: text('request_id'),
   },
-  (t) => [index('audit_company_idx').on(t.companyId, t.at)],
+  (t) => [
+    index('audit_company_idx').on(t.companyId, t.at),
+    // GET /api/audit: a company's rows newest first, paged by id.
+    index('audit_company_id_idx').on(t.companyId, t.id),
+  ],
 );

@@ -137,12 +137,14 @@ export function customersRoutes(): AppRouter {
 
   r.get('/visitors/:id', auth(customersPolicy.view), (ctx) => {
     const c = customerInPath(ctx);
+    audit(ctx, { action: 'customer.view', target: c.id, detail: { ref: customerRef(c.number), read: 'profile' } });
     ctx.set('ETag', profileTag(c));
     ctx.body = { ...presentCustomer(c), ...(spendOf(ctx.deps.store.db, [c.id]).get(c.id) ?? noSpend), profile: presentProfile(c) };
   });
 
   r.get('/visitors/:id/history', auth(customersPolicy.view), (ctx) => {
     const c = customerInPath(ctx);
+    audit(ctx, { action: 'customer.view', target: c.id, detail: { ref: customerRef(c.number), read: 'history' } });
     ctx.body = historyOf(ctx.deps.store.db, c.id).map((v) => ({
       id: v.visitId,
       occurred_at: v.occurredAt,

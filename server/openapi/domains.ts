@@ -1,5 +1,6 @@
 import { agentDocs } from '../agent-api/openapi.js';
 import { assistantDocs } from '../assistant/openapi.js';
+import { auditDocs } from '../audit/openapi.js';
 import { authServiceDocs } from '../auth-service/openapi.js';
 import { authDocs } from '../auth/openapi.js';
 import { camerasDocs } from '../cameras/openapi.js';
@@ -38,6 +39,7 @@ export const domainDocs: RouteDocs[] = [
   assistantDocs,
   authServiceDocs,
   idpDocs,
+  auditDocs,
 ];
 
 let merged: RouteDocs | undefined;
