@@ -24,6 +24,7 @@ import { consoleRoutes } from './console/serve.js';
 import { idpRoutes } from './idp/routes.js';
 import { openapiRoutes } from './openapi/routes.js';
 import { auditRoutes } from './audit/routes.js';
+import { privacyRoutes } from './privacy/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -60,7 +61,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
 export function appRouters(): { admin: AppRouter[]; routers: AppRouter[] } {
   return {
     admin: [clientsRoutes()],
-    routers: [healthRoutes(), openapiRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes(), auditRoutes()],
+    routers: [healthRoutes(), openapiRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes(), auditRoutes(), privacyRoutes()],
   };
 }
 

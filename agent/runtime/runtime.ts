@@ -144,7 +144,8 @@ export class AgentRuntime {
         this.doors.forget(cameraId);
       },
       onConnected: (camera) => this.snapshots.uploadSoon(camera),
-      onApplied: (cameras) => {
+      onApplied: (cameras, list) => {
+        this.visits.setRecognition(list.recognition ?? 'all');
         if (cameras.some((c) => c.enabled && c.tuning.line)) this.doors.prepare();
         else this.doors.noLines();
       },

@@ -11,6 +11,7 @@ import { bodyOf, queryOf, validate } from '../http/pipeline.js';
 import { customerRef as customerRefKind } from '../references/customers.js';
 import { resolve } from '../references/resolver.js';
 import { presentAttributes, presentSimilarity, presentStay } from '../visits/presenter.js';
+import { exportCustomer } from './export.js';
 import { faceFile, findServableFace, latestFaceOf } from './faces.js';
 import { customersPolicy } from './policy.js';
 import { customerRef, faceUrl, ifMatchAllows, presentCustomer, presentProfile, profileTag, type CustomerRow } from './presenter.js';
@@ -177,6 +178,14 @@ export function customersRoutes(): AppRouter {
     });
     ctx.set('ETag', profileTag(row));
     ctx.body = { ...presentCustomer(row), profile: presentProfile(row) };
+  });
+
+  /** Subject access: everything held about the customer as a JSON download (docs/privacy.md). */
+  r.get('/visitors/:id/export', auth(customersPolicy.export), (ctx) => {
+    const c = customerInPath(ctx);
+    const document = ctx.deps.store.tx(() => exportCustomer(ctx, c));
+    ctx.set('Content-Disposition', `attachment; filename="customer-${customerRef(c.number)}.json"`);
+    ctx.body = document;
   });
 
   r.delete('/visitors/:id', auth(customersPolicy.erase), (ctx) => {

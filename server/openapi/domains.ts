@@ -1,6 +1,7 @@
 import { agentDocs } from '../agent-api/openapi.js';
 import { assistantDocs } from '../assistant/openapi.js';
 import { auditDocs } from '../audit/openapi.js';
+import { privacyDocs } from '../privacy/openapi.js';
 import { authServiceDocs } from '../auth-service/openapi.js';
 import { authDocs } from '../auth/openapi.js';
 import { camerasDocs } from '../cameras/openapi.js';
@@ -40,6 +41,7 @@ export const domainDocs: RouteDocs[] = [
   authServiceDocs,
   idpDocs,
   auditDocs,
+  privacyDocs,
 ];
 
 let merged: RouteDocs | undefined;
