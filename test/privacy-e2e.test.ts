@@ -56,6 +56,7 @@ async function through(face: RealFace, at?: Date) {
   const msg = await waitFor(() => sent.find((m) => m.visit_id === v.visit_id), 10_000, 20);
   await settled(h);
   const row = await waitFor(() => sql<{ customer_id: string | null }>('select customer_id from visits where visit_id = ?', v.visit_id)[0], 5000, 20);
+  if (!row) throw new Error(`visit ${v.visit_id} not stored`);
   return { msg, row };
 }
 
