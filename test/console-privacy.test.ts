@@ -67,7 +67,7 @@ describe.skipIf(!haveChromium)('console: privacy settings, audit trail, data exp
     // Filter to sign-ins only.
     await page.getByLabel('What').fill('auth.sign_in');
     await page.getByRole('button', { name: 'Show' }).click();
-    await page.waitForFunction(() => [...document.querySelectorAll('#audit-trail tbody tr')].every((r) => r.getAttribute('data-audit') === 'auth.sign_in'));
+    await page.waitForFunction(`[...document.querySelectorAll('#audit-trail tbody tr')].every((r) => r.getAttribute('data-audit') === 'auth.sign_in')`);
     expect(await page.locator('#audit-trail tbody tr').count()).toBeGreaterThan(0);
     await done(w);
   });
