@@ -10,4 +10,5 @@ CREATE TABLE `company_privacy` (
 	FOREIGN KEY (`company_id`) REFERENCES `companies`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
-CREATE INDEX `audit_company_id_idx` ON `audit_log` (`company_id`,`id`);
+CREATE INDEX `audit_company_id_idx` ON `audit_log` (`company_id`,`id`);--> statement-breakpoint
+CREATE INDEX `audit_at_idx` ON `audit_log` (`at`);
