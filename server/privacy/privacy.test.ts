@@ -138,6 +138,9 @@ describe('privacy settings, subject access and the consented mode', () => {
     expect(stored(h, ids['V-2']!)).toMatchObject({ template: 1, photos: 1, visits: 1 });
     const files = h.server.store.db.select().from(faceImages).where(eq(faceImages.customerId, ids['V-2']!)).all().map((f) => path.join(h.dataDir, f.path));
     expect(files.every((f) => fs.existsSync(f))).toBe(true);
+    const template = h.server.store.db.select({ t: customers.template }).from(customers).where(eq(customers.id, ids['V-2']!)).get()!.t!;
+    const inFiles = () => ['footfall.db', 'footfall.db-wal'].some((f) => fs.existsSync(path.join(h.dataDir, f)) && fs.readFileSync(path.join(h.dataDir, f)).includes(template.subarray(0, 256)));
+    expect(inFiles()).toBe(true);
     const r = await h.request('PATCH', '/api/company/privacy', { token: a.ownerToken, body: { recognition: 'consented' } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ recognition: 'consented', template_retention_days: 90, updated_by: a.ownerEmail });
@@ -146,6 +149,7 @@ describe('privacy settings, subject access and the consented mode', () => {
     // V-2 (no consent, stay over): nothing left but a cleared row; the visit stays, unidentified.
     expect(stored(h, ids['V-2']!)).toEqual({ template: 0, erased: 1, photos: 0, visits: 0 });
     expect(files.some((f) => fs.existsSync(f))).toBe(false);
+    expect(inFiles()).toBe(false); // not even in freed pages or the write-ahead log
     const row = onDisk(h, (db) => db.prepare('select * from customers where id = ?').get(ids['V-2']) as Record<string, unknown>);
     expect(row).toMatchObject({ template: null, full_name: '', first_seen_at: null, last_seen_at: null });
     const unidentified = onDisk(h, (db) => (db.prepare('select count(*) n from visits where company_id = ? and customer_id is null').get(a.id) as { n: number }).n);
