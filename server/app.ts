@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import { sql } from 'drizzle-orm';
 import type { AppRouter, Custom, Deps, Mw, State } from './context.js';
-import { accessLog, defineRequestLog, deferBodyErrors, errors, requestId } from './http/middleware.js';
+import { accessLog, defineRequestLog, deferBodyErrors, errors, privateAnswers, requestId } from './http/middleware.js';
 import { noSuchRoute } from './http/errors.js';
 import { mountRouters } from './http/mount.js';
 import { authRoutes, meRoute } from './auth/routes.js';
@@ -23,6 +23,8 @@ import { metricsRoutes, requestMetrics } from './metrics/routes.js';
 import { consoleRoutes } from './console/serve.js';
 import { idpRoutes } from './idp/routes.js';
 import { openapiRoutes } from './openapi/routes.js';
+import { auditRoutes } from './audit/routes.js';
+import { privacyRoutes } from './privacy/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -34,6 +36,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
   app.silent = true; // errors() logs; Koa's default stderr printing would duplicate it
 
   app.use(requestId);
+  app.use(privateAnswers);
   app.use(accessLog);
   app.use(requestMetrics);
   app.use(errors);
@@ -58,7 +61,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
 export function appRouters(): { admin: AppRouter[]; routers: AppRouter[] } {
   return {
     admin: [clientsRoutes()],
-    routers: [healthRoutes(), openapiRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes()],
+    routers: [healthRoutes(), openapiRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes(), auditRoutes(), privacyRoutes()],
   };
 }
 

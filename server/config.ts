@@ -141,6 +141,9 @@ export const configSchema = z.object({
   // A visit is a stay (docs/visits-and-customers.md): a customer seen again in the same shop within this many seconds
   // of their last sighting there is still on the same visit (0: only overlapping sightings join).
   FOOTFALL_VISIT_GAP_S: int(0, 86_400).default(1800),
+  // Privacy (docs/privacy.md): audit rows older than this many days are deleted; the privacy sweep runs this often.
+  FOOTFALL_AUDIT_RETENTION_DAYS: int(1, 36_500).default(730),
+  FOOTFALL_PRIVACY_SWEEP_S: int(10, 86_400).default(300),
   // Report threads (docs/reports.md): reports are computed off the event loop; 0 computes them on it, as before.
   FOOTFALL_REPORT_WORKERS: int(0, 16).default(1),
   // Face matching (docs/recognition.md, docs/identity.md): cosine similarity of 512-d embeddings.

@@ -32,6 +32,8 @@ export interface Deps {
   arrivals: ArrivalsHub;
   /** Prometheus metrics, when FOOTFALL_METRICS_TOKEN turns them on. */
   metrics?: Metrics;
+  /** The privacy sweep (server/privacy/sweep.ts): a settings change asks it to run. */
+  privacy?: { request(): Promise<void> };
 }
 
 /** The signed-in person making the request. companyId is null for the platform admin. */

@@ -24,6 +24,8 @@ import { ingestHeartbeats } from './shops/heartbeats.js';
 import { LiveHub } from './cameras/live.js';
 import { snapshotsPurger } from './cameras/snapshots.js';
 import { sweepUnlinkedFaces } from './customers/faces.js';
+import { pruneAudit } from './audit/query.js';
+import { PrivacySweeper } from './privacy/sweep.js';
 import { ArrivalsHub } from './visits/hub.js';
 import { IdentityControl } from './visits/identity-control.js';
 import { VisitIngest } from './visits/ingest.js';
@@ -90,6 +92,8 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   crossings.start();
   metrics?.watch({ config, store, broker, arrivals, live, ingest, crossings });
   const reports = reportPool(deps);
+  const privacy = new PrivacySweeper(deps);
+  deps.privacy = privacy;
 
   let firstAdmin = false;
   if (!adminExists(store)) {
@@ -129,6 +133,11 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     pruneEndedSessions(store.db);
     pruneRefreshTokens(store);
     try {
+      pruneAudit(store.db, config.FOOTFALL_AUDIT_RETENTION_DAYS);
+    } catch (err) {
+      log.error({ err }, 'audit prune failed');
+    }
+    try {
       sweepUnlinkedFaces(deps);
       identities.pruneMarkers(store.db);
     } catch (err) {
@@ -136,6 +145,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     }
   }, 10 * 60_000);
   prune.unref();
+  privacy.start(); // a sweep cut short by a stop carries on now
 
   let closing: Promise<void> | undefined;
   return {
@@ -151,6 +161,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     close() {
       closing ??= (async () => {
         clearInterval(prune);
+        await privacy.stop();
         live.close();
         arrivals.close();
         server.closeAllConnections();

@@ -195,6 +195,11 @@ export const CameraList = z.object({
   /** Removed cameras: stop them, forget their state, delete what is queued for them only after delivering it. */
   removed: z.array(RemovedCamera),
   synced_at: Timestamp,
+  /**
+   * The company's recognition mode (docs/privacy.md). `off`: count only, send no embedding and no face photo. Absent
+   * (an older head office): `all`.
+   */
+  recognition: z.enum(['all', 'consented', 'off']).optional(),
 });
 export type CameraList = z.infer<typeof CameraList>;
 

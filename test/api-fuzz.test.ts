@@ -393,6 +393,16 @@ const routes: Route[] = [
   { method: 'GET', path: '/api/visitors/:id/image', caller: 'staff', params: () => ({ id: 'V-1' }) },
   { method: 'DELETE', path: '/api/visitors/:id', caller: 'manager', params: () => ({ id: 'V-4' }) },
   { method: 'GET', path: '/api/faces/:id', caller: 'staff', params: () => ({ id: f.faceId }) },
+  // Privacy (issue 29, docs/privacy.md)
+  { method: 'GET', path: '/api/visitors/:id/export', caller: 'manager', params: () => ({ id: 'V-1' }) },
+  {
+    method: 'GET',
+    path: '/api/audit',
+    caller: 'owner',
+    query: () => ({ limit: '10', action: 'customer.', customer: 'V-1', from: '2020-01-01', to: '2030-01-01T00:00:00Z' }),
+    queryValues: { cursor: badCursors, limit: ['501', '0', '-1', '1e3'], from: ['2020-13-45', 'yesterday'], action: ['DROP TABLE', 'x'.repeat(65)] },
+  },
+  { method: 'PATCH', path: '/api/company/privacy', caller: 'owner', body: () => ({ recognition: 'all', template_retention_days: 90 }) },
   { method: 'GET', path: '/api/visitors/:id/purchases', caller: 'staff', params: () => ({ id: 'V-1' }), query: () => ({ limit: '10' }), queryValues: { limit: ['501', '0', '-1', '1e3', '9999999999999999999999'] } },
   { method: 'POST', path: '/api/purchases', caller: 'staff', body: purchase },
   { method: 'POST', path: '/api/purchases', caller: 'staff', body: () => ({ purchase_id: '22222222-2222-4222-8222-222222222222', ...purchase() }) },

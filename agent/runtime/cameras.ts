@@ -27,7 +27,7 @@ export interface CameraSyncOptions {
   /** A removed camera's `camera_id` that no present camera carries any more (recognition forgets it). */
   onForget?: (cameraId: string) => void;
   /** A list was applied (from head office or the kept file): body counting loads its detector when a camera has a line. */
-  onApplied?: (cameras: CameraConfig[]) => void;
+  onApplied?: (cameras: CameraConfig[], list: CameraList) => void;
   /** A camera's stream opened (a snapshot is due). */
   onConnected?: (camera: CameraConfig) => void;
   /** Wait after a state change before reporting, so that changes of several cameras go in one request. */
@@ -53,7 +53,7 @@ export function cameraSpec(c: CameraConfig): CameraSpec {
 
 /** What decides whether the list changed: ids, revisions, enabled flags and tombstones (the revision covers edits). */
 function digestOf(list: CameraList): string {
-  return JSON.stringify([list.cameras.map((c) => [c.id, c.revision, c.enabled]).sort(), list.removed.map((r) => r.id).sort()]);
+  return JSON.stringify([list.cameras.map((c) => [c.id, c.revision, c.enabled]).sort(), list.removed.map((r) => r.id).sort(), list.recognition ?? 'all']);
 }
 
 export class CameraSync {
@@ -223,7 +223,7 @@ export class CameraSync {
       await writePrivateFile(this.opts.cacheFile, JSON.stringify(kept)).catch((err: unknown) => this.log.warn({ err }, 'camera list not kept on disk'));
     }
     if (running.size > 0) this.scheduleReport();
-    this.opts.onApplied?.(list.cameras);
+    this.opts.onApplied?.(list.cameras, list);
   }
 
   private stateChanged(status: CameraStatus): void {

@@ -150,7 +150,8 @@ export class AgentRuntime {
         this.doors.forget(cameraId);
       },
       onConnected: (camera) => this.snapshots.uploadSoon(camera),
-      onApplied: (cameras) => {
+      onApplied: (cameras, list) => {
+        this.visits.setRecognition(list.recognition ?? 'all');
         if (cameras.some((c) => c.enabled && countingLineOf(c.tuning))) this.doors.prepare();
         else this.doors.noLines();
         // A camera now counting the door only: its open face tracks end here, and no new ones start.

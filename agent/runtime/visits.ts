@@ -5,7 +5,8 @@
  * When head office stores face images (`images: local`), the face crop is uploaded first (POST /api/agent/faces)
  * and the visit names the returned `face_image_id`. The upload is best effort and short: a visit is never held back
  * or lost because head office is unreachable; it is queued without the picture (the count and the identity are what
- * matters). A 501 `images_disabled` stops face uploads for good.
+ * matters). A 501 `images_disabled` stops face uploads for good. In count-only mode (the camera list's `recognition`
+ * is `off`, docs/privacy.md) a visit goes out with neither embedding nor photo: a count, with attributes.
  */
 import type { Logger } from 'pino';
 import { LIMITS } from '../../shared/agent-api.js';
@@ -27,7 +28,7 @@ export interface VisitSinkOptions {
 }
 
 /** The wire form of a visit (shared/messages.ts). */
-export function visitMessage(visit: Visit, faceImageId?: string): VisitMessage {
+export function visitMessage(visit: Visit, faceImageId?: string, countOnly = false): VisitMessage {
   const msg: VisitMessage = {
     visit_id: visit.visit_id,
     occurred_at: visit.occurred_at,
@@ -36,7 +37,7 @@ export function visitMessage(visit: Visit, faceImageId?: string): VisitMessage {
     passed_gate: visit.passed_gate,
     track: { id: visit.track.id, first_seen_at: visit.track.first_seen_at, last_seen_at: visit.track.last_seen_at, frames: visit.track.frames },
   };
-  if (visit.embedding && visit.recognition_model) {
+  if (visit.embedding && visit.recognition_model && !countOnly) {
     msg.embedding = encodeEmbedding(visit.embedding);
     msg.recognition_model = visit.recognition_model;
   }
@@ -58,11 +59,24 @@ export class VisitSink {
   private facesOff: boolean;
   private readonly pending = new Set<Promise<void>>();
   private counters = { queued: 0, invalid: 0, faces: 0 };
+  /** The company's recognition mode from the camera list (docs/privacy.md); `off`: no embedding, no face photo. */
+  private recognition: 'all' | 'consented' | 'off' = 'all';
 
   constructor(options: VisitSinkOptions) {
     this.opts = options;
     this.topic = options.topicPrefix + UP.visit;
     this.facesOff = options.images !== 'local';
+  }
+
+  /** Head office's recognition mode (the camera list's `recognition`); from the next visit on. */
+  setRecognition(mode: 'all' | 'consented' | 'off'): void {
+    if (mode === this.recognition) return;
+    this.recognition = mode;
+    this.opts.log.info({ recognition: mode }, mode === 'off' ? 'count-only: visits go out without face embeddings or photos' : 'recognition mode changed');
+  }
+
+  get countOnly(): boolean {
+    return this.recognition === 'off';
   }
 
   get stats(): { queued: number; invalid: number; faces: number } {
@@ -83,8 +97,9 @@ export class VisitSink {
   }
 
   private async store(visit: Visit): Promise<void> {
-    const faceImageId = await this.uploadFace(visit);
-    const parsed = VisitMessage.safeParse(visitMessage(visit, faceImageId));
+    const countOnly = this.countOnly;
+    const faceImageId = countOnly ? undefined : await this.uploadFace(visit);
+    const parsed = VisitMessage.safeParse(visitMessage(visit, faceImageId, countOnly));
     if (!parsed.success) {
       this.counters.invalid++;
       this.opts.log.error({ visit_id: visit.visit_id, issues: parsed.error.issues.slice(0, 3) }, 'visit does not match the contract; not sent');

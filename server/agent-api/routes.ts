@@ -17,6 +17,7 @@ import { getShop, spendEnrolmentCode } from '../shops/service.js';
 import { agentAuth, agentOf } from './auth.js';
 import { storeUploadedFace } from '../customers/faces.js';
 import { presentCameraList, presentIdentity } from './presenter.js';
+import { recognitionOf } from '../privacy/service.js';
 import { checkJpeg, looksLikeJpeg, readJpegBody } from './raw-body.js';
 
 const invalidCode = () =>
@@ -96,7 +97,7 @@ export function agentRoutes(): AppRouter {
     const rows = shopCameras(ctx.deps.store.db, agentOf(ctx).shopId);
     if (rows.some((c) => c.password !== null && !c.deletedAt)) requireKey(ctx, 'hand out camera passwords');
     try {
-      ctx.body = presentCameraList(rows, (sealed) => ctx.deps.keys.decrypt(sealed));
+      ctx.body = { ...presentCameraList(rows, (sealed) => ctx.deps.keys.decrypt(sealed)), recognition: recognitionOf(ctx.deps.store.db, agentOf(ctx).companyId) };
     } catch (err) {
       throw mapInfraErrors(err, 'hand out camera passwords');
     }

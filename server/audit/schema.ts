@@ -14,5 +14,11 @@ export const auditLog = sqliteTable(
     detail: text('detail', { mode: 'json' }).$type<Record<string, unknown>>(),
     requestId: text('request_id'),
   },
-  (t) => [index('audit_company_idx').on(t.companyId, t.at)],
+  (t) => [
+    index('audit_company_idx').on(t.companyId, t.at),
+    // GET /api/audit: a company's rows newest first, paged by id.
+    index('audit_company_id_idx').on(t.companyId, t.id),
+    // The retention prune (FOOTFALL_AUDIT_RETENTION_DAYS): rows older than a time, every company.
+    index('audit_at_idx').on(t.at),
+  ],
 );

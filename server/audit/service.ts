@@ -50,3 +50,8 @@ export function writeAudit(db: Db, row: AuditEntry & { actorId?: string | null; 
   );
   noteUnreadWrite(db, 1);
 }
+
+/** A sign-in (issue 29): who, how (`password`, `client`, `phone`), from which device; the actor is the member. */
+export function auditSignIn(db: Db, user: { id: string; companyId: string | null; email: string }, via: 'password' | 'client' | 'phone', requestId: string | undefined, detail: Record<string, unknown> = {}): void {
+  writeAudit(db, { action: 'auth.sign_in', companyId: user.companyId, actorId: user.id, actorEmail: user.email, target: user.id, detail: { via, ...detail }, requestId: requestId ?? null });
+}

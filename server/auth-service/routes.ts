@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import Router from '@koa/router';
-import { writeAudit } from '../audit/service.js';
+import { auditSignIn, writeAudit } from '../audit/service.js';
 import { hashPassword } from '../auth/passwords.js';
 import type { CompanyRow, UserRow } from '../auth/sessions.js';
 import { createCompanyWithOwner, emailTaken, freeSlug } from '../clients/service.js';
@@ -117,6 +117,7 @@ export function authServiceRoutes(): AppRouter {
       clearKey(store.db, 'sign_in', b.email);
       link(store.db, signed.localId, m.user.id, found.method, true);
       markSignedIn(store.db, m.user.id);
+      auditSignIn(store.db, m.user, 'client', ctx.state.requestId);
       return tenancy(ctx, m);
     });
     const tokens: ProviderTokens = { idToken: signed.idToken, refreshToken: signed.refreshToken, expiresInSeconds: Number(signed.expiresIn) };
@@ -259,6 +260,7 @@ export function authServiceRoutes(): AppRouter {
     const firstTime = store.tx(() => {
       const first = linkPhoneSignIn(store.db, uid, user.id);
       markSignedIn(store.db, user.id);
+      auditSignIn(store.db, user, 'phone', ctx.state.requestId);
       return first;
     });
     ctx.body = presentStaffEnvelope(tokens, user, phone, firstTime, ctx.state.requestId);

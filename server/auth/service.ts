@@ -1,6 +1,7 @@
 import { eq } from 'drizzle-orm';
 import type { Ctx } from '../context.js';
 import { companies } from '../clients/schema.js';
+import { auditSignIn } from '../audit/service.js';
 import { HttpError } from '../http/errors.js';
 import { bookAttempt, clearFailures, forgetAttempt } from './login-limits.js';
 import { verifyPassword } from './passwords.js';
@@ -44,6 +45,7 @@ export async function login(ctx: Ctx, email: string, password: string, device: s
   const issued = store.tx(() => {
     clearFailures(store.db, email);
     store.db.update(users).set({ lastLoginAt: new Date().toISOString() }).where(eq(users.id, user.id)).run();
+    auditSignIn(store.db, user, 'password', ctx.state.requestId, { device });
     return createSession(store.db, config, user, device);
   });
   return { issued, user, company };

@@ -28,7 +28,7 @@ function openLiveStream(ctx: Ctx, targets: LiveTarget[], waiting: string, frameD
   ctx.status = 200;
   ctx.body = stream;
   ctx.type = 'text/event-stream';
-  ctx.set('Cache-Control', 'no-cache, no-transform');
+  ctx.set('Cache-Control', 'no-store, no-transform');
   ctx.set('X-Accel-Buffering', 'no');
 
   // Filled in below; finish() may run before any of them exists (a client gone at once).

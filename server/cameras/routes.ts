@@ -194,7 +194,7 @@ export function camerasRoutes(): AppRouter {
     const view = cameraInPath(ctx);
     const jpeg = await readSnapshot(ctx.deps.config.dataDir, view.camera.companyId, view.camera.id);
     if (!jpeg) throw new HttpError(404, 'no_image', 'There is no picture from this camera yet: the shop PC sends one about once a minute while the camera is connected.');
-    ctx.set('Cache-Control', 'private, no-cache');
+    ctx.set('Cache-Control', 'private, no-store');
     if (view.camera.snapshotAt) ctx.set('Last-Modified', new Date(view.camera.snapshotAt).toUTCString());
     ctx.type = 'image/jpeg';
     ctx.body = jpeg;

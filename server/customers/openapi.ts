@@ -96,6 +96,30 @@ export const customersDocs = routeDocs({
     request: { headers: { 'If-Match': 'The ETag read with the profile' } },
     responses: { 200: { description: 'The customer as saved', json: CustomerWithProfile, headers: etag }, 412: '`precondition_failed`: someone changed the profile since you read it' },
   },
+  'GET /api/visitors/{id}/export': {
+    summary: 'Everything held about a customer (subject access; managers and owners)',
+    description:
+      'One JSON document, sent as a download (`Content-Disposition: attachment`): profile, consent history, whether a face template and photos exist and since when, visits with shop and time, purchases, customers merged into this one, and the audit rows about them. Writes a `customer.export` audit row. docs/privacy.md.',
+    params: customer,
+    responses: {
+      200: {
+        description: 'The export',
+        json: z.object({
+          exported_at: Timestamp,
+          exported_by: z.string(),
+          company: z.string(),
+          customer: CustomerWithProfile.passthrough(),
+          consent_history: z.array(z.object({ consent: z.boolean(), reason: z.string(), at: Timestamp, by: z.string().nullable() })),
+          face_template: z.object({ held: z.boolean(), since: z.string().nullable(), recognition_model: z.string().nullable(), images_averaged: z.number().int(), note: z.string() }),
+          photos: z.array(z.object({ id: z.string(), taken_at: Timestamp, shop: z.string().nullable(), visit_id: z.string().nullable() })),
+          merged_from: z.array(z.object({ id: Uuid, ref: z.string(), merged_at: z.string().nullable() })),
+          visits: z.array(z.record(z.string(), z.unknown())),
+          purchases: z.array(z.record(z.string(), z.unknown())),
+          audit: z.array(z.record(z.string(), z.unknown())),
+        }),
+      },
+    },
+  },
   'DELETE /api/visitors/{id}': {
     summary: 'Erase a customer',
     description: 'Template and photos destroyed, visits kept but unlinked, consent revoked; the same face is not enrolled again for a while.',

@@ -8,4 +8,5 @@ export const customersPolicy = {
   erase: rule('manager', 'erase customers'),
   merge: rule('manager', 'merge customers'),
   markStaff: rule('manager', 'mark customers as staff'),
+  export: rule('manager', "export a customer's data"),
 };

@@ -11,6 +11,7 @@ import { bodyOf, queryOf, validate } from '../http/pipeline.js';
 import { customerRef as customerRefKind } from '../references/customers.js';
 import { resolve } from '../references/resolver.js';
 import { presentAttributes, presentSimilarity, presentStay } from '../visits/presenter.js';
+import { exportCustomer } from './export.js';
 import { faceFile, findServableFace, latestFaceOf } from './faces.js';
 import { customersPolicy } from './policy.js';
 import { customerRef, faceUrl, ifMatchAllows, presentCustomer, presentProfile, profileTag, type CustomerRow } from './presenter.js';
@@ -137,12 +138,14 @@ export function customersRoutes(): AppRouter {
 
   r.get('/visitors/:id', auth(customersPolicy.view), (ctx) => {
     const c = customerInPath(ctx);
+    audit(ctx, { action: 'customer.view', target: c.id, detail: { ref: customerRef(c.number), read: 'profile' } });
     ctx.set('ETag', profileTag(c));
     ctx.body = { ...presentCustomer(c), ...(spendOf(ctx.deps.store.db, [c.id]).get(c.id) ?? noSpend), profile: presentProfile(c) };
   });
 
   r.get('/visitors/:id/history', auth(customersPolicy.view), (ctx) => {
     const c = customerInPath(ctx);
+    audit(ctx, { action: 'customer.view', target: c.id, detail: { ref: customerRef(c.number), read: 'history' } });
     ctx.body = historyOf(ctx.deps.store.db, c.id).map((v) => ({
       id: v.visitId,
       occurred_at: v.occurredAt,
@@ -175,6 +178,14 @@ export function customersRoutes(): AppRouter {
     });
     ctx.set('ETag', profileTag(row));
     ctx.body = { ...presentCustomer(row), profile: presentProfile(row) };
+  });
+
+  /** Subject access: everything held about the customer as a JSON download (docs/privacy.md). */
+  r.get('/visitors/:id/export', auth(customersPolicy.export), (ctx) => {
+    const c = customerInPath(ctx);
+    const document = ctx.deps.store.tx(() => exportCustomer(ctx, c));
+    ctx.set('Content-Disposition', `attachment; filename="customer-${customerRef(c.number)}.json"`);
+    ctx.body = document;
   });
 
   r.delete('/visitors/:id', auth(customersPolicy.erase), (ctx) => {

@@ -108,7 +108,7 @@ export function searchCustomers(db: Db, companyId: string, q: string | undefined
 }
 
 /** What an erased or merged-away customer row keeps of a person: nothing (no template, no profile, no consent). */
-const cleared = {
+export const cleared = {
   template: null,
   templateCount: 0,
   fullName: '',

@@ -141,7 +141,7 @@ describe('the fast lane', () => {
     expect(plain.fellBack).toBe(false);
     expect(plain.lane.status).toBe(200);
     expect(JSON.parse(plain.lane.body)).toEqual({ ...company.owner.user });
-    expect(plain.lane.headers.map(([k]) => k)).toEqual(['X-Request-Id', 'Content-Type', 'Content-Length', 'Date', 'Connection', 'Keep-Alive']);
+    expect(plain.lane.headers.map(([k]) => k)).toEqual(['X-Request-Id', 'Cache-Control', 'X-Content-Type-Options', 'Content-Type', 'Content-Length', 'Date', 'Connection', 'Keep-Alive']);
     expect(await meSample()).toBe(m0 + 2);
 
     const withId = await same('GET', '/api/auth/me', { ...auth, 'X-Request-Id': 'phone-42.poll:7' });

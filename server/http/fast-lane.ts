@@ -3,7 +3,7 @@ import type { Actor, Deps } from '../context.js';
 import type { Rule } from '../policy.js';
 import { authenticate, bearer } from './auth.js';
 import { HttpError } from './errors.js';
-import { logAccess, logMs, requestIdOf } from './middleware.js';
+import { logAccess, logMs, privateAnswerHeaders, requestIdOf } from './middleware.js';
 
 /**
  * A GET route the fast lane may answer: its whole path, its rule, and its 200 answer. The Koa route at the same path
@@ -28,7 +28,8 @@ export interface FastRoute {
  *   read-only but for touchSession (at most once a minute, the same write Koa's run would make), so Koa runs it again
  *   and answers with its own error envelope;
  * - an answer that throws.
- * Headers are the ones Koa sends, named and ordered as Koa sets them: X-Request-Id, Content-Type, Content-Length.
+ * Headers are the ones Koa sends, named and ordered as Koa sets them: X-Request-Id, Cache-Control,
+ * X-Content-Type-Options (privateAnswerHeaders), Content-Type, Content-Length.
  */
 export function withFastLane(deps: Deps, routes: readonly FastRoute[], koa: RequestListener): RequestListener {
   const byPath = new Map(routes.map((r) => [r.path, r]));
@@ -49,6 +50,7 @@ export function withFastLane(deps: Deps, routes: readonly FastRoute[], koa: Requ
     }
     const requestId = requestIdOf(req.headers['x-request-id'] as string | undefined);
     res.setHeader('X-Request-Id', requestId);
+    for (const [k, v] of privateAnswerHeaders) res.setHeader(k, v);
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
     res.setHeader('Content-Length', Buffer.byteLength(body));
     res.statusCode = 200;

@@ -20,6 +20,26 @@ export const requestId: Mw = (ctx, next) => {
   return next();
 };
 
+/** The headers every /api and /auth answer carries (OWASP ASVS 8.1.1, 14.4.3): never stored by a cache, never sniffed. */
+export const privateAnswerHeaders = [
+  ['Cache-Control', 'no-store'],
+  ['X-Content-Type-Options', 'nosniff'],
+] as const;
+
+/** Whether a path is one of the API's (/api, /auth): its answers carry privateAnswerHeaders. */
+export function isPrivatePath(path: string): boolean {
+  return path === '/api' || path.startsWith('/api/') || path === '/auth' || path.startsWith('/auth/');
+}
+
+/**
+ * Sets privateAnswerHeaders on every /api and /auth answer, errors included (set before the route runs, and Koa keeps
+ * headers on a handled error). A route may name more directives (`no-store, no-transform`), never drop `no-store`.
+ */
+export const privateAnswers: Mw = (ctx, next) => {
+  if (isPrivatePath(ctx.path)) for (const [k, v] of privateAnswerHeaders) ctx.set(k, v);
+  return next();
+};
+
 /**
  * The request's logger, made on first use: the server's logger with the request's fields (`req_id`, then `user_id` or
  * `shop_id` once the caller is known). Most requests log only their access-log line, which is written from the

@@ -53,6 +53,8 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly duration: Histogram<'method' | 'route'>;
+  private readonly privacyRuns: Counter<'outcome'>;
+  private readonly privacyRemoved: Counter<'kind'>;
   /** The fleet's aggregate, read once per scrape (several gauges show parts of it). */
   private fleetNow: Fleet | undefined;
 
@@ -71,6 +73,25 @@ export class Metrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [this.registry],
     });
+    this.privacyRuns = new Counter({
+      name: 'footfall_privacy_sweeps_total',
+      help: 'Privacy sweeps (docs/privacy.md) by outcome: done or failed.',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+    });
+    this.privacyRemoved = new Counter({
+      name: 'footfall_privacy_removed_total',
+      help: 'What privacy sweeps removed, by kind: template (a customer forgotten with their photos), photo (a file).',
+      labelNames: ['kind'],
+      registers: [this.registry],
+    });
+  }
+
+  /** A privacy sweep ended (server/privacy/sweep.ts). */
+  privacySweep(outcome: 'done' | 'failed', removed: { templates: number; photos: number }): void {
+    this.privacyRuns.inc({ outcome });
+    if (removed.templates) this.privacyRemoved.inc({ kind: 'template' }, removed.templates);
+    if (removed.photos) this.privacyRemoved.inc({ kind: 'photo' }, removed.photos);
   }
 
   /** One answered request; `route` is the matched route's template, or `unmatched`. */

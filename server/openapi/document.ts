@@ -170,6 +170,8 @@ const TAGS: [prefix: string, tag: string, description: string][] = [
   ['/api/visitors', 'Customers', 'Customers (visitors), their profiles, history and photos'],
   ['/api/faces/', 'Customers', 'Customers (visitors), their profiles, history and photos'],
   ['/api/reports/', 'Reports', 'Footfall and conversion'],
+  ['/api/audit', 'Privacy', 'The audit trail, privacy settings and subject access'],
+  ['/api/company/privacy', 'Privacy', 'The audit trail, privacy settings and subject access'],
   ['/api/assistant', 'Assistant', 'Questions about the business in plain language'],
   ['/api/openapi.json', 'Reference', 'This document'],
   ['/console/', 'Console', 'The web console (GET / to a browser)'],

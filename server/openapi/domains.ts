@@ -1,5 +1,7 @@
 import { agentDocs } from '../agent-api/openapi.js';
 import { assistantDocs } from '../assistant/openapi.js';
+import { auditDocs } from '../audit/openapi.js';
+import { privacyDocs } from '../privacy/openapi.js';
 import { authServiceDocs } from '../auth-service/openapi.js';
 import { authDocs } from '../auth/openapi.js';
 import { camerasDocs } from '../cameras/openapi.js';
@@ -38,6 +40,8 @@ export const domainDocs: RouteDocs[] = [
   assistantDocs,
   authServiceDocs,
   idpDocs,
+  auditDocs,
+  privacyDocs,
 ];
 
 let merged: RouteDocs | undefined;

@@ -20,7 +20,6 @@ export function openapiRoutes(): AppRouter {
   const r: AppRouter = new Router();
   r.get('/api/openapi.json', (ctx) => {
     ctx.type = 'application/json';
-    ctx.set('Cache-Control', 'no-cache');
     ctx.body = documentOf(ctx.app);
   });
   return r;

@@ -16,6 +16,7 @@ import { presentArrival } from './presenter.js';
 import { sightings } from './schema.js';
 import { feedRange } from './service.js';
 import { Stays, spanOf } from './stays.js';
+import { recognitionOf } from '../privacy/service.js';
 
 /** One visit message waiting for the next batch. */
 export interface Pending {
@@ -113,8 +114,17 @@ export function writeBatch(deps: { store: Store; config: Config; identities: Ide
   // Identity: one batched decision per (company, model), in arrival order.
   const decisions = new Map<Pending, Decision>();
   const groups = new Map<string, { companyId: string; model: string; items: Pending[] }>();
+  // A company in count-only mode (docs/privacy.md) recognises no one: an embedding sent anyway (a shop PC that has
+  // not pulled the change yet, or a queue from before it) is dropped here, and the visit counted without identity.
+  const countOnly = new Map<string, boolean>();
   for (const { item, shop } of fresh) {
     if (!item.embedding) continue;
+    let off = countOnly.get(shop.companyId);
+    if (off === undefined) countOnly.set(shop.companyId, (off = recognitionOf(db, shop.companyId) === 'off'));
+    if (off) {
+      item.embedding = undefined;
+      continue;
+    }
     const model = item.msg.recognition_model!;
     const k = `${shop.companyId}\u0000${model}`;
     const g = groups.get(k) ?? { companyId: shop.companyId, model, items: [] };

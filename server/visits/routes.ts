@@ -129,7 +129,7 @@ export function visitsRoutes(): AppRouter {
     const stream = new PassThrough();
     ctx.status = 200;
     ctx.type = 'text/event-stream';
-    ctx.set('Cache-Control', 'no-cache, no-transform');
+    ctx.set('Cache-Control', 'no-store, no-transform');
     ctx.set('X-Accel-Buffering', 'no');
     ctx.body = stream;
 

@@ -1,4 +1,4 @@
-import { ApiError, api, apiTagged, errorText, imageUrl } from './api.js';
+import { ApiError, api, apiTagged, errorText, imageUrl, raw } from './api.js';
 import { facts, busy, cardForm, confirmStep, field, h, notice, plural, replace, stacked, timeAgo, type Child, type Props } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
@@ -92,6 +92,7 @@ export function renderCustomer(p: Page, ref: string): void {
     showPurchases(purchases);
     const edit = staff ? h('button', { type: 'button', id: 'edit-profile' }, 'Edit profile…') : null;
     const staffButton = manager ? staffToggle(c, p, showProfile) : null;
+    const exportButton = manager ? exportDownload(c) : null;
     edit?.addEventListener('click', () => {
       edit.hidden = true;
       replace(
@@ -115,7 +116,7 @@ export function renderCustomer(p: Page, ref: string): void {
       h('div', { class: 'page-head' }, h('h1', {}, c.full_name ? `${c.full_name} (${c.ref})` : c.label), h('p', { class: 'muted small', id: 'times-zone' }, `Times in ${zone}, the shops’ time zone.`)),
       arrived ? h('p', { class: 'notice ok', role: 'status', id: 'merged' }, arrived) : null,
       known ? null : h('p', { class: 'notice info', role: 'status', id: 'merged-into' }, `${ref} was merged into ${c.ref}: this is the customer kept.`),
-      h('section', { class: 'card customer', id: 'customer' }, photo, profileBox, edit || staffButton ? h('div', { class: 'actions' }, edit, staffButton) : null),
+      h('section', { class: 'card customer', id: 'customer' }, photo, profileBox, edit || staffButton ? h('div', { class: 'actions' }, edit, staffButton, exportButton) : null),
       editArea,
       staff ? purchaseForm(c, history, p, (r) => showPurchases([r, ...purchases].slice(0, PURCHASES_SHOWN))) : null,
       purchasesBox,
@@ -325,6 +326,34 @@ function historyTable(rows: HistoryRow[], zone: string): HTMLElement {
       ),
     )),
   );
+}
+
+/**
+ * Managers: everything held about the customer (GET /api/visitors/{id}/export, subject access) downloaded as a JSON
+ * file, for a customer who asks for a copy of their data (docs/privacy.md).
+ */
+function exportDownload(c: Customer): HTMLElement {
+  const msg = notice();
+  const button = h('button', { type: 'button', id: 'export-data' }, 'Download their data');
+  button.setAttribute('aria-label', `Download everything held about ${c.ref} as a JSON file`);
+  button.addEventListener('click', () => {
+    msg.show('');
+    void busy(button, async () => {
+      try {
+        const blob = await (await raw(`/api/visitors/${encodeURIComponent(c.id)}/export`)).blob();
+        const url = URL.createObjectURL(blob);
+        const a = h('a', { href: url, download: `customer-${c.ref}.json` });
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 10_000);
+        msg.show(`Downloaded the data of ${c.ref}.`, 'ok');
+      } catch (err) {
+        msg.show(errorText(err));
+      }
+    });
+  });
+  return h('span', {}, button, msg.el);
 }
 
 /** Managers: erase the customer, after a confirmation step in the page (no window.confirm). */

@@ -14,9 +14,10 @@ import { renderCustomers } from './customers.js';
 import { renderAccount } from './account.js';
 import { assistantAvailable, forgetConversation, renderAssistant } from './assistant.js';
 import { renderLiveGrid } from './live-grid.js';
+import { renderPrivacy } from './privacy.js';
 
 /**
- * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/arrivals`, `#/customers[/<ref>]`, `#/team`, `#/assistant`, `#/account`, `#/admin`,
+ * The console's entry point: a hash router (`#/`, `#/shop/<slug>`, `#/reports`, `#/arrivals`, `#/customers[/<ref>]`, `#/team`, `#/privacy`, `#/assistant`, `#/account`, `#/admin`,
  * `#/join/<code>`, `#/signin`). Each page gets a signal that aborts when the page is left (polls, the live stream, timers).
  */
 
@@ -30,7 +31,7 @@ const root = document.getElementById('app')!;
 let leave: AbortController | null = null;
 let pendingMessage = '';
 /** Company members' routes besides the overview. */
-const PAGES = ['shop', 'live', 'reports', 'arrivals', 'customers', 'team', 'assistant', 'account'];
+const PAGES = ['shop', 'live', 'reports', 'arrivals', 'customers', 'team', 'assistant', 'account', 'privacy'];
 
 whenSessionEnds((message) => {
   pendingMessage = message;
@@ -74,6 +75,7 @@ function render(): void {
   else if (page === 'shop') renderShop(p, decodeURIComponent(arg));
   else if (page === 'live') renderLiveGrid(p, decodeURIComponent(arg));
   else if (page === 'team') renderTeam(p);
+  else if (page === 'privacy') renderPrivacy(p);
   else if (page === 'assistant') renderAssistant(p);
   else if (page === 'reports') renderReports(p);
   else if (page === 'arrivals') renderArrivals(p);
@@ -93,7 +95,7 @@ function header(user: User, page: string): HTMLElement {
         link('#/reports', 'Reports', page === 'reports'),
         link('#/arrivals', 'Arrivals', page === 'arrivals'),
         link('#/customers', 'Customers', page === 'customers'),
-        link('#/team', 'Team', page === 'team'),
+        link('#/team', 'Team', page === 'team' || page === 'privacy'),
         // Shown only once head office said the assistant is set up (GET /api/assistant, asked once per tab).
         page === 'assistant' || assistantAvailable() === true ? link('#/assistant', 'Assistant', page === 'assistant') : null,
       );

@@ -18,7 +18,7 @@ export function renderTeam(p: Page): void {
   const invitations = h('div', { id: 'invitations' });
   // The password reset's confirmation and its one-time answer live outside the table, which is re-rendered.
   const reset = h('div', { id: 'reset', 'aria-live': 'polite' });
-  replace(p.main, h('h1', {}, 'Team'), msg.el, reset, members);
+  replace(p.main, h('h1', {}, 'Team'), owner ? h('p', { class: 'small' }, h('a', { href: '#/privacy', id: 'privacy-link' }, 'Privacy settings and audit trail →')) : null, msg.el, reset, members);
   if (manager) p.main.append(h('h2', {}, 'Pending invitations'), invitations, inviteForm(owner, () => void loadInvitations()), addMemberForm(owner, () => void load()));
 
   async function load(): Promise<void> {

@@ -1,0 +1,59 @@
+import Router from '@koa/router';
+import { z } from 'zod';
+import { tenantOf, type AppRouter } from '../context.js';
+import { eq } from 'drizzle-orm';
+import { companies } from '../clients/schema.js';
+import type { Db } from '../db/open.js';
+import { auth } from '../http/auth.js';
+import { HttpError } from '../http/errors.js';
+import { bodyOf, validate } from '../http/pipeline.js';
+import { privacyPolicy } from './policy.js';
+import { presentPrivacy } from './presenter.js';
+import { RECOGNITION_MODES } from './schema.js';
+import { shops } from '../shops/schema.js';
+import { notifyShop, type ShopAddress } from '../shops/notices.js';
+import { changePrivacy, privacyOf } from './service.js';
+
+const days = (what: string) => z.number({ error: `must be a whole number of days (${what})` }).int('must be a whole number of days').min(1, 'must be at least 1 day').max(3650, 'must be at most 3650 days');
+
+export const PrivacyPatch = z
+  .strictObject({
+    recognition: z.enum(RECOGNITION_MODES, { error: 'must be all, consented or off' }).optional(),
+    template_retention_days: days('templates of customers without consent').optional(),
+    visit_retention_days: days('visits and door crossings').nullable().optional(),
+  })
+  .refine((b) => Object.keys(b).length > 0, 'Send at least one of recognition, template_retention_days, visit_retention_days.');
+
+/** Every shop of the company, to be told to pull its camera list again (which carries the recognition mode). */
+function shopAddressesOf(db: Db, companyId: string): ShopAddress[] {
+  return db.select({ companySlug: companies.slug, shopSlug: shops.slug }).from(shops).innerJoin(companies, eq(companies.id, shops.companyId)).where(eq(shops.companyId, companyId)).all();
+}
+
+export function privacyRoutes(): AppRouter {
+  const r: AppRouter = new Router({ prefix: '/api/company' });
+
+  r.get('/privacy', auth(privacyPolicy.read), (ctx) => {
+    ctx.body = presentPrivacy(privacyOf(ctx.deps.store.db, tenantOf(ctx)));
+  });
+
+  /**
+   * Changes the settings; existing data follows by the privacy sweep, which starts at once. A recognition change is
+   * pushed to the company's shop PCs (they pull their camera list, which carries it).
+   */
+  r.patch('/privacy', auth(privacyPolicy.change), validate({ body: PrivacyPatch }), async (ctx) => {
+    const body = bodyOf(ctx, PrivacyPatch);
+    if (body.visit_retention_days !== undefined && body.visit_retention_days !== null) {
+      throw new HttpError(501, 'not_implemented', 'visit_retention_days: ageing visits into daily counts is not available in this version; visits are kept. Send null or leave it out.');
+    }
+    const companyId = tenantOf(ctx);
+    const { store } = ctx.deps;
+    const { before, after } = store.tx(() => changePrivacy(ctx, companyId, body));
+    if (before.recognition !== after.recognition) {
+      for (const address of shopAddressesOf(store.db, companyId)) notifyShop(ctx.deps.broker, ctx.log, address, 'cameras', { kind: 'cameras_changed', at: new Date().toISOString() });
+    }
+    void ctx.deps.privacy?.request();
+    ctx.body = presentPrivacy(after);
+  });
+
+  return r;
+}

@@ -1,0 +1,209 @@
+import fs from 'node:fs';
+import { and, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+import type { Deps } from '../context.js';
+import { writeAudit } from '../audit/service.js';
+import { companies } from '../clients/schema.js';
+import { faceFile } from '../customers/faces.js';
+import { customers, faceImages } from '../customers/schema.js';
+import { cleared } from '../customers/service.js';
+import { visits } from '../visits/schema.js';
+import { companyPrivacy } from './schema.js';
+import { privacyOf, type PrivacySettings } from './service.js';
+
+const DAY_MS = 86_400_000;
+
+export interface SweepOptions {
+  /** Customers forgotten per transaction. */
+  batch?: number;
+  /** Stop after this many batches (a test's stand-in for a restart mid-sweep). */
+  maxBatches?: number;
+  now?: number;
+}
+
+export interface SweepResult {
+  templates: number;
+  photos: number;
+  /** false: stopped early (maxBatches or closing); the next run carries on. */
+  complete: boolean;
+}
+
+/**
+ * Who is forgotten now (docs/privacy.md): a customer without consent, not marked staff, not erased or merged away,
+ * holding a template or a photo, last seen before the cutoff: `template_retention_days` ago, or, in `consented` mode,
+ * the end of their stay (FOOTFALL_VISIT_GAP_S after they were last seen), whichever is later.
+ */
+export function cutoffOf(settings: PrivacySettings, gapS: number, now: number): string {
+  const retention = now - settings.templateRetentionDays * DAY_MS;
+  const stay = settings.recognition === 'all' ? -Infinity : now - gapS * 1000;
+  return new Date(Math.max(retention, stay)).toISOString();
+}
+
+function candidates(deps: Deps, companyId: string, cutoff: string, limit: number) {
+  return deps.store.db
+    .select({ id: customers.id, model: customers.recognitionModel })
+    .from(customers)
+    .where(
+      and(
+        eq(customers.companyId, companyId),
+        isNull(customers.erasedAt),
+        isNull(customers.mergedInto),
+        eq(customers.consent, false),
+        eq(customers.staff, false),
+        lt(sql`coalesce(${customers.lastSeenAt}, ${customers.createdAt})`, cutoff),
+        or(sql`${customers.template} is not null`, sql`exists (select 1 from face_images f where f.customer_id = ${customers.id})`),
+      ),
+    )
+    .limit(limit)
+    .all();
+}
+
+/**
+ * Forgets customers in one transaction: visits unlinked (they stay, counted as unidentified), photo rows deleted,
+ * the row cleared (no template, no profile) and marked erased, as after an erasure but with no do-not-enrol marker
+ * (the person may be enrolled again on a later visit, and forgotten again). Photo files go after the commit; the
+ * templates leave the ingest thread's galleries.
+ */
+function forget(deps: Deps, companyId: string, batch: { id: string; model: string }[]): number {
+  const db = deps.store.db;
+  const ids = batch.map((c) => c.id);
+  const now = new Date().toISOString();
+  const files = deps.store.tx(() => {
+    const photos = db.select().from(faceImages).where(inArray(faceImages.customerId, ids)).all();
+    db.update(visits).set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null }).where(inArray(visits.customerId, ids)).run();
+    db.delete(faceImages).where(inArray(faceImages.customerId, ids)).run();
+    db.update(customers)
+      .set({ ...cleared, profileUpdatedAt: null, firstSeenAt: null, lastSeenAt: null, erasedAt: now })
+      .where(and(eq(customers.companyId, companyId), inArray(customers.id, ids)))
+      .run();
+    return photos.map((p) => faceFile(deps.config.dataDir, p));
+  });
+  let removed = 0;
+  for (const file of files) {
+    try {
+      fs.rmSync(file, { force: true });
+      removed++;
+    } catch (err) {
+      deps.log.error({ err, file }, 'privacy sweep: a forgotten customer\'s photo could not be deleted; delete it by hand');
+    }
+  }
+  for (const c of batch) deps.identities.afterErase(companyId, c.model, c.id, undefined);
+  return removed;
+}
+
+/** One pass over every company (or one). Each batch is its own transaction: a pass cut short loses nothing. */
+export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?: string; closing?: () => boolean } = {}): Promise<SweepResult> {
+  const db = deps.store.db;
+  const batchSize = opts.batch ?? 200;
+  const total = { templates: 0, photos: 0 };
+  let batches = 0;
+  const list = db.select({ id: companies.id }).from(companies).where(opts.companyId ? eq(companies.id, opts.companyId) : undefined).all();
+  for (const { id: companyId } of list) {
+    const settings = privacyOf(db, companyId);
+    const requested = settings.sweepRequestedAt;
+    const now = opts.now ?? Date.now();
+    const cutoff = cutoffOf(settings, deps.config.FOOTFALL_VISIT_GAP_S, now);
+    const mine = { templates: 0, photos: 0 };
+    for (;;) {
+      if (opts.closing?.() || (opts.maxBatches !== undefined && batches >= opts.maxBatches)) {
+        record(deps, companyId, settings, mine, false);
+        return { ...add(total, mine), complete: false };
+      }
+      const batch = candidates(deps, companyId, cutoff, batchSize);
+      if (batch.length === 0) break;
+      mine.photos += forget(deps, companyId, batch);
+      mine.templates += batch.length;
+      batches++;
+      await new Promise((r) => setImmediate(r)); // let requests in between batches
+    }
+    record(deps, companyId, settings, mine, true);
+    if (requested) {
+      // Done with what was asked; a change made meanwhile keeps its own request.
+      db.update(companyPrivacy)
+        .set({ sweepRequestedAt: null, sweptAt: new Date().toISOString() })
+        .where(and(eq(companyPrivacy.companyId, companyId), eq(companyPrivacy.sweepRequestedAt, requested)))
+        .run();
+    }
+    add(total, mine);
+  }
+  if (total.templates > 0) scrubFiles(deps);
+  return { ...total, complete: true };
+}
+
+/**
+ * The database runs with secure_delete (deleted content is zeroed in its pages), but the WAL file still holds the
+ * frames written before the deletion until a checkpoint copies the zeroed pages back and the log starts over. After a
+ * sweep that forgot someone, a TRUNCATE checkpoint does that at once, so no template of theirs is left in either file.
+ * It waits for readers (busy_timeout); one that holds a snapshot meanwhile leaves the log for the next run.
+ */
+function scrubFiles(deps: Deps): void {
+  try {
+    const [r] = deps.store.sqlite.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    if (r?.busy) deps.log.info('privacy sweep: the database log is in use; it is scrubbed at the next checkpoint');
+  } catch (err) {
+    deps.log.warn({ err }, 'privacy sweep: checkpoint failed; the database log is scrubbed at the next checkpoint');
+  }
+}
+
+function add(total: { templates: number; photos: number }, more: { templates: number; photos: number }) {
+  total.templates += more.templates;
+  total.photos += more.photos;
+  return total;
+}
+
+/** An audit row per company that lost something (or whose requested sweep finished), naming no one. */
+function record(deps: Deps, companyId: string, s: PrivacySettings, removed: { templates: number; photos: number }, complete: boolean): void {
+  if (removed.templates === 0 && !(complete && s.sweepRequestedAt)) return;
+  writeAudit(deps.store.db, {
+    action: 'privacy.sweep',
+    companyId,
+    target: companyId,
+    detail: { customers_forgotten: removed.templates, photos_deleted: removed.photos, complete, recognition: s.recognition, template_retention_days: s.templateRetentionDays },
+  });
+}
+
+/** Runs the sweep on start, every FOOTFALL_PRIVACY_SWEEP_S, and soon after a settings change; one run at a time. */
+export class PrivacySweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private closed = false;
+
+  constructor(private readonly deps: Deps) {}
+
+  start(): void {
+    this.request();
+    this.timer = setInterval(() => this.request(), this.deps.config.FOOTFALL_PRIVACY_SWEEP_S * 1000);
+    this.timer.unref();
+  }
+
+  /** Runs a sweep now (or right after the one running). Resolves when it has run. */
+  request(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try {
+          const r = await sweepPrivacy(this.deps, { closing: () => this.closed });
+          this.deps.metrics?.privacySweep('done', r);
+          if (r.templates > 0) this.deps.log.info({ customers_forgotten: r.templates, photos_deleted: r.photos }, 'privacy sweep');
+        } catch (err) {
+          this.deps.metrics?.privacySweep('failed', { templates: 0, photos: 0 });
+          this.deps.log.error({ err }, 'privacy sweep failed; it runs again at the next interval');
+        }
+      } while (this.again && !this.closed);
+    })().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  async stop(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The privacy modes with a real shop-PC runtime (issue 29): head office in-process (HTTP, broker, SQLite file), the
+ * agent runtime enrolled with a real code and connected over MQTT; visits are injected where the recognition pipeline
+ * hands them over (runtime.submitVisit), with embeddings of real faces. Count-only: the camera list tells the shop PC,
+ * which then sends no embedding and no photo (checked on the broker), and head office stores no template. Consented:
+ * a non-consenting face's template lives for the stay and is gone from the database file after it.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadAgentConfig } from '../agent/config/config.js';
+import { enrolShopPc } from '../agent/enrol/enrol.js';
+import { AgentRuntime } from '../agent/runtime/runtime.js';
+import type { Visit } from '../agent/vision/types.js';
+import { upFilterAllShops } from '../shared/topics.js';
+import { realFaces, type RealFace, type RealFaces } from './support/faces.js';
+import { startHarness, type Harness } from './support/harness.js';
+import { jpeg, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+import { settled } from './support/visits.js';
+
+const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
+let h: Harness;
+let faces: RealFaces;
+let owner: string;
+let companyId: string;
+let tmp: string;
+let runtime: AgentRuntime;
+let photo: Buffer;
+/** Visit messages as head office's side of the broker receives them. */
+const sent: any[] = [];
+
+function visitOf(face: RealFace, at = new Date()): Visit {
+  const t = at.toISOString();
+  return {
+    visit_id: randomUUID(),
+    occurred_at: t,
+    camera_id: 'entrance',
+    embedding: face.embedding,
+    recognition_model: faces.model,
+    quality: face.quality,
+    passed_gate: true,
+    attributes: { gender: 'female', age: 31, emotion: 'neutral', raw: { age: 31.2 } },
+    face_jpeg: photo,
+    track: { id: `t-${randomUUID()}`, first_seen_at: t, last_seen_at: t, frames: 12, faces_passed: 5, faces_embedded: 3, ended_by: 'lost' },
+  };
+}
+
+/** Sends a visit through the runtime; returns the message the broker carried and head office's stored row. */
+async function through(face: RealFace, at?: Date) {
+  const v = visitOf(face, at);
+  await runtime.submitVisit(v);
+  const msg = await waitFor(() => sent.find((m) => m.visit_id === v.visit_id), 10_000, 20);
+  await settled(h);
+  const row = await waitFor(() => sql<{ customer_id: string | null }>('select customer_id from visits where visit_id = ?', v.visit_id)[0], 5000, 20);
+  if (!row) throw new Error(`visit ${v.visit_id} not stored`);
+  return { msg, row };
+}
+
+/** Reads the database file (its own connection). */
+function sql<T>(query: string, ...args: unknown[]): T[] {
+  const db = new Database(path.join(h.dataDir, 'footfall.db'), { readonly: true });
+  try {
+    return db.prepare(query).all(...args) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+async function setRecognition(mode: 'all' | 'consented' | 'off') {
+  const r = await h.request('PATCH', '/api/company/privacy', { token: owner, body: { recognition: mode } });
+  expect(r.status).toBe(200);
+  // Told through the camera-list channel: the cameras notice makes the shop PC pull the list, which carries the mode.
+  await waitFor(() => runtime.visits.countOnly === (mode === 'off'), 10_000, 20);
+}
+
+beforeAll(async () => {
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-privacy-e2e-'));
+  [h, faces, photo] = await Promise.all([startHarness({ FOOTFALL_IMAGES: 'local', FOOTFALL_VISIT_GAP_S: 1 }), realFaces(), jpeg(96, 96)]);
+  const company = await h.company('Count Only Co');
+  owner = company.ownerToken;
+  companyId = company.id;
+  const shop = await openShop(h, owner, { name: 'Canal Street' });
+  const file = path.join(tmp, 'agent.json');
+  await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: file, local: { data_dir: path.join(tmp, 'data') } });
+  const config = { ...(await loadAgentConfig(file)), log_level: 'silent' as const };
+  await new Promise<void>((resolve) =>
+    h.server.broker.aedes.subscribe(
+      upFilterAllShops('visit'),
+      (packet, done) => {
+        sent.push(JSON.parse(Buffer.from(packet.payload).toString('utf8')));
+        done();
+      },
+      resolve,
+    ),
+  );
+  runtime = await AgentRuntime.start({ config, log, modelsDir: false, drainMs: 500 });
+  await waitFor(() => runtime.broker.connected, 10_000);
+}, 60_000);
+
+afterAll(async () => {
+  await runtime?.stop();
+  await h?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('privacy modes with a real shop PC', () => {
+  it('all: embeddings and photos go out and the same face is recognised', async () => {
+    const first = await through(faces.same[0]);
+    expect(first.msg.embedding).toEqual(expect.any(String));
+    expect(first.msg.face_image_id).toEqual(expect.any(String));
+    expect(first.row.customer_id).not.toBeNull();
+    const second = await through(faces.same[1], new Date(Date.now() + 5000));
+    expect(second.row.customer_id).toBe(first.row.customer_id);
+  });
+
+  it('off: the shop PC sends no embedding and no photo; visits are still counted, nobody is enrolled', async () => {
+    const customersBefore = sql<{ n: number }>('select count(*) n from customers where company_id = ?', companyId)[0]!.n;
+    const photosBefore = sql<{ n: number }>('select count(*) n from face_images where company_id = ?', companyId)[0]!.n;
+    await setRecognition('off');
+    for (const face of [faces.others[0]!, faces.others[1]!]) {
+      const { msg, row } = await through(face);
+      expect(msg.embedding).toBeUndefined();
+      expect(msg.recognition_model).toBeUndefined();
+      expect(msg.face_image_id).toBeUndefined();
+      expect(msg.attributes).toMatchObject({ gender: 'female' });
+      expect(row.customer_id).toBeNull();
+    }
+    expect(sql<{ n: number }>('select count(*) n from customers where company_id = ?', companyId)[0]!.n).toBe(customersBefore);
+    expect(sql<{ n: number }>('select count(*) n from face_images where company_id = ?', companyId)[0]!.n).toBe(photosBefore);
+    expect(sql<{ n: number }>('select count(*) n from visits where company_id = ?', companyId)[0]!.n).toBe(4);
+  });
+
+  it('consented: a non-consenting face is recognised during the stay, and its template is gone from the file after it', async () => {
+    await setRecognition('consented');
+    const { msg, row } = await through(faces.others[2]!);
+    expect(msg.embedding).toEqual(expect.any(String)); // recognition runs: the stay needs it
+    const id = row.customer_id!;
+    expect(id).not.toBeNull();
+    expect(sql('select id from customers where id = ? and template is not null', id)).toHaveLength(1);
+    // The stay ends FOOTFALL_VISIT_GAP_S (1 s) after the last sighting; the sweep then forgets them.
+    await new Promise((r) => setTimeout(r, 1200));
+    await h.server.deps.privacy!.request();
+    expect(sql('select id from customers where id = ? and (template is not null or erased_at is null)', id)).toHaveLength(0);
+    expect(sql('select id from face_images where customer_id = ?', id)).toHaveLength(0);
+    expect(sql('select visit_id from visits where customer_id = ?', id)).toHaveLength(0);
+    expect(sql<{ n: number }>('select count(*) n from visits where company_id = ?', companyId)[0]!.n).toBe(5); // still counted
+  });
+});
