@@ -18,6 +18,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startBodyDetectorThread } from '../agent/bodies/detector-thread.js';
+import type { Fit } from '../agent/bodies/image.js';
 import type { Frame } from '../agent/capture/frame.js';
 import { ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
 import { DoorCounting, type DoorCountingOptions } from '../agent/runtime/doors.js';
@@ -25,6 +26,11 @@ import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
 import type { CountingLine } from '../shared/agent-api.js';
 import { root } from './api.js';
 import { progress, table } from './util.js';
+
+/** Settings under test (the agent's defaults when unset): DOOR_FIT, DOOR_SIZE (MoveNet input side), DOOR_BAND (margin; 0: whole picture). */
+const FIT = (process.env.DOOR_FIT ?? 'shape') as Fit;
+const SIZE = process.env.DOOR_SIZE ? Number(process.env.DOOR_SIZE) : undefined;
+const BAND = process.env.DOOR_BAND !== undefined ? Number(process.env.DOOR_BAND) : undefined;
 
 export interface Clip {
   id: string;
@@ -101,7 +107,7 @@ export async function decodeClip(video: string, fps: number, onFrame: (data: Buf
   const [width, height] = probe.split(',').map(Number) as [number, number];
   const size = width * height * 3;
   const ff = spawn('ffmpeg', ['-v', 'error', '-i', video, '-vf', `fps=${fps}`, '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let buf = Buffer.alloc(0);
+  let buf: Buffer = Buffer.alloc(0);
   let n = 0;
   for await (const chunk of ff.stdout as AsyncIterable<Buffer>) {
     buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
@@ -138,10 +144,12 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
   const log = { debug() {}, info() {}, warn: console.warn, error: console.error };
   const doors = new DoorCounting({
     lineOf: () => clip.line,
-    loadDetector: () => startBodyDetectorThread(testModelsDir()),
+    loadDetector: () => startBodyDetectorThread(testModelsDir(), { fit: FIT, ...(SIZE ? { inputSize: SIZE } : {}) }),
     onCrossing: (_camera, c) => crossings.push({ t: (c.at.getTime() - start) / 1000, direction: c.direction }),
     log,
     maxFps: Number(process.env.DOOR_FPS ?? 3),
+    ...(process.env.DOOR_FOLLOW !== undefined ? { follow: process.env.DOOR_FOLLOW === '1' } : {}),
+    ...(BAND !== undefined ? { band: BAND > 0 ? { margin: BAND } : false } : {}),
     ...options,
   });
   // The detector's thread is unref'd (it must not keep an agent alive): this keeps the loop alive while it works.
