@@ -16,7 +16,7 @@ import type { CountingLine } from '../../shared/agent-api.js';
 import { bandRegion, cropPicture, fromRegion, type Region } from '../bodies/crop.js';
 import { LineCounter, type LineCounterOptions } from '../bodies/line.js';
 import { BodyTracker, type BodyTrackerConfig } from '../bodies/tracker.js';
-import type { BodyDetector, Crossing } from '../bodies/types.js';
+import type { BodyBox, BodyDetector, Crossing } from '../bodies/types.js';
 import type { Frame } from '../capture/frame.js';
 import type { RawImage } from '../capture/ppm.js';
 import { MotionGate, type MotionGateOptions } from './motion.js';
@@ -57,6 +57,8 @@ export const DEFAULT_FOLLOW = true;
 
 /** Default band around a door line, share of the picture's height each way (measured: docs/decisions.md). */
 export const DEFAULT_BAND_MARGIN = 0.2;
+/** The band's margin is at least this share of the tallest person lately (doors.ts, widen). */
+export const BAND_PER_HEIGHT = 0.75;
 
 export interface DoorCameraStats {
   /** Frames received / left out to keep to maxFps / held back by motion gating / skipped while the detector was busy / looked at. */
@@ -76,6 +78,9 @@ interface DoorCamera {
   key: string;
   /** What the detector and the motion gate look at: the line's band, or the whole picture. */
   region: Region;
+  line: CountingLine;
+  /** Tallest person lately (share of the picture's height, decaying), which widens the band (bandMargin). */
+  personHeight: number;
   /** When its last frame went on to motion gating (frame time, ms). */
   lastTaken: number;
   tracker: BodyTracker;
@@ -84,8 +89,9 @@ interface DoorCamera {
 }
 
 interface Pending {
-  /** The camera's region of the frame (a copy), and the frame's time and size. */
+  /** The camera's region of the frame (a copy), the region, and the frame's time and size. */
   picture: RawImage;
+  region: Region;
   at: Date;
   width: number;
   height: number;
@@ -156,7 +162,7 @@ export class DoorCounting {
     if (this.pending.has(frame.cameraId)) camera.stats.skipped++;
     // Our own copy of the region: capture fills the frame's buffer again with a later picture.
     const picture = cropPicture(frame, camera.region);
-    this.pending.set(frame.cameraId, { picture, at: frame.at, width: frame.width, height: frame.height, camera });
+    this.pending.set(frame.cameraId, { picture, region: camera.region, at: frame.at, width: frame.width, height: frame.height, camera });
     this.draining ??= this.drain().finally(() => {
       this.draining = undefined;
     });
@@ -204,6 +210,8 @@ export class DoorCounting {
     camera = {
       key,
       region: band ? bandRegion(line, frame.width, frame.height, band.margin) : { x: 0, y: 0, w: frame.width, h: frame.height },
+      line,
+      personHeight: 0,
       tracker: new BodyTracker(this.opts.tracker ?? {}, aspect),
       counter: new LineCounter(line, { ...this.opts.line, aspect }),
       lastTaken: Number.NEGATIVE_INFINITY,
@@ -212,6 +220,20 @@ export class DoorCounting {
     this.cameras.set(frame.cameraId, camera);
     this.pending.delete(frame.cameraId);
     return camera;
+  }
+
+  /**
+   * The band follows the people's size: it must hold a whole person on either side of the line (a person cut by the
+   * band's edge is a box that changes size from look to look, which the tracker cannot follow), so its margin is at
+   * least BAND_PER_HEIGHT of the tallest person lately (decaying by 2 % a look with people), in steps of 0.05.
+   */
+  private widen(camera: DoorCamera, boxes: readonly BodyBox[], width: number, height: number): void {
+    const band = this.opts.band ?? { margin: DEFAULT_BAND_MARGIN };
+    if (!band || boxes.length === 0) return;
+    camera.personHeight = Math.max(camera.personHeight * 0.98, ...boxes.map((b) => b.h));
+    const margin = Math.min(1, Math.max(band.margin, Math.ceil((BAND_PER_HEIGHT * camera.personHeight) / 0.05) * 0.05));
+    const region = bandRegion(camera.line, width, height, margin);
+    if (region.x !== camera.region.x || region.y !== camera.region.y || region.w !== camera.region.w || region.h !== camera.region.h) camera.region = region;
   }
 
   private load(): void {
@@ -245,12 +267,12 @@ export class DoorCounting {
     while (this.detector && !this.closed) {
       const next = this.pending.entries().next();
       if (next.done) return;
-      const [cameraId, { picture, at: frameAt, width, height, camera }] = next.value;
+      const [cameraId, { picture, region, at: frameAt, width, height, camera }] = next.value;
       this.pending.delete(cameraId);
       let boxes;
       const started = performance.now();
       try {
-        boxes = (await this.detector.detect(picture)).map((b) => fromRegion(b, camera.region, width, height));
+        boxes = (await this.detector.detect(picture)).map((b) => fromRegion(b, region, width, height));
       } catch (err) {
         const problem = (err as Error).message;
         if (this.failures++ === 0) this.opts.log.warn({ err: problem, camera: cameraId }, 'person detection failed on a frame');
@@ -274,6 +296,7 @@ export class DoorCounting {
       if (this.cameras.get(cameraId) !== camera) continue;
       camera.stats.analysed++;
       camera.stats.bodies += boxes.length;
+      this.widen(camera, boxes, width, height);
       const crossings = camera.counter.update(camera.tracker.update(boxes, frameAt.getTime()), frameAt);
       for (const c of crossings) {
         camera.stats[c.direction]++;
