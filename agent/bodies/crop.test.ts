@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bandRegion, cropPicture, fromRegion } from './crop.js';
+import { bandMargin } from '../runtime/doors.js';
 import { shapeInput } from './image.js';
 
 describe("a door line's band", () => {
@@ -27,5 +28,13 @@ describe("a door line's band", () => {
     expect(shapeInput(232, 576, 256)).toEqual({ width: 160, height: 416 });
     expect(shapeInput(640, 360, 256)).toEqual({ width: 352, height: 192 });
     expect(shapeInput(60, 60, 256)).toEqual({ width: 128, height: 128 });
+  });
+
+  it('widens with the tallest person lately: 0.75 of their height in steps of 0.05, never under the least, at most the picture', () => {
+    // People 60-110 px tall in a 576-px picture keep the 0.2 band; the drawn door's 290 px of 360 get 0.65.
+    expect(bandMargin(0.2, 110 / 576)).toBe(0.2);
+    expect(bandMargin(0.2, 290 / 360)).toBeCloseTo(0.65);
+    expect(bandMargin(0.2, 0.5)).toBeCloseTo(0.4);
+    expect(bandMargin(0.2, 2)).toBe(1);
   });
 });

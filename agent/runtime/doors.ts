@@ -53,12 +53,19 @@ export interface DoorCountingOptions {
 }
 
 /** Default of `follow` (measured: docs/decisions.md). */
-export const DEFAULT_FOLLOW = true;
+export const DEFAULT_FOLLOW = false;
 
 /** Default band around a door line, share of the picture's height each way (measured: docs/decisions.md). */
 export const DEFAULT_BAND_MARGIN = 0.2;
 /** The band's margin is at least this share of the tallest person lately (doors.ts, widen). */
 export const BAND_PER_HEIGHT = 0.75;
+/** The band's margin: at least `least`, and BAND_PER_HEIGHT of the tallest person lately, in steps of 0.05. */
+export function bandMargin(least: number, personHeight: number): number {
+  return Math.min(1, Math.max(least, Math.ceil((BAND_PER_HEIGHT * personHeight) / 0.05 - 1e-9) * 0.05));
+}
+
+/** The tallest person a camera starts with (share of the picture's height), before it has seen anyone. */
+const START_PERSON_HEIGHT = 0.5;
 
 export interface DoorCameraStats {
   /** Frames received / left out to keep to maxFps / held back by motion gating / skipped while the detector was busy / looked at. */
@@ -209,9 +216,9 @@ export class DoorCounting {
     const band = this.opts.band ?? { margin: DEFAULT_BAND_MARGIN };
     camera = {
       key,
-      region: band ? bandRegion(line, frame.width, frame.height, band.margin) : { x: 0, y: 0, w: frame.width, h: frame.height },
+      region: band ? bandRegion(line, frame.width, frame.height, bandMargin(band.margin, START_PERSON_HEIGHT)) : { x: 0, y: 0, w: frame.width, h: frame.height },
       line,
-      personHeight: 0,
+      personHeight: START_PERSON_HEIGHT,
       tracker: new BodyTracker(this.opts.tracker ?? {}, aspect),
       counter: new LineCounter(line, { ...this.opts.line, aspect }),
       lastTaken: Number.NEGATIVE_INFINITY,
@@ -225,14 +232,15 @@ export class DoorCounting {
   /**
    * The band follows the people's size: it must hold a whole person on either side of the line (a person cut by the
    * band's edge is a box that changes size from look to look, which the tracker cannot follow), so its margin is at
-   * least BAND_PER_HEIGHT of the tallest person lately (decaying by 2 % a look with people), in steps of 0.05.
+   * least BAND_PER_HEIGHT of the tallest person lately (decaying by 2 % a look), in steps of 0.05. A camera starts
+   * as if it had seen a person half the picture tall (a wide band for its first ~10 s of looks), so the first people
+   * at a door with large people are not cut before their size is known.
    */
   private widen(camera: DoorCamera, boxes: readonly BodyBox[], width: number, height: number): void {
     const band = this.opts.band ?? { margin: DEFAULT_BAND_MARGIN };
-    if (!band || boxes.length === 0) return;
+    if (!band) return;
     camera.personHeight = Math.max(camera.personHeight * 0.98, ...boxes.map((b) => b.h));
-    const margin = Math.min(1, Math.max(band.margin, Math.ceil((BAND_PER_HEIGHT * camera.personHeight) / 0.05) * 0.05));
-    const region = bandRegion(camera.line, width, height, margin);
+    const region = bandRegion(camera.line, width, height, bandMargin(band.margin, camera.personHeight));
     if (region.x !== camera.region.x || region.y !== camera.region.y || region.w !== camera.region.w || region.h !== camera.region.h) camera.region = region;
   }
 
