@@ -28,6 +28,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   'api-floor': () => import('./api-floor.js'),
   'agent-real': () => import('./agent-real.js'),
   door: () => import('./door.js'),
+  'door-offline': () => import('./door-offline.js'),
   occupancy: () => import('./occupancy.js'),
 };
 

@@ -24,7 +24,7 @@ export interface DecodeOptions {
 }
 
 export async function detectCenterNet(model: GraphModel, image: RawImage, o: DecodeOptions): Promise<BodyBox[]> {
-  const fitted = fitPicture(image, CENTERNET_SIZE, o.fit, 'float32');
+  const fitted = fitPicture(image, CENTERNET_SIZE, o.fit === 'shape' ? 'letterbox' : o.fit, 'float32');
   let out: tf.Tensor | undefined;
   try {
     out = model.execute(fitted.input, 'tower_0/detections') as tf.Tensor;

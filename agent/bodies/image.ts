@@ -7,14 +7,27 @@ import { tf } from './tfjs.js';
 
 /**
  * How a picture is fitted into the model's square input: `letterbox` keeps its aspect ratio (scaled to fit, the
- * rest of the square black, picture at the top left); `stretch` resizes it to the square, as @vladmandic/human does.
+ * rest of the square black, picture at the top left); `stretch` resizes it to the square, as @vladmandic/human does;
+ * `shape` (fully convolutional models only: MoveNet) gives the input the picture's own shape, sides multiples of 32,
+ * with as many pixels as the square would have (a tall crop around a door line wastes no input on padding, and a
+ * small one is enlarged up to twice, so small people get more pixels).
  */
-export type Fit = 'letterbox' | 'stretch';
+export type Fit = 'letterbox' | 'stretch' | 'shape';
+
+/** Most a `shape` input enlarges a picture. */
+export const MAX_UPSCALE = 2;
+
+/** The input width and height for a `shape` fit of a width x height picture into the pixels of a size x size square. */
+export function shapeInput(width: number, height: number, size: number): { width: number; height: number } {
+  const scale = Math.min(MAX_UPSCALE, Math.sqrt((size * size) / (width * height)));
+  const side = (v: number) => Math.max(32, Math.round((v * scale) / 32) * 32);
+  return { width: side(width), height: side(height) };
+}
 
 export interface Fitted {
   /** [1, size, size, 3], 0..255 (float32 or int32). */
   input: tf.Tensor4D;
-  /** Width and height, in input pixels, that the picture covers (the rest is padding). */
+  /** Width and height, in input pixels, that the picture covers (the rest is padding; all of it for `shape`). */
   width: number;
   height: number;
 }
@@ -25,13 +38,14 @@ export function fitPicture(image: RawImage, size: number, fit: Fit, dtype: 'floa
     throw new Error(`Not an RGB24 picture: ${image.width}x${image.height}, ${image.data.length} bytes.`);
   }
   const scale = Math.min(size / image.width, size / image.height);
-  const width = fit === 'stretch' ? size : Math.max(1, Math.min(size, Math.round(image.width * scale)));
-  const height = fit === 'stretch' ? size : Math.max(1, Math.min(size, Math.round(image.height * scale)));
+  const shaped = fit === 'shape' ? shapeInput(image.width, image.height, size) : undefined;
+  const width = shaped?.width ?? (fit === 'stretch' ? size : Math.max(1, Math.min(size, Math.round(image.width * scale))));
+  const height = shaped?.height ?? (fit === 'stretch' ? size : Math.max(1, Math.min(size, Math.round(image.height * scale))));
   const pixels = new Uint8Array(image.data.buffer, image.data.byteOffset, image.width * image.height * 3);
   const input = tf.tidy(() => {
     const rgb = tf.tensor3d(pixels, [image.height, image.width, 3], 'int32');
     let x: tf.Tensor3D = tf.image.resizeBilinear(rgb, [height, width]);
-    if (width < size || height < size) x = tf.pad(x, [[0, size - height], [0, size - width], [0, 0]]);
+    if (!shaped && (width < size || height < size)) x = tf.pad(x, [[0, size - height], [0, size - width], [0, 0]]);
     if (dtype === 'int32') x = tf.cast(tf.round(x), 'int32');
     return tf.expandDims(x, 0) as tf.Tensor4D;
   });

@@ -42,8 +42,9 @@ export async function detectMoveNet(model: GraphModel, image: RawImage, o: Decod
       for (let k = 0; k < KEYPOINTS; k++) if (rows[r + k * 3 + 2]! >= KEYPOINT_SCORE) seen++;
       if (seen < MIN_KEYPOINTS) continue;
       const at = r + KEYPOINTS * 3;
-      const s = size;
-      const b = toFrameBox(rows[at + 1]! * s, rows[at]! * s, rows[at + 3]! * s, rows[at + 2]! * s, fitted, score);
+      // Rows are 0..1 of the input: the square, or the picture's own shape (`shape` fit).
+      const [sw, sh] = o.fit === 'shape' ? [fitted.width, fitted.height] : [size, size];
+      const b = toFrameBox(rows[at + 1]! * sw, rows[at]! * sh, rows[at + 3]! * sw, rows[at + 2]! * sh, fitted, score);
       if (b) boxes.push(b);
     }
     return nms(boxes, o.maxIou);

@@ -18,7 +18,7 @@ const BINS = 11;
 const PERSON = 0;
 
 export async function detectNanoDet(model: GraphModel, image: RawImage, o: DecodeOptions): Promise<BodyBox[]> {
-  const fitted = fitPicture(image, NANODET_SIZE, o.fit, 'float32');
+  const fitted = fitPicture(image, NANODET_SIZE, o.fit === 'shape' ? 'letterbox' : o.fit, 'float32');
   const input = tf.tidy(() => tf.transpose(tf.div(fitted.input, 255), [0, 3, 1, 2]));
   let outs: tf.Tensor[] = [];
   try {

@@ -13,10 +13,12 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { CountingLine } from '../../shared/agent-api.js';
+import { bandRegion, cropPicture, fromRegion, type Region } from '../bodies/crop.js';
 import { LineCounter, type LineCounterOptions } from '../bodies/line.js';
 import { BodyTracker, type BodyTrackerConfig } from '../bodies/tracker.js';
-import type { BodyDetector, Crossing } from '../bodies/types.js';
+import type { BodyBox, BodyDetector, Crossing } from '../bodies/types.js';
 import type { Frame } from '../capture/frame.js';
+import type { RawImage } from '../capture/ppm.js';
 import { MotionGate, type MotionGateOptions } from './motion.js';
 
 /** Detections failing in a row before the detector is closed and loaded again. */
@@ -37,7 +39,33 @@ export interface DoorCountingOptions {
   retryMs?: number;
   /** Look at most this many frames a second per camera (the rest are `paced`); 0 or absent: every frame capture delivers. */
   maxFps?: number;
+  /**
+   * The detector and the motion gate look at the line's band only (agent/bodies/crop.ts): the line's bounding box
+   * widened by `margin` (share of the picture's height) each way; default { margin: DEFAULT_BAND_MARGIN }. false:
+   * the whole picture.
+   */
+  band?: { margin: number } | false;
+  /**
+   * Whether every frame passes the motion gate while the camera has a live track (true), or only frames with motion
+   * in the band (false: someone standing still in view costs a look every `recheckMs`); default DEFAULT_FOLLOW.
+   */
+  follow?: boolean;
 }
+
+/** Default of `follow` (measured: docs/decisions.md). */
+export const DEFAULT_FOLLOW = false;
+
+/** Default band around a door line, share of the picture's height each way (measured: docs/decisions.md). */
+export const DEFAULT_BAND_MARGIN = 0.2;
+/** The band's margin is at least this share of the tallest person lately (doors.ts, widen). */
+export const BAND_PER_HEIGHT = 0.75;
+/** The band's margin: at least `least`, and BAND_PER_HEIGHT of the tallest person lately, in steps of 0.05. */
+export function bandMargin(least: number, personHeight: number): number {
+  return Math.min(1, Math.max(least, Math.ceil((BAND_PER_HEIGHT * personHeight) / 0.05 - 1e-9) * 0.05));
+}
+
+/** The tallest person a camera starts with (share of the picture's height), before it has seen anyone. */
+const START_PERSON_HEIGHT = 0.5;
 
 export interface DoorCameraStats {
   /** Frames received / left out to keep to maxFps / held back by motion gating / skipped while the detector was busy / looked at. */
@@ -55,6 +83,11 @@ export interface DoorCameraStats {
 
 interface DoorCamera {
   key: string;
+  /** What the detector and the motion gate look at: the line's band, or the whole picture. */
+  region: Region;
+  line: CountingLine;
+  /** Tallest person lately (share of the picture's height, decaying), which widens the band (bandMargin). */
+  personHeight: number;
   /** When its last frame went on to motion gating (frame time, ms). */
   lastTaken: number;
   tracker: BodyTracker;
@@ -63,7 +96,12 @@ interface DoorCamera {
 }
 
 interface Pending {
-  frame: Frame;
+  /** The camera's region of the frame (a copy), the region, and the frame's time and size. */
+  picture: RawImage;
+  region: Region;
+  at: Date;
+  width: number;
+  height: number;
   camera: DoorCamera;
 }
 
@@ -121,15 +159,17 @@ export class DoorCounting {
       return;
     }
     camera.lastTaken = at;
-    if (this.gate && !this.gate.pass(frame, camera.tracker.tracks().length > 0)) {
+    const following = (this.opts.follow ?? DEFAULT_FOLLOW) && camera.tracker.tracks().length > 0;
+    if (this.gate && !this.gate.pass(frame, following, camera.region)) {
       camera.stats.held++;
       return;
     }
     const size = frame.width * frame.height * 3;
     if (frame.data.length < size) return;
     if (this.pending.has(frame.cameraId)) camera.stats.skipped++;
-    // Our own copy: capture fills the frame's buffer again with a later picture.
-    this.pending.set(frame.cameraId, { frame: { ...frame, data: Buffer.from(frame.data.subarray(0, size)) }, camera });
+    // Our own copy of the region: capture fills the frame's buffer again with a later picture.
+    const picture = cropPicture(frame, camera.region);
+    this.pending.set(frame.cameraId, { picture, region: camera.region, at: frame.at, width: frame.width, height: frame.height, camera });
     this.draining ??= this.drain().finally(() => {
       this.draining = undefined;
     });
@@ -173,8 +213,12 @@ export class DoorCounting {
     if (camera?.key === key) return camera;
     // New, or its line or picture size changed: the tracks start again (a track cannot cross a line it never saw).
     const aspect = frame.width / frame.height;
+    const band = this.opts.band ?? { margin: DEFAULT_BAND_MARGIN };
     camera = {
       key,
+      region: band ? bandRegion(line, frame.width, frame.height, bandMargin(band.margin, START_PERSON_HEIGHT)) : { x: 0, y: 0, w: frame.width, h: frame.height },
+      line,
+      personHeight: START_PERSON_HEIGHT,
       tracker: new BodyTracker(this.opts.tracker ?? {}, aspect),
       counter: new LineCounter(line, { ...this.opts.line, aspect }),
       lastTaken: Number.NEGATIVE_INFINITY,
@@ -183,6 +227,21 @@ export class DoorCounting {
     this.cameras.set(frame.cameraId, camera);
     this.pending.delete(frame.cameraId);
     return camera;
+  }
+
+  /**
+   * The band follows the people's size: it must hold a whole person on either side of the line (a person cut by the
+   * band's edge is a box that changes size from look to look, which the tracker cannot follow), so its margin is at
+   * least BAND_PER_HEIGHT of the tallest person lately (decaying by 2 % a look), in steps of 0.05. A camera starts
+   * as if it had seen a person half the picture tall (a wide band for its first ~10 s of looks), so the first people
+   * at a door with large people are not cut before their size is known.
+   */
+  private widen(camera: DoorCamera, boxes: readonly BodyBox[], width: number, height: number): void {
+    const band = this.opts.band ?? { margin: DEFAULT_BAND_MARGIN };
+    if (!band) return;
+    camera.personHeight = Math.max(camera.personHeight * 0.98, ...boxes.map((b) => b.h));
+    const region = bandRegion(camera.line, width, height, bandMargin(band.margin, camera.personHeight));
+    if (region.x !== camera.region.x || region.y !== camera.region.y || region.w !== camera.region.w || region.h !== camera.region.h) camera.region = region;
   }
 
   private load(): void {
@@ -216,12 +275,12 @@ export class DoorCounting {
     while (this.detector && !this.closed) {
       const next = this.pending.entries().next();
       if (next.done) return;
-      const [cameraId, { frame, camera }] = next.value;
+      const [cameraId, { picture, region, at: frameAt, width, height, camera }] = next.value;
       this.pending.delete(cameraId);
       let boxes;
       const started = performance.now();
       try {
-        boxes = await this.detector.detect(frame);
+        boxes = (await this.detector.detect(picture)).map((b) => fromRegion(b, region, width, height));
       } catch (err) {
         const problem = (err as Error).message;
         if (this.failures++ === 0) this.opts.log.warn({ err: problem, camera: cameraId }, 'person detection failed on a frame');
@@ -245,8 +304,8 @@ export class DoorCounting {
       if (this.cameras.get(cameraId) !== camera) continue;
       camera.stats.analysed++;
       camera.stats.bodies += boxes.length;
-      const at = frame.at.getTime();
-      const crossings = camera.counter.update(camera.tracker.update(boxes, at), frame.at);
+      this.widen(camera, boxes, width, height);
+      const crossings = camera.counter.update(camera.tracker.update(boxes, frameAt.getTime()), frameAt);
       for (const c of crossings) {
         camera.stats[c.direction]++;
         try {
@@ -268,5 +327,6 @@ export async function loadDefaultBodyDetector(dataDir: string, modelsDir: string
   // In a thread of its own (TF.js's WebAssembly backend computes synchronously), started only now: a shop PC without
   // a counting line does not pay for TF.js.
   const { startBodyDetectorThread } = await import('../bodies/detector-thread.js');
-  return startBodyDetectorThread(modelsDir ?? join(dataDir, 'models'));
+  // `shape`: the line's band is rarely square; the detector's input takes its shape instead of padding it.
+  return startBodyDetectorThread(modelsDir ?? join(dataDir, 'models'), { fit: 'shape' });
 }

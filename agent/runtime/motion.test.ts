@@ -43,4 +43,17 @@ describe('MotionGate', () => {
     gate.forget('door');
     expect(gate.pass(frame(2300, 6), false)).toBe(true);
   });
+
+  it("with a region (a door line's band), holds motion elsewhere in view and lets motion in the region through", () => {
+    const gate = new MotionGate({ recheckMs: 2000 });
+    const band = { x: 200, y: 0, w: 100, h: H };
+    expect(gate.pass(frame(0, 1), false, band)).toBe(true);
+    // Someone walking at the left of the picture, outside the band: held.
+    expect(gate.pass(frame(200, 2, 20), false, band)).toBe(false);
+    expect(gate.pass(frame(400, 3, 60), false, band)).toBe(false);
+    // They reach the band: through.
+    expect(gate.pass(frame(600, 4, 180), false, band)).toBe(true);
+    // Another region is a fresh start.
+    expect(gate.pass(frame(800, 5, 180), false, { x: 0, y: 0, w: 100, h: H })).toBe(true);
+  });
 });

@@ -8,6 +8,7 @@
  * changed when it moved by more than `pointDelta` levels (a camera's sensor noise is a few levels), the picture
  * changed when more than `changedShare` of the points did. A person entering a doorway changes thousands.
  */
+import type { Region } from '../bodies/crop.js';
 import type { Frame } from '../capture/frame.js';
 
 export interface MotionGateOptions {
@@ -18,8 +19,8 @@ export interface MotionGateOptions {
 }
 
 interface CameraRef {
-  width: number;
-  height: number;
+  /** The picture's size and the region compared (the whole picture, or a door line's band). */
+  key: string;
   points: Uint8Array;
   passedAt: number;
 }
@@ -40,16 +41,21 @@ export class MotionGate {
     this.recheckMs = options.recheckMs ?? 2000;
   }
 
-  /** Whether this frame goes to the pipeline. `following`: the pipeline has a track open on this camera. */
-  pass(frame: Frame, following: boolean): boolean {
+  /**
+   * Whether this frame goes to the pipeline. `following`: the pipeline has a track open on this camera. `region`:
+   * only motion there counts (a door line's band: people walking elsewhere in view do not wake the detector).
+   */
+  pass(frame: Frame, following: boolean, region?: Region): boolean {
     const now = frame.at.getTime();
     const ref = this.cameras.get(frame.cameraId);
-    const fresh = !ref || ref.width !== frame.width || ref.height !== frame.height;
-    const points = this.sample(frame, fresh ? undefined : ref.points);
+    const r = region ?? { x: 0, y: 0, w: frame.width, h: frame.height };
+    const key = `${frame.width}x${frame.height}/${r.x},${r.y},${r.w},${r.h}`;
+    const fresh = !ref || ref.key !== key;
+    const points = this.sample(frame, r, fresh ? undefined : ref.points);
     const moved = fresh || this.changed(points, ref.points);
     const go = moved || following || now - ref.passedAt >= this.recheckMs || now < ref.passedAt;
     if (go) {
-      this.cameras.set(frame.cameraId, { width: frame.width, height: frame.height, points, passedAt: now });
+      this.cameras.set(frame.cameraId, { key, points, passedAt: now });
       this.counts.passed++;
     } else {
       this.counts.held++;
@@ -62,16 +68,16 @@ export class MotionGate {
   }
 
   /** The grid's green values (into a new array: the reference outlives the frame's buffer). */
-  private sample(frame: Frame, like: Uint8Array | undefined): Uint8Array {
-    const { width, height, data } = frame;
+  private sample(frame: Frame, r: Region, like: Uint8Array | undefined): Uint8Array {
+    const { width, data } = frame;
     const step = this.step;
-    const cols = Math.floor((width + step - 1) / step);
-    const rows = Math.floor((height + step - 1) / step);
+    const cols = Math.floor((r.w + step - 1) / step);
+    const rows = Math.floor((r.h + step - 1) / step);
     const out = like && like.length === cols * rows ? new Uint8Array(like.length) : new Uint8Array(cols * rows);
     let i = 0;
-    for (let y = 0; y < height; y += step) {
-      let p = y * width * 3 + 1;
-      for (let x = 0; x < width; x += step, p += step * 3) out[i++] = data[p]!;
+    for (let y = r.y; y < r.y + r.h; y += step) {
+      let p = (y * width + r.x) * 3 + 1;
+      for (let x = 0; x < r.w; x += step, p += step * 3) out[i++] = data[p]!;
     }
     return out;
   }
