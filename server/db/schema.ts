@@ -11,3 +11,4 @@ export * from '../purchases/schema.js';
 export * from '../auth-service/schema.js';
 export * from '../idp/schema.js';
 export * from '../crossings/schema.js';
+export * from '../alerts/schema.js';

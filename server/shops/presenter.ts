@@ -35,6 +35,9 @@ export function presentSite(shop: ShopRow, config: Config, today: ShopToday, now
     entries_today: today.entriesToday,
     exits_today: today.exitsToday,
     door_counting_problem: today.occupancy === null ? null : shop.doorCountingProblem,
+    opening_hours: shop.openingHours ?? null,
+    region: shop.region ?? null,
+    occupancy_limit: shop.occupancyLimit ?? null,
   };
 }
 
