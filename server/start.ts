@@ -30,6 +30,7 @@ import { VisitIngest } from './visits/ingest.js';
 import { CrossingIngest } from './crossings/ingest.js';
 import { Metrics } from './metrics/metrics.js';
 import { reportPool, type ReportPool } from './reports/pool.js';
+import { AlertRunner } from './alerts/runner.js';
 
 export interface RunningServer {
   url: string;
@@ -42,6 +43,8 @@ export interface RunningServer {
   ingest: VisitIngest;
   /** Crossing ingest (entries and exits; its counters). */
   crossings: CrossingIngest;
+  /** The alert rules' evaluation and deliveries (docs/operations.md, "Alerts"). */
+  alerts: AlertRunner;
   /** The report threads (started on the first report; terminated on close). */
   reports: ReportPool;
   close(): Promise<void>;
@@ -90,6 +93,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   crossings.start();
   metrics?.watch({ config, store, broker, arrivals, live, ingest, crossings });
   const reports = reportPool(deps);
+  const alertRunner = new AlertRunner({ store, config, keys, log });
 
   let firstAdmin = false;
   if (!adminExists(store)) {
@@ -124,6 +128,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   log.info({ url, console: `${url}/`, mqtt_port: broker.port, data_dir: config.dataDir, key: keys.source }, 'head office ready');
   if (firstAdmin) announce(`Web console: ${url}/ (sign in there as the platform admin, then create the first company)\n`);
 
+  alertRunner.start();
   const prune = setInterval(() => {
     pruneFailures(store.db, config);
     pruneEndedSessions(store.db);
@@ -148,6 +153,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     ingest,
     crossings,
     reports,
+    alerts: alertRunner,
     close() {
       closing ??= (async () => {
         clearInterval(prune);
@@ -156,6 +162,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         await reports.close();
+        await alertRunner.stop();
         await stopHeartbeats();
         await ingest.stop();
         crossings.stop();

@@ -1,4 +1,5 @@
 import { agentDocs } from '../agent-api/openapi.js';
+import { alertsDocs } from '../alerts/openapi.js';
 import { assistantDocs } from '../assistant/openapi.js';
 import { authServiceDocs } from '../auth-service/openapi.js';
 import { authDocs } from '../auth/openapi.js';
@@ -35,6 +36,7 @@ export const domainDocs: RouteDocs[] = [
   customersDocs,
   purchasesDocs,
   reportsDocs,
+  alertsDocs,
   assistantDocs,
   authServiceDocs,
   idpDocs,
