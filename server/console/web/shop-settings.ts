@@ -24,8 +24,8 @@ function parsePeriods(day: string, text: string): { open: string; close: string 
 export function shopSettingsForm(s: Shop, done: (updated: Shop) => void): HTMLElement {
   const region = h('input', { name: 'region', maxlength: 100, autocomplete: 'off', placeholder: 'e.g. Mumbai', value: s.region ?? '' });
   const limit = h('input', { name: 'occupancy_limit', type: 'number', min: 1, max: 100000, placeholder: 'none', value: s.occupancy_limit == null ? '' : String(s.occupancy_limit) });
-  const days = WEEKDAY_KEYS.map((k, i) =>
-    h('input', { name: `hours-${k}`, autocomplete: 'off', placeholder: 'closed', 'aria-label': `${DAY_NAMES[i]} opening hours`, value: s.opening_hours ? periodsText(s.opening_hours[k]) : '' }),
+  const days = WEEKDAY_KEYS.map((k) =>
+    h('input', { name: `hours-${k}`, autocomplete: 'off', placeholder: 'closed', value: s.opening_hours ? periodsText(s.opening_hours[k]) : '' }),
   );
   return cardForm({
     id: 'shop-settings',
