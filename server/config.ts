@@ -161,6 +161,8 @@ export const configSchema = z.object({
   FOOTFALL_SMTP_USER: z.string().trim().min(1).max(320).optional(),
   FOOTFALL_SMTP_PASSWORD: z.string().min(1).max(1024).optional(),
   FOOTFALL_SMTP_FROM: z.string().trim().min(3).max(320).default('Footfall <footfall@localhost>'),
+  // Scheduled report e-mails (docs/reports.md): sent at this local hour (0-23) in the company's zone.
+  FOOTFALL_REPORT_EMAIL_HOUR: int(0, 23).default(7),
   // Prometheus metrics at GET /metrics (docs/operations.md): on when a scrape token is set, read as a bearer token.
   FOOTFALL_METRICS_TOKEN: z
     .string()

@@ -31,6 +31,7 @@ import { CrossingIngest } from './crossings/ingest.js';
 import { Metrics } from './metrics/metrics.js';
 import { reportPool, type ReportPool } from './reports/pool.js';
 import { AlertRunner } from './alerts/runner.js';
+import { DigestScheduler } from './digests/scheduler.js';
 
 export interface RunningServer {
   url: string;
@@ -45,6 +46,8 @@ export interface RunningServer {
   crossings: CrossingIngest;
   /** The alert rules' evaluation and deliveries (docs/operations.md, "Alerts"). */
   alerts: AlertRunner;
+  /** Scheduled report e-mails (docs/reports.md). */
+  digests: DigestScheduler;
   /** The report threads (started on the first report; terminated on close). */
   reports: ReportPool;
   close(): Promise<void>;
@@ -94,6 +97,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   metrics?.watch({ config, store, broker, arrivals, live, ingest, crossings });
   const reports = reportPool(deps);
   const alertRunner = new AlertRunner({ store, config, keys, log });
+  const digests = new DigestScheduler({ store, config, log });
 
   let firstAdmin = false;
   if (!adminExists(store)) {
@@ -129,6 +133,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   if (firstAdmin) announce(`Web console: ${url}/ (sign in there as the platform admin, then create the first company)\n`);
 
   alertRunner.start();
+  digests.start();
   const prune = setInterval(() => {
     pruneFailures(store.db, config);
     pruneEndedSessions(store.db);
@@ -154,6 +159,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     crossings,
     reports,
     alerts: alertRunner,
+    digests,
     close() {
       closing ??= (async () => {
         clearInterval(prune);
@@ -163,6 +169,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         await new Promise<void>((resolve) => server.close(() => resolve()));
         await reports.close();
         await alertRunner.stop();
+        await digests.stop();
         await stopHeartbeats();
         await ingest.stop();
         crossings.stop();

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { and, asc, eq, isNull, lte } from 'drizzle-orm';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
+import { createMailer } from '../mail.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Keys } from '../crypto/keys.js';
@@ -22,18 +23,7 @@ export class Deliverer {
   private running: Promise<void> | undefined;
 
   constructor(private readonly deps: { store: Store; config: Config; keys: Keys; log: Logger }) {
-    const c = deps.config;
-    if (c.FOOTFALL_SMTP_HOST) {
-      this.mailer = nodemailer.createTransport({
-        host: c.FOOTFALL_SMTP_HOST,
-        port: c.FOOTFALL_SMTP_PORT,
-        secure: c.FOOTFALL_SMTP_SECURE,
-        ...(c.FOOTFALL_SMTP_USER ? { auth: { user: c.FOOTFALL_SMTP_USER, pass: c.FOOTFALL_SMTP_PASSWORD ?? '' } } : {}),
-        connectionTimeout: 10_000,
-        greetingTimeout: 10_000,
-        socketTimeout: 20_000,
-      });
-    }
+    this.mailer = createMailer(deps.config);
   }
 
   /** Sends what is due; a call while one runs waits for it (one sender at a time). */

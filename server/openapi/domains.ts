@@ -1,5 +1,6 @@
 import { agentDocs } from '../agent-api/openapi.js';
 import { alertsDocs } from '../alerts/openapi.js';
+import { digestsDocs } from '../digests/openapi.js';
 import { assistantDocs } from '../assistant/openapi.js';
 import { authServiceDocs } from '../auth-service/openapi.js';
 import { authDocs } from '../auth/openapi.js';
@@ -37,6 +38,7 @@ export const domainDocs: RouteDocs[] = [
   purchasesDocs,
   reportsDocs,
   alertsDocs,
+  digestsDocs,
   assistantDocs,
   authServiceDocs,
   idpDocs,

@@ -41,6 +41,17 @@ CREATE TABLE `alerts` (
 CREATE UNIQUE INDEX `alerts_id_unique` ON `alerts` (`id`);--> statement-breakpoint
 CREATE UNIQUE INDEX `alerts_open_subject_uq` ON `alerts` (`company_id`,`subject`) WHERE cleared_at is null;--> statement-breakpoint
 CREATE INDEX `alerts_company_seq_idx` ON `alerts` (`company_id`,`seq`);--> statement-breakpoint
+CREATE TABLE `report_subscriptions` (
+	`user_id` text PRIMARY KEY NOT NULL,
+	`company_id` text NOT NULL,
+	`frequency` text NOT NULL,
+	`last_daily` text,
+	`last_weekly` text,
+	`updated_at` text NOT NULL,
+	FOREIGN KEY (`user_id`) REFERENCES `users`(`id`) ON UPDATE no action ON DELETE cascade,
+	FOREIGN KEY (`company_id`) REFERENCES `companies`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
 ALTER TABLE `shops` ADD `opening_hours` text;--> statement-breakpoint
 ALTER TABLE `shops` ADD `region` text;--> statement-breakpoint
 ALTER TABLE `shops` ADD `occupancy_limit` integer;--> statement-breakpoint
