@@ -83,6 +83,16 @@ describe.skipIf(!haveChromium)('console: opening hours, regions, alerts', () => 
     const item = page.locator('#alerts-open li[data-kind="shop_offline"]');
     await item.waitFor();
     expect(await item.innerText()).toMatch(/Shop PC offline · Thane West/);
+
+    // My account: report e-mails, weekly by default for an owner; opting out.
+    await page.goto(`${h.url}/#/account`);
+    const emails = page.locator('#report-emails');
+    await until(page, `document.querySelector('#report-emails select')?.disabled === false`);
+    expect(await emails.locator('select').inputValue()).toBe('weekly');
+    await emails.locator('select').selectOption('off');
+    await emails.getByRole('button', { name: 'Save' }).click();
+    await emails.getByText('You will get no report e-mails.').waitFor();
+    expect((await h.request('GET', '/api/reports/subscription', { token: c.ownerToken })).body.frequency).toBe('off');
     await done(w);
   });
 });
