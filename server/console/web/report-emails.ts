@@ -1,5 +1,5 @@
 import { api } from './api.js';
-import { cardForm, field, h, select } from './dom.js';
+import { cardForm, field, select } from './dom.js';
 
 interface Subscription {
   frequency: 'daily' | 'weekly' | 'off';
