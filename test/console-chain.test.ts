@@ -20,7 +20,7 @@ let c: Company;
 describe.skipIf(!haveChromium)('console: opening hours, regions, alerts', () => {
   beforeAll(async () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-    h = await startHarness({ FOOTFALL_ALERT_INTERVAL_S: 1 });
+    h = await startHarness({ FOOTFALL_ALERT_INTERVAL_S: 1, FOOTFALL_HEARTBEAT_INTERVAL_S: 1 });
     c = await h.company('Chain Mart');
     await openShop(h, c.ownerToken, { name: 'Lower Parel', timezone: 'UTC' });
     await openShop(h, c.ownerToken, { name: 'Thane West', timezone: 'UTC' });

@@ -27,8 +27,12 @@ export interface Condition {
 
 const subjectOf = (kind: AlertKind, shopId: string, cameraUuid?: string | null) => `${kind}:${shopId}${cameraUuid ? `:${cameraUuid}` : ''}`;
 
-/** Every known condition of every enrolled shop of every active company, by the company's rules. */
-export function conditions(db: Db, config: Config, rulesOf: (companyId: string) => AlertRules, now: number): Condition[] {
+/**
+ * Every known condition of every enrolled shop of every active company, by the company's rules. `offlineKnown`
+ * false (the first three heartbeat intervals after head office starts) leaves a shop that looks offline unknown:
+ * its PC may simply not have reported to the new process yet.
+ */
+export function conditions(db: Db, config: Config, rulesOf: (companyId: string) => AlertRules, now: number, offlineKnown = true): Condition[] {
   const list = db
     .select({ shop: shops })
     .from(shops)
@@ -54,6 +58,10 @@ export function conditions(db: Db, config: Config, rulesOf: (companyId: string) 
       if (rules[kind].enabled) out.push({ companyId: shop.companyId, shopId: shop.id, cameraUuid, kind, subject: subjectOf(kind, shop.id, cameraUuid), wrong, message });
     };
     const online = isOnline(shop, config, now);
+    // Unknown rather than offline: head office just started, or the PC was enrolled moments ago (it has not had
+    // three heartbeat intervals to report yet).
+    const justEnrolled = now - Date.parse(shop.enrolledAt!) <= 3 * config.FOOTFALL_HEARTBEAT_INTERVAL_S * 1000;
+    if (!online && (!offlineKnown || justEnrolled)) continue;
     add('shop_offline', !online, `The shop PC of ${shop.name} is offline: no heartbeat since ${shop.lastHeartbeatAt ?? 'it was installed'}.`);
     if (!online) continue; // what the PC last said is stale: the other conditions are unknown until it is back
 

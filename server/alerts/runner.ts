@@ -15,9 +15,12 @@ export class AlertRunner {
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> | undefined;
   private stopped = false;
+  /** Until then a shop that looks offline is unknown (its PC has had no time to report to this process). */
+  private readonly graceUntil: number;
 
   constructor(private readonly deps: { store: Store; config: Config; keys: Keys; log: Logger }) {
     this.deliverer = new Deliverer(deps);
+    this.graceUntil = Date.now() + 3 * deps.config.FOOTFALL_HEARTBEAT_INTERVAL_S * 1000;
   }
 
   start(): void {
@@ -30,7 +33,7 @@ export class AlertRunner {
     if (this.stopped) return Promise.resolve();
     this.pass ??= (async () => {
       try {
-        const changed: Transition[] = evaluate(this.deps.store, this.deps.config, this.pending, now);
+        const changed: Transition[] = evaluate(this.deps.store, this.deps.config, this.pending, now, now >= this.graceUntil);
         for (const t of changed) this.deps.log.info({ alert_id: t.alert.id, kind: t.alert.kind, shop_id: t.alert.shopId, event: t.event }, `alert ${t.event}`);
         await this.deliverer.run();
       } catch (err) {

@@ -62,7 +62,7 @@ export interface Transition {
  * queues its deliveries, all in one transaction. `pending` keeps since when each condition has been wrong (in memory:
  * a restart starts the wait again). Unknown conditions change nothing.
  */
-export function evaluate(store: Store, config: Config, pending: Map<string, number>, now = Date.now()): Transition[] {
+export function evaluate(store: Store, config: Config, pending: Map<string, number>, now = Date.now(), offlineKnown = true): Transition[] {
   const cache = new Map<string, Settings>();
   const settings = (companyId: string) => {
     let s = cache.get(companyId);
@@ -70,7 +70,7 @@ export function evaluate(store: Store, config: Config, pending: Map<string, numb
     return s;
   };
   return store.tx(() => {
-    const seen = conditions(store.db, config, (c) => settings(c).rules, now);
+    const seen = conditions(store.db, config, (c) => settings(c).rules, now, offlineKnown);
     const open = new Map(
       store.db
         .select()
