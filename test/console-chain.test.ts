@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium } from './support/browser.js';
+import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { enrol, openShop } from './support/shop-pc.js';
 
@@ -93,6 +93,24 @@ describe.skipIf(!haveChromium)('console: opening hours, regions, alerts', () => 
     await emails.getByRole('button', { name: 'Save' }).click();
     await emails.getByText('You will get no report e-mails.').waitFor();
     expect((await h.request('GET', '/api/reports/subscription', { token: c.ownerToken })).body.frequency).toBe('off');
+    await done(w);
+  });
+
+  it('at 360 px nothing scrolls sideways: the bell, the shop settings, report e-mails', async () => {
+    const w = await openWatched(browser, `${h.url}/#/`, /^Failed to load resource: the server responded with a status of (400|401) /, { viewport: { width: 360, height: 740 } });
+    const { page } = w;
+    await signIn(page, c.ownerEmail, c.ownerPassword);
+    await page.locator('#alert-bell').waitFor();
+    await page.locator('[data-shop="lower-parel"]').waitFor();
+    expect(await overflowsSideways(page)).toBe(false);
+    for (const [hash, ready] of [
+      ['#/shop/lower-parel', '#shop-settings'],
+      ['#/account', '#report-emails'],
+    ]) {
+      await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
+      await page.locator(ready!).waitFor();
+      expect(await overflowsSideways(page), hash).toBe(false);
+    }
     await done(w);
   });
 });
