@@ -20,7 +20,7 @@ interface Alert {
 export function alertBell(): HTMLElement {
   const count = h('span', { class: 'count', hidden: true });
   const bell = h('button', { type: 'button', class: 'bell', id: 'alert-bell', 'aria-label': 'Alerts', 'aria-expanded': 'false', title: 'Alerts' }, '🔔', count);
-  const panel = h('div', { class: 'card alerts-panel', id: 'alerts-panel', hidden: true });
+  const panel = h('div', { class: 'alerts-panel', id: 'alerts-panel', hidden: true });
   const wrap = h('div', { class: 'bell-wrap' }, bell, panel);
   let timer = 0;
 
