@@ -133,8 +133,8 @@ export async function run(): Promise<string | undefined> {
           shopsToday(db, shops, now);
         }),
       ],
-      [`doorCounts, company, 14 days by day`, measure(() => doorCounts(db, companyId, null, days14))],
-      [`doorCounts, one shop, 31 days by hour`, measure(() => doorCounts(db, companyId, shops[0]!.id, hours31))],
+      [`doorCounts, company, 14 days by day`, measure(() => doorCounts(db, companyId, { siteId: null, region: null }, days14))],
+      [`doorCounts, one shop, 31 days by hour`, measure(() => doorCounts(db, companyId, { siteId: shops[0]!.id, region: null }, hours31))],
     ];
     const loadAfter = loadAverage();
     store.close();

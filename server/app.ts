@@ -25,6 +25,8 @@ import { idpRoutes } from './idp/routes.js';
 import { openapiRoutes } from './openapi/routes.js';
 import { auditRoutes } from './audit/routes.js';
 import { privacyRoutes } from './privacy/routes.js';
+import { alertsRoutes } from './alerts/routes.js';
+import { digestsRoutes } from './digests/routes.js';
 
 /** Builds the head-office Koa app. Nothing listens here: startServer (or a test) does that. */
 export function buildApp(deps: Deps): Koa<State, Custom> {
@@ -61,7 +63,7 @@ export function buildApp(deps: Deps): Koa<State, Custom> {
 export function appRouters(): { admin: AppRouter[]; routers: AppRouter[] } {
   return {
     admin: [clientsRoutes()],
-    routers: [healthRoutes(), openapiRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), reportsRoutes(), assistantRoutes(), authServiceRoutes(), auditRoutes(), privacyRoutes()],
+    routers: [healthRoutes(), openapiRoutes(), metricsRoutes(), authRoutes(), teamRoutes(), shopsRoutes(), camerasRoutes(), agentRoutes(), visitsRoutes(), customersRoutes(), purchasesRoutes(), digestsRoutes(), reportsRoutes(), alertsRoutes(), assistantRoutes(), authServiceRoutes(), auditRoutes(), privacyRoutes()],
   };
 }
 

@@ -23,7 +23,7 @@ const bool = z
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 
 /** Never echoed back in an error message. */
-const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY', 'FOOTFALL_METRICS_TOKEN', 'FOOTFALL_SMS_TOKEN']);
+const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY', 'FOOTFALL_METRICS_TOKEN', 'FOOTFALL_SMS_TOKEN', 'FOOTFALL_SMTP_PASSWORD']);
 
 /** A loopback host: localhost, 127.0.0.0/8 or ::1. */
 function isLoopback(hostname: string): boolean {
@@ -150,6 +150,22 @@ export const configSchema = z.object({
   FOOTFALL_MATCH_THRESHOLD: z.string().trim().regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a number from 0 to 1').transform(Number).default(0.45),
   FOOTFALL_BURST_THRESHOLD: z.string().trim().regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a number from 0 to 1').transform(Number).default(0.4),
   FOOTFALL_SSE_KEEPALIVE_S: int(1, 3600).default(15),
+  // Alerts (docs/operations.md, "Alerts"): how often the rules are evaluated; deliveries retried with back-off
+  // (FOOTFALL_ALERT_RETRY_BASE_S, doubling, at most an hour apart) until FOOTFALL_ALERT_RETRY_MAX attempts.
+  FOOTFALL_ALERT_INTERVAL_S: int(1, 3600).default(30),
+  FOOTFALL_ALERT_RETRY_BASE_S: int(1, 3600).default(30),
+  FOOTFALL_ALERT_RETRY_MAX: int(1, 50).default(8),
+  FOOTFALL_WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(10_000),
+  // E-mail (alerts): off unless FOOTFALL_SMTP_HOST is set. FOOTFALL_SMTP_SECURE: TLS from the start (port 465);
+  // otherwise STARTTLS when the server offers it.
+  FOOTFALL_SMTP_HOST: z.string().trim().min(1).max(253).optional(),
+  FOOTFALL_SMTP_PORT: int(1, 65_535).default(587),
+  FOOTFALL_SMTP_SECURE: bool.default(false),
+  FOOTFALL_SMTP_USER: z.string().trim().min(1).max(320).optional(),
+  FOOTFALL_SMTP_PASSWORD: z.string().min(1).max(1024).optional(),
+  FOOTFALL_SMTP_FROM: z.string().trim().min(3).max(320).default('Footfall <footfall@localhost>'),
+  // Scheduled report e-mails (docs/reports.md): sent at this local hour (0-23) in the company's zone.
+  FOOTFALL_REPORT_EMAIL_HOUR: int(0, 23).default(7),
   // Prometheus metrics at GET /metrics (docs/operations.md): on when a scrape token is set, read as a bearer token.
   FOOTFALL_METRICS_TOKEN: z
     .string()

@@ -32,6 +32,8 @@ import { VisitIngest } from './visits/ingest.js';
 import { CrossingIngest } from './crossings/ingest.js';
 import { Metrics } from './metrics/metrics.js';
 import { reportPool, type ReportPool } from './reports/pool.js';
+import { AlertRunner } from './alerts/runner.js';
+import { DigestScheduler } from './digests/scheduler.js';
 
 export interface RunningServer {
   url: string;
@@ -44,6 +46,10 @@ export interface RunningServer {
   ingest: VisitIngest;
   /** Crossing ingest (entries and exits; its counters). */
   crossings: CrossingIngest;
+  /** The alert rules' evaluation and deliveries (docs/operations.md, "Alerts"). */
+  alerts: AlertRunner;
+  /** Scheduled report e-mails (docs/reports.md). */
+  digests: DigestScheduler;
   /** The report threads (started on the first report; terminated on close). */
   reports: ReportPool;
   close(): Promise<void>;
@@ -94,6 +100,8 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const reports = reportPool(deps);
   const privacy = new PrivacySweeper(deps);
   deps.privacy = privacy;
+  const alertRunner = new AlertRunner({ store, config, keys, log });
+  const digests = new DigestScheduler({ store, config, log });
 
   let firstAdmin = false;
   if (!adminExists(store)) {
@@ -128,6 +136,8 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   log.info({ url, console: `${url}/`, mqtt_port: broker.port, data_dir: config.dataDir, key: keys.source }, 'head office ready');
   if (firstAdmin) announce(`Web console: ${url}/ (sign in there as the platform admin, then create the first company)\n`);
 
+  alertRunner.start();
+  digests.start();
   const prune = setInterval(() => {
     pruneFailures(store.db, config);
     pruneEndedSessions(store.db);
@@ -158,6 +168,8 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     ingest,
     crossings,
     reports,
+    alerts: alertRunner,
+    digests,
     close() {
       closing ??= (async () => {
         clearInterval(prune);
@@ -167,6 +179,8 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         await reports.close();
+        await alertRunner.stop();
+        await digests.stop();
         await stopHeartbeats();
         await ingest.stop();
         crossings.stop();

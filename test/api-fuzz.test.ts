@@ -315,6 +315,19 @@ const routes: Route[] = [
   { method: 'GET', path: '/api/sites/:site/check', caller: 'staff', params: () => ({ site: f.shopSlug }) },
   { method: 'POST', path: '/api/sites/:site/enrolment-code', caller: 'manager', params: () => ({ site: f.shopSlug }), body: () => ({ label: 'Till 2', days: 3 }) },
   { method: 'DELETE', path: '/api/sites/:site', caller: 'owner', params: () => ({ site: f.emptyShopSlug }) },
+  {
+    method: 'PATCH',
+    path: '/api/sites/:site',
+    caller: 'manager',
+    params: () => ({ site: f.shopSlug }),
+    body: () => ({ region: 'West', occupancy_limit: 40, opening_hours: { mon: [{ open: '09:00', close: '21:00' }] } }),
+  },
+  // Alerts and scheduled report e-mails (additive)
+  { method: 'GET', path: '/api/alerts', caller: 'staff', query: () => ({ state: 'open', limit: '10' }) },
+  { method: 'GET', path: '/api/alerts/settings', caller: 'staff' },
+  { method: 'PATCH', path: '/api/alerts/settings', caller: 'manager', body: () => ({ email_to: ['ops@fuzz.test'], rules: { camera_down: { after_minutes: 5 } } }) },
+  { method: 'GET', path: '/api/reports/subscription', caller: 'staff' },
+  { method: 'PUT', path: '/api/reports/subscription', caller: 'staff', body: () => ({ frequency: 'weekly' }) },
   // Cameras
   { method: 'GET', path: '/api/cameras', caller: 'staff' },
   {
@@ -409,6 +422,7 @@ const routes: Route[] = [
   // Reports
   { method: 'GET', path: '/api/reports/footfall', caller: 'staff', query: reportQuery, queryValues: reportValues, queries: reportQueries },
   { method: 'GET', path: '/api/reports/conversion', caller: 'staff', query: reportQuery, queryValues: reportValues, queries: reportQueries },
+  { method: 'GET', path: '/api/reports/regions', caller: 'staff', query: reportQuery, queryValues: reportValues },
   // CSV export (docs/reports.md): the same query with format=csv.
   { method: 'GET', path: '/api/reports/footfall', caller: 'staff', query: () => ({ ...reportQuery(), format: 'csv' }), queryValues: { ...reportValues, format: ['xlsx', 'CSV', 'json', 'csv%00', ''] } },
   { method: 'GET', path: '/api/reports/conversion', caller: 'staff', query: () => ({ ...reportQuery(), format: 'csv' }), queryValues: { ...reportValues, format: ['xlsx', 'CSV', 'json', 'csv%00', ''] } },

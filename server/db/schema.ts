@@ -12,3 +12,5 @@ export * from '../auth-service/schema.js';
 export * from '../idp/schema.js';
 export * from '../crossings/schema.js';
 export * from '../privacy/schema.js';
+export * from '../alerts/schema.js';
+export * from '../digests/schema.js';

@@ -1,4 +1,6 @@
 import { agentDocs } from '../agent-api/openapi.js';
+import { alertsDocs } from '../alerts/openapi.js';
+import { digestsDocs } from '../digests/openapi.js';
 import { assistantDocs } from '../assistant/openapi.js';
 import { auditDocs } from '../audit/openapi.js';
 import { privacyDocs } from '../privacy/openapi.js';
@@ -37,6 +39,8 @@ export const domainDocs: RouteDocs[] = [
   customersDocs,
   purchasesDocs,
   reportsDocs,
+  alertsDocs,
+  digestsDocs,
   assistantDocs,
   authServiceDocs,
   idpDocs,

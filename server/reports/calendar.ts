@@ -89,7 +89,7 @@ function formatter(tz: string): Intl.DateTimeFormat {
 }
 
 /** The local wall time at instant t (whole seconds), as epoch ms of the same fields read as UTC. */
-function wallAt(tz: string, t: number): number {
+export function wallAt(tz: string, t: number): number {
   const p: Record<string, number> = {};
   for (const part of formatter(tz).formatToParts(new Date(t))) if (part.type !== 'literal') p[part.type] = Number(part.value);
   return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour! % 24, p.minute!, p.second!);

@@ -22,8 +22,17 @@ export interface DoorCounts {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function shopScope(companyId: string, siteId: string | null): SQL {
-  return siteId ? sql`s.company_id = ${companyId} and s.id = ${siteId}` : sql`s.company_id = ${companyId}`;
+/** The shops a report covers: one shop, one region's, or the whole company's. */
+export interface Scope {
+  siteId: string | null;
+  /** null: any region; '' (never a stored region): the shops without one. */
+  region: string | null;
+}
+
+export function shopScope(companyId: string, scope: Scope): SQL {
+  const site = scope.siteId ? sql` and s.id = ${scope.siteId}` : sql``;
+  const region = scope.region === null ? sql`` : scope.region === '' ? sql` and s.region is null` : sql` and s.region = ${scope.region}`;
+  return sql`s.company_id = ${companyId}${site}${region}`;
 }
 
 
@@ -32,10 +41,10 @@ function shopScope(companyId: string, siteId: string | null): SQL {
  * scope. Entries and exits are two counted index ranges per bucket and shop (crossings_shop_direction_time_idx);
  * identified visits are read only for the shops with entries in the window.
  */
-export function doorCounts(db: Db, companyId: string, siteId: string | null, buckets: readonly Bucket[]): { points: DoorCounts[]; total: DoorCounts } {
+export function doorCounts(db: Db, companyId: string, where: Scope, buckets: readonly Bucket[]): { points: DoorCounts[]; total: DoorCounts } {
   const bounds = JSON.stringify(buckets.map((b) => [iso(b.lo), iso(b.hi)]));
   const b = sql`b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))`;
-  const scope = shopScope(companyId, siteId);
+  const scope = shopScope(companyId, where);
   const side = (direction: 'in' | 'out') =>
     sql`(select count(*) from crossings x indexed by crossings_shop_direction_time_idx
          where x.shop_id = s.id and x.direction = ${direction} and x.occurred_at >= b.lo and x.occurred_at < b.hi)`;

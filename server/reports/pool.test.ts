@@ -216,7 +216,7 @@ describe('the report pool: closing, inline, configuration', () => {
     try {
       const pool = new ReportPool({ store, size: 1, log: pino({ level: 'silent' }) });
       expect(pool.file).toBeNull();
-      const q: ReportQuery = { from: '2026-03-01', to: '2026-03-02', siteId: null, tz: 'UTC', bucket: 'day' };
+      const q: ReportQuery = { from: '2026-03-01', to: '2026-03-02', siteId: null, region: null, tz: 'UTC', bucket: 'day' };
       expect(await pool.footfall('no-such-company', q)).toEqual(footfallReport(store.db, 'no-such-company', q));
       expect(pool.threads).toBe(0);
       await pool.close();

@@ -1,5 +1,6 @@
 import { fromMinor } from '../purchases/service.js';
 import type { ConversionReport, FootfallReport } from './service.js';
+import type { ReportQuery } from './query.js';
 
 /** Ratios are rounded to four decimals (0.6667), enough for a percentage with two. */
 export function ratio(x: number): number {
@@ -26,6 +27,8 @@ export function presentFootfall(r: FootfallReport) {
       entries: p.entries,
       exits: p.exits,
       capture_rate: p.captureRate === null ? null : ratio(p.captureRate),
+      /** Additive (docs/reports.md, "Opening hours"): hour buckets only; null without opening hours. */
+      open: p.open,
     })),
     total: r.total,
     visits: r.visits,
@@ -37,6 +40,10 @@ export function presentFootfall(r: FootfallReport) {
     entries: r.entries,
     exits: r.exits,
     capture_rate: r.captureRate === null ? null : ratio(r.captureRate),
+    /** Additive (docs/reports.md, "Opening hours"): hours open over the window, and visitors per open hour. */
+    region: r.query.region || null,
+    open_hours: r.openHours === null ? null : Math.round(r.openHours * 100) / 100,
+    visitors_per_open_hour: r.openHours === null || r.openHours === 0 ? null : Math.round((r.total / r.openHours) * 100) / 100,
   };
 }
 
@@ -51,4 +58,24 @@ export function presentConversion(r: ConversionReport) {
     average_basket: main ? fromMinor(Math.round(main.amountMinor / main.baskets), main.currency) : 0,
     currency: main?.currency ?? '',
   };
+}
+
+/** GET /api/reports/regions: most visitors first; ties by name, the shops without a region last. */
+export function presentRegions(
+  q: ReportQuery,
+  rows: { region: string | null; shops: number; f: ReturnType<typeof presentFootfall>; c: ReturnType<typeof presentConversion> }[],
+) {
+  const regions = rows
+    .map(({ region, shops, f, c }) => ({
+      region,
+      shops,
+      visitors: f.total,
+      visits: f.visits,
+      entries: f.entries,
+      purchasers: c.purchasers,
+      conversion: c.conversion,
+      visitors_per_open_hour: f.visitors_per_open_hour,
+    }))
+    .sort((a, b) => b.visitors - a.visitors || (a.region === null ? 1 : b.region === null ? -1 : a.region.localeCompare(b.region)));
+  return { from: q.from, to: q.to, timezone: q.tz, regions };
 }

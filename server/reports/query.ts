@@ -1,4 +1,4 @@
-import { asc, eq } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Db } from '../db/open.js';
 import { badRequest } from '../http/errors.js';
@@ -30,12 +30,14 @@ export const ReportQueryInput = z.object({
   /** Shop id or slug; omitted: the whole company. `site_id` is the same filter (spec: References, rule 6). */
   site: optionalText(200),
   site_id: optionalText(200),
+  /** Additive: only the shops of this region (docs/reports.md, "Regions"). */
+  region: optionalText(100),
   /** IANA zone name. */
   tz: optionalText(64),
   bucket: z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.enum(BUCKETS, { error: 'must be hour, day, week or month' }).optional()),
 });
 
-export type ReportQuery = { from: string; to: string; siteId: string | null; tz: string; bucket: 'hour' | 'day' | 'week' | 'month' };
+export type ReportQuery = { from: string; to: string; siteId: string | null; region: string | null; tz: string; bucket: 'hour' | 'day' | 'week' | 'month' };
 
 /** The default window ending on `to`: one day of hours, seven days, four weeks, twelve months. */
 function defaultFrom(to: string, bucket: BucketKind): string {
@@ -66,6 +68,9 @@ export function resolveReportQuery(db: Db, companyId: string, input: z.output<ty
   const ids = [...new Set(refs.map((v) => resolve(db, shopRef, companyId, v, 'query')))];
   if (ids.length > 1) throw badRequest('site and site_id name different shops; send one of them.');
   const siteId = ids[0] ?? null;
+  const region = input.region ?? null;
+  if (region !== null && !db.select({ id: shops.id }).from(shops).where(and(eq(shops.companyId, companyId), eq(shops.region, region))).get())
+    throw badRequest(`region: no shop of yours is in the region "${region}"`);
 
   let tz: string;
   if (input.tz !== undefined) {
@@ -83,6 +88,6 @@ export function resolveReportQuery(db: Db, companyId: string, input: z.output<ty
   const days = daysBetween(from, to) + 1;
   const max = MAX_DAYS[bucket];
   if (days > max) throw badRequest(`to: the window from ${from} to ${to} is ${days} days; with bucket ${bucket} it may be at most ${max} days`);
-  return { from, to, siteId, tz, bucket };
+  return { from, to, siteId, region, tz, bucket };
 }
 

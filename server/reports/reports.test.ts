@@ -119,12 +119,12 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
   it('hour buckets in New York across the spring-forward: 23 local hours, no 02:00; the exact JSON shape', async () => {
     const r = await footfall('from=2026-03-08&to=2026-03-08&tz=America/New_York&bucket=hour');
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(Object.keys(r.body)).toEqual(['from', 'to', 'bucket', 'timezone', 'points', 'total', 'visits', 'fraction_below_gate', 'worst_site', 'average_dwell_s', 'entries', 'exits', 'capture_rate']);
+    expect(Object.keys(r.body)).toEqual(['from', 'to', 'bucket', 'timezone', 'points', 'total', 'visits', 'fraction_below_gate', 'worst_site', 'average_dwell_s', 'entries', 'exits', 'capture_rate', 'region', 'open_hours', 'visitors_per_open_hour']);
     const labels = r.body.points.map((p: any) => p.bucket);
     expect(labels).toHaveLength(23);
     expect(labels.slice(0, 4)).toEqual(['2026-03-08T00:00', '2026-03-08T01:00', '2026-03-08T03:00', '2026-03-08T04:00']);
     expect(labels.at(-1)).toBe('2026-03-08T23:00');
-    expect(r.body.points[0]).toEqual({ bucket: '2026-03-08T00:00', visitors: 0, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null });
+    expect(r.body.points[0]).toEqual({ bucket: '2026-03-08T00:00', visitors: 0, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null });
     expect(nonEmpty(r.body.points)).toEqual([
       ['2026-03-08T01:00', 1, 1, 0], // P1, first ever
       ['2026-03-08T03:00', 3, 1, 1], // P1 again, P2 new, one unidentified
@@ -149,9 +149,9 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
       bucket: 'day',
       timezone: 'Asia/Kolkata',
       points: [
-        { bucket: '2026-03-08', visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null }, // P3 23:30 IST (first ever), v8
-        { bucket: '2026-03-09', visitors: 3, new: 0, returning: 2, entries: 0, exits: 0, capture_rate: null }, // P3 again (marked new, but not first), v9, P1 (first seen in Brooklyn)
-        { bucket: '2026-03-10', visitors: 1, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null }, // P4
+        { bucket: '2026-03-08', visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }, // P3 23:30 IST (first ever), v8
+        { bucket: '2026-03-09', visitors: 3, new: 0, returning: 2, entries: 0, exits: 0, capture_rate: null, open: null }, // P3 again (marked new, but not first), v9, P1 (first seen in Brooklyn)
+        { bucket: '2026-03-10', visitors: 1, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }, // P4
       ],
       total: 5, // P1, P3, P4, v8, v9
       visits: 6,
@@ -161,6 +161,9 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
       entries: 0, // Andheri has no counting line
       exits: 0,
       capture_rate: null,
+      region: null,
+      open_hours: null,
+      visitors_per_open_hour: null,
     });
     // The same shop by uuid, by site_id, and with upper-case slug; tz defaults to the shop's.
     for (const q of [`site=${andheri.shop.site_id}`, 'site_id=andheri', 'site=ANDHERI&site_id=andheri']) {
@@ -171,7 +174,7 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     // Brooklyn's zone by default; its 8 March in local days (v1 to v5).
     const ny = await footfall('from=2026-03-08&to=2026-03-08&site=brooklyn');
     expect(ny.body).toMatchObject({ timezone: 'America/New_York', total: 3, visits: 5, fraction_below_gate: 0.4, worst_site: 'Brooklyn' });
-    expect(ny.body.points).toEqual([{ bucket: '2026-03-08', visitors: 3, new: 2, returning: 0, entries: 5, exits: 3, capture_rate: 0.8 }]);
+    expect(ny.body.points).toEqual([{ bucket: '2026-03-08', visitors: 3, new: 2, returning: 0, entries: 5, exits: 3, capture_rate: 0.8, open: null }]);
   });
 
   it('entries, exits and capture rate: New York hours across the spring-forward, the site filter, tenancy', async () => {
@@ -212,9 +215,9 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     const r = await footfall('from=2026-03-01&to=2026-03-15&tz=America/New_York&bucket=week');
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.points).toEqual([
-      { bucket: '2026-02-23', visitors: 1, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null }, // Sunday 1 March only: v12
-      { bucket: '2026-03-02', visitors: 6, new: 3, returning: 0, entries: 5, exits: 3, capture_rate: 0.8 }, // v1 to v9: P1, P2, P3 first ever, three unidentified
-      { bucket: '2026-03-09', visitors: 2, new: 1, returning: 1, entries: 0, exits: 1, capture_rate: null }, // v10 (00:00 EDT Monday) P1, v11 P4
+      { bucket: '2026-02-23', visitors: 1, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }, // Sunday 1 March only: v12
+      { bucket: '2026-03-02', visitors: 6, new: 3, returning: 0, entries: 5, exits: 3, capture_rate: 0.8, open: null }, // v1 to v9: P1, P2, P3 first ever, three unidentified
+      { bucket: '2026-03-09', visitors: 2, new: 1, returning: 1, entries: 0, exits: 1, capture_rate: null, open: null }, // v10 (00:00 EDT Monday) P1, v11 P4
     ]);
     expect(r.body).toMatchObject({ total: 8, visits: 12, fraction_below_gate: 0.3333, worst_site: 'Brooklyn' }); // Brooklyn 3 of 6 below
     expect(sum(r.body.points.map((p: any) => p.visitors))).toBeGreaterThanOrEqual(r.body.total);
@@ -224,13 +227,13 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     const ny = await footfall('from=2026-02-01&to=2026-03-31&tz=America/New_York&bucket=month');
     expect(ny.status).toBe(200);
     expect(ny.body.points).toEqual([
-      { bucket: '2026-02', visitors: 1, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null }, // v13, 28 February 15:00 EST
-      { bucket: '2026-03', visitors: 8, new: 4, returning: 0, entries: 5, exits: 4, capture_rate: 0.8 },
+      { bucket: '2026-02', visitors: 1, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }, // v13, 28 February 15:00 EST
+      { bucket: '2026-03', visitors: 8, new: 4, returning: 0, entries: 5, exits: 4, capture_rate: 0.8, open: null },
     ]);
     const india = await footfall('from=2026-02-01&to=2026-03-31&tz=Asia/Kolkata&bucket=month');
     expect(india.body.points).toEqual([
-      { bucket: '2026-02', visitors: 0, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null },
-      { bucket: '2026-03', visitors: 9, new: 4, returning: 0, entries: 5, exits: 4, capture_rate: 0.8 },
+      { bucket: '2026-02', visitors: 0, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null },
+      { bucket: '2026-03', visitors: 9, new: 4, returning: 0, entries: 5, exits: 4, capture_rate: 0.8, open: null },
     ]);
     for (const r of [ny, india]) expect(r.body).toMatchObject({ total: 9, visits: 13, fraction_below_gate: 0.3077 }); // 4 of 13
   });
@@ -242,7 +245,7 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
       to: '2026-01-02',
       bucket: 'day',
       timezone: 'UTC',
-      points: ['2025-12-30', '2025-12-31', '2026-01-01', '2026-01-02'].map((d) => ({ bucket: d, visitors: 0, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null })),
+      points: ['2025-12-30', '2025-12-31', '2026-01-01', '2026-01-02'].map((d) => ({ bucket: d, visitors: 0, new: 0, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null })),
       total: 0,
       visits: 0,
       fraction_below_gate: 0,
@@ -251,6 +254,9 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
       entries: 0,
       exits: 0,
       capture_rate: null,
+      region: null,
+      open_hours: null,
+      visitors_per_open_hour: null,
     });
     const other = await footfall('from=2026-03-08&to=2026-03-08&tz=UTC', b.ownerToken);
     expect(other.body).toMatchObject({ total: 1, visits: 1, fraction_below_gate: 0, worst_site: 'Powai' });
@@ -265,9 +271,9 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     const db = h.server.store.db;
     const now = new Date('2026-03-09T19:00:00Z'); // 10 March 00:30 in India, 9 March 15:00 in New York
     const q = (input: Record<string, string>, company = a.id) => resolveReportQuery(db, company, ReportQueryInput.parse(input), now);
-    expect(q({})).toEqual({ from: '2026-03-04', to: '2026-03-10', siteId: null, tz: 'Asia/Kolkata', bucket: 'day' });
-    expect(q({ site: 'brooklyn' })).toEqual({ from: '2026-03-03', to: '2026-03-09', siteId: brooklyn.shop.site_id, tz: 'America/New_York', bucket: 'day' });
-    expect(q({ site: 'brooklyn', tz: 'europe/london', bucket: 'hour' })).toEqual({ from: '2026-03-09', to: '2026-03-09', siteId: brooklyn.shop.site_id, tz: 'Europe/London', bucket: 'hour' });
+    expect(q({})).toEqual({ from: '2026-03-04', to: '2026-03-10', siteId: null, region: null, tz: 'Asia/Kolkata', bucket: 'day' });
+    expect(q({ site: 'brooklyn' })).toEqual({ from: '2026-03-03', to: '2026-03-09', siteId: brooklyn.shop.site_id, region: null, tz: 'America/New_York', bucket: 'day' });
+    expect(q({ site: 'brooklyn', tz: 'europe/london', bucket: 'hour' })).toEqual({ from: '2026-03-09', to: '2026-03-09', siteId: brooklyn.shop.site_id, region: null, tz: 'Europe/London', bucket: 'hour' });
     expect(q({ bucket: 'week' })).toMatchObject({ from: '2026-02-16', to: '2026-03-10' }); // four weeks from Monday
     expect(q({ bucket: 'month' })).toMatchObject({ from: '2025-04-01', to: '2026-03-10' });
     expect(q({ to: '2026-01-31' })).toMatchObject({ from: '2026-01-25', to: '2026-01-31' });
@@ -275,7 +281,7 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     expect(q({ from: '', to: '', site: '', tz: '', bucket: '' })).toEqual(q({}));
     // Company C: its first shop's zone. A company without shops: the spec's shop default.
     expect(q({}, c.id).tz).toBe('Asia/Dubai');
-    expect(q({}, d.id)).toEqual({ from: '2026-03-04', to: '2026-03-10', siteId: null, tz: 'Asia/Kolkata', bucket: 'day' });
+    expect(q({}, d.id)).toEqual({ from: '2026-03-04', to: '2026-03-10', siteId: null, region: null, tz: 'Asia/Kolkata', bucket: 'day' });
     expect(() => q({ site: 'powai' })).toThrow('There is no shop "powai" in your company.');
   });
 

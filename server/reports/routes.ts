@@ -5,8 +5,8 @@ import { queryOf, validate } from '../http/pipeline.js';
 import { reportsPolicy } from './policy.js';
 import { reportPool } from './pool.js';
 import { conversionCsv, footfallCsv, formatOf, sendCsv } from './csv.js';
-import { presentConversion, presentFootfall } from './presenter.js';
-import { getShop } from '../shops/service.js';
+import { presentConversion, presentFootfall, presentRegions } from './presenter.js';
+import { getShop, listShops } from '../shops/service.js';
 import { ReportQueryInput, resolveReportQuery, type ReportQuery } from './query.js';
 
 /** Parsed, defaulted and checked on this thread (every 400 as before); only the counting goes to a report thread. */
@@ -38,6 +38,23 @@ export function reportsRoutes(): AppRouter {
     const body = presentConversion(await reportPool(ctx.deps).conversion(tenantOf(ctx), q));
     if (format === 'csv') sendCsv(ctx, 'conversion', q, conversionCsv(body, q, siteName(ctx, q)));
     else ctx.body = body;
+  });
+
+  /** Regions ranked (docs/reports.md, "Regions"): one footfall and one conversion report per region, on the report threads. */
+  r.get('/regions', auth(reportsPolicy.view), validate({ query: ReportQueryInput }), async (ctx) => {
+    const companyId = tenantOf(ctx);
+    const q = { ...reportQuery(ctx), siteId: null, bucket: 'day' as const };
+    const shops = listShops(ctx.deps.store.db, companyId);
+    const groups = [...new Set(shops.map((s) => s.region))];
+    const pool = reportPool(ctx.deps);
+    const rows = await Promise.all(
+      groups.map(async (region) => {
+        const scoped = { ...q, region: region ?? '' };
+        const [f, c] = await Promise.all([pool.footfall(companyId, scoped), pool.conversion(companyId, scoped)]);
+        return { region, shops: shops.filter((s) => s.region === region).length, f: presentFootfall(f), c: presentConversion(c) };
+      }),
+    );
+    ctx.body = presentRegions(q, rows);
   });
 
   return r;

@@ -2,7 +2,8 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
 import { minorDigits } from '../purchases/service.js';
 import { bucketsOf, windowOf, type Bucket } from './calendar.js';
-import { doorCounts } from './door.js';
+import { doorCounts, shopScope, type Scope } from './door.js';
+import { openHoursBetween, type OpeningHours } from '../shops/hours.js';
 import type { ReportQuery } from './query.js';
 
 /**
@@ -27,6 +28,8 @@ export interface FootfallPoint {
   exits: number;
   /** Identified visits / entries, 0..1; null without entries (door.ts). */
   captureRate: number | null;
+  /** Hour buckets: whether a shop of the scope was open in it; null for other buckets or without opening hours. */
+  open: boolean | null;
 }
 
 export interface SiteShare {
@@ -55,6 +58,8 @@ export interface FootfallReport {
   exits: number;
   /** Over the whole window; null without entries. */
   captureRate: number | null;
+  /** Hours the scope's shops were open over the window (summed over shops); null unless every shop has opening hours. */
+  openHours: number | null;
 }
 
 export interface CurrencyTotal {
@@ -90,8 +95,8 @@ function boundsJson(buckets: readonly Bucket[]): string {
  * covers every column counted, so no table row is read. A visit's company is its shop's, so the tenant is the shop's
  * company_id. Staff's visits are never counted (their customers' flag is copied onto them, past ones included).
  */
-function scopedVisits(companyId: string, siteId: string | null): { from: SQL; where: SQL } {
-  const shop = siteId ? sql`s.company_id = ${companyId} and s.id = ${siteId}` : sql`s.company_id = ${companyId}`;
+function scopedVisits(companyId: string, scope: Scope): { from: SQL; where: SQL } {
+  const shop = shopScope(companyId, scope);
   return { from: sql`shops s cross join visits v indexed by visits_shop_time_idx`, where: sql`${shop} and v.shop_id = s.id and v.staff = 0` };
 }
 
@@ -111,8 +116,8 @@ interface WindowCounts {
   sites: SiteShare[];
 }
 
-function windowCounts(db: Db, companyId: string, siteId: string | null, lo: string, hi: string): WindowCounts {
-  const { from, where } = scopedVisits(companyId, siteId);
+function windowCounts(db: Db, companyId: string, scope: Scope, lo: string, hi: string): WindowCounts {
+  const { from, where } = scopedVisits(companyId, scope);
   const range = sql`${where} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`;
   // Grouped by slug: shops are read in slug order (shops_company_slug_uq), so grouping needs no sort.
   const sites = db.all<SiteShare & { anon: number; dwell: number }>(sql`
@@ -164,12 +169,12 @@ interface BucketCounts {
  * customer_id null), then each customer's first_seen_at read once from customers_id_first_idx (migration 0006), not
  * from the customer's row, which carries a 2 KiB template.
  */
-function bucketCounts(db: Db, companyId: string, siteId: string | null, buckets: readonly Bucket[]): BucketCounts[] {
+function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[]): BucketCounts[] {
   const bounds = boundsJson(buckets);
-  const { from, where } = scopedVisits(companyId, siteId);
+  const { from, where } = scopedVisits(companyId, scope);
   const inBucket = sql`${where} and v.occurred_at >= b.lo and v.occurred_at < b.hi`;
   const firstInBucket = sql`c.first_seen_at >= b.lo and c.first_seen_at < b.hi`;
-  const rows = siteId
+  const rows = scope.siteId || scope.region !== null
     ? db.all<{ i: number; r: string }>(sql`
         with ${bucketTable(bounds)}
         select b.i as i, (
@@ -198,14 +203,16 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
   const buckets = bucketsOf(q.tz, q.from, q.to, q.bucket);
   const w = windowOf(q.tz, q.from, q.to);
   return snapshot(db, () => {
-    const counts = windowCounts(db, companyId, q.siteId, iso(w.lo), iso(w.hi));
-    const per = bucketCounts(db, companyId, q.siteId, buckets);
-    const { points: door, total: whole } = doorCounts(db, companyId, q.siteId, buckets);
+    const counts = windowCounts(db, companyId, q, iso(w.lo), iso(w.hi));
+    const per = bucketCounts(db, companyId, q, buckets);
+    const { points: door, total: whole } = doorCounts(db, companyId, q, buckets);
+    const hours = scopeHours(db, companyId, q);
     const points = buckets.map((b, i): FootfallPoint => {
       const { known, anon, fresh } = per[i]!;
       const { entries, exits, captureRate } = door[i]!;
       const newVisitors = Math.min(fresh, known);
-      return { label: b.label, visitors: known + anon, newVisitors, returning: known - newVisitors, entries, exits, captureRate };
+      const open = q.bucket !== 'hour' || !hours ? null : hours.some((x) => openHoursBetween(x.hours, x.tz, b.lo, b.hi) > 0);
+      return { label: b.label, visitors: known + anon, newVisitors, returning: known - newVisitors, entries, exits, captureRate, open };
     });
     return {
       query: q,
@@ -219,8 +226,16 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
       entries: whole.entries,
       exits: whole.exits,
       captureRate: whole.captureRate,
+      openHours: hours ? hours.reduce((n, x) => n + openHoursBetween(x.hours, x.tz, w.lo, w.hi), 0) : null,
     };
   });
+}
+
+/** The opening hours of every shop in scope, or null when one of them has none set (or the scope has no shop). */
+function scopeHours(db: Db, companyId: string, scope: Scope): { hours: OpeningHours; tz: string }[] | null {
+  const rows = db.all<{ hours: string | null; tz: string }>(sql`select s.opening_hours as hours, s.timezone as tz from shops s where ${shopScope(companyId, scope)}`);
+  if (rows.length === 0 || rows.some((r) => r.hours === null)) return null;
+  return rows.map((r) => ({ hours: JSON.parse(r.hours!) as OpeningHours, tz: r.tz }));
 }
 
 /** Most purchases first; ties: the larger amount in major units, then the code. */
@@ -233,9 +248,9 @@ export function conversionReport(db: Db, companyId: string, q: ReportQuery): Con
   const lo = iso(w.lo);
   const hi = iso(w.hi);
   return snapshot(db, () => {
-    const visitors = windowCounts(db, companyId, q.siteId, lo, hi).people;
+    const visitors = windowCounts(db, companyId, q, lo, hi).people;
     // Staff's purchases are left out like their visits (customers_company_staff_idx lists them).
-    const scope = sql`p.company_id = ${companyId} and p.created_at >= ${lo} and p.created_at < ${hi} ${q.siteId ? sql`and p.shop_id = ${q.siteId}` : sql``}
+    const scope = sql`p.company_id = ${companyId} and p.created_at >= ${lo} and p.created_at < ${hi} ${q.siteId || q.region !== null ? sql`and p.shop_id in (select s.id from shops s where ${shopScope(companyId, q)})` : sql``}
       and p.customer_id not in (select c.id from customers c where c.company_id = ${companyId} and c.staff = 1)`;
     const purchasers = db.get<{ n: number }>(sql`select count(distinct p.customer_id) as n from purchases p where ${scope}`)?.n ?? 0;
     const currencies = db

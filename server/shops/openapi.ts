@@ -24,6 +24,11 @@ export const Shop = z
   })
   .meta({ id: 'Shop' });
 
+const Period = z.object({ open: z.string().meta({ description: 'HH:MM local' }), close: z.string().meta({ description: 'HH:MM local, after open; 24:00 is midnight' }) });
+export const OpeningHours = z
+  .object({ mon: z.array(Period), tue: z.array(Period), wed: z.array(Period), thu: z.array(Period), fri: z.array(Period), sat: z.array(Period), sun: z.array(Period) })
+  .meta({ id: 'OpeningHours', description: 'Open periods per weekday (local wall time in the shop zone); an empty list: closed that day' });
+
 const atTheDoor = 'docs/body-counting.md. null when no camera of the shop has a counting line';
 
 /** A Shop with its day at the door (GET /api/sites rows, GET /api/sites/{site}). */
@@ -43,6 +48,9 @@ export const Site = Shop.extend({
       description:
         "Why entries and exits are not being counted although a camera has a counting line: the shop PC's last heartbeat's words (e.g. the person model is missing), else the door cameras that counted nobody in the last hour while the shop's other cameras saw people (named; see Camera.counting); null: counting runs, or no line. docs/body-counting.md, docs/shops-and-cameras.md",
     }),
+  opening_hours: OpeningHours.nullable().meta({ description: "Additive: opening hours per weekday in the shop's zone; null: not set (docs/operations.md, \"Opening hours\")" }),
+  region: z.string().nullable().meta({ description: 'Additive: the region (group of shops); null: none' }),
+  occupancy_limit: z.number().int().nullable().meta({ description: 'Additive: people allowed in at once (the occupancy alert); null: no limit' }),
 }).meta({ id: 'Site' });
 
 const ShopCheck = z
@@ -58,7 +66,7 @@ const site = { site: 'Shop slug or id' };
 const noKey = '`no_encryption_key`: the server key is missing; or the broker refuses new logins';
 
 export const shopsDocs = routeDocs({
-  'GET /api/sites': { summary: 'Shops of the company', responses: { 200: { description: 'Every shop with its health and its day at the door', json: z.array(Site) } } },
+  'GET /api/sites': { summary: 'Shops of the company', params: { region: 'Additive: only the shops of this region (empty: the shops without one)' }, responses: { 200: { description: 'Every shop with its health and its day at the door', json: z.array(Site) } } },
   'GET /api/sites/{site}': { summary: 'One shop', params: site, responses: { 200: { description: 'The shop with its health and its day at the door', json: Site } } },
   'POST /api/sites': {
     summary: 'Open a shop',
@@ -67,6 +75,12 @@ export const shopsDocs = routeDocs({
       409: 'The slug is taken',
       503: noKey,
     },
+  },
+  'PATCH /api/sites/{site}': {
+    summary: "Change a shop's settings",
+    description: 'Additive route. Opening hours, region and occupancy limit (and the display name); an omitted field is left alone, null clears it. Manager or owner.',
+    params: site,
+    responses: { 200: { description: 'The shop as GET /api/sites/{site} shows it', json: Site } },
   },
   'DELETE /api/sites/{site}': {
     summary: 'Remove an empty shop',

@@ -5,5 +5,6 @@ export const shopsPolicy = {
   view: rule('staff', 'see shops'),
   open: rule('owner', 'open shops'),
   remove: rule('owner', 'remove shops'),
+  edit: rule('manager', "change a shop's opening hours, region and occupancy limit"),
   enrolmentCode: rule('manager', 'create enrolment codes for shop PCs'),
 };

@@ -36,6 +36,9 @@ export function presentSite(shop: ShopRow, config: Config, today: ShopToday, now
     exits_today: today.exitsToday,
     // The shop PC's own words first; else door cameras gone silent for an hour (server/cameras/counting.ts).
     door_counting_problem: today.occupancy === null ? null : (shop.doorCountingProblem ?? silentDoors),
+    opening_hours: shop.openingHours ?? null,
+    region: shop.region ?? null,
+    occupancy_limit: shop.occupancyLimit ?? null,
   };
 }
 

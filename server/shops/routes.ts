@@ -7,10 +7,11 @@ import { slugProblem, slugify } from '../clients/slug.js';
 import { actorOf, tenantOf, type AppRouter, type Ctx } from '../context.js';
 import { auth } from '../http/auth.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
-import { bodyOf, validate } from '../http/pipeline.js';
+import { bodyOf, queryOf, validate } from '../http/pipeline.js';
 import { shopRef } from '../references/shops.js';
 import { resolve } from '../references/resolver.js';
 import { checkShop } from './check.js';
+import { OpeningHoursInput } from './hours.js';
 import { mapInfraErrors, requireKey } from './errors.js';
 import { clearRetained, shopAddress } from './notices.js';
 import { shopsPolicy } from './policy.js';
@@ -27,6 +28,7 @@ import {
   getShop,
   listShops,
   shopBlockers,
+  updateShop,
   type ShopRow,
 } from './service.js';
 
@@ -35,6 +37,25 @@ export const CreateShopBody = z.object({
   slug: z.string().trim().max(200).optional(),
   timezone: z.string().trim().max(64).optional(),
 });
+
+/** PATCH /api/sites/{site}: the shop's settings (additive fields; docs/operations.md). Omitted: unchanged; null: cleared. */
+export const PatchShopBody = z
+  .object({
+    name: z.string().trim().min(1, 'is required').max(200).optional(),
+    opening_hours: OpeningHoursInput.nullable().optional(),
+    region: z
+      .string()
+      .trim()
+      .max(100, 'must be at most 100 characters')
+      .nullable()
+      .optional()
+      .transform((v) => (v === '' ? null : v)),
+    occupancy_limit: z.number().int('must be a whole number').min(1, 'must be at least 1').max(100_000, 'must be at most 100000').nullable().optional(),
+  })
+  .strict();
+
+/** GET /api/sites: `region` keeps the shops of that region (an empty value: the shops without one). */
+export const SitesQuery = z.object({ region: z.string().trim().max(100, 'must be at most 100 characters').optional() });
 
 export const EnrolmentCodeBody = z.object({
   label: z.string().trim().max(100).optional(),
@@ -53,10 +74,11 @@ export function shopInPath(ctx: Ctx): ShopRow {
 export function shopsRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api/sites' });
 
-  r.get('/', auth(shopsPolicy.view), (ctx) => {
+  r.get('/', auth(shopsPolicy.view), validate({ query: SitesQuery }), (ctx) => {
     const now = Date.now();
     const db = ctx.deps.store.db;
-    const list = listShops(db, tenantOf(ctx));
+    const { region } = queryOf(ctx, SitesQuery);
+    const list = listShops(db, tenantOf(ctx)).filter((s) => region === undefined || (s.region ?? '') === region);
     const today = shopsToday(db, list, new Date(now));
     const silent = silentDoors(db, ctx.deps.config, tenantOf(ctx), now);
     ctx.body = list.map((s) => presentSite(s, ctx.deps.config, today.get(s.id)!, now, silent.get(s.id) ?? null));
@@ -110,6 +132,26 @@ export function shopsRoutes(): AppRouter {
     } catch (err) {
       throw mapInfraErrors(err, 'open shops');
     }
+  });
+
+  r.patch('/:site', auth(shopsPolicy.edit), validate({ body: PatchShopBody }), (ctx) => {
+    const body = bodyOf(ctx, PatchShopBody);
+    const { store } = ctx.deps;
+    const now = Date.now();
+    const shop = store.tx(() => {
+      const found = shopInPath(ctx);
+      const changes = {
+        ...(body.name !== undefined ? { name: body.name } : {}),
+        ...(body.opening_hours !== undefined ? { openingHours: body.opening_hours } : {}),
+        ...(body.region !== undefined ? { region: body.region } : {}),
+        ...(body.occupancy_limit !== undefined ? { occupancyLimit: body.occupancy_limit } : {}),
+      };
+      const updated = updateShop(store.db, found.id, changes);
+      audit(ctx, { action: 'shop.edit', target: found.id, detail: { slug: found.slug, fields: Object.keys(body) } });
+      return updated;
+    });
+    const today = shopsToday(store.db, [shop], new Date(now));
+    ctx.body = presentSite(shop, ctx.deps.config, today.get(shop.id)!, now);
   });
 
   r.delete('/:site', auth(shopsPolicy.remove), (ctx) => {

@@ -1,5 +1,6 @@
 import { index, integer, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { companies } from '../clients/schema.js';
+import type { OpeningHours } from './hours.js';
 
 /**
  * A shop (site). The slug is immutable and unique within its company; with the company slug it names the shop's
@@ -40,8 +41,14 @@ export const shops = sqliteTable(
     dropped: integer('dropped').notNull().default(0),
     fractionBelowGate: real('fraction_below_gate'),
     worstCameraId: text('worst_camera_id'),
+    /** Opening hours per weekday in the shop's zone (docs/operations.md, "Opening hours"); null: not set. */
+    openingHours: text('opening_hours', { mode: 'json' }).$type<OpeningHours>(),
+    /** The region (group of shops) it belongs to; null: none. */
+    region: text('region'),
+    /** People allowed in the shop at once (occupancy alert); null: no limit. */
+    occupancyLimit: integer('occupancy_limit'),
   },
-  (t) => [uniqueIndex('shops_company_slug_uq').on(t.companyId, t.slug)],
+  (t) => [uniqueIndex('shops_company_slug_uq').on(t.companyId, t.slug), index('shops_company_region_idx').on(t.companyId, t.region)],
 );
 
 /** Installation codes. Only an HMAC of the code is kept; single use. */

@@ -111,6 +111,18 @@ export function shopBlockers(db: Db, shopId: string): string[] {
   return reasons;
 }
 
+/** Changes a shop's settings; returns the updated row. */
+export function updateShop(db: Db, shopId: string, changes: Partial<Pick<ShopRow, 'name' | 'openingHours' | 'region' | 'occupancyLimit'>>): ShopRow {
+  if (Object.keys(changes).length === 0) return getShop(db, shopId)!;
+  return db.update(shops).set(changes).where(eq(shops.id, shopId)).returning().get()!;
+}
+
+/** The company's regions, by name. */
+export function listRegions(db: Db, companyId: string): string[] {
+  const rows = db.selectDistinct({ region: shops.region }).from(shops).where(eq(shops.companyId, companyId)).all();
+  return rows.map((r) => r.region).filter((r): r is string => r !== null).sort((a, b) => a.localeCompare(b));
+}
+
 export function deleteShop(db: Db, shopId: string): void {
   db.delete(shops).where(eq(shops.id, shopId)).run();
 }

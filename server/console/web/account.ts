@@ -1,7 +1,8 @@
 import { api, endSession, errorText } from './api.js';
 import { cardForm, facts, field, busy, h, stacked, notice, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
-import type { User } from './session.js';
+import { isPlatformAdmin, type User } from './session.js';
+import { reportEmailsForm } from './report-emails.js';
 
 /** A device session (spec: Device session). */
 interface DeviceSession {
@@ -33,6 +34,7 @@ export function renderAccount(p: Page): void {
     list,
     h('div', { class: 'actions' }, others),
     passwordForm(() => void loadSessions()),
+    isPlatformAdmin(p.user) ? null : reportEmailsForm(),
   );
 
   others.addEventListener('click', () => {

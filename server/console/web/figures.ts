@@ -54,16 +54,23 @@ export const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
  * `YYYY-MM-DDTHH:00`), each cell the visitors summed over the window's days of that weekday and hour, shaded in six
  * steps of the busiest cell. Hours with no visitors on any day are dropped from the left and right ends.
  */
-export function heatmap(points: { bucket: string; visitors: number }[], caption: string): HTMLElement {
+export function heatmap(points: { bucket: string; visitors: number; open?: boolean | null }[], caption: string): HTMLElement {
   const grid = WEEKDAYS.map(() => new Array<number>(24).fill(0));
+  // Opening hours (docs/reports.md): a weekday-hour is open when it was open on any day of the window; unknown (all
+  // null) leaves every cell as before.
+  const known = points.some((p) => p.open === true || p.open === false);
+  const open = WEEKDAYS.map(() => new Array<boolean>(24).fill(false));
   for (const p of points) {
     const date = p.bucket.slice(0, 10);
     const hour = Number(p.bucket.slice(11, 13));
     const day = (new Date(`${date}T00:00:00Z`).getUTCDay() + 6) % 7;
-    if (!Number.isNaN(hour)) grid[day]![hour]! += p.visitors;
+    if (!Number.isNaN(hour)) {
+      grid[day]![hour]! += p.visitors;
+      if (p.open) open[day]![hour] = true;
+    }
   }
   const busiest = Math.max(0, ...grid.flat());
-  const used = [...Array(24).keys()].filter((hr) => grid.some((row) => row[hr]! > 0));
+  const used = [...Array(24).keys()].filter((hr) => grid.some((row) => row[hr]! > 0) || (known && open.some((row) => row[hr])));
   const first = used.length ? Math.min(...used) : 8;
   const last = used.length ? Math.max(...used) : 20;
   const hours = [...Array(last - first + 1).keys()].map((i) => first + i);
@@ -82,12 +89,14 @@ export function heatmap(points: { bucket: string; visitors: number }[], caption:
         ...WEEKDAYS.map((d, i) =>
           h('tr', {}, h('th', { scope: 'row' }, d), ...hours.map((hr) => {
             const v = grid[i]![hr]!;
-            return h('td', { class: `heat h${shade(v)}`, 'data-day': d, 'data-hour': hr, 'data-visitors': v, title: `${d} ${String(hr).padStart(2, '0')}:00 – ${plural(v)}` }, h('span', { class: 'visually-hidden' }, String(v)));
+            const closed = known && !open[i]![hr];
+            const title = `${d} ${String(hr).padStart(2, '0')}:00 – ${plural(v)}${closed ? ' (closed)' : ''}`;
+            return h('td', { class: `heat h${shade(v)}${closed ? ' closed' : ''}`, 'data-day': d, 'data-hour': hr, 'data-visitors': v, 'data-open': known ? String(!closed) : undefined, title }, h('span', { class: 'visually-hidden' }, closed ? `${v}, closed` : String(v)));
           })),
         ),
       ),
     ),
-    h('p', { class: 'muted small heat-key' }, busiest > 0 ? `Darker is busier; the busiest hour had ${plural(busiest)}. Hover a square for its number.` : 'No visitors in this period.'),
+    h('p', { class: 'muted small heat-key' }, busiest > 0 ? `Darker is busier; the busiest hour had ${plural(busiest)}. Hover a square for its number.${known ? ' Hatched squares are hours the shop was closed.' : ''}` : 'No visitors in this period.'),
   );
 }
 

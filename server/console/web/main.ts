@@ -1,4 +1,5 @@
 import { api, keepFresh, whenSessionEnds } from './api.js';
+import { alertBell } from './alerts.js';
 import { checkAssistant } from './assistant.js';
 import { h, replace } from './dom.js';
 import { clear, isPlatformAdmin, load, type User } from './session.js';
@@ -110,7 +111,7 @@ function header(user: User, page: string): HTMLElement {
     { class: 'top' },
     h('div', { class: 'brand' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'Footfall', h('span', { class: 'company' }, admin ? 'Platform administration' : user.client_name)),
     nav,
-    h('div', { class: 'who' }, h('a', { class: 'user', href: '#/account', title: `My account (${user.email})`, 'aria-current': page === 'account' ? 'page' : undefined }, user.full_name || user.email), h('span', { class: 'role' }, user.role), h('a', { class: 'api-ref', href: '/console/api-reference.html', title: 'API reference' }, 'API'), signOut),
+    h('div', { class: 'who' }, admin ? null : alertBell(), h('a', { class: 'user', href: '#/account', title: `My account (${user.email})`, 'aria-current': page === 'account' ? 'page' : undefined }, user.full_name || user.email), h('span', { class: 'role' }, user.role), h('a', { class: 'api-ref', href: '/console/api-reference.html', title: 'API reference' }, 'API'), signOut),
   );
 }
 

@@ -25,6 +25,15 @@ export function renderOverview(p: Page): void {
   const openButton = h('button', { type: 'button', id: 'open-shop-button', 'aria-expanded': 'false' }, 'Open a shop…');
   const openArea = h('div', { id: 'open-shop-area' });
   let shopsNow: Shop[] = [];
+  // Regions (docs/operations.md): a filter shown once a shop has one; the choice is kept in the address (#/?region=).
+  const regionPick = h('select', { id: 'region-filter', 'aria-label': 'Region', hidden: true });
+  let regionNow = new URLSearchParams(location.hash.split('?')[1] ?? '').get('region') ?? '';
+  regionPick.addEventListener('change', () => {
+    regionNow = regionPick.value;
+    history.replaceState(null, '', regionNow ? `#/?region=${encodeURIComponent(regionNow)}` : '#/');
+    lastHeadlines = 0;
+    void load();
+  });
   const showForm = () => {
     if (openArea.firstChild) return;
     replace(openArea, openShopForm(companyZone(shopsNow), () => void load()));
@@ -35,7 +44,7 @@ export function renderOverview(p: Page): void {
     showForm();
     openArea.querySelector('input')?.focus();
   });
-  replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Overview'), summary, owner ? openButton : null), error.el, figures, h('h2', {}, 'Shops'), list, ranked);
+  replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Overview'), summary, regionPick, owner ? openButton : null), error.el, figures, h('h2', {}, 'Shops'), list, ranked);
   if (owner) p.main.append(openArea);
   let lastHeadlines = 0;
 
@@ -49,9 +58,15 @@ export function renderOverview(p: Page): void {
     clearTimeout(timer);
     due = false;
     try {
-      const [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal })]);
+      const [all, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal })]);
       if (p.signal.aborted) return;
       error.show('');
+      const regions = [...new Set(all.map((s) => s.region).filter((r): r is string => !!r))].sort((a, b) => a.localeCompare(b));
+      if (!regions.includes(regionNow)) regionNow = '';
+      regionPick.hidden = regions.length === 0;
+      replace(regionPick, h('option', { value: '' }, 'All regions'), ...regions.map((r) => h('option', { value: r, selected: r === regionNow }, r)));
+      regionPick.value = regionNow;
+      const shops = regionNow ? all.filter((s) => s.region === regionNow) : all;
       shopsNow = shops;
       if (shops.length === 0) {
         summary.textContent = '';
@@ -60,9 +75,9 @@ export function renderOverview(p: Page): void {
         if (owner) showForm();
       } else {
         const counts = await Promise.all(shops.map((s) => today(`?site=${encodeURIComponent(s.slug)}`, p.signal)));
-        const company = await today('', p.signal);
+        const company = await today(regionNow ? `?region=${encodeURIComponent(regionNow)}` : '', p.signal);
         if (p.signal.aborted) return;
-        summary.textContent = company ? `Today: ${plural(company.visitors, 'visitor')} across ${plural(shops.length, 'shop')}` : '';
+        summary.textContent = company ? `Today: ${plural(company.visitors, 'visitor')} across ${plural(shops.length, 'shop')}${regionNow ? ` in ${regionNow}` : ''}` : '';
         replace(list, ...shops.map((s, i) => shopCard(s, cameras.filter((c) => c.site_id === s.site_id), counts[i] ?? null, manager)));
         // The comparisons change slowly: read again every five minutes, not every 30 s.
         if (Date.now() - lastHeadlines > 300_000) {

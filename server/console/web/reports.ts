@@ -55,6 +55,8 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
   const from = h('input', { name: 'from', type: 'date', required: true });
   const to = h('input', { name: 'to', type: 'date', required: true });
   const shop = select('site', [['', 'All shops'], ...shops.map((s): [string, string] => [s.slug, s.name])], siteAsked);
+  const regionNames = [...new Set(shops.map((s) => s.region).filter((r): r is string => !!r))].sort((a, b) => a.localeCompare(b));
+  const region = select('region', [['', 'All regions'], ...regionNames.map((r): [string, string] => [r, r])], wanted('region', regionNames, ''));
   const bucket = select('bucket', [['hour', 'Hour'], ['day', 'Day'], ['week', 'Week'], ['month', 'Month']], wanted('bucket', ['hour', 'day', 'week', 'month'], 'day'));
   const zones = [...new Set([companyZone(shops), ...shops.map((s) => s.timezone), browserZone(), 'UTC', ...(asked.get('tz') ? [asked.get('tz')!] : [])])];
   const shopZone = shops.find((s) => s.slug === siteAsked)?.timezone ?? companyZone(shops);
@@ -97,15 +99,16 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
     title: 'Footfall and conversion',
     fields: [
       h('div', { class: 'inline' }, field('Period', preset), field('From', from), field('To', to)),
-      h('div', { class: 'inline' }, field('Shop', shop), field('Group by', bucket, 'Hours only for up to 31 days.'), field('Time zone', tz, 'Days and hours are counted in this zone.')),
+      h('div', { class: 'inline' }, field('Shop', shop), regionNames.length ? field('Region', region) : null, field('Group by', bucket, 'Hours only for up to 31 days.'), field('Time zone', tz, 'Days and hours are counted in this zone.')),
     ],
     submitLabel: 'Show',
     submit: async ({ msg }) => {
       const q = new URLSearchParams({ from: from.value, to: to.value, tz: tz.value, bucket: bucket.value });
       if (shop.value) q.set('site', shop.value);
+      if (region.value) q.set('region', region.value);
       const query = q.toString();
       // The address says what is shown: bookmarkable, shareable (the preset keeps "last 7 days" rolling).
-      const address = new URLSearchParams(preset.value === 'custom' ? q : { preset: preset.value, tz: tz.value, bucket: bucket.value, ...(shop.value ? { site: shop.value } : {}) });
+      const address = new URLSearchParams(preset.value === 'custom' ? q : { preset: preset.value, tz: tz.value, bucket: bucket.value, ...(shop.value ? { site: shop.value } : {}), ...(region.value ? { region: region.value } : {}) });
       history.replaceState(null, '', `#/reports?${address.toString()}`);
       replace(results, h('p', { class: 'loading' }, 'Loading…'));
       try {
@@ -125,7 +128,8 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
         replace(results, totals(footfall, name, shop.value !== '', query, door === 'counting'), chartCard(footfall), doorPart, busiest, conversionCard(conversion, query), time, side);
         void busiestHours(footfall, q, signal).then((el) => el && replace(busiest, el));
         void overTime(footfall, q, signal).then((el) => el && replace(time, el));
-        if (!shop.value && shops.length > 1) void sideBySide(shops, q, signal).then((el) => el && replace(side, el));
+        if (!shop.value && shops.length > 1) void sideBySide(region.value ? shops.filter((s) => s.region === region.value) : shops, q, signal).then((el) => el && replace(side, el));
+        if (!shop.value && !region.value && regionNames.length > 0) void regionRanking(q, signal).then((el) => el && results.append(el));
       } catch (err) {
         replace(results);
         results.removeAttribute('data-query');
@@ -234,6 +238,7 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string, coun
   if (r.visits > 0) rows.push(['Faces too poor to use', `${(Math.round(r.fraction_below_gate * 1000) / 10).toLocaleString()}%`]);
   if (!oneShop && r.worst_site) rows.push(['Shop with most poor faces', r.worst_site]);
   if (counting) rows.push(...doorTotals(r));
+  if (r.visitors_per_open_hour != null) rows.push(['Visitors per open hour', `${r.visitors_per_open_hour.toLocaleString()} (${(r.open_hours ?? 0).toLocaleString()} open hours)`]);
   return h(
     'div',
     { class: 'card', id: 'report-totals' },
@@ -316,4 +321,32 @@ function conversionCard(c: Conversion, query: string): HTMLElement {
     c.conversion > 1 ? h('p', { class: 'muted small' }, 'More purchasers than visitors: some purchases were recorded for customers whose visits fall outside this period or shop.') : null,
     h('div', { class: 'actions' }, csvButton('conversion', query)),
   );
+}
+
+/** Regions ranked by visitors over the same window (GET /api/reports/regions; docs/reports.md, "Regions"). */
+async function regionRanking(q: URLSearchParams, signal: AbortSignal): Promise<HTMLElement | null> {
+  const rq = new URLSearchParams({ from: q.get('from') ?? '', to: q.get('to') ?? '', tz: q.get('tz') ?? '' });
+  try {
+    const r = await api<{ regions: { region: string | null; shops: number; visitors: number; visits: number; entries: number; conversion: number; visitors_per_open_hour: number | null }[] }>('GET', `/api/reports/regions?${rq.toString()}`, { signal });
+    const pct = (x: number) => `${Math.round(x * 1000) / 10} %`;
+    return h(
+      'section',
+      { class: 'card', id: 'regions' },
+      h('h2', {}, 'Regions'),
+      h(
+        'table',
+        {},
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, '#'), h('th', { scope: 'col' }, 'Region'), h('th', { scope: 'col' }, 'Shops'), h('th', { scope: 'col' }, 'Visitors'), h('th', { scope: 'col' }, 'Conversion'), h('th', { scope: 'col' }, 'Per open hour'))),
+        h(
+          'tbody',
+          {},
+          ...r.regions.map((x, i) =>
+            h('tr', { 'data-region': x.region ?? '' }, h('td', { 'data-label': '#' }, String(i + 1)), h('td', { 'data-label': 'Region' }, x.region ?? 'No region'), h('td', { 'data-label': 'Shops' }, String(x.shops)), h('td', { 'data-label': 'Visitors' }, x.visitors.toLocaleString()), h('td', { 'data-label': 'Conversion' }, pct(x.conversion)), h('td', { 'data-label': 'Per open hour' }, x.visitors_per_open_hour == null ? '—' : x.visitors_per_open_hour.toLocaleString())),
+          ),
+        ),
+      ),
+    );
+  } catch (err) {
+    return signal.aborted ? null : h('p', { class: 'notice error' }, errorText(err));
+  }
 }

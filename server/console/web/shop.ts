@@ -4,6 +4,7 @@ import type { Page } from './main.js';
 import { cameraCard, type CameraCard } from './camera-card.js';
 import { atLeast } from './session.js';
 import { placement, type Camera, type Shop } from './types.js';
+import { hoursSummary, shopSettingsForm } from './shop-settings.js';
 
 /**
  * One shop: its PC, the shop check, its cameras (status, latest snapshot, camera checks, live view), for managers
@@ -46,7 +47,7 @@ export function renderShop(p: Page, slug: string): void {
         built = true;
         factsBox.append(shopFacts(shop), shopCheck(() => shopNow ?? shop, p.signal));
         cams.before(h('p', { class: 'actions', id: 'live-grid-link' }, h('a', { href: `#/live/${encodeURIComponent(shop.slug)}` }, 'Watch all cameras live (grid)')));
-        if (manager) p.main.append(enrolmentForm(shop), addCameraForm(shop, () => void load()));
+        if (manager) p.main.append(shopSettingsForm(shop, () => void load()), enrolmentForm(shop), addCameraForm(shop, () => void load()));
         if (atLeast(p.user, 'owner')) p.main.append(
             removeShop(shop, () => {
               removed = true;
@@ -98,6 +99,9 @@ function shopFacts(s: Shop): HTMLElement {
     ['Shop PC version', s.agent_version || '—'],
     ['Recognition model', s.recognition_model || '—'],
     ['Waiting on the shop PC', plural(s.queued, 'visit')],
+    ['Region', s.region ?? '—'],
+    ['Opening hours', s.opening_hours ? hoursSummary(s.opening_hours) : 'not set'],
+    ['Occupancy limit', s.occupancy_limit == null ? 'none' : String(s.occupancy_limit)],
   ];
   return h('section', { class: 'card', id: 'shop-facts' }, facts(rows), droppedNotice(s));
 }

@@ -25,7 +25,14 @@ export interface Shop {
   exits_today?: number | null;
   /** Why the shop PC is not counting entries and exits although a camera has a line (its last heartbeat); null: counting. */
   door_counting_problem?: string | null;
+  /** Additive (docs/operations.md): opening hours per weekday in the shop's zone, region, occupancy limit; null when not set. */
+  opening_hours?: OpeningHours | null;
+  region?: string | null;
+  occupancy_limit?: number | null;
 }
+
+export const WEEKDAY_KEYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+export type OpeningHours = Record<(typeof WEEKDAY_KEYS)[number], { open: string; close: string }[]>;
 
 /** A point of the picture: 0..1 from the left and from the top. */
 export type Point = [number, number];
@@ -112,7 +119,11 @@ export interface Footfall {
   to: string;
   bucket: string;
   timezone: string;
-  points: { bucket: string; visitors: number; new: number; returning: number; entries?: number; exits?: number; capture_rate?: number | null }[];
+  points: { bucket: string; visitors: number; new: number; returning: number; entries?: number; exits?: number; capture_rate?: number | null; open?: boolean | null }[];
+  /** Additive (docs/reports.md, "Opening hours" and "Regions"). */
+  region?: string | null;
+  open_hours?: number | null;
+  visitors_per_open_hour?: number | null;
   total: number;
   /** Body counting (docs/body-counting.md): crossings of the counting lines in the window; absent on an older head office. */
   entries?: number;
