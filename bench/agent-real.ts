@@ -14,7 +14,7 @@
  * (capture's arguments, output to /dev/null), and the model calls the frames need at the least, timed bare on this
  * thread (onnxruntime, 1 thread): the detector on every frame, landmarks and one embedding per frame with a face.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,6 +28,7 @@ import { api, cli as ownCli, exited, root, startHeadOffice, waitFor, type Proc }
 import { bareDecode, f1, med, range, startRtsp, stopProcesses } from './agent-process.js';
 import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
+import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 
 const execFileP = promisify(execFile);
 /**
@@ -79,13 +80,13 @@ export async function doorVideos(): Promise<{ door: string; empty: string }> {
     });
     const graph = `${filters.join(';')};${parts.join('')}concat=n=${SHOWINGS.length * 2}:v=1:a=0,${NOISE}[v]`;
     const tmp = `${door}.${process.pid}.tmp.mp4`;
-    await execFileP('ffmpeg', ['-nostdin', '-v', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', ...ENCODE, tmp]);
+    await execFileP(ffmpegBin(), ['-nostdin', '-v', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', ...ENCODE, tmp]);
     fs.renameSync(tmp, door);
   }
   if (!fs.existsSync(empty)) {
     const tmp = `${empty}.${process.pid}.tmp.mp4`;
     const seconds = SHOWINGS.length * (HOLD_S + EMPTY_S);
-    await execFileP('ffmpeg', ['-nostdin', '-v', 'error', '-y', '-f', 'lavfi', '-i', `${DOOR}:d=${seconds}`, '-vf', `format=yuv420p,${NOISE}`, ...ENCODE, tmp]);
+    await execFileP(ffmpegBin(), ['-nostdin', '-v', 'error', '-y', '-f', 'lavfi', '-i', `${DOOR}:d=${seconds}`, '-vf', `format=yuv420p,${NOISE}`, ...ENCODE, tmp]);
     fs.renameSync(tmp, empty);
   }
   return { door, empty };
@@ -155,7 +156,7 @@ export async function run(): Promise<string | undefined> {
   await ensureTestModels();
   const videos = await doorVideos();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-bench-agent-real-'));
-  const procs: { child: ChildProcess; exit: Promise<void> }[] = [];
+  const procs: Parameters<typeof stopProcesses>[0] = [];
   let server: Proc | undefined;
   try {
     const door = await startRtsp(videos.door, '/door');

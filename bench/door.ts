@@ -145,7 +145,7 @@ export async function run(): Promise<string | undefined> {
   const trueIn = truth.filter((c) => c.direction === 'in').length;
   const trueOut = truth.length - trueIn;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-bench-door-'));
-  const procs: { child: ChildProcess; exit: Promise<void> }[] = [];
+  const procs: Parameters<typeof stopProcesses>[0] = [];
   let server: Proc | undefined;
   try {
     const rtsp = await startRtsp(video, '/door');
