@@ -8,7 +8,7 @@ set -euo pipefail
 dir="${1:?usage: bare-path.sh DIR}"
 rm -rf "$dir"
 mkdir -p "$dir"
-hidden='^(ffmpeg|ffprobe|ffplay|chromium|chromium-browser|chrome|google-chrome|gst-.*|shellcheck|systemd-nspawn|systemd-analyze|machinectl|debootstrap)$'
+hidden='^(ffmpeg|ffprobe|ffplay|chromium|chromium-browser|chrome|google-chrome|gst-.*|shellcheck|systemd-nspawn|machinectl|debootstrap)$'
 IFS=: read -r -a dirs <<<"$PATH"
 for d in "${dirs[@]}"; do
   [ -d "$d" ] || continue
