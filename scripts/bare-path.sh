@@ -14,7 +14,7 @@ for d in "${dirs[@]}"; do
   [ -d "$d" ] || continue
   for f in "$d"/*; do
     name="${f##*/}"
-    [ -x "$f" ] && [ ! -d "$f" ] || continue
+    if [ ! -x "$f" ] || [ -d "$f" ]; then continue; fi
     [[ "$name" =~ $hidden ]] && continue
     [ -e "$dir/$name" ] || ln -s "$f" "$dir/$name"
   done
