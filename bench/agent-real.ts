@@ -1,7 +1,7 @@
 /**
  * The real shop-PC agent benchmark (`npm run bench -- agent-real`): the built CLI's `footfall agent` (its own process,
  * enrolled with `footfall enrol` to a real head office, `footfall server`, also its own process) on one camera: a
- * local RTSP server (test/support/rtsp-server.py, GStreamer) playing a 1280x720 25-fps H.264 door video made from the
+ * local RTSP server (agent/fixtures/rtsp-server.ts) playing a 1280x720 25-fps H.264 door video made from the
  * registry-packaged photos (agent/fixtures/registry-photos.ts): each photo in the doorway 4 s, then the empty door
  * 2 s, so a face is in view two thirds of the time, with a camera's sensor noise throughout. detect_fps 5, the
  * camera's default max_width (1280).
@@ -241,7 +241,7 @@ export async function run(): Promise<string | undefined> {
       '## The real shop-PC agent on a 720p door camera',
       '',
       `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment: ${Object.entries(serviceEnvironment()).map(([k, v]) => `${k}=${v}`).join(' ')}) on one camera: a local RTSP server ` +
-        `(GStreamer) playing a ${WIDTH}x${HEIGHT} 25-fps H.264 door video made from the registry photos (one woman cut out of ${SHOWINGS.map((x) => x.photo).join(' and ')}: in the doorway ${HOLD_S} s, ` +
+        `(node, ffmpeg as the source) playing a ${WIDTH}x${HEIGHT} 25-fps H.264 door video made from the registry photos (one woman cut out of ${SHOWINGS.map((x) => x.photo).join(' and ')}: in the doorway ${HOLD_S} s, ` +
         `then the empty door ${EMPTY_S} s, sensor noise throughout), detect_fps ${DETECT_FPS}, the camera's default max_width ${WIDTH}. ` +
         `One-second /proc samples over ${SAMPLE_S} s per phase after ${SETTLE_S} s settling, ${ROUNDS} rounds of (door, empty door), the camera switched by PATCH. ` +
         `CPU in % of one core. Bare reference in the same run: ffmpeg alone on the same stream with capture's arguments (output to /dev/null), and the ` +

@@ -1,6 +1,6 @@
 /**
  * The shop PC end to end: a real head office in-process (HTTP, broker, SQLite), a real RTSP server on 127.0.0.1
- * (GStreamer, looped H.264 clip, basic auth), Debian's ffmpeg, and the agent runtime in-process.
+ * (test/support/rtsp.ts, looped H.264 clip, basic auth), the ffmpeg the agent resolves, and the agent runtime in-process.
  *
  * Enrolment (in-process and through the built CLI), then: a camera added through the API connects, a snapshot
  * arrives, a connection check is answered, live view frames reach an SSE viewer and the upload stops after the
