@@ -113,3 +113,33 @@ export function rtspTimeoutOption(bin: string): 'timeout' | 'stimeout' {
   const major = ffmpegMajor(bin);
   return major !== undefined && major < 5 ? 'stimeout' : 'timeout';
 }
+
+export interface VideoProbe {
+  width: number;
+  height: number;
+  /** The container's duration, seconds (ffprobe's format=duration). */
+  duration: number;
+  /** The first video stream's duration, seconds: its frames over its frame rate (ffprobe's stream=duration for a constant-rate file). */
+  videoDuration: number;
+}
+
+/**
+ * Size and durations of a video file, read with ffmpeg itself (the npm package ships no ffprobe): the stream header
+ * ffmpeg prints on opening it, then the frame count of a stream copy to nowhere (no decoding).
+ */
+export async function probeVideoFile(file: string, bin = ffmpegBin()): Promise<VideoProbe> {
+  const { execFile } = await import('node:child_process');
+  const stderr = await new Promise<string>((resolve, reject) =>
+    execFile(bin, ['-hide_banner', '-nostdin', '-i', file, '-map', '0:v:0', '-c', 'copy', '-f', 'null', '-'], { maxBuffer: 16 << 20 }, (err, _out, errText) =>
+      err && !/Video:/.test(String(errText)) ? reject(new Error(`${file}: ${String(errText).trim().split('\n').pop() ?? err.message}`)) : resolve(String(errText)),
+    ),
+  );
+  const video = /Stream #\d+:\d+[^\n]*?: Video: [^\n]*?, (\d{2,5})x(\d{2,5})[^\n]*/.exec(stderr);
+  if (!video) throw new Error(`${file}: no video stream`);
+  const d = /Duration: (\d+):(\d+):(\d+(?:\.\d+)?)/.exec(stderr);
+  const duration = d ? Number(d[1]) * 3600 + Number(d[2]) * 60 + Number(d[3]) : 0;
+  const fps = Number(/, (\d+(?:\.\d+)?) fps/.exec(video[0])?.[1] ?? 0);
+  const frames = [...stderr.matchAll(/frame=\s*(\d+)/g)].pop()?.[1];
+  const videoDuration = fps > 0 && frames ? Number(frames) / fps : duration;
+  return { width: Number(video[1]), height: Number(video[2]), duration, videoDuration };
+}

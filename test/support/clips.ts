@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ensureTestPhotos } from '../../agent/fixtures/registry-photos.js';
 import { sharedClip } from '../../agent/vision/fixtures.js';
-import { ffmpegBin } from '../../agent/capture/ffmpeg-bin.js';
+import { ffmpegBin, probeVideoFile } from '../../agent/capture/ffmpeg-bin.js';
 
 const run = promisify(execFile);
 
@@ -63,10 +63,9 @@ async function makeClip(): Promise<string> {
 
 /** Seconds of a file's first video stream (what the RTSP test server loops: audio is not served). */
 export async function videoSeconds(file: string): Promise<number> {
-  const { stdout } = await run('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=duration', '-of', 'csv=p=0', file]);
-  const s = Number(stdout.trim());
-  if (!(s > 0)) throw new Error(`${file}: no video duration (${stdout.trim()})`);
-  return s;
+  const { videoDuration } = await probeVideoFile(file);
+  if (!(videoDuration > 0)) throw new Error(`${file}: no video duration`);
+  return videoDuration;
 }
 
 /**
