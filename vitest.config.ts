@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import SlowWaitersFirst from './test/support/sequencer.js';
+import SkipSummary from './test/support/skip-summary.js';
 
 export default defineConfig({
   test: {
@@ -13,5 +14,7 @@ export default defineConfig({
     // overlaps everything else. The suite is written to pass on a loaded 2-core machine.
     maxWorkers: 2,
     sequence: { sequencer: SlowWaitersFirst },
+    // After vitest's own summary: how many tests were skipped and why, one line per missing tool (test/support/skips.ts).
+    reporters: ['default', new SkipSummary()],
   },
 });

@@ -4,26 +4,20 @@
  * statistics of 1-s /proc samples.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { decodeArgs } from '../agent/capture/ffmpeg.js';
-import { exited, root, waitFor, type Proc } from './api.js';
+import { exited, type Proc } from './api.js';
 import { cpuSeconds } from './proc.js';
+import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
+import { startRtspServer } from '../agent/fixtures/rtsp-server.js';
 
 export interface Rtsp {
-  child: ChildProcess;
   port: number;
-  exit: Promise<void>;
+  stop(): Promise<void>;
 }
 
-/** test/support/rtsp-server.py (GStreamer) looping `file` at rtsp://127.0.0.1:<port><mount>. */
+/** The RTSP test server (agent/fixtures/rtsp-server.ts: node, ffmpeg as the source) looping `file` at rtsp://127.0.0.1:<port><mount>. */
 export async function startRtsp(file: string, mount: string): Promise<Rtsp> {
-  const script = path.join(root, 'test/support/rtsp-server.py');
-  const child = spawn('/usr/bin/python3', [script, '--file', file, '--port', '0', '--mount', mount], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  const exit = exited(child);
-  const port = Number(await waitFor('the RTSP server', () => /^READY (\d+)$/m.exec(out)?.[1], 30_000));
-  return { child, port, exit };
+  return startRtspServer({ file, mounts: [mount] });
 }
 
 /**
@@ -32,7 +26,7 @@ export async function startRtsp(file: string, mount: string): Promise<Rtsp> {
  */
 export async function bareDecode(url: string, seconds: number, opts: { fps: number; maxWidth: number; warmupMs: number }): Promise<number[]> {
   const args = decodeArgs(url, { fps: opts.fps, maxWidth: opts.maxWidth }).map((a) => (a === 'pipe:1' ? '/dev/null' : a));
-  const child = spawn('ffmpeg', ['-y', ...args], { stdio: ['ignore', 'ignore', 'ignore'] });
+  const child = spawn(ffmpegBin(), ['-y', ...args], { stdio: ['ignore', 'ignore', 'ignore'] });
   const exit = exited(child);
   await new Promise((r) => setTimeout(r, opts.warmupMs));
   const pcts: number[] = [];
@@ -49,8 +43,12 @@ export async function bareDecode(url: string, seconds: number, opts: { fps: numb
 }
 
 /** Stops `procs` newest first (SIGTERM, SIGKILL after 5 s), then head office. */
-export async function stopProcesses(procs: { child: ChildProcess; exit: Promise<void> }[], server: Proc | undefined): Promise<void> {
+export async function stopProcesses(procs: ({ child: ChildProcess; exit: Promise<void> } | Rtsp)[], server: Proc | undefined): Promise<void> {
   for (const p of [...procs].reverse()) {
+    if ('stop' in p) {
+      await p.stop();
+      continue;
+    }
     if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
     const killer = setTimeout(() => p.child.kill('SIGKILL'), 5000);
     await p.exit;

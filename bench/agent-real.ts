@@ -1,7 +1,7 @@
 /**
  * The real shop-PC agent benchmark (`npm run bench -- agent-real`): the built CLI's `footfall agent` (its own process,
  * enrolled with `footfall enrol` to a real head office, `footfall server`, also its own process) on one camera: a
- * local RTSP server (test/support/rtsp-server.py, GStreamer) playing a 1280x720 25-fps H.264 door video made from the
+ * local RTSP server (agent/fixtures/rtsp-server.ts) playing a 1280x720 25-fps H.264 door video made from the
  * registry-packaged photos (agent/fixtures/registry-photos.ts): each photo in the doorway 4 s, then the empty door
  * 2 s, so a face is in view two thirds of the time, with a camera's sensor noise throughout. detect_fps 5, the
  * camera's default max_width (1280).
@@ -14,7 +14,7 @@
  * (capture's arguments, output to /dev/null), and the model calls the frames need at the least, timed bare on this
  * thread (onnxruntime, 1 thread): the detector on every frame, landmarks and one embedding per frame with a face.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,6 +28,7 @@ import { api, cli as ownCli, exited, root, startHeadOffice, waitFor, type Proc }
 import { bareDecode, f1, med, range, startRtsp, stopProcesses } from './agent-process.js';
 import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
+import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 
 const execFileP = promisify(execFile);
 /**
@@ -79,13 +80,13 @@ export async function doorVideos(): Promise<{ door: string; empty: string }> {
     });
     const graph = `${filters.join(';')};${parts.join('')}concat=n=${SHOWINGS.length * 2}:v=1:a=0,${NOISE}[v]`;
     const tmp = `${door}.${process.pid}.tmp.mp4`;
-    await execFileP('ffmpeg', ['-nostdin', '-v', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', ...ENCODE, tmp]);
+    await execFileP(ffmpegBin(), ['-nostdin', '-v', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', ...ENCODE, tmp]);
     fs.renameSync(tmp, door);
   }
   if (!fs.existsSync(empty)) {
     const tmp = `${empty}.${process.pid}.tmp.mp4`;
     const seconds = SHOWINGS.length * (HOLD_S + EMPTY_S);
-    await execFileP('ffmpeg', ['-nostdin', '-v', 'error', '-y', '-f', 'lavfi', '-i', `${DOOR}:d=${seconds}`, '-vf', `format=yuv420p,${NOISE}`, ...ENCODE, tmp]);
+    await execFileP(ffmpegBin(), ['-nostdin', '-v', 'error', '-y', '-f', 'lavfi', '-i', `${DOOR}:d=${seconds}`, '-vf', `format=yuv420p,${NOISE}`, ...ENCODE, tmp]);
     fs.renameSync(tmp, empty);
   }
   return { door, empty };
@@ -155,7 +156,7 @@ export async function run(): Promise<string | undefined> {
   await ensureTestModels();
   const videos = await doorVideos();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-bench-agent-real-'));
-  const procs: { child: ChildProcess; exit: Promise<void> }[] = [];
+  const procs: Parameters<typeof stopProcesses>[0] = [];
   let server: Proc | undefined;
   try {
     const door = await startRtsp(videos.door, '/door');
@@ -240,7 +241,7 @@ export async function run(): Promise<string | undefined> {
       '## The real shop-PC agent on a 720p door camera',
       '',
       `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment: ${Object.entries(serviceEnvironment()).map(([k, v]) => `${k}=${v}`).join(' ')}) on one camera: a local RTSP server ` +
-        `(GStreamer) playing a ${WIDTH}x${HEIGHT} 25-fps H.264 door video made from the registry photos (one woman cut out of ${SHOWINGS.map((x) => x.photo).join(' and ')}: in the doorway ${HOLD_S} s, ` +
+        `(node, ffmpeg as the source) playing a ${WIDTH}x${HEIGHT} 25-fps H.264 door video made from the registry photos (one woman cut out of ${SHOWINGS.map((x) => x.photo).join(' and ')}: in the doorway ${HOLD_S} s, ` +
         `then the empty door ${EMPTY_S} s, sensor noise throughout), detect_fps ${DETECT_FPS}, the camera's default max_width ${WIDTH}. ` +
         `One-second /proc samples over ${SAMPLE_S} s per phase after ${SETTLE_S} s settling, ${ROUNDS} rounds of (door, empty door), the camera switched by PATCH. ` +
         `CPU in % of one core. Bare reference in the same run: ffmpeg alone on the same stream with capture's arguments (output to /dev/null), and the ` +

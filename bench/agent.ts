@@ -37,6 +37,7 @@ import { SHARPNESS_ROI } from '../agent/vision/quality.js';
 import { SimdTensors } from '../agent/vision/simd.js';
 import type { RgbImage, Visit } from '../agent/vision/types.js';
 import { loadAverage, ms, percentile, progress, table } from './util.js';
+import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 
 const execFileP = promisify(execFile);
 const FPS = 5;
@@ -150,7 +151,7 @@ class CaptureStream {
   constructor(file: string, passes: number) {
     const path = join(workDir(), `${randomUUID().slice(0, 8)}.sock`);
     const args = ['-hide_banner', '-nostdin', '-loglevel', 'error', '-stream_loop', String(passes - 1), '-f', 'ppm_pipe', '-i', file, '-c:v', 'copy', '-f', 'image2pipe', '-listen', '1', `unix:${path}`];
-    const child = spawn('ffmpeg', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(ffmpegBin(), args, { stdio: ['ignore', 'ignore', 'inherit'] });
     let alive = true;
     this.exited = new Promise((resolve) =>
       child.on('close', () => {
@@ -304,7 +305,7 @@ async function emptyVideo(): Promise<string> {
   const out = join(dir, 'no-faces-640x360-20s.mp4');
   if (existsSync(out)) return out;
   await mkdir(dir, { recursive: true });
-  await execFileP('ffmpeg', ['-nostdin', '-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc2=size=640x360:rate=5:duration=20', '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', out]);
+  await execFileP(ffmpegBin(), ['-nostdin', '-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc2=size=640x360:rate=5:duration=20', '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', out]);
   return out;
 }
 

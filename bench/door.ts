@@ -1,7 +1,7 @@
 /**
  * Body counting at the door (`npm run bench -- door`, issue 20): the built CLI's `footfall agent` (its own process,
  * enrolled with `footfall enrol` to a real head office, `footfall server`, also its own process) on one camera with a
- * counting line: a local RTSP server (test/support/rtsp-server.py) looping the door video (agent/fixtures/door-video.ts:
+ * counting line: a local RTSP server (agent/fixtures/rtsp-server.ts) looping the door video (agent/fixtures/door-video.ts:
  * 640x360 25 fps, 60 s, seven entries and five exits, ground truth known), detect_fps 5. The agent's models folder holds
  * the person model only, so recognition does not run: what is measured is body counting (motion gating, the person
  * detector in its thread, tracker, line, queue, MQTT).
@@ -145,7 +145,7 @@ export async function run(): Promise<string | undefined> {
   const trueIn = truth.filter((c) => c.direction === 'in').length;
   const trueOut = truth.length - trueIn;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-bench-door-'));
-  const procs: { child: ChildProcess; exit: Promise<void> }[] = [];
+  const procs: Parameters<typeof stopProcesses>[0] = [];
   let server: Proc | undefined;
   try {
     const rtsp = await startRtsp(video, '/door');
@@ -174,7 +174,7 @@ export async function run(): Promise<string | undefined> {
       '## Body counting at the door (person detector, tracker, line)',
       '',
       `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment) on one camera with a ` +
-        `counting line: a local RTSP server (GStreamer) looping the door video (agent/fixtures/door-video.ts: ${W}x${H} 25 fps, ${durationS} s, ${trueIn} entries and ` +
+        `counting line: a local RTSP server (node, ffmpeg as the source) looping the door video (agent/fixtures/door-video.ts: ${W}x${H} 25 fps, ${durationS} s, ${trueIn} entries and ` +
         `${trueOut} exits per run, six people cut out of the registry photos, some with the face hidden), detect_fps ${DETECT_FPS}, the agent's door_fps ${main.doorFps} (person detection at most ${main.doorFps} times a second${main.doorFps === 0 ? ': 0 means every frame' : ''}). The agent's models folder holds only ` +
         `the person model (${detectorName}): no recognition, body counting alone. ${LOOPS} whole runs from the camera's connection, then SIGTERM (queued ` +
         `crossings delivered first); counts as head office stored them (GET /api/sites). CPU in % of one core, 1-s /proc samples over the runs (people in view ` +

@@ -30,6 +30,7 @@ import { SHARPNESS_ROI, sharpnessWindow } from '../agent/vision/quality.js';
 import { SimdTensors } from '../agent/vision/simd.js';
 import type { RgbImage } from '../agent/vision/types.js';
 import { loadAverage, ms, progress, table } from './util.js';
+import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 
 const execFileP = promisify(execFile);
 const ALIGNED = 112;
@@ -97,7 +98,7 @@ function cpuPerCall(n: number, f: (i: number) => void): number {
 }
 
 async function framesOf(source: string): Promise<RgbImage[]> {
-  const { stdout } = await execFileP('ffmpeg', ['-nostdin', '-v', 'error', '-i', source, ...pictureArgs({ fps: 5, maxWidth: 640 })], {
+  const { stdout } = await execFileP(ffmpegBin(), ['-nostdin', '-v', 'error', '-i', source, ...pictureArgs({ fps: 5, maxWidth: 640 })], {
     encoding: 'buffer',
     maxBuffer: 1 << 30,
   });

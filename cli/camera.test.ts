@@ -1,6 +1,6 @@
 /**
  * `footfall camera test` as an installer runs it: the built CLI in its own process against a real RTSP server
- * (GStreamer, test/support/rtsp.ts), real ffmpeg and, for the faces, the real test models.
+ * (test/support/rtsp.ts), real ffmpeg and, for the faces, the real test models.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';

@@ -242,8 +242,8 @@ export async function testCamera(options: CameraTestOptions): Promise<CameraTest
   const ioTimeoutMs = FIRST_PICTURE_TIMEOUT_MS + 5000;
   // As agent/capture/grab.ts: a password stays off ffmpeg's command line, in a private folder gone with ffmpeg.
   const dir = hasCredentials(url) ? mkdtempSync(path.join(tmpdir(), 'footfall-camera-test-')) : undefined;
-  const input = dir ? writeStreamScript(url, dir, 'camera', { ioTimeoutMs, transport }) : url;
-  const args = decodeArgs(input, { fps: TEST_FPS, maxWidth: TEST_MAX_WIDTH, ioTimeoutMs, transport });
+  const input = dir ? writeStreamScript(url, dir, 'camera', { ioTimeoutMs, transport, ffmpegPath: options.ffmpegPath }) : url;
+  const args = decodeArgs(input, { fps: TEST_FPS, maxWidth: TEST_MAX_WIDTH, ioTimeoutMs, transport, ffmpegPath: options.ffmpegPath });
   // The same options, but ffmpeg's informational lines too (the stream's codec and size), each tagged with its level
   // so that only warnings and errors explain a failure, as for the agent.
   const level = args.indexOf('-loglevel');

@@ -14,6 +14,7 @@ import { DurableQueue } from '../agent/queue/queue.js';
 import { packageRoot } from '../server/paths.js';
 import { startHarness, type Harness } from '../test/support/harness.js';
 import { enrolmentCode, openShop } from '../test/support/shop-pc.js';
+import { npmFfmpeg, resolveFfmpeg } from '../agent/capture/ffmpeg-bin.js';
 import type { StatusReport } from './status.js';
 
 const root = packageRoot();
@@ -34,9 +35,9 @@ function ensureCliBuilt(): void {
   }
 }
 
-function footfall(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function footfall(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cli, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -78,6 +79,19 @@ describe('footfall status', () => {
     const j = JSON.parse((await footfall(['status', '--config', path.join(tmp, 'none.json'), '--json'])).stdout) as StatusReport;
     expect(j).toMatchObject({ enrolled: false, ffmpeg: { found: true } });
     expect(j.head_office).toBeUndefined();
+  });
+
+  it('says which ffmpeg it uses: FOOTFALL_FFMPEG first; with no ffmpeg on PATH, the npm package\'s', async () => {
+    const none = path.join(tmp, 'none.json');
+    const env = { ...process.env };
+    delete env.FOOTFALL_FFMPEG;
+    const emptyPath = mkdtempSync(path.join(tmp, 'path-'));
+    const npm = npmFfmpeg();
+    const bare = (await footfall(['status', '--config', none, '--json'], { ...env, PATH: emptyPath })).stdout;
+    if (npm) expect(JSON.parse(bare)).toMatchObject({ ffmpeg: { found: true, path: npm, source: 'the npm package', version: expect.stringMatching(/^4\.x \(/) } });
+    else expect(JSON.parse(bare)).toMatchObject({ ffmpeg: { found: false } }); // a platform the npm packages do not cover
+    const r = await footfall(['status', '--config', none], { ...env, PATH: emptyPath, FOOTFALL_FFMPEG: resolveFfmpeg(env).path });
+    expect(r.stdout).toMatch(/^ffmpeg: \d\S* .*from FOOTFALL_FFMPEG \(/m);
   });
 
   it('enrolled, head office up: shop, head office answers, broker reachable, queue counts read while an agent holds the file; exit 0; no secret printed', async () => {

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import { AgentConfigError, DEFAULT_AGENT_CONFIG_PATH, brokerHost, defaultModelsDir, loadAgentConfig, queueFile, type AgentConfig } from '../agent/config/config.js';
+import { ffmpegCommand, type FfmpegSource } from '../agent/capture/ffmpeg-bin.js';
 
 /** How long head office and the broker get to answer. */
 export const STATUS_TIMEOUT_MS = 3000;
@@ -34,7 +35,7 @@ export interface StatusReport {
   models?: { dir: string; present: boolean; verified: boolean; set?: string; detail: string };
   /** The person detector's model (door counting), from bodies.json in the same folder. Additive. */
   body_models?: StatusReport['models'];
-  ffmpeg?: { path: string; found: boolean; version?: string; detail?: string };
+  ffmpeg?: { path: string; source: string; found: boolean; version?: string; detail?: string };
   service?: { checked: boolean; state?: string; detail?: string };
 }
 
@@ -197,12 +198,32 @@ function run(cmd: string, args: string[]): Promise<{ code: number | string; stdo
   });
 }
 
-export async function checkFfmpeg(ffmpegPath: string): Promise<NonNullable<StatusReport['ffmpeg']>> {
+/** Where the ffmpeg in use came from, in words (`footfall status`). */
+const FFMPEG_SOURCE: Record<FfmpegSource, string> = {
+  FOOTFALL_FFMPEG: 'FOOTFALL_FFMPEG',
+  path: 'the system',
+  npm: 'the npm package',
+  config: 'ffmpeg_path',
+};
+
+/**
+ * The ffmpeg the agent runs (`configured`: its ffmpeg_path; the default `ffmpeg` is FOOTFALL_FFMPEG, else the one on
+ * PATH, else the npm package's) and its version. A git snapshot (the npm build's `N-47683-g0e8eb07980-static`) is
+ * shown with its release line, read from libavformat's version: `4.x (N-47683-...)`.
+ */
+export async function checkFfmpeg(configured: string): Promise<NonNullable<StatusReport['ffmpeg']>> {
+  const { path: ffmpegPath, source } = ffmpegCommand(configured);
+  const from = FFMPEG_SOURCE[source];
   const r = await run(ffmpegPath, ['-hide_banner', '-version']);
-  if (r.code === 'ENOENT') return { path: ffmpegPath, found: false, detail: 'not found: apt-get install ffmpeg, or set ffmpeg_path' };
+  if (r.code === 'ENOENT') return { path: ffmpegPath, source: from, found: false, detail: 'not found: apt-get install ffmpeg (or npm ci, whose optional @ffmpeg-installer package ships one), or set ffmpeg_path' };
   const m = r.stdout.match(/ffmpeg version (\S+)/);
-  if (r.code !== 0 || !m) return { path: ffmpegPath, found: false, detail: `does not run as ffmpeg (${r.code})` };
-  return { path: ffmpegPath, found: true, version: m[1]! };
+  if (r.code !== 0 || !m) return { path: ffmpegPath, source: from, found: false, detail: `does not run as ffmpeg (${r.code})` };
+  let version = m[1]!;
+  if (!/^n?\d/.test(version)) {
+    const lavf = /^libavformat\s+(\d+)\./m.exec(r.stdout);
+    if (lavf) version = `${Number(lavf[1]) - 54}.x (${version})`;
+  }
+  return { path: ffmpegPath, source: from, found: true, version };
 }
 
 /** `systemctl is-active footfall-agent`, when systemd runs this machine (sd_booted: /run/systemd/system). */
@@ -278,7 +299,7 @@ export function describeStatus(r: StatusReport): string[] {
   }
   if (r.models) out.push(`Face models: ${r.models.present && r.models.verified ? 'installed and verified' : r.models.present ? 'NOT VERIFIED' : 'not installed'} in ${r.models.dir} (${r.models.detail}).`);
   if (r.body_models) out.push(`Person model (door counting): ${r.body_models.present && r.body_models.verified ? 'installed and verified' : r.body_models.present ? 'NOT VERIFIED' : 'not installed'} in ${r.body_models.dir} (${r.body_models.detail}).`);
-  if (r.ffmpeg) out.push(`ffmpeg: ${r.ffmpeg.found ? `${r.ffmpeg.version} (${r.ffmpeg.path})` : `${r.ffmpeg.path}: ${r.ffmpeg.detail}`}.`);
+  if (r.ffmpeg) out.push(`ffmpeg: ${r.ffmpeg.found ? `${r.ffmpeg.version} from ${r.ffmpeg.source} (${r.ffmpeg.path})` : `${r.ffmpeg.path}: ${r.ffmpeg.detail}`}.`);
   if (r.service) out.push(`Service footfall-agent: ${r.service.checked ? r.service.state : `not checked (${r.service.detail})`}.`);
   return out;
 }

@@ -1,6 +1,6 @@
 /**
  * The shop PC end to end: a real head office in-process (HTTP, broker, SQLite), a real RTSP server on 127.0.0.1
- * (GStreamer, looped H.264 clip, basic auth), Debian's ffmpeg, and the agent runtime in-process.
+ * (test/support/rtsp.ts, looped H.264 clip, basic auth), the ffmpeg the agent resolves, and the agent runtime in-process.
  *
  * Enrolment (in-process and through the built CLI), then: a camera added through the API connects, a snapshot
  * arrives, a connection check is answered, live view frames reach an SSE viewer and the upload stops after the
@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { npmFfmpeg } from '../agent/capture/ffmpeg-bin.js';
 import { loadAgentConfig, type AgentConfig } from '../agent/config/config.js';
 import { EnrolError, enrolShopPc } from '../agent/enrol/enrol.js';
 import { testModelsDir } from '../agent/models/test-cache.js';
@@ -414,11 +415,17 @@ describe('footfall agent', () => {
     expect(ffmpegs(rtsp.port).length).toBeGreaterThan(0);
   }
 
-  it('footfall agent (the built CLI) runs the cameras and stops cleanly on SIGTERM', async () => {
+  it('footfall agent (the built CLI) runs the cameras and stops cleanly on SIGTERM; with no ffmpeg on PATH, on the npm package\'s', async () => {
     // An earlier failure must not leave the in-process runtime holding the data folder's lock.
     await runtime?.stop();
     runtime = undefined;
-    const child = spawn(process.execPath, [cli, 'agent', '--config', configFile, '--no-recognition'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A machine without system ffmpeg: an empty PATH, no FOOTFALL_FFMPEG; the agent finds @ffmpeg-installer's (where
+    // this platform has one: linux-x64, linux-arm64, win32-x64; elsewhere the machine's own is used).
+    const npm = npmFfmpeg();
+    const env = { ...process.env };
+    delete env.FOOTFALL_FFMPEG;
+    if (npm) env.PATH = mkdtempSync(path.join(os.tmpdir(), 'footfall-no-ffmpeg-'));
+    const child = spawn(process.execPath, [cli, 'agent', '--config', configFile, '--no-recognition'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -434,8 +441,10 @@ describe('footfall agent', () => {
       expect(out).not.toContain(config.token);
       expect(out).not.toContain(config.broker.password);
       expect(out).not.toContain(PASSWORD);
+      if (npm) for (const pid of ffmpegs(rtsp.port)) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).toBe(npm);
     } finally {
       child.kill('SIGTERM');
+      if (npm) rmSync(env.PATH!, { recursive: true, force: true });
     }
     const sent = Date.now();
     const { code, signal } = await exited;

@@ -1,5 +1,5 @@
 /**
- * The whole product chain with real parts and nothing injected: a real RTSP server on 127.0.0.1 (GStreamer) loops a
+ * The whole product chain with real parts and nothing injected: a real RTSP server on 127.0.0.1 (test/support/rtsp.ts) loops a
  * clip with faces; an enrolled shop PC (the agent runtime in-process: ffmpeg capture, recognition on the real
  * models, durable queue, face uploads, MQTT QoS 1) watches it through a camera added with the API; head office
  * (in-process: broker, ingest thread, matching, SQLite) stores the visits; everything is asserted through the public

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../server/config.js';
+import { noteSkip } from './support/skips.js';
 
 /**
  * packaging/install-agent.sh and install-server.sh, run with their test-only `--root DIR` (packaging/lib.sh): files
@@ -357,14 +358,14 @@ describe('packaging scripts and units', () => {
     for (const s of scripts.filter((f) => path.basename(f).startsWith('install-'))) expect(mode(s) & 0o111, s).toBe(0o111);
   });
 
-  if (!has('shellcheck')) console.log('shellcheck is not installed (Debian: apt-get install shellcheck): its check is skipped');
+  if (!has('shellcheck')) noteSkip('test/install-scripts.test.ts', 'no shellcheck (apt-get install shellcheck)');
   it.skipIf(!has('shellcheck'))('shellcheck passes on every script', () => {
     const r = spawnSync('shellcheck', ['-x', ...scripts], { encoding: 'utf8', cwd: packaging });
     expect(r.stdout + r.stderr).toBe('');
     expect(r.status).toBe(0);
   });
 
-  if (!has('systemd-analyze')) console.log('systemd-analyze is not installed: the unit files are not verified');
+  if (!has('systemd-analyze')) noteSkip('test/install-scripts.test.ts', 'no systemd-analyze (apt-get install systemd): unit files not verified');
   it.skipIf(!has('systemd-analyze'))('systemd-analyze verify accepts the installed units', () => {
     const root = fresh('root');
     const dir = app();

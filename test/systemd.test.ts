@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { noteSkip } from './support/skips.js';
 
 /**
  * The install scripts under a real systemd: a minimal Debian (debootstrap, the codename of this machine, the
@@ -33,7 +34,7 @@ const skipReason =
   : !npmCli ? 'npm is not in /usr/lib/node_modules/npm'
   : !fs.existsSync(path.join(repo, 'dist/cli/main.js')) ? 'the application is not built (npm run build)'
   : undefined;
-if (skipReason) console.warn(`test/systemd.test.ts skipped: ${skipReason}`);
+if (skipReason) noteSkip('test/systemd.test.ts', skipReason);
 
 interface Out {
   code: number | null;

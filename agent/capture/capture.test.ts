@@ -1,5 +1,5 @@
 /**
- * Capture against a real RTSP server (GStreamer, 127.0.0.1) with Debian's ffmpeg: pictures at the detect rate and
+ * Capture against a real RTSP server (test/support/rtsp.ts, 127.0.0.1) with the ffmpeg the agent resolves (ffmpeg-bin.ts): pictures at the detect rate and
  * size, readable reasons for a wrong password, a wrong path and a dead port, reconnection after the server comes
  * back, and no ffmpeg left behind.
  */

@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { ffmpegCommand, ffmpegMajor, rtspTimeoutOption } from './ffmpeg-bin.js';
 
 export type Rotation = 0 | 90 | 180 | 270;
 
@@ -33,6 +34,8 @@ export interface DecodeOptions {
    * stdout. See CameraWorker: read from a socket, node can fill one reused buffer instead of allocating per read.
    */
   socketPath?: string;
+  /** The ffmpeg that will run these arguments (as configured; see ffmpegCommand): ffmpeg 4 spells the I/O timeout differently. */
+  ffmpegPath?: string;
 }
 
 const ROTATE_FILTER: Record<Rotation, string[]> = {
@@ -57,9 +60,14 @@ export type StreamInput = string | { script: string };
 export function decodeArgs(input: StreamInput, opts: DecodeOptions): string[] {
   const source =
     typeof input === 'string'
-      ? ['-rtsp_transport', opts.transport ?? 'tcp', '-timeout', String(ioTimeoutUs(opts)), '-i', input]
+      ? ['-rtsp_transport', opts.transport ?? 'tcp', `-${timeoutOption(opts)}`, String(ioTimeoutUs(opts)), '-i', input]
       : ['-f', 'concat', '-safe', '0', '-protocol_whitelist', 'file,rtsp,rtp,tcp,udp', '-i', input.script];
   return ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'warning', ...source, ...pictureArgs(opts)];
+}
+
+/** `timeout`, or `stimeout` for an ffmpeg older than 5 (where `timeout` means "listen"): see rtspTimeoutOption. */
+function timeoutOption(opts: Pick<DecodeOptions, 'ffmpegPath'>): string {
+  return rtspTimeoutOption(ffmpegCommand(opts.ffmpegPath).path);
 }
 
 function ioTimeoutUs(opts: Pick<DecodeOptions, 'ioTimeoutMs'>): number {
@@ -77,18 +85,23 @@ export function hasCredentials(url: string): boolean {
  * read an option's value from a file, but its concat demuxer opens the URLs a script names, with per-input options.
  * So a URL with a password goes into an ffconcat script, mode 0600, in `dir` (a private folder of the agent's),
  * with the options the command line would have given; decodeArgs({ script }) opens it. The caller deletes it when
- * ffmpeg is done.
+ * ffmpeg is done. ffmpeg 4 (the npm package's build) has no `option` lines in ffconcat: there the transport rides
+ * on the URL as the RTSP demuxer's own `?tcp` / `?udp` (it strips it before asking the camera), and the socket
+ * timeout is left to the worker's watchdogs.
  */
-export function writeStreamScript(url: string, dir: string, name: string, opts: Pick<DecodeOptions, 'ioTimeoutMs' | 'transport'> = {}): { script: string } {
+export function writeStreamScript(url: string, dir: string, name: string, opts: Pick<DecodeOptions, 'ioTimeoutMs' | 'transport' | 'ffmpegPath'> = {}): { script: string } {
   // The script is line-based and the URL sits in single quotes: control characters are percent-encoded (a URL has
   // none), a quote closes and reopens the quoting.
+  const old = (ffmpegMajor(ffmpegCommand(opts.ffmpegPath).path) ?? 5) < 5;
+  const target = old ? `${url}${url.includes('?') ? '&' : '?'}${opts.transport ?? 'tcp'}` : url;
   let safe = '';
-  for (const c of url) {
+  for (const c of target) {
     const code = c.charCodeAt(0);
     safe += code <= 0x20 || code === 0x7f ? `%${code.toString(16).padStart(2, '0').toUpperCase()}` : c === "'" ? "'\\''" : c;
   }
   const script = path.join(dir, `${name}.ffconcat`);
-  fs.writeFileSync(script, `ffconcat version 1.0\nfile '${safe}'\noption rtsp_transport ${opts.transport ?? 'tcp'}\noption timeout ${ioTimeoutUs(opts)}\n`, { mode: 0o600 });
+  const options = old ? '' : `option rtsp_transport ${opts.transport ?? 'tcp'}\noption timeout ${ioTimeoutUs(opts)}\n`;
+  fs.writeFileSync(script, `ffconcat version 1.0\nfile '${safe}'\n${options}`, { mode: 0o600 });
   return { script };
 }
 
@@ -143,8 +156,9 @@ export function connectPictureSocket(
   attempt();
 }
 
+/** Spawns ffmpeg: `ffmpegPath` as configured, the default `ffmpeg` resolved by ffmpegCommand (PATH, else the npm package's). */
 export function spawnFfmpeg(args: string[], ffmpegPath = 'ffmpeg'): FfmpegProcess {
-  return spawn(ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+  return spawn(ffmpegCommand(ffmpegPath).path, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
 }
 
 /** Resolves when the process has exited and its pipes are closed (at once if it already has, or never started). */

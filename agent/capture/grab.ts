@@ -34,8 +34,8 @@ export async function grabFrame(target: string | CameraSource, timeoutMs = 10_00
   const ioTimeoutMs = timeoutMs + 5000;
   // A password stays off ffmpeg's command line (see writeStreamScript): in a private folder, gone when ffmpeg is.
   const dir = hasCredentials(url) ? mkdtempSync(join(tmpdir(), 'footfall-grab-')) : undefined;
-  const input = dir ? writeStreamScript(url, dir, 'camera', { ioTimeoutMs }) : url;
-  const args = decodeArgs(input, { fps: 25, maxWidth: options.maxWidth ?? 1920, frames: 1, ioTimeoutMs });
+  const input = dir ? writeStreamScript(url, dir, 'camera', { ioTimeoutMs, ffmpegPath: options.ffmpegPath }) : url;
+  const args = decodeArgs(input, { fps: 25, maxWidth: options.maxWidth ?? 1920, frames: 1, ioTimeoutMs, ffmpegPath: options.ffmpegPath });
   const child = spawnFfmpeg(args, options.ffmpegPath);
   const stderr = new LineTail(30, (line) => redact(line, secrets));
   let image: RawImage | undefined;

@@ -4,6 +4,7 @@ import { Backoff } from './backoff.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ffmpegMajor, npmFfmpeg, resolveFfmpeg } from './ffmpeg-bin.js';
 import { LineTail, decodeArgs, hasCredentials, videoFilter, writeStreamScript } from './ffmpeg.js';
 import { PictureBuffers, PpmReader, type RawImage } from './ppm.js';
 import { explainFfmpeg } from './reasons.js';
@@ -142,14 +143,24 @@ describe('ffmpeg arguments', () => {
     expect(hasCredentials('rtsp://h:554/x?user=a@b')).toBe(false);
     const dir = mkdtempSync(join(tmpdir(), 'footfall-parts-'));
     try {
-      const input = writeStreamScript("rtsp://o'brien:pw@h:554/a b\nfile '/etc/passwd'", dir, '7', { ioTimeoutMs: 2000 });
-      expect(input.script).toBe(join(dir, '7.ffconcat'));
-      expect(readFileSync(input.script, 'utf8')).toBe(
-        "ffconcat version 1.0\nfile 'rtsp://o'\\''brien:pw@h:554/a%20b%0Afile%20'\\''/etc/passwd'\\'''\noption rtsp_transport tcp\noption timeout 2000000\n",
-      );
-      const args = decodeArgs(input, { fps: 5, maxWidth: 640 });
-      expect(args.join(' ')).toContain(`-f concat -safe 0 -protocol_whitelist file,rtsp,rtp,tcp,udp -i ${input.script}`);
-      expect(args.join(' ')).not.toContain('rtsp://');
+      // Each ffmpeg at hand: the system's (5 and later: per-input `option` lines) and the npm package's (4.x: none; the
+      // transport rides on the URL as the RTSP demuxer's own `?tcp`, and the I/O timeout is spelled -stimeout).
+      const bins = [...new Set([resolveFfmpeg().path, npmFfmpeg()].filter((b): b is string => !!b && ffmpegMajor(b) !== undefined))];
+      expect(bins.length).toBeGreaterThan(0);
+      for (const ffmpegPath of bins) {
+        const old = ffmpegMajor(ffmpegPath)! < 5;
+        const input = writeStreamScript("rtsp://o'brien:pw@h:554/a b\nfile '/etc/passwd'", dir, '7', { ioTimeoutMs: 2000, ffmpegPath });
+        expect(input.script).toBe(join(dir, '7.ffconcat'));
+        expect(readFileSync(input.script, 'utf8')).toBe(
+          old
+            ? "ffconcat version 1.0\nfile 'rtsp://o'\\''brien:pw@h:554/a%20b%0Afile%20'\\''/etc/passwd'\\''?tcp'\n"
+            : "ffconcat version 1.0\nfile 'rtsp://o'\\''brien:pw@h:554/a%20b%0Afile%20'\\''/etc/passwd'\\'''\noption rtsp_transport tcp\noption timeout 2000000\n",
+        );
+        const args = decodeArgs(input, { fps: 5, maxWidth: 640, ffmpegPath });
+        expect(args.join(' ')).toContain(`-f concat -safe 0 -protocol_whitelist file,rtsp,rtp,tcp,udp -i ${input.script}`);
+        expect(args.join(' ')).not.toContain('rtsp://');
+        expect(decodeArgs('rtsp://h/x', { fps: 5, maxWidth: 640, ffmpegPath }).join(' ')).toContain(old ? '-stimeout 30000000 -i rtsp://h/x' : '-timeout 30000000 -i rtsp://h/x');
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -214,8 +214,8 @@ export class CameraWorker extends EventEmitter<WorkerEvents> {
     const runNumber = this.counters.runs + 1;
     const socketPath = this.transport() === 'socket' ? join(this.dir(), `${runNumber}.sock`) : undefined;
     const url = rtspUrl(source);
-    const input = hasCredentials(url) ? writeStreamScript(url, this.dir(), String(runNumber), { ioTimeoutMs }) : url;
-    const args = decodeArgs(input, { fps, maxWidth: this.opts.maxWidth, rotate: this.opts.rotate, ioTimeoutMs, ...(socketPath ? { socketPath } : {}) });
+    const input = hasCredentials(url) ? writeStreamScript(url, this.dir(), String(runNumber), { ioTimeoutMs, ffmpegPath: this.opts.ffmpegPath }) : url;
+    const args = decodeArgs(input, { fps, maxWidth: this.opts.maxWidth, rotate: this.opts.rotate, ioTimeoutMs, ffmpegPath: this.opts.ffmpegPath, ...(socketPath ? { socketPath } : {}) });
     const clean = (line: string) => redact(line, [source.password]);
     const child = spawnFfmpeg(args, this.opts.ffmpegPath);
     const run: Run = {

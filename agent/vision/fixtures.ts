@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { ensureTestPhotos } from '../fixtures/registry-photos.js';
 import { repoRoot, testCacheRoot } from '../models/test-cache.js';
+import { ffmpegBin } from '../capture/ffmpeg-bin.js';
 
 const execFileP = promisify(execFile);
 
@@ -67,7 +68,7 @@ export async function ensureRegistryVideo(): Promise<string> {
   });
   const graph = `${filters.join(';')};${parts.join('')}concat=n=${seq.length * 2}:v=1:a=0[v]`;
   try {
-    await execFileP('ffmpeg', ['-nostdin', '-v', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', '-r', '5', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '20', tmp]);
+    await execFileP(ffmpegBin(), ['-nostdin', '-v', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', '-r', '5', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '20', tmp]);
     await rename(tmp, out);
   } catch (err) {
     await rm(tmp, { force: true });

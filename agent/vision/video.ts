@@ -2,20 +2,14 @@
  * Decoding a video file into RGB frames with ffmpeg, for tests, the benchmark
  * and diagnostics (the agent's live capture is agent/capture).
  */
-import { spawn, execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { spawn } from 'node:child_process';
+import { ffmpegBin, probeVideoFile } from '../capture/ffmpeg-bin.js';
 import type { RgbImage } from './types.js';
 
-const execFileP = promisify(execFile);
 
 export async function probeVideo(path: string): Promise<{ width: number; height: number; duration: number }> {
-  const { stdout } = await execFileP('ffprobe', [
-    '-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=width,height:format=duration', '-of', 'json', path,
-  ]);
-  const j = JSON.parse(stdout) as { streams?: { width?: number; height?: number }[]; format?: { duration?: string } };
-  const s = j.streams?.[0];
-  if (!s?.width || !s.height) throw new Error(`${path}: no video stream`);
-  return { width: s.width, height: s.height, duration: Number(j.format?.duration ?? 0) };
+  const { width, height, duration } = await probeVideoFile(path);
+  return { width, height, duration };
 }
 
 export interface DecodeOptions {
@@ -34,7 +28,8 @@ export async function* decodeVideo(path: string, opts: DecodeOptions = {}, usage
   const args = ['-nostdin', '-v', 'error', '-i', path, ...vf, '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'];
   // Run through bash so `times` can report ffmpeg's CPU time on fd 3.
   const quoted = args.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  const child = spawn('bash', ['-c', `ffmpeg ${quoted}; rc=$?; times >&3; exit $rc`], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+  const bin = `'${ffmpegBin().replace(/'/g, `'\\''`)}'`;
+  const child = spawn('bash', ['-c', `${bin} ${quoted}; rc=$?; times >&3; exit $rc`], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
   let stderr = '';
   let timesText = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -1,19 +1,23 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { expect } from 'vitest';
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
+import { onPath } from '../../agent/capture/ffmpeg-bin.js';
+import { noteSkip } from './skips.js';
 
 /**
  * Helpers for the console's browser tests (Debian's chromium driven by playwright-core): a page in a fresh context
  * (empty storage) watched for console errors, uncaught exceptions and CSP violations, signing in, and the stored
- * session. Without /usr/bin/chromium (or FOOTFALL_CHROMIUM) the test files skip with a printed reason.
+ * session. Without `chromium` on PATH (or FOOTFALL_CHROMIUM) the test files skip with a printed reason.
  */
 
-export const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? '/usr/bin/chromium';
-export const haveChromium = fs.existsSync(CHROMIUM);
+/** FOOTFALL_CHROMIUM, else `chromium` on PATH (Debian's /usr/bin/chromium). */
+export const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? onPath('chromium') ?? 'chromium';
+export const haveChromium = CHROMIUM.includes(path.sep) && fs.existsSync(CHROMIUM);
 
-/** Prints why a browser test file is skipped (call at the top of the file). */
+/** Notes why a browser test file is skipped (call at the top of the file); printed once, with a count, at the end of the run. */
 export function warnIfNoChromium(file: string): void {
-  if (!haveChromium) console.warn(`${file} skipped: no chromium at ${CHROMIUM} (apt-get install chromium, or set FOOTFALL_CHROMIUM)`);
+  if (!haveChromium) noteSkip(`test/${file}`, 'no chromium (apt-get install chromium, or set FOOTFALL_CHROMIUM)');
 }
 
 /** Failed fetches the console makes on purpose (a wrong password, an expired token) are logged by Chromium. */

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ensureTestPhotos } from '../../agent/fixtures/registry-photos.js';
 import { sharedClip } from '../../agent/vision/fixtures.js';
+import { ffmpegBin, probeVideoFile } from '../../agent/capture/ffmpeg-bin.js';
 
 const run = promisify(execFile);
 
@@ -47,7 +48,7 @@ async function makeClip(): Promise<string> {
   // Written under a unique name and renamed into place: concurrent test processes never see half a file.
   const tmp = `${file}.${process.pid}.${Date.now()}.tmp.mp4`;
   try {
-    await run('ffmpeg', [
+    await run(ffmpegBin(), [
       '-hide_banner', '-nostdin', '-loglevel', 'error', '-y',
       '-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=25:duration=5',
       '-c:v', 'libx264', '-preset', 'veryfast', '-profile:v', 'baseline', '-pix_fmt', 'yuv420p', '-g', '25',
@@ -62,10 +63,9 @@ async function makeClip(): Promise<string> {
 
 /** Seconds of a file's first video stream (what the RTSP test server loops: audio is not served). */
 export async function videoSeconds(file: string): Promise<number> {
-  const { stdout } = await run('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=duration', '-of', 'csv=p=0', file]);
-  const s = Number(stdout.trim());
-  if (!(s > 0)) throw new Error(`${file}: no video duration (${stdout.trim()})`);
-  return s;
+  const { videoDuration } = await probeVideoFile(file);
+  if (!(videoDuration > 0)) throw new Error(`${file}: no video duration`);
+  return videoDuration;
 }
 
 /**
@@ -123,7 +123,7 @@ async function makeRegistryClip(): Promise<string> {
     `concat=n=${showings.length * 2}:v=1:a=0[v]`;
   const tmp = `${file}.${process.pid}.${Date.now()}.tmp.mp4`;
   try {
-    await run('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', '-r', '25', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '20', '-g', '50', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', tmp]);
+    await run(ffmpegBin(), ['-hide_banner', '-nostdin', '-loglevel', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', '-r', '25', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '20', '-g', '50', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', tmp]);
     await rename(tmp, file);
   } finally {
     await rm(tmp, { force: true });
