@@ -149,6 +149,8 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
     log,
     maxFps: Number(process.env.DOOR_FPS ?? 3),
     ...(process.env.DOOR_FOLLOW !== undefined ? { follow: process.env.DOOR_FOLLOW === '1' } : {}),
+    ...(process.env.DOOR_PERSON_PX !== undefined ? { personPx: Number(process.env.DOOR_PERSON_PX) || false } : {}),
+    ...(process.env.DOOR_NEAR_FPS !== undefined ? { nearFps: Number(process.env.DOOR_NEAR_FPS) } : {}),
     ...(BAND !== undefined ? { band: BAND > 0 ? { margin: BAND } : false } : {}),
     ...options,
   });

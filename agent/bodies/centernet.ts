@@ -21,6 +21,8 @@ export interface DecodeOptions {
   fit: Fit;
   /** Square input side in pixels, for the models that take more than one (MoveNet); others ignore it. */
   inputSize?: number;
+  /** `shape` fit only: the most the picture is scaled by (people sized for the detector, doors.ts); never above the input's pixels. */
+  maxScale?: number;
 }
 
 export async function detectCenterNet(model: GraphModel, image: RawImage, o: DecodeOptions): Promise<BodyBox[]> {

@@ -30,6 +30,11 @@ describe("a door line's band", () => {
     expect(shapeInput(60, 60, 256)).toEqual({ width: 128, height: 128 });
   });
 
+  it('scales by at most maxScale (people already large enough), never above the square pixels', () => {
+    expect(shapeInput(768, 576, 256, 0.25)).toEqual({ width: 192, height: 160 });
+    expect(shapeInput(232, 576, 256, 5)).toEqual(shapeInput(232, 576, 256));
+  });
+
   it('widens with the tallest person lately: 0.75 of their height in steps of 0.05, never under the least, at most the picture', () => {
     // People 60-110 px tall in a 576-px picture keep the 0.2 band; the drawn door's 290 px of 360 get 0.65.
     expect(bandMargin(0.2, 110 / 576)).toBe(0.2);

@@ -8,9 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { RawImage } from '../capture/ppm.js';
 import type { BodyDetectorOptions } from './detector.js';
-import type { BodyBox, BodyDetector } from './types.js';
+import type { BodyBox, BodyDetector, DetectHint } from './types.js';
 
-export type DetectorRequest = { op: 'detect'; id: number; width: number; height: number; data: Uint8Array } | { op: 'close' };
+export type DetectorRequest = { op: 'detect'; id: number; width: number; height: number; data: Uint8Array; maxScale?: number } | { op: 'close' };
 export type DetectorReply =
   | { op: 'ready'; name: string }
   | { op: 'failed'; message: string }
@@ -51,13 +51,13 @@ export function startBodyDetectorThread(modelsDir: string, options: BodyDetector
       if (m.op === 'ready') {
         resolve({
           name: m.name,
-          detect(image: RawImage): Promise<BodyBox[]> {
+          detect(image: RawImage, hint?: DetectHint): Promise<BodyBox[]> {
             if (gone) return Promise.reject(gone);
             const id = ++next;
             const data = new Uint8Array(image.data.subarray(0, image.width * image.height * 3));
             return new Promise<BodyBox[]>((res, rej) => {
               waiting.set(id, { resolve: res, reject: rej });
-              worker.postMessage({ op: 'detect', id, width: image.width, height: image.height, data } satisfies DetectorRequest, [data.buffer]);
+              worker.postMessage({ op: 'detect', id, width: image.width, height: image.height, data, ...(hint?.maxScale !== undefined ? { maxScale: hint.maxScale } : {}) } satisfies DetectorRequest, [data.buffer]);
             });
           },
           async close(): Promise<void> {

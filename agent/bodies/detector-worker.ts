@@ -25,7 +25,7 @@ port.on('message', (m: DetectorRequest) => {
     }
     try {
       const d = await ready;
-      const boxes = await d.detect({ width: m.width, height: m.height, data: Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength) });
+      const boxes = await d.detect({ width: m.width, height: m.height, data: Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength) }, m.maxScale !== undefined ? { maxScale: m.maxScale } : undefined);
       reply({ op: 'boxes', id: m.id, boxes });
     } catch (err) {
       reply({ op: 'error', id: m.id, message: (err as Error).message });

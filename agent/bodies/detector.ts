@@ -18,7 +18,7 @@ import { checkMoveNetSize, detectMoveNet } from './movenet.js';
 import { detectNanoDet } from './nanodet.js';
 import { loadPinnedGraphModel } from './tfjs.js';
 import type { GraphModel } from './tfjs.js';
-import type { BodyBox, BodyDetector } from './types.js';
+import type { BodyBox, BodyDetector, DetectHint } from './types.js';
 
 export interface BodyDetectorOptions {
   /** Which installed model; default the manifest's default (MoveNet MultiPose). */
@@ -83,9 +83,9 @@ export async function loadBodyDetector(modelsDir: string, options: BodyDetectorO
   let closed = false;
   return {
     name: `${id}${options.inputSize !== undefined ? `@${options.inputSize}` : ''} (${DEFAULT_BODY_MODEL_SET.package.spec}, tfjs-wasm)`,
-    async detect(image: RawImage): Promise<BodyBox[]> {
+    async detect(image: RawImage, hint?: DetectHint): Promise<BodyBox[]> {
       if (closed) throw new Error('The person detector is closed.');
-      return decode(model, image, o);
+      return decode(model, image, hint?.maxScale !== undefined ? { ...o, maxScale: hint.maxScale } : o);
     },
     async close(): Promise<void> {
       if (closed) return;

@@ -17,9 +17,12 @@ export type Fit = 'letterbox' | 'stretch' | 'shape';
 /** Most a `shape` input enlarges a picture. */
 export const MAX_UPSCALE = 2;
 
-/** The input width and height for a `shape` fit of a width x height picture into the pixels of a size x size square. */
-export function shapeInput(width: number, height: number, size: number): { width: number; height: number } {
-  const scale = Math.min(MAX_UPSCALE, Math.sqrt((size * size) / (width * height)));
+/**
+ * The input width and height for a `shape` fit of a width x height picture into the pixels of a size x size square,
+ * scaled by at most `maxScale` (a smaller input when the people in it would be larger than the detector needs).
+ */
+export function shapeInput(width: number, height: number, size: number, maxScale = Infinity): { width: number; height: number } {
+  const scale = Math.min(MAX_UPSCALE, maxScale, Math.sqrt((size * size) / (width * height)));
   const side = (v: number) => Math.max(32, Math.round((v * scale) / 32) * 32);
   return { width: side(width), height: side(height) };
 }
@@ -33,12 +36,12 @@ export interface Fitted {
 }
 
 /** The picture resized into a size x size input; the caller disposes `input`. */
-export function fitPicture(image: RawImage, size: number, fit: Fit, dtype: 'float32' | 'int32'): Fitted {
+export function fitPicture(image: RawImage, size: number, fit: Fit, dtype: 'float32' | 'int32', maxScale?: number): Fitted {
   if (image.width < 1 || image.height < 1 || image.data.length < image.width * image.height * 3) {
     throw new Error(`Not an RGB24 picture: ${image.width}x${image.height}, ${image.data.length} bytes.`);
   }
   const scale = Math.min(size / image.width, size / image.height);
-  const shaped = fit === 'shape' ? shapeInput(image.width, image.height, size) : undefined;
+  const shaped = fit === 'shape' ? shapeInput(image.width, image.height, size, maxScale) : undefined;
   const width = shaped?.width ?? (fit === 'stretch' ? size : Math.max(1, Math.min(size, Math.round(image.width * scale))));
   const height = shaped?.height ?? (fit === 'stretch' ? size : Math.max(1, Math.min(size, Math.round(image.height * scale))));
   const pixels = new Uint8Array(image.data.buffer, image.data.byteOffset, image.width * image.height * 3);

@@ -29,7 +29,7 @@ export function checkMoveNetSize(size: number): void {
 export async function detectMoveNet(model: GraphModel, image: RawImage, o: DecodeOptions): Promise<BodyBox[]> {
   const size = o.inputSize ?? MOVENET_SIZE;
   checkMoveNetSize(size);
-  const fitted = fitPicture(image, size, o.fit, 'int32');
+  const fitted = fitPicture(image, size, o.fit, 'int32', o.maxScale);
   let out: tf.Tensor | undefined;
   try {
     out = model.execute(fitted.input) as tf.Tensor;

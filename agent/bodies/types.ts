@@ -14,11 +14,19 @@ export interface BodyBox {
   score: number;
 }
 
+/**
+ * What the caller knows about a picture: `maxScale`, the most it needs enlarging (people are already large enough);
+ * a detector whose input takes the picture's shape (MoveNet, `shape` fit) then uses fewer input pixels. Others ignore it.
+ */
+export interface DetectHint {
+  maxScale?: number;
+}
+
 /** A person detector: one RGB24 picture in, the people in it out. One call at a time per detector. */
 export interface BodyDetector {
   /** Name and version of the model, for logs and the benchmark table. */
   readonly name: string;
-  detect(image: RawImage): Promise<BodyBox[]>;
+  detect(image: RawImage, hint?: DetectHint): Promise<BodyBox[]>;
   close(): Promise<void>;
 }
 

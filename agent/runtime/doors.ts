@@ -50,7 +50,23 @@ export interface DoorCountingOptions {
    * in the band (false: someone standing still in view costs a look every `recheckMs`); default DEFAULT_FOLLOW.
    */
   follow?: boolean;
+  /**
+   * How tall (pixels) people need to be in the detector's input: a look is scaled so the tallest person seen lately
+   * is about this tall (never more input pixels than the detector's default); default DEFAULT_PERSON_PX; false: the
+   * detector's default pixels on every look.
+   */
+  personPx?: number | false;
+  /**
+   * Looks a second per camera while a live track is within one body height of the line (a fast walker crosses and
+   * leaves in a few looks); default DEFAULT_NEAR_FPS; 0 or absent with maxFps 0: every frame.
+   */
+  nearFps?: number;
 }
+
+/** Default of `personPx`: off until measured on the real set (100 px lost entries on the drawn door video: docs/decisions.md). */
+export const DEFAULT_PERSON_PX: number | false = false;
+/** Default of `nearFps` (measured: docs/decisions.md). */
+export const DEFAULT_NEAR_FPS = 0;
 
 /** Default of `follow` (measured: docs/decisions.md). */
 export const DEFAULT_FOLLOW = false;
@@ -88,6 +104,8 @@ interface DoorCamera {
   line: CountingLine;
   /** Tallest person lately (share of the picture's height, decaying), which widens the band (bandMargin). */
   personHeight: number;
+  /** Tallest person seen lately (share of the picture's height, decaying); undefined before anyone was seen. */
+  seenHeight: number | undefined;
   /** When its last frame went on to motion gating (frame time, ms). */
   lastTaken: number;
   tracker: BodyTracker;
@@ -103,6 +121,8 @@ interface Pending {
   width: number;
   height: number;
   camera: DoorCamera;
+  /** The most the picture needs enlarging for the detector (personPx). */
+  maxScale: number | undefined;
 }
 
 export class DoorCounting {
@@ -151,7 +171,8 @@ export class DoorCounting {
       this.load();
       return;
     }
-    const maxFps = this.opts.maxFps ?? 0;
+    const near = this.nearLine(camera);
+    const maxFps = near ? Math.max(this.opts.maxFps ?? 0, this.opts.nearFps ?? DEFAULT_NEAR_FPS) : (this.opts.maxFps ?? 0);
     const at = frame.at.getTime();
     // 10 % slack: capture's frame times jitter, and a frame a little early must not halve the rate.
     if (maxFps > 0 && at - camera.lastTaken < 900 / maxFps) {
@@ -159,7 +180,7 @@ export class DoorCounting {
       return;
     }
     camera.lastTaken = at;
-    const following = (this.opts.follow ?? DEFAULT_FOLLOW) && camera.tracker.tracks().length > 0;
+    const following = near || ((this.opts.follow ?? DEFAULT_FOLLOW) && camera.tracker.tracks().length > 0);
     if (this.gate && !this.gate.pass(frame, following, camera.region)) {
       camera.stats.held++;
       return;
@@ -169,7 +190,9 @@ export class DoorCounting {
     if (this.pending.has(frame.cameraId)) camera.stats.skipped++;
     // Our own copy of the region: capture fills the frame's buffer again with a later picture.
     const picture = cropPicture(frame, camera.region);
-    this.pending.set(frame.cameraId, { picture, region: camera.region, at: frame.at, width: frame.width, height: frame.height, camera });
+    const personPx = this.opts.personPx ?? DEFAULT_PERSON_PX;
+    const maxScale = personPx && camera.seenHeight ? personPx / (camera.seenHeight * frame.height) : undefined;
+    this.pending.set(frame.cameraId, { picture, region: camera.region, at: frame.at, width: frame.width, height: frame.height, camera, maxScale });
     this.draining ??= this.drain().finally(() => {
       this.draining = undefined;
     });
@@ -219,6 +242,7 @@ export class DoorCounting {
       region: band ? bandRegion(line, frame.width, frame.height, bandMargin(band.margin, START_PERSON_HEIGHT)) : { x: 0, y: 0, w: frame.width, h: frame.height },
       line,
       personHeight: START_PERSON_HEIGHT,
+      seenHeight: undefined,
       tracker: new BodyTracker(this.opts.tracker ?? {}, aspect),
       counter: new LineCounter(line, { ...this.opts.line, aspect }),
       lastTaken: Number.NEGATIVE_INFINITY,
@@ -240,8 +264,15 @@ export class DoorCounting {
     const band = this.opts.band ?? { margin: DEFAULT_BAND_MARGIN };
     if (!band) return;
     camera.personHeight = Math.max(camera.personHeight * 0.98, ...boxes.map((b) => b.h));
+    if (boxes.length > 0 || camera.seenHeight !== undefined) camera.seenHeight = Math.max((camera.seenHeight ?? 0) * 0.98, ...boxes.map((b) => b.h));
     const region = bandRegion(camera.line, width, height, bandMargin(band.margin, camera.personHeight));
     if (region.x !== camera.region.x || region.y !== camera.region.y || region.w !== camera.region.w || region.h !== camera.region.h) camera.region = region;
+  }
+
+  /** Whether a live track's point is within one body height of the line (about to cross, or crossing). */
+  private nearLine(camera: DoorCamera): boolean {
+    if (!(this.opts.nearFps ?? DEFAULT_NEAR_FPS)) return false;
+    return camera.tracker.tracks().some((t) => Math.abs(camera.counter.signed(camera.counter.point(t.box))) <= t.box.h);
   }
 
   private load(): void {
@@ -275,12 +306,12 @@ export class DoorCounting {
     while (this.detector && !this.closed) {
       const next = this.pending.entries().next();
       if (next.done) return;
-      const [cameraId, { picture, region, at: frameAt, width, height, camera }] = next.value;
+      const [cameraId, { picture, region, at: frameAt, width, height, camera, maxScale }] = next.value;
       this.pending.delete(cameraId);
       let boxes;
       const started = performance.now();
       try {
-        boxes = (await this.detector.detect(picture)).map((b) => fromRegion(b, region, width, height));
+        boxes = (await this.detector.detect(picture, maxScale !== undefined ? { maxScale } : undefined)).map((b) => fromRegion(b, region, width, height));
       } catch (err) {
         const problem = (err as Error).message;
         if (this.failures++ === 0) this.opts.log.warn({ err: problem, camera: cameraId }, 'person detection failed on a frame');
