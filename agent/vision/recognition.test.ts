@@ -188,11 +188,12 @@ describe.skipIf(!shared)('../shared/faces', () => {
     expect(different, 'different people above the threshold').toEqual([]);
   });
 
-  it('reads the men as male', async () => {
+  it('scores the men on the male side, and never calls them female (gender only when sure)', async () => {
     for (const file of ['obama-1.jpg', 'biden-1.jpg', 'kit-harington-1.jpg', 'alex-lacamoire-1.jpg']) {
       const { faces } = await engine.analyze(await loadImage(join(shared!, file)));
       const a = await engine.attributes(faces[0]!.context, faces[0]!.regions, { expression: false });
-      expect({ file, gender: a.gender }).toEqual({ file, gender: 'male' });
+      // "male" is never sent: on held-out real photos the model says it for most women (docs/recognition.md).
+      expect({ file, maleSide: a.raw!.genderScore! > 0.5, gender: a.gender }).toEqual({ file, maleSide: true, gender: undefined });
     }
   });
 
