@@ -46,6 +46,15 @@ const SAMPLE_S = Number(process.env.BENCH_AGENT_SAMPLE_S ?? 20);
 const SETTLE_S = Number(process.env.BENCH_AGENT_SETTLE_S ?? 10);
 const ROUNDS = Number(process.env.BENCH_AGENT_ROUNDS ?? 2);
 const PROFILE = process.env.BENCH_AGENT_PROFILE === '1';
+type Scene = 'door' | 'large' | 'empty';
+const ALL_SCENES: readonly Scene[] = ['door', 'large', 'empty'];
+/** BENCH_AGENT_SCENES: a comma-separated subset of door,large,empty (all by default). */
+const SCENES: readonly Scene[] = process.env.BENCH_AGENT_SCENES ? ALL_SCENES.filter((x) => process.env.BENCH_AGENT_SCENES!.split(',').includes(x)) : ALL_SCENES;
+const SCENE_NAMES: Record<Scene, string> = {
+  door: 'door, a face in view 2/3 of the time (face 120-150 px wide)',
+  large: 'door, large faces (350-400 px wide, 485 tall), in view 2/3 of the time',
+  empty: 'empty door (idle)',
+};
 
 /**
  * One person at a time in the doorway: the same woman (W) cut out of two registry photos (the crops of
@@ -57,39 +66,55 @@ const SHOWINGS = [
   { photo: 'sample3.jpg', crop: 'crop=540:ih:880:0' },
 ] as const;
 
+/**
+ * The same woman close to the camera, as at a real door where people stand near it: her face 400 px wide
+ * (sample1, box 215 px, crop scaled x1.86) and 350 px wide, 485 tall (sample3, box 222 x 310 px, x1.57), one at a
+ * time, in the doorway 4 s of every 6 as above.
+ */
+const LARGE_SHOWINGS = [
+  { photo: 'sample1.jpg', crop: 'crop=680:387:1231:129' },
+  { photo: 'sample3.jpg', crop: 'crop=560:460:909:118' },
+] as const;
+
 /** The door (grey wall colour), a camera's temporal sensor noise, 1280x720 25 fps H.264 as an IP camera sends it. */
 const DOOR = 'color=c=0x6b6459:s=1280x720:r=25';
 const NOISE = 'noise=alls=3:allf=t';
 const ENCODE = ['-r', '25', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '23', '-g', '50', '-pix_fmt', 'yuv420p', '-movflags', '+faststart'];
 
-export async function doorVideos(): Promise<{ door: string; empty: string }> {
+/** A door video: each showing in the doorway HOLD_S, then the empty door EMPTY_S, sensor noise throughout. */
+async function showingsVideo(file: string, showings: readonly { photo: string; crop: string }[]): Promise<void> {
+  if (fs.existsSync(file)) return;
+  const { dir: photos } = await ensureTestPhotos();
+  const inputs: string[] = [];
+  const filters: string[] = [];
+  const parts: string[] = [];
+  showings.forEach((s, i) => {
+    inputs.push('-loop', '1', '-framerate', '25', '-t', String(HOLD_S), '-i', path.join(photos, s.photo));
+    filters.push(`[${i}:v]${s.crop},scale=${WIDTH}:${HEIGHT}:force_original_aspect_ratio=decrease,pad=${WIDTH}:${HEIGHT}:(ow-iw)/2:(oh-ih)/2:color=0x6b6459,setsar=1,fps=25,format=yuv420p[p${i}]`);
+    filters.push(`${DOOR}:d=${EMPTY_S},format=yuv420p[b${i}]`);
+    parts.push(`[p${i}][b${i}]`);
+  });
+  const graph = `${filters.join(';')};${parts.join('')}concat=n=${showings.length * 2}:v=1:a=0,${NOISE}[v]`;
+  const tmp = `${file}.${process.pid}.tmp.mp4`;
+  await execFileP(ffmpegBin(), ['-nostdin', '-v', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', ...ENCODE, tmp]);
+  fs.renameSync(tmp, file);
+}
+
+export async function doorVideos(): Promise<{ door: string; large: string; empty: string }> {
   const dir = path.join(testCacheRoot(), 'video');
   fs.mkdirSync(dir, { recursive: true });
   const door = path.join(dir, 'door-720p25-v3.mp4');
+  const large = path.join(dir, 'door-large-faces-720p25-v2.mp4');
   const empty = path.join(dir, 'door-empty-720p25-v3.mp4');
-  if (!fs.existsSync(door)) {
-    const { dir: photos } = await ensureTestPhotos();
-    const inputs: string[] = [];
-    const filters: string[] = [];
-    const parts: string[] = [];
-    SHOWINGS.forEach((s, i) => {
-      inputs.push('-loop', '1', '-framerate', '25', '-t', String(HOLD_S), '-i', path.join(photos, s.photo));
-      filters.push(`[${i}:v]${s.crop},scale=${WIDTH}:${HEIGHT}:force_original_aspect_ratio=decrease,pad=${WIDTH}:${HEIGHT}:(ow-iw)/2:(oh-ih)/2:color=0x6b6459,setsar=1,fps=25,format=yuv420p[p${i}]`);
-      filters.push(`${DOOR}:d=${EMPTY_S},format=yuv420p[b${i}]`);
-      parts.push(`[p${i}][b${i}]`);
-    });
-    const graph = `${filters.join(';')};${parts.join('')}concat=n=${SHOWINGS.length * 2}:v=1:a=0,${NOISE}[v]`;
-    const tmp = `${door}.${process.pid}.tmp.mp4`;
-    await execFileP(ffmpegBin(), ['-nostdin', '-v', 'error', '-y', ...inputs, '-filter_complex', graph, '-map', '[v]', ...ENCODE, tmp]);
-    fs.renameSync(tmp, door);
-  }
+  await showingsVideo(door, SHOWINGS);
+  await showingsVideo(large, LARGE_SHOWINGS);
   if (!fs.existsSync(empty)) {
     const tmp = `${empty}.${process.pid}.tmp.mp4`;
     const seconds = SHOWINGS.length * (HOLD_S + EMPTY_S);
     await execFileP(ffmpegBin(), ['-nostdin', '-v', 'error', '-y', '-f', 'lavfi', '-i', `${DOOR}:d=${seconds}`, '-vf', `format=yuv420p,${NOISE}`, ...ENCODE, tmp]);
     fs.renameSync(tmp, empty);
   }
-  return { door, empty };
+  return { door, large, empty };
 }
 
 /** The `Environment=` settings of the agent's systemd unit (packaging/footfall-agent.service): the agent runs as it would there. */
@@ -160,8 +185,10 @@ export async function run(): Promise<string | undefined> {
   let server: Proc | undefined;
   try {
     const door = await startRtsp(videos.door, '/door');
+    const large = await startRtsp(videos.large, '/large');
     const empty = await startRtsp(videos.empty, '/empty');
-    procs.push(door, empty);
+    procs.push(door, large, empty);
+    const streams = { door, large, empty };
     server = await startHeadOffice(path.join(tmp, 'head-office'));
     const admin = (await api(server.url, 'POST', '/api/auth/login', { email: BENCH_ADMIN.email, password: BENCH_ADMIN.password })).access_token!;
     const c = await api(server.url, 'POST', '/api/admin/clients', { company_name: 'Door Company', owner_email: 'owner@door.test', owner_name: 'Owner' }, admin);
@@ -188,11 +215,11 @@ export async function run(): Promise<string | undefined> {
     progress(`agent pid ${agent.pid}: recognition running; settling ${SETTLE_S} s`);
 
     const loadBefore = loadAverage();
-    const phases: { door: Sample[][]; empty: Sample[][] } = { door: [], empty: [] };
-    const decode: { door: number[]; empty: number[] } = { door: [], empty: [] };
+    const phases: Record<Scene, Sample[][]> = { door: [], large: [], empty: [] };
+    const decode: Record<Scene, number[]> = { door: [], large: [], empty: [] };
     for (let round = 0; round < ROUNDS; round++) {
-      for (const which of ['door', 'empty'] as const) {
-        const rtsp = which === 'door' ? door : empty;
+      for (const which of SCENES) {
+        const rtsp = streams[which];
         await cameraPath(rtsp.port, `/${which}`);
         await new Promise((r) => setTimeout(r, SETTLE_S * 1000));
         const s = await sample(agent.pid!, SAMPLE_S);
@@ -213,12 +240,10 @@ export async function run(): Promise<string | undefined> {
     progress('bare model calls');
     const perCall = await bareModels();
     const faceShare = HOLD_S / (HOLD_S + EMPTY_S);
-    const bareModelPct = {
-      door: (DETECT_FPS * (perCall.detect! + faceShare * (perCall.landmark! + perCall.feature!)) * 100) / 1000,
-      empty: (DETECT_FPS * perCall.detect! * 100) / 1000,
-    };
+    const withFaces = (DETECT_FPS * (perCall.detect! + faceShare * (perCall.landmark! + perCall.feature!)) * 100) / 1000;
+    const bareModelPct: Record<Scene, number> = { door: withFaces, large: withFaces, empty: (DETECT_FPS * perCall.detect! * 100) / 1000 };
 
-    const rows = (['door', 'empty'] as const).map((which) => {
+    const rows = SCENES.map((which) => {
       const all = phases[which].flat();
       const node = all.map((x) => x.nodePct);
       const rounds = phases[which].map((s) => med(s.map((x) => x.nodePct)));
@@ -226,7 +251,7 @@ export async function run(): Promise<string | undefined> {
       const rss = all.map((x) => x.rssMiB);
       const bare = bareModelPct[which] + med(decode[which]);
       return [
-        which === 'door' ? 'door, a face in view 2/3 of the time' : 'empty door (idle)',
+        SCENE_NAMES[which],
         `**${f1(med(node))} %** (1-s samples ${range(node)}; round medians ${rounds.map(f1).join(', ')})`,
         `${f1(med(rss))} (${range(rss, 0)})`,
         `${f1(med(ff))} % (${range(ff)})`,
@@ -235,15 +260,17 @@ export async function run(): Promise<string | undefined> {
         `${((med(node) + med(ff)) / bare).toFixed(1)}x`,
       ];
     });
-    const doorAll = phases.door.flat();
-    const perCamera = med(doorAll.map((x) => x.nodePct)) + med(doorAll.map((x) => x.ffmpegPct));
+    const perCamera = (scene: Scene) => {
+      const all = phases[scene].flat();
+      return med(all.map((x) => x.nodePct)) + med(all.map((x) => x.ffmpegPct));
+    };
     return [
       '## The real shop-PC agent on a 720p door camera',
       '',
       `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment: ${Object.entries(serviceEnvironment()).map(([k, v]) => `${k}=${v}`).join(' ')}) on one camera: a local RTSP server ` +
         `(node, ffmpeg as the source) playing a ${WIDTH}x${HEIGHT} 25-fps H.264 door video made from the registry photos (one woman cut out of ${SHOWINGS.map((x) => x.photo).join(' and ')}: in the doorway ${HOLD_S} s, ` +
-        `then the empty door ${EMPTY_S} s, sensor noise throughout), detect_fps ${DETECT_FPS}, the camera's default max_width ${WIDTH}. ` +
-        `One-second /proc samples over ${SAMPLE_S} s per phase after ${SETTLE_S} s settling, ${ROUNDS} rounds of (door, empty door), the camera switched by PATCH. ` +
+        `then the empty door ${EMPTY_S} s, sensor noise throughout; in the large-faces video she stands close, her face 350-400 px wide), detect_fps ${DETECT_FPS}, the camera's default max_width ${WIDTH}. ` +
+        `One-second /proc samples over ${SAMPLE_S} s per phase after ${SETTLE_S} s settling, ${ROUNDS} rounds of (${SCENES.join(', ')}), the camera switched by PATCH. ` +
         `CPU in % of one core. Bare reference in the same run: ffmpeg alone on the same stream with capture's arguments (output to /dev/null), and the ` +
         `fewest model calls the frames need, bare on one thread (detector ${perCall.detect!.toFixed(2)} ms on every frame; landmarks ${perCall.landmark!.toFixed(2)} ms + ` +
         `embedding ${perCall.feature!.toFixed(2)} ms once per frame with a face). Visits recorded at head office during the run: ${visitCount}. ` +
@@ -251,7 +278,7 @@ export async function run(): Promise<string | undefined> {
       '',
       table(['scene', 'agent node process CPU', 'RSS MiB', 'its ffmpeg', 'bare ffmpeg decode', 'bare model calls', '(node + ffmpeg) / bare'], rows),
       '',
-      `Cameras per core (door scene, node + ffmpeg per camera = ${f1(perCamera)} % of a core): **${(100 / perCamera).toFixed(1)}**.`,
+      ...SCENES.filter((x) => x !== 'empty').map((x) => `Cameras per core (${x} scene, node + ffmpeg per camera = ${f1(perCamera(x))} % of a core): **${(100 / perCamera(x)).toFixed(1)}**.`),
     ].join('\n');
   } finally {
     await stopProcesses(procs, server);

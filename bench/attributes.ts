@@ -10,7 +10,7 @@ import { ATTRIBUTE_LABELS } from '../agent/fixtures/attribute-labels.js';
 import type { AttributeLabel } from '../agent/fixtures/attribute-labels.js';
 import { ensureTestPhotos } from '../agent/fixtures/registry-photos.js';
 import { ensureTestModels, testModelsDir } from '../agent/models/test-cache.js';
-import { ATTRIBUTE_CONFIDENCE, emotionFromProbabilities, genderFromScore } from '../agent/vision/attributes.js';
+import { ATTRIBUTE_CONFIDENCE, emotionFromProbabilities, genderBand, genderFromScore } from '../agent/vision/attributes.js';
 import { iou } from '../agent/vision/detect.js';
 import { createVisionEngine } from '../agent/vision/engine.js';
 import { sharedFacesDir } from '../agent/vision/fixtures.js';
@@ -81,13 +81,13 @@ export async function run(): Promise<string> {
   // Gender: a band around 0.5 where no gender is sent.
   const grows: (string | number)[][] = [];
   for (const margin of [0, 0.05, 0.1, 0.15, 0.2, 0.25]) {
-    const decided = measured.map((m) => ({ m, g: genderFromScore(m.genderScore, margin) })).filter((x) => x.g !== undefined);
+    const decided = measured.map((m) => ({ m, g: genderFromScore(m.genderScore, genderBand(margin)) })).filter((x) => x.g !== undefined);
     const right = decided.filter((x) => x.g === x.m.label.gender);
     const per = (g: 'male' | 'female') => {
       const said = decided.filter((x) => x.g === g);
       return said.length ? `${pct(said.filter((x) => x.m.label.gender === g).length / said.length)} of ${said.length}` : '-';
     };
-    grows.push([`${(0.5 - margin).toFixed(2)} / ${(0.5 + margin).toFixed(2)}${margin === ATTRIBUTE_CONFIDENCE.genderMargin ? ' (used)' : ''}`, pct(decided.length / measured.length), pct(decided.length ? right.length / decided.length : 0), per('female'), per('male')]);
+    grows.push([`${(0.5 - margin).toFixed(2)} / ${(0.5 + margin).toFixed(2)}`, pct(decided.length / measured.length), pct(decided.length ? right.length / decided.length : 0), per('female'), per('male')]);
   }
   lines.push(
     'Gender (SSR-Net score: 1 = male; female at or below the low bound, male at or above the high bound, nothing between):',

@@ -20,6 +20,7 @@ import path from 'node:path';
 import { startBodyDetectorThread } from '../agent/bodies/detector-thread.js';
 import type { Fit } from '../agent/bodies/image.js';
 import type { Frame } from '../agent/capture/frame.js';
+import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 import { ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
 import { DoorCounting, type DoorCountingOptions } from '../agent/runtime/doors.js';
 import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
@@ -106,7 +107,7 @@ export async function decodeClip(video: string, fps: number, onFrame: (data: Buf
   });
   const [width, height] = probe.split(',').map(Number) as [number, number];
   const size = width * height * 3;
-  const ff = spawn('ffmpeg', ['-v', 'error', '-i', video, '-vf', `fps=${fps}`, '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const ff = spawn(ffmpegBin(), ['-v', 'error', '-i', video, '-vf', `fps=${fps}`, '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { stdio: ['ignore', 'pipe', 'inherit'] });
   let buf: Buffer = Buffer.alloc(0);
   let n = 0;
   for await (const chunk of ff.stdout as AsyncIterable<Buffer>) {

@@ -23,6 +23,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   opencv: () => import('./opencv.js'),
   counting: () => import('./counting.js'),
   attributes: () => import('./attributes.js'),
+  'attributes-real': () => import('./attributes-real.js'),
   bodies: () => import('./bodies.js'),
   api: () => import('./api.js'),
   'api-floor': () => import('./api-floor.js'),

@@ -130,6 +130,25 @@ describe('pixel operations', () => {
     expect(bgr[0]).toBeCloseTo(1, 2); // plane 0 is blue: (x+y) averaged over the 2x2 block = 1
   });
 
+  it('a whole-number shrink (4 x 3 blocks, as 1280x720 into 320x240) is the exact block mean, normalised', () => {
+    const w = 16;
+    const h = 9;
+    const data = new Uint8Array(w * h * 3);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 37 + 11) % 256;
+    const img: RgbImage = { width: w, height: h, data };
+    const fmt: TensorFormat = { colour: 'BGR', mean: [10, 20, 30], std: [50, 60, 70] };
+    const t = resizeToTensor(img, 4, 3, fmt);
+    for (let v = 0; v < 3; v++) {
+      for (let u = 0; u < 4; u++) {
+        for (const [plane, ch] of [[0, 2], [1, 1], [2, 0]] as const) {
+          let sum = 0;
+          for (let y = 0; y < 3; y++) for (let x = 0; x < 4; x++) sum += data[((v * 3 + y) * w + u * 4 + x) * 3 + ch]!;
+          expect(t[plane * 12 + v * 4 + u]).toBeCloseTo((sum / 12 - fmt.mean[plane]!) / fmt.std[plane]!, 5);
+        }
+      }
+    }
+  });
+
   it('crops and resizes a rectangle', () => {
     const img = gradientImage(100, 100);
     const c = cropResize(img, { x: 20, y: 30, w: 40, h: 40 }, 20, 20);

@@ -24,6 +24,9 @@ export interface AnalyzerConfig {
   quality: QualityConfig;
 }
 
+/** The most k x k samples per landmark-input pixel (see observe). */
+const LANDMARK_SUPERSAMPLING = 2;
+
 export const DEFAULT_ANALYZER_CONFIG: AnalyzerConfig = { detect: DEFAULT_DETECT_OPTIONS, quality: DEFAULT_QUALITY };
 
 /** What callers may override; anything left out takes its default. */
@@ -283,7 +286,10 @@ export class FaceAnalyzer {
     const lspec = this.spec('landmark');
     const lp = lspec.preprocessing;
     const rect = shiftInside(boxRect(box), img.width, img.height);
-    const lout = await this.runOn('landmark', (t) => cropToTensor(img, rect, lp.width, lp.height, this.inputFormat('landmark'), t));
+    // At most 2 x 2 samples per input pixel: a face 300-600 px wide would take 4 x 4 to 5 x 5 (16-25 bilinear samples
+    // for each of the 64 x 64 pixels, on every frame, the largest cost of a large face); measured in docs/benchmarks.md
+    // (agent-real, large faces), the recognition tests and the same-person figures unchanged.
+    const lout = await this.runOn('landmark', (t) => cropToTensor(img, rect, lp.width, lp.height, this.inputFormat('landmark'), t, LANDMARK_SUPERSAMPLING));
     const pts = lout[lspec.outputs[0]?.name ?? 'output'];
     if (!pts) throw new Error('The landmark model returned no output.');
     const frame68 = new Float32Array(136);

@@ -28,9 +28,9 @@ function axisTaps(key: string, n: number): AxisTaps {
  * the normalisation, exactly as the two-step version, so the tensor is identical. Crops that shrink by more than 2x
  * (supersampled) take the two-step path.
  */
-export function cropToTensor(img: RgbImage, rect: Rect, outW: number, outH: number, fmt: TensorFormat, out?: Float32Array): Float32Array {
+export function cropToTensor(img: RgbImage, rect: Rect, outW: number, outH: number, fmt: TensorFormat, out?: Float32Array, maxSupersampling?: number): Float32Array {
   const m = rectToSource(rect, outW, outH);
-  if (supersampling(m) !== 1) return imageToTensor(warpAffine(img, m, outW, outH), fmt, out);
+  if (supersampling(m) !== 1 && maxSupersampling !== 1) return imageToTensor(warpAffine(img, m, outW, outH, maxSupersampling === undefined ? {} : { maxSupersampling }), fmt, out);
   const channels = fmt.colour === 'grey' ? 1 : 3;
   const plane = outW * outH;
   const tensor = out ?? new Float32Array(plane * channels);

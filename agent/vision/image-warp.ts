@@ -18,6 +18,8 @@ export interface WarpOptions {
   window?: PixelWindow;
   /** Write into this buffer (outW*outH*3 bytes) instead of a new one. */
   into?: Uint8Array;
+  /** At most k x k samples per output pixel (default: as many as the shrink needs, up to 6 x 6). */
+  maxSupersampling?: number;
 }
 
 /** A region as the warp reads it: its pixels, and where it sits in the frame whose coordinates the warp uses. */
@@ -111,8 +113,8 @@ function warp(source: Source, toSource: Affine, outW: number, outH: number, opts
   if (out.length < outW * outH * 3) throw new Error(`warp: the output buffer holds ${out.length} bytes, ${outW}x${outH} RGB needs ${outW * outH * 3}`);
   // One bilinear sample already averages a 2x2 neighbourhood, so up to 2x shrink needs no more; beyond that
   // k x k samples, each spanning ~2 source pixels, cover the output pixel's footprint.
-  const k = supersampling(toSource);
-  if (k === 1) warpBilinear(source, toSource, outW, win, out);
+  const k = Math.min(supersampling(toSource), opts.maxSupersampling ?? Infinity);
+  if (k <= 1) warpBilinear(source, toSource, outW, win, out);
   else warpSupersampled(source, toSource, k, out, outW, win);
   return { width: outW, height: outH, data: out };
 }

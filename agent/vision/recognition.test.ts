@@ -78,23 +78,25 @@ describe('registry photos', () => {
     for (const faces of photoFaces.values()) for (const f of faces) expect(f.passesGate).toBe(true);
   });
 
-  it('reads most of the registry women as female, and hardly any as male (unsure scores give no gender)', async () => {
-    let female = 0;
+  it('scores most of the registry women on the female side, and never sends "male" for them (gender only when sure)', async () => {
+    let femaleSide = 0;
     let male = 0;
     let total = 0;
     for (const faces of photoFaces.values()) {
       for (const f of faces) {
         const a = await engine.attributes(f.context, f.regions, { expression: false });
         total++;
-        if (a.gender === 'female') female++;
+        if (a.raw!.genderScore! < 0.5) femaleSide++;
         if (a.gender === 'male') male++;
+        if (a.gender !== undefined) expect(a.raw!.genderScore).toBeLessThanOrEqual(0.05);
         expect(a.age).toBeGreaterThan(12);
         expect(a.age).toBeLessThan(60);
       }
     }
-    // Measured (npm run bench -- attributes): 17 of 22 female, 4 unsure (0.44-0.49), one woman scores 0.67.
-    expect(female / total).toBeGreaterThanOrEqual(0.75);
-    expect(male).toBeLessThanOrEqual(1);
+    // Measured (npm run bench -- attributes): 21 of 22 below 0.5. Sent only at <= 0.05 and never "male": on held-out
+    // real photos the model is near chance (npm run bench -- attributes-real, docs/recognition.md).
+    expect(femaleSide / total).toBeGreaterThanOrEqual(0.75);
+    expect(male).toBe(0);
   });
 
   it('finds a smile on the bar photo (FER-2013 "happy")', async () => {
@@ -186,11 +188,12 @@ describe.skipIf(!shared)('../shared/faces', () => {
     expect(different, 'different people above the threshold').toEqual([]);
   });
 
-  it('reads the men as male', async () => {
+  it('scores the men on the male side, and never calls them female (gender only when sure)', async () => {
     for (const file of ['obama-1.jpg', 'biden-1.jpg', 'kit-harington-1.jpg', 'alex-lacamoire-1.jpg']) {
       const { faces } = await engine.analyze(await loadImage(join(shared!, file)));
       const a = await engine.attributes(faces[0]!.context, faces[0]!.regions, { expression: false });
-      expect({ file, gender: a.gender }).toEqual({ file, gender: 'male' });
+      // "male" is never sent: on held-out real photos the model says it for most women (docs/recognition.md).
+      expect({ file, maleSide: a.raw!.genderScore! > 0.5, gender: a.gender }).toEqual({ file, maleSide: true, gender: undefined });
     }
   });
 

@@ -144,7 +144,7 @@ class ScriptedEngine implements VisionEngine {
   async attributes(context: RgbImage, _regions: ContextRegions, parts: AttributeParts = {}): Promise<FaceAttributes> {
     this.attributeCalls++;
     return {
-      ...(parts.ageGender !== false ? { gender: 'female', age: 30, raw: { genderScore: 0.2, age: 30 } } : {}),
+      ...(parts.ageGender !== false ? { gender: 'female', age: 30, raw: { genderScore: 0.03, age: 30 } } : {}),
       ...(parts.expression !== false ? { emotion: (context as FrameRegion).x === 1 ? 'happy' : 'neutral' } : {}),
     };
   }
