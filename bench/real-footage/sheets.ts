@@ -41,12 +41,12 @@ export async function lineOverlay(width: number, height: number, line: Line): Pr
   const off = Math.max(24, height * 0.1);
   const [mx, my] = [(ax + bx) / 2, (ay + by) / 2];
   const stroke = Math.max(3, Math.round(height / 120));
-  const fs = Math.max(18, Math.round(height / 12));
+  const fontSize = Math.max(18, Math.round(height / 12));
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">
   <line x1="${ax}" y1="${ay}" x2="${bx}" y2="${by}" stroke="red" stroke-width="${stroke}" stroke-opacity="0.8"/>
   <line x1="${mx}" y1="${my}" x2="${mx + nx * off}" y2="${my + ny * off}" stroke="red" stroke-width="${stroke}" stroke-opacity="0.8"/>
-  <text x="${mx + nx * off * 1.6}" y="${my + ny * off * 1.6}" font-family="DejaVu Sans" font-weight="bold" font-size="${fs}" fill="red" text-anchor="middle" dominant-baseline="middle">IN</text>
-  <text x="${ax}" y="${ay}" font-family="DejaVu Sans" font-size="${fs}" fill="red" dx="4" dy="-4">a</text>
+  <text x="${mx + nx * off * 1.6}" y="${my + ny * off * 1.6}" font-family="DejaVu Sans" font-weight="bold" font-size="${fontSize}" fill="red" text-anchor="middle" dominant-baseline="middle">IN</text>
+  <text x="${ax}" y="${ay}" font-family="DejaVu Sans" font-size="${fontSize}" fill="red" dx="4" dy="-4">a</text>
 </svg>`;
   return sharp(Buffer.from(svg)).png().toBuffer();
 }
