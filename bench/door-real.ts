@@ -1,0 +1,234 @@
+/**
+ * Body counting at the door on REAL footage (`npm run bench -- door-real`, issue 25): every clip of the real set
+ * (bench/real-footage/clips.json, committed under test/fixtures/real/) that has hand labels, each played ONCE by a
+ * local RTSP server (test/support/rtsp-server.py) to the built CLI's `footfall agent` (its own process, enrolled with
+ * `footfall enrol` to a real head office, `footfall server`, also its own process, with its systemd unit's
+ * environment), the camera added through the API with the clip's counting line (tuning.line) and otherwise the
+ * product's defaults (detect_fps 8, the agent's door_fps 3; BENCH_DOOR_REAL_DOOR_FPS sets door_fps). The agent's
+ * models folder holds the person model only, so recognition does not run.
+ *
+ * - Clip time: the RTSP server starts every client on the clip's first frame, in real time; the client is the agent's
+ *   ffmpeg, so clip time 0 is when that ffmpeg started (/proc, ~10 ms; the RTSP handshake on loopback adds tens of
+ *   ms). Not the agent's `camera connected`: ffmpeg probes the stream first (~1.5 s here) and then delivers the
+ *   probed frames in a burst. Crossing times are occurred_at minus that moment; the table's Δt shows what is left.
+ *   The agent is stopped (SIGTERM: queued crossings are delivered first) just before the clip would loop, so each
+ *   clip is seen exactly once; a clip whose ffmpeg restarted (the stream starts again) is reported, not hidden.
+ * - Counted: the crossings head office stored for the clip's shop (its SQLite file, read only: direction and
+ *   occurred_at), against the clip's labels (labels/<id>.json when reconciled, else labels/<id>.a.json; the table
+ *   says which). A counted crossing matches a true one of the same direction within 1.5 s, one to one (most pairs,
+ *   then the least total time difference); precision = matched / counted, recall = matched / true.
+ * - CPU: the agent's node process (all threads) and its ffmpeg child from /proc, 1-s samples over the clip; RSS.
+ * - Bare reference, same run: ffmpeg alone decoding one clip's stream with capture's arguments.
+ * BENCH_DOOR_REAL_CLIPS=id,id runs only those clips.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
+import { DEFAULT_TUNING } from '../shared/agent-api.js';
+import { bodyModelsOnly, ensureTestBodyModels } from '../agent/models/test-cache.js';
+import { api, cli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
+import { serviceEnvironment } from './agent-real.js';
+import { bareDecode, f1, mean, med, range, startRtsp, stopProcesses } from './agent-process.js';
+import { childrenOf, commandOf, cpuSeconds, rssBytes, startedAtMs } from './proc.js';
+import { loadClips, matchCrossings, truthFor, type CrossingLabel, type RealClip } from './real-footage/clips.js';
+import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
+
+const execFileP = promisify(execFile);
+const DOOR_FPS = process.env.BENCH_DOOR_REAL_DOOR_FPS === undefined ? undefined : Number(process.env.BENCH_DOOR_REAL_DOOR_FPS);
+const ONLY = process.env.BENCH_DOOR_REAL_CLIPS?.split(',').filter(Boolean);
+const TOLERANCE_S = 1.5;
+
+interface Counted {
+  t: number;
+  direction: 'in' | 'out';
+}
+
+interface ClipResult {
+  clip: RealClip;
+  which: string;
+  truth: CrossingLabel[];
+  counted: Counted[];
+  matched: number;
+  missed: CrossingLabel[];
+  falses: Counted[];
+  meanDt: number;
+  samples: { node: number; ffmpeg: number; rss: number }[];
+  detectorName: string;
+  /** The agent's ffmpeg was not the same process at the end (the stream restarted from the clip's start). */
+  restarted: boolean;
+}
+
+/** One shop, one enrolled `footfall agent`, one door camera on the clip with its line: the clip once, then SIGTERM. */
+async function session(server: Proc, token: string, clip: RealClip, tmp: string, headOfficeDb: string): Promise<Omit<ClipResult, 'which' | 'truth' | 'matched' | 'missed' | 'falses' | 'meanDt'>> {
+  let agent: ChildProcess | undefined;
+  const rtsp = await startRtsp(clip.file, '/door');
+  try {
+    const shop = await api(server.url, 'POST', '/api/sites', { name: `Real ${clip.id}`, timezone: 'UTC' }, token);
+    const code = (await api(server.url, 'POST', `/api/sites/${shop.site_id}/enrolment-code`, {}, token)).code!;
+    const configFile = path.join(tmp, `agent-${clip.id}.json`);
+    const dataDir = path.join(tmp, `agent-data-${clip.id}`);
+    await execFileP(process.execPath, [cli, 'enrol', '--server', server.url, '--code', code, '--config', configFile, '--data-dir', dataDir], { cwd: root });
+    if (DOOR_FPS !== undefined) fs.writeFileSync(configFile, JSON.stringify({ ...JSON.parse(fs.readFileSync(configFile, 'utf8')), door_fps: DOOR_FPS }, null, 2), { mode: 0o600 });
+    const models = path.join(tmp, `models-${clip.id}`);
+    bodyModelsOnly(models);
+
+    const logFile = path.join(tmp, `agent-${clip.id}.log`);
+    const out = fs.openSync(logFile, 'w');
+    agent = spawn(process.execPath, [cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment() }, stdio: ['ignore', out, out] });
+    fs.closeSync(out);
+    const agentExit = exited(agent);
+    const pid = agent.pid!;
+    await waitFor('the agent to start', () => (/"msg":"agent starting"/.test(fs.readFileSync(logFile, 'utf8')) ? true : undefined), 60_000);
+    await api(server.url, 'POST', `/api/sites/${shop.site_id}/cameras`, { camera_id: 'door', host: '127.0.0.1', port: rtsp.port, path: '/door', max_width: clip.width, tuning: { line: clip.line } }, token);
+    await waitFor(
+      'the door camera to connect',
+      () => {
+        const line = fs.readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('"msg":"camera connected"'));
+        return line ? true : undefined;
+      },
+      60_000,
+    );
+    const ffmpegPid = () => childrenOf(pid).find((p) => commandOf(p).includes('ffmpeg'));
+    const firstFfmpeg = ffmpegPid();
+    const streamAt = firstFfmpeg !== undefined ? startedAtMs(firstFfmpeg) : undefined;
+    if (streamAt === undefined) throw new Error(`${clip.id}: the agent's ffmpeg is gone right after connecting`);
+    progress(`${clip.id}: agent pid ${pid}, camera connected; playing the ${clip.duration_s}-s clip once`);
+    const samples: { node: number; ffmpeg: number; rss: number }[] = [];
+    let a0 = cpuSeconds(pid)!;
+    let f = firstFfmpeg;
+    let f0 = f !== undefined ? (cpuSeconds(f) ?? 0) : 0;
+    let t0 = performance.now();
+    // Stop a few frames before the clip would start again.
+    const stopAt = streamAt + clip.duration_s * 1000 - 300;
+    while (Date.now() < stopAt - 1000) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const now = performance.now();
+      const a = cpuSeconds(pid)!;
+      const fNow = ffmpegPid();
+      const fc = fNow !== undefined ? (cpuSeconds(fNow) ?? 0) : 0;
+      const wall = (now - t0) / 1000;
+      samples.push({ node: (100 * (a - a0)) / wall, ffmpeg: fNow === f ? (100 * (fc - f0)) / wall : Number.NaN, rss: (rssBytes(pid) ?? 0) / 2 ** 20 });
+      [a0, f, f0, t0] = [a, fNow, fc, now];
+    }
+    await new Promise((r) => setTimeout(r, Math.max(0, stopAt - Date.now())));
+    const restarted = ffmpegPid() !== firstFfmpeg;
+    agent.kill('SIGTERM');
+    await agentExit;
+    const log = fs.readFileSync(logFile, 'utf8');
+    const detectorName = /"detector":"([^"]+)","ms":\d+,"msg":"body counting running"/.exec(log)?.[1] ?? '?';
+    const db = new Database(headOfficeDb, { readonly: true, fileMustExist: true });
+    const rows = db
+      .prepare('SELECT c.direction AS direction, c.occurred_at AS occurred_at FROM crossings c JOIN shops s ON s.id = c.shop_id WHERE s.id = ? OR s.slug = ? ORDER BY c.occurred_at')
+      .all(shop.site_id, shop.slug) as { direction: 'in' | 'out'; occurred_at: string }[];
+    db.close();
+    const counted = rows.map((r) => ({ direction: r.direction, t: (Date.parse(r.occurred_at) - streamAt) / 1000 })).filter((c) => c.t > -1 && c.t < clip.duration_s + 1);
+    if (restarted) progress(`${clip.id}: the agent's ffmpeg restarted during the clip: the stream started again, times after that are off`);
+    return { clip, counted, samples, detectorName, restarted };
+  } finally {
+    if (agent && agent.exitCode === null && agent.signalCode === null) {
+      agent.kill('SIGKILL');
+      await exited(agent);
+    }
+    await stopProcesses([rtsp], undefined);
+  }
+}
+
+const pct = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(0)} %` : '-');
+
+export async function run(): Promise<string | undefined> {
+  if (!fs.existsSync(cli)) {
+    progress('the built CLI is missing: run `npm run bench -- door-real` (it builds first)');
+    return undefined;
+  }
+  const clips = loadClips().filter((c) => truthFor(c.id) && (!ONLY || ONLY.includes(c.id)));
+  if (clips.length === 0) {
+    progress('no labelled clip in bench/real-footage (labels/<id>.json or <id>.a.json)');
+    return undefined;
+  }
+  progress('person model');
+  await ensureTestBodyModels();
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-bench-door-real-'));
+  let server: Proc | undefined;
+  try {
+    const hoDir = path.join(tmp, 'head-office');
+    server = await startHeadOffice(hoDir);
+    const admin = (await api(server.url, 'POST', '/api/auth/login', { email: BENCH_ADMIN.email, password: BENCH_ADMIN.password })).access_token!;
+    const c = await api(server.url, 'POST', '/api/admin/clients', { company_name: 'Real Door Company', owner_email: 'owner@realdoor.test', owner_name: 'Owner' }, admin);
+    const token = (await api(server.url, 'POST', '/api/auth/login', { email: 'owner@realdoor.test', password: c.password })).access_token!;
+    const loadBefore = loadAverage();
+    const results: ClipResult[] = [];
+    for (const clip of clips) {
+      const { labels, which } = truthFor(clip.id)!;
+      const s = await session(server, token, clip, tmp, path.join(hoDir, 'footfall.db'));
+      const { pairs, onlyA: missed, onlyB: falses } = matchCrossings(labels.crossings, s.counted, TOLERANCE_S);
+      const meanDt = mean(pairs.map(([x, y]) => y.t - x.t));
+      results.push({ ...s, which, truth: labels.crossings, matched: pairs.length, missed, falses, meanDt });
+      const n = (xs: { direction: string }[], d: string) => xs.filter((x) => x.direction === d).length;
+      progress(`${clip.id}: counted ${n(s.counted, 'in')} in / ${n(s.counted, 'out')} out, truth ${n(labels.crossings, 'in')} / ${n(labels.crossings, 'out')}; ${pairs.length} matched, ${missed.length} missed, ${falses.length} false`);
+    }
+    const loadAfter = loadAverage();
+    progress('bare reference: ffmpeg decode');
+    const biggest = [...clips].sort((a, b) => b.width * b.height - a.width * a.height)[0]!;
+    const rtsp = await startRtsp(biggest.file, '/door');
+    let decode: number[];
+    try {
+      decode = await bareDecode(`rtsp://127.0.0.1:${rtsp.port}/door`, 10, { fps: DEFAULT_TUNING.detect_fps, maxWidth: biggest.width, warmupMs: 3000 });
+    } finally {
+      await stopProcesses([rtsp], undefined);
+    }
+
+    const n = (xs: { direction: string }[], d: string) => xs.filter((x) => x.direction === d).length;
+    const err = (got: number, want: number) => `${got} / ${want}${got === want ? '' : ` (${got > want ? '+' : ''}${got - want})`}`;
+    const rows = results.map((r) => {
+      const node = r.samples.map((q) => q.node);
+      const ff = r.samples.map((q) => q.ffmpeg);
+      return [
+        r.clip.id,
+        `${r.clip.width}x${r.clip.height} ${r.clip.fps} fps, ${r.clip.duration_s} s`,
+        err(n(r.counted, 'in'), n(r.truth, 'in')),
+        err(n(r.counted, 'out'), n(r.truth, 'out')),
+        pct(r.counted.length ? r.matched / r.counted.length : Number.NaN),
+        pct(r.truth.length ? r.matched / r.truth.length : Number.NaN),
+        Number.isFinite(r.meanDt) ? `${r.meanDt >= 0 ? '+' : ''}${r.meanDt.toFixed(1)} s` : '-',
+        f1(mean(node)),
+        f1(mean(ff)),
+        f1(med(r.samples.map((q) => q.rss))),
+      ];
+    });
+    const all = {
+      truth: results.reduce((s, r) => s + r.truth.length, 0),
+      counted: results.reduce((s, r) => s + r.counted.length, 0),
+      matched: results.reduce((s, r) => s + r.matched, 0),
+    };
+    const detail = results
+      .map((r) => `- \`${r.clip.id}\` (truth: ${r.which})${r.restarted ? ' (**the stream restarted during the clip**)' : ''}: missed ${r.missed.map((x) => `${x.direction} ${x.t.toFixed(1)} s (${x.who})`).join('; ') || 'none'}; false ${r.falses.map((x) => `${x.direction} ${x.t.toFixed(1)} s`).join(', ') || 'none'}`)
+      .join('\n');
+    const detector = results[0]?.detectorName ?? '?';
+    const allNode = results.flatMap((r) => r.samples.map((q) => q.node));
+    const allFf = results.flatMap((r) => r.samples.map((q) => q.ffmpeg));
+    return [
+      '## Body counting on real footage (hand-labelled clips)',
+      '',
+      `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment) on one door camera per clip: ` +
+        `each clip of the real set (bench/real-footage/clips.json: public footage with its licence, committed under test/fixtures/real/) played once by a local RTSP server (GStreamer), ` +
+        `the camera added through the API with the clip's counting line and otherwise the product's defaults (detect_fps ${DEFAULT_TUNING.detect_fps}, door_fps ${DOOR_FPS ?? 'the agent default (3)'}), ` +
+        `person model only (${detector}). Counted = the crossings head office stored, timed from the camera's first frame; a counted crossing matches a hand-labelled one of its direction ` +
+        `within ${TOLERANCE_S} s, one to one; precision = matched / counted, recall = matched / labelled; Δt = mean counted minus labelled time of the matches. ` +
+        `CPU in % of one core (1-s /proc samples over the clip), RSS of the agent. Bare reference in the same run: ffmpeg alone decoding \`${biggest.id}\`'s stream with capture's arguments: ` +
+        `**${f1(med(decode))} %** (${range(decode)}). Load average before / after: ${loadBefore} → ${loadAfter} (2 cores shared with other work).`,
+      '',
+      table(['clip', 'video', 'entries (counted / true)', 'exits (counted / true)', 'precision', 'recall', 'Δt', 'node CPU %', 'ffmpeg %', 'RSS MiB'], rows),
+      '',
+      `All clips: ${all.counted} counted, ${all.truth} labelled, ${all.matched} matched: precision ${pct(all.counted ? all.matched / all.counted : Number.NaN)}, recall ${pct(all.truth ? all.matched / all.truth : Number.NaN)}; ` +
+        `per door camera (node + ffmpeg, mean over every sample) **${f1(mean(allNode) + mean(allFf))} % of a core**.`,
+      '',
+      detail,
+    ].join('\n');
+  } finally {
+    await stopProcesses([], server);
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
