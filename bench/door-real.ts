@@ -7,12 +7,15 @@
  * product's defaults (detect_fps 8, the agent's door_fps 3; BENCH_DOOR_REAL_DOOR_FPS sets door_fps). The agent's
  * models folder holds the person model only, so recognition does not run.
  *
- * - Clip time: the RTSP server starts every client on the clip's first frame, in real time; the client is the agent's
- *   ffmpeg, so clip time 0 is when that ffmpeg started (/proc, ~10 ms; the RTSP handshake on loopback adds tens of
- *   ms). Not the agent's `camera connected`: ffmpeg probes the stream first (~1.5 s here) and then delivers the
- *   probed frames in a burst. Crossing times are occurred_at minus that moment; the table's Δt shows what is left.
- *   The agent is stopped (SIGTERM: queued crossings are delivered first) just before the clip would loop, so each
- *   clip is seen exactly once; a clip whose ffmpeg restarted (the stream starts again) is reported, not hidden.
+ * - Clip time: the RTSP server starts every client on the clip's first frame and plays it in real time; it prints
+ *   `PLAYING <mount> <unix ms>` when a client's stream starts, which is clip time 0. (Not the agent's `camera
+ *   connected`, which comes after ffmpeg's probe of the stream, ~1.5 s, nor the start of the agent's ffmpeg, ~1.2 s
+ *   before the stream plays: both were measured here and missed by that much.) Crossing times are occurred_at minus
+ *   that moment, less the stream's latency L to a client with capture's own ffmpeg arguments, measured in the same run
+ *   (an ffmpeg alone on the first clip: L = the least of frame n's arrival - n / fps - PLAYING, as test/door-real
+ *   lines up the frames it taps); the table's Δt shows what is left. The agent is stopped (SIGTERM: queued crossings are delivered
+ *   first) just before the clip would loop, so each clip is seen exactly once; a clip whose stream started twice
+ *   (the agent's ffmpeg reconnected: the clip starts again) is reported, not hidden.
  * - Counted: the crossings head office stored for the clip's shop (its SQLite file, read only: direction and
  *   occurred_at), against the clip's labels (labels/<id>.json when reconciled, else labels/<id>.a.json; the table
  *   says which). A counted crossing matches a true one of the same direction within 1.5 s, one to one (most pairs,
@@ -27,12 +30,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
+import { decodeArgs } from '../agent/capture/ffmpeg.js';
 import { DEFAULT_TUNING } from '../shared/agent-api.js';
 import { bodyModelsOnly, ensureTestBodyModels } from '../agent/models/test-cache.js';
 import { api, cli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
 import { serviceEnvironment } from './agent-real.js';
-import { bareDecode, f1, mean, med, range, startRtsp, stopProcesses } from './agent-process.js';
-import { childrenOf, commandOf, cpuSeconds, rssBytes, startedAtMs } from './proc.js';
+import { bareDecode, f1, mean, med, range, startRtsp, stopProcesses, type Rtsp } from './agent-process.js';
+import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
 import { loadClips, matchCrossings, truthFor, type CrossingLabel, type RealClip } from './real-footage/clips.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
 
@@ -61,10 +65,56 @@ interface ClipResult {
   restarted: boolean;
 }
 
+/** Every `PLAYING <mount> <unix ms>` the RTSP server prints, in order, as they come. */
+function playingTimes(rtsp: Rtsp, mount: string): number[] {
+  const playing: number[] = [];
+  let text = '';
+  rtsp.child.stdout!.on('data', (c: Buffer) => {
+    text += c.toString();
+    const lines = text.split('\n');
+    text = lines.pop()!;
+    for (const l of lines) {
+      const m = /^PLAYING (\S+) (\d+)$/.exec(l.trim());
+      if (m && m[1] === mount) playing.push(Number(m[2]));
+    }
+  });
+  return playing;
+}
+
+/**
+ * The stream's latency to a client with capture's ffmpeg arguments (ms): ffmpeg alone reads `clip` at `fps` for
+ * `seconds`, each frame's arrival on its stdout is timed, and L = min over frames n of (arrival - n / fps) - PLAYING.
+ */
+async function streamLatencyMs(clip: RealClip, fps: number, seconds: number): Promise<number> {
+  const rtsp = await startRtsp(clip.file, '/door');
+  const playing = playingTimes(rtsp, '/door');
+  try {
+    const args = decodeArgs(`rtsp://127.0.0.1:${rtsp.port}/door`, { fps, maxWidth: clip.width });
+    const child = spawn('ffmpeg', ['-y', ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const exit = exited(child);
+    const frameBytes = `P6\n${clip.width} ${clip.height}\n255\n`.length + clip.width * clip.height * 3;
+    const arrivals: number[] = [];
+    let bytes = 0;
+    child.stdout!.on('data', (c: Buffer) => {
+      bytes += c.length;
+      while (arrivals.length < Math.floor(bytes / frameBytes)) arrivals.push(Date.now());
+    });
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    child.kill('SIGTERM');
+    await exit;
+    const at = await waitFor('the RTSP server to say the stream plays', () => playing[0], 5000);
+    if (arrivals.length < fps * 2) throw new Error(`stream latency: only ${arrivals.length} frames in ${seconds} s`);
+    return Math.min(...arrivals.map((t, n) => t - (n * 1000) / fps)) - at;
+  } finally {
+    await stopProcesses([rtsp], undefined);
+  }
+}
+
 /** One shop, one enrolled `footfall agent`, one door camera on the clip with its line: the clip once, then SIGTERM. */
-async function session(server: Proc, token: string, clip: RealClip, tmp: string, headOfficeDb: string): Promise<Omit<ClipResult, 'which' | 'truth' | 'matched' | 'missed' | 'falses' | 'meanDt'>> {
+async function session(server: Proc, token: string, clip: RealClip, tmp: string, headOfficeDb: string, latencyMs: number): Promise<Omit<ClipResult, 'which' | 'truth' | 'matched' | 'missed' | 'falses' | 'meanDt'>> {
   let agent: ChildProcess | undefined;
   const rtsp = await startRtsp(clip.file, '/door');
+  const playing = playingTimes(rtsp, '/door');
   try {
     const shop = await api(server.url, 'POST', '/api/sites', { name: `Real ${clip.id}`, timezone: 'UTC' }, token);
     const code = (await api(server.url, 'POST', `/api/sites/${shop.site_id}/enrolment-code`, {}, token)).code!;
@@ -93,8 +143,7 @@ async function session(server: Proc, token: string, clip: RealClip, tmp: string,
     );
     const ffmpegPid = () => childrenOf(pid).find((p) => commandOf(p).includes('ffmpeg'));
     const firstFfmpeg = ffmpegPid();
-    const streamAt = firstFfmpeg !== undefined ? startedAtMs(firstFfmpeg) : undefined;
-    if (streamAt === undefined) throw new Error(`${clip.id}: the agent's ffmpeg is gone right after connecting`);
+    const streamAt = await waitFor('the RTSP server to say the stream plays', () => playing[0], 10_000);
     progress(`${clip.id}: agent pid ${pid}, camera connected; playing the ${clip.duration_s}-s clip once`);
     const samples: { node: number; ffmpeg: number; rss: number }[] = [];
     let a0 = cpuSeconds(pid)!;
@@ -114,7 +163,7 @@ async function session(server: Proc, token: string, clip: RealClip, tmp: string,
       [a0, f, f0, t0] = [a, fNow, fc, now];
     }
     await new Promise((r) => setTimeout(r, Math.max(0, stopAt - Date.now())));
-    const restarted = ffmpegPid() !== firstFfmpeg;
+    const restarted = playing.length > 1;
     agent.kill('SIGTERM');
     await agentExit;
     const log = fs.readFileSync(logFile, 'utf8');
@@ -124,7 +173,7 @@ async function session(server: Proc, token: string, clip: RealClip, tmp: string,
       .prepare('SELECT c.direction AS direction, c.occurred_at AS occurred_at FROM crossings c JOIN shops s ON s.id = c.shop_id WHERE s.id = ? OR s.slug = ? ORDER BY c.occurred_at')
       .all(shop.site_id, shop.slug) as { direction: 'in' | 'out'; occurred_at: string }[];
     db.close();
-    const counted = rows.map((r) => ({ direction: r.direction, t: (Date.parse(r.occurred_at) - streamAt) / 1000 })).filter((c) => c.t > -1 && c.t < clip.duration_s + 1);
+    const counted = rows.map((r) => ({ direction: r.direction, t: (Date.parse(r.occurred_at) - streamAt - latencyMs) / 1000 })).filter((c) => c.t > -1 && c.t < clip.duration_s + 1);
     if (restarted) progress(`${clip.id}: the agent's ffmpeg restarted during the clip: the stream started again, times after that are off`);
     return { clip, counted, samples, detectorName, restarted };
   } finally {
@@ -158,11 +207,14 @@ export async function run(): Promise<string | undefined> {
     const admin = (await api(server.url, 'POST', '/api/auth/login', { email: BENCH_ADMIN.email, password: BENCH_ADMIN.password })).access_token!;
     const c = await api(server.url, 'POST', '/api/admin/clients', { company_name: 'Real Door Company', owner_email: 'owner@realdoor.test', owner_name: 'Owner' }, admin);
     const token = (await api(server.url, 'POST', '/api/auth/login', { email: 'owner@realdoor.test', password: c.password })).access_token!;
+    progress('the stream latency to capture\'s ffmpeg');
+    const latencyMs = await streamLatencyMs(clips[0]!, DEFAULT_TUNING.detect_fps, 8);
+    progress(`stream latency ${latencyMs.toFixed(0)} ms`);
     const loadBefore = loadAverage();
     const results: ClipResult[] = [];
     for (const clip of clips) {
       const { labels, which } = truthFor(clip.id)!;
-      const s = await session(server, token, clip, tmp, path.join(hoDir, 'footfall.db'));
+      const s = await session(server, token, clip, tmp, path.join(hoDir, 'footfall.db'), latencyMs);
       const { pairs, onlyA: missed, onlyB: falses } = matchCrossings(labels.crossings, s.counted, TOLERANCE_S);
       const meanDt = mean(pairs.map(([x, y]) => y.t - x.t));
       results.push({ ...s, which, truth: labels.crossings, matched: pairs.length, missed, falses, meanDt });
@@ -215,7 +267,7 @@ export async function run(): Promise<string | undefined> {
       `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment) on one door camera per clip: ` +
         `each clip of the real set (bench/real-footage/clips.json: public footage with its licence, committed under test/fixtures/real/) played once by a local RTSP server (GStreamer), ` +
         `the camera added through the API with the clip's counting line and otherwise the product's defaults (detect_fps ${DEFAULT_TUNING.detect_fps}, door_fps ${DOOR_FPS ?? 'the agent default (3)'}), ` +
-        `person model only (${detector}). Counted = the crossings head office stored, timed from the camera's first frame; a counted crossing matches a hand-labelled one of its direction ` +
+        `person model only (${detector}). Counted = the crossings head office stored, timed from the stream's start (the RTSP server's PLAYING) less the stream's latency to capture's own ffmpeg, measured in the same run (${latencyMs.toFixed(0)} ms); a counted crossing matches a hand-labelled one of its direction ` +
         `within ${TOLERANCE_S} s, one to one; precision = matched / counted, recall = matched / labelled; Δt = mean counted minus labelled time of the matches. ` +
         `CPU in % of one core (1-s /proc samples over the clip), RSS of the agent. Bare reference in the same run: ffmpeg alone decoding \`${biggest.id}\`'s stream with capture's arguments: ` +
         `**${f1(med(decode))} %** (${range(decode)}). Load average before / after: ${loadBefore} → ${loadAfter} (2 cores shared with other work).`,

@@ -58,17 +58,3 @@ export function machineBusy(): { busy: number; total: number } {
   return { busy: (total - idle) / TICKS, total: total / TICKS };
 }
 
-/**
- * When a process started, in ms since the epoch (to ~10 ms: its start in clock ticks since boot, /proc/<pid>/stat
- * field 22, against this moment's /proc/uptime), or undefined when it is gone.
- */
-export function startedAtMs(pid: number): number | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const startTicks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-    const uptimeS = Number(fs.readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
-    return Date.now() - uptimeS * 1000 + (startTicks / TICKS) * 1000;
-  } catch {
-    return undefined;
-  }
-}
