@@ -1,14 +1,14 @@
 /**
  * Body counting at the door on REAL footage (`npm run bench -- door-real`, issue 25): every clip of the real set
  * (bench/real-footage/clips.json, committed under test/fixtures/real/) that has hand labels, each played ONCE by a
- * local RTSP server (test/support/rtsp-server.py) to the built CLI's `footfall agent` (its own process, enrolled with
+ * local RTSP server (agent/fixtures/rtsp-server.ts) to the built CLI's `footfall agent` (its own process, enrolled with
  * `footfall enrol` to a real head office, `footfall server`, also its own process, with its systemd unit's
  * environment), the camera added through the API with the clip's counting line (tuning.line) and otherwise the
  * product's defaults (detect_fps 8, the agent's door_fps 3; BENCH_DOOR_REAL_DOOR_FPS sets door_fps). The agent's
  * models folder holds the person model only, so recognition does not run.
  *
- * - Clip time: the RTSP server starts every client on the clip's first frame and plays it in real time; it prints
- *   `PLAYING <mount> <unix ms>` when a client's stream starts, which is clip time 0. (Not the agent's `camera
+ * - Clip time: the RTSP server starts every client on the clip's first frame and plays it in real time; it tells
+ *   (onPlaying) the wall-clock moment of the clip's first frame when a client's stream starts: clip time 0. (Not the agent's `camera
  *   connected`, which comes after ffmpeg's probe of the stream, ~1.5 s, nor the start of the agent's ffmpeg, ~1.2 s
  *   before the stream plays: both were measured here and missed by that much.) Crossing times are occurred_at minus
  *   that moment, less the stream's latency L to a client with capture's own ffmpeg arguments, measured in the same run
@@ -35,6 +35,8 @@ import { DEFAULT_TUNING } from '../shared/agent-api.js';
 import { bodyModelsOnly, ensureTestBodyModels } from '../agent/models/test-cache.js';
 import { api, cli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
 import { serviceEnvironment } from './agent-real.js';
+import { startRtspServer } from '../agent/fixtures/rtsp-server.js';
+import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 import { bareDecode, f1, mean, med, range, startRtsp, stopProcesses, type Rtsp } from './agent-process.js';
 import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
 import { loadClips, matchCrossings, truthFor, type CrossingLabel, type RealClip } from './real-footage/clips.js';
@@ -65,20 +67,11 @@ interface ClipResult {
   restarted: boolean;
 }
 
-/** Every `PLAYING <mount> <unix ms>` the RTSP server prints, in order, as they come. */
-function playingTimes(rtsp: Rtsp, mount: string): number[] {
+/** The RTSP test server on `file` at `mount`, and every clip-time-0 moment it tells (one per client stream), in order. */
+async function playingRtsp(file: string, mount: string): Promise<{ rtsp: Rtsp; playing: number[] }> {
   const playing: number[] = [];
-  let text = '';
-  rtsp.child.stdout!.on('data', (c: Buffer) => {
-    text += c.toString();
-    const lines = text.split('\n');
-    text = lines.pop()!;
-    for (const l of lines) {
-      const m = /^PLAYING (\S+) (\d+)$/.exec(l.trim());
-      if (m && m[1] === mount) playing.push(Number(m[2]));
-    }
-  });
-  return playing;
+  const rtsp = await startRtspServer({ file, mounts: [mount], onPlaying: (m, at) => void (m === mount && playing.push(at)) });
+  return { rtsp, playing };
 }
 
 /**
@@ -86,11 +79,10 @@ function playingTimes(rtsp: Rtsp, mount: string): number[] {
  * `seconds`, each frame's arrival on its stdout is timed, and L = min over frames n of (arrival - n / fps) - PLAYING.
  */
 async function streamLatencyMs(clip: RealClip, fps: number, seconds: number): Promise<number> {
-  const rtsp = await startRtsp(clip.file, '/door');
-  const playing = playingTimes(rtsp, '/door');
+  const { rtsp, playing } = await playingRtsp(clip.file, '/door');
   try {
     const args = decodeArgs(`rtsp://127.0.0.1:${rtsp.port}/door`, { fps, maxWidth: clip.width });
-    const child = spawn('ffmpeg', ['-y', ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(ffmpegBin(), ['-y', ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
     const exit = exited(child);
     const frameBytes = `P6\n${clip.width} ${clip.height}\n255\n`.length + clip.width * clip.height * 3;
     const arrivals: number[] = [];
@@ -113,8 +105,7 @@ async function streamLatencyMs(clip: RealClip, fps: number, seconds: number): Pr
 /** One shop, one enrolled `footfall agent`, one door camera on the clip with its line: the clip once, then SIGTERM. */
 async function session(server: Proc, token: string, clip: RealClip, tmp: string, headOfficeDb: string, latencyMs: number): Promise<Omit<ClipResult, 'which' | 'truth' | 'matched' | 'missed' | 'falses' | 'meanDt'>> {
   let agent: ChildProcess | undefined;
-  const rtsp = await startRtsp(clip.file, '/door');
-  const playing = playingTimes(rtsp, '/door');
+  const { rtsp, playing } = await playingRtsp(clip.file, '/door');
   try {
     const shop = await api(server.url, 'POST', '/api/sites', { name: `Real ${clip.id}`, timezone: 'UTC' }, token);
     const code = (await api(server.url, 'POST', `/api/sites/${shop.site_id}/enrolment-code`, {}, token)).code!;
@@ -265,7 +256,7 @@ export async function run(): Promise<string | undefined> {
       '## Body counting on real footage (hand-labelled clips)',
       '',
       `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment) on one door camera per clip: ` +
-        `each clip of the real set (bench/real-footage/clips.json: public footage with its licence, committed under test/fixtures/real/) played once by a local RTSP server (GStreamer), ` +
+        `each clip of the real set (bench/real-footage/clips.json: public footage with its licence, committed under test/fixtures/real/) played once by a local RTSP server (node, ffmpeg as its source), ` +
         `the camera added through the API with the clip's counting line and otherwise the product's defaults (detect_fps ${DEFAULT_TUNING.detect_fps}, door_fps ${DOOR_FPS ?? 'the agent default (3)'}), ` +
         `person model only (${detector}). Counted = the crossings head office stored, timed from the stream's start (the RTSP server's PLAYING) less the stream's latency to capture's own ffmpeg, measured in the same run (${latencyMs.toFixed(0)} ms); a counted crossing matches a hand-labelled one of its direction ` +
         `within ${TOLERANCE_S} s, one to one; precision = matched / counted, recall = matched / labelled; Δt = mean counted minus labelled time of the matches. ` +

@@ -69,7 +69,8 @@ describe('door counting on real footage', () => {
     const trueIn = truth.filter((c) => c.direction === 'in').length;
     const trueOut = truth.length - trueIn;
 
-    rtsp = await startRtspServer({ file: clip.file, mounts: ['/door'] });
+    const playing: [string, number][] = [];
+    rtsp = await startRtspServer({ file: clip.file, mounts: ['/door'], onPlaying: (mount, at) => void playing.push([mount, at]) });
     const company = await h.company('Real Door Co');
     const owner = company.ownerToken;
     const shop = await openShop(h, owner, { name: 'Real Street', timezone: 'UTC' });
@@ -108,6 +109,11 @@ describe('door counting on real footage', () => {
 
     // Clip time of a crossing: frame n of the run is n / FPS s into the clip.
     const base = Math.min(...frameAt.map((t, n) => t - n * FRAME_MS));
+    // The server's clip time 0 (what bench door-real times crossings from) is one moment per stream, before frame 0
+    // reached the agent: the stream's latency (base - that moment) is positive and under the first-frame timeout.
+    expect(playing.map(([m]) => m)).toEqual(['/door']);
+    expect(base - playing[0]![1]).toBeGreaterThan(0);
+    expect(base - playing[0]![1]).toBeLessThan(8000);
     const seen = [...new Map(delivered.map((c) => [c.crossing_id, c])).values()].map((c) => ({ ...c, t: (Date.parse(c.occurred_at) - base) / 1000 }));
     seen.sort((a, b) => a.t - b.t);
     const { pairs, onlyA: missed, onlyB: falses } = matchCrossings(truth, seen, 1.5);
