@@ -100,6 +100,8 @@ describe('door counting on real footage', () => {
     await waitFor(() => frameAt.length >= lastFrame, 110_000, 100);
     const runs = runtime.capture.worker(camera.id)!.stats.runs;
     const detector = runtime.doors.detectorName;
+    // What the door counter did with the frames (printed with the result: a miss says whether the detector saw them).
+    const doorStats = runtime.doors.stats().door;
     await runtime.stop();
     untap();
     const queued = runtime.crossings.stats;
@@ -122,6 +124,7 @@ describe('door counting on real footage', () => {
     const summary =
       `${CLIP_ID} (${detector}, truth ${which}): counted ${entries} in / ${exits} out, truth ${trueIn} / ${trueOut}; ` +
       `${pairs.length} matched, ${missed.length} missed, ${falses.length} false\n` +
+      `  door counter: ${JSON.stringify(doorStats)}\n` +
       `  counted ${seen.map((c) => `${c.t.toFixed(1)}${c.direction}`).join(' ') || '-'}\n  truth   ${truth.map((c) => `${c.t.toFixed(1)}${c.direction}`).join(' ')}`;
     console.log(summary);
 
