@@ -88,7 +88,7 @@ async function workerMain(): Promise<void> {
   const { startServer } = await import('../server/start.js');
   const { loadConfig } = await import('../server/config.js');
   const { openDatabase } = await import('../server/db/open.js');
-  const { startBroker } = await import('../server/broker/broker.js');
+  const { startEmbeddedBroker: startBroker } = await import('../server/broker/embedded.js');
   const silent = pino({ level: 'silent' });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-bench-ingest-'));
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
@@ -124,7 +124,7 @@ async function workerMain(): Promise<void> {
       await new Promise<void>((resolve) =>
         aedes!.aedes.subscribe(
           'ff/+/+/up/visit',
-          (_packet, done) => {
+          (_packet: unknown, done: () => void) => {
             n++;
             if (n === r.expect) parentPort!.postMessage({ event: 'aedes-done', at: Date.now() });
             done();
