@@ -57,10 +57,10 @@ function loginCommands(login: ShopLogin): DynsecCommand[] {
       ],
     },
     { command: 'createClient', username: login.username, password: login.password, roles: [{ rolename, priority: 0 }] },
-    // The client may exist (an earlier enrolment): the new password replaces the old one; the plugin ends the
-    // connections of a client whose password or roles change.
-    { command: 'setClientPassword', username: login.username, password: login.password },
-    { command: 'addClientRole', username: login.username, rolename, priority: 0 },
+    // The client may exist (an earlier enrolment): modifyClient sets the new password and exactly this role (the
+    // plugin ends the connections of a client it modifies, so the earlier password's connection is cut off).
+    // Not addClientRole: Mosquitto 2.0.11 answers "Internal error" for a role the client already has.
+    { command: 'modifyClient', username: login.username, password: login.password, roles: [{ rolename, priority: 0 }] },
     { command: 'enableClient', username: login.username },
   ];
 }
@@ -147,45 +147,69 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
     if (pending.get(key) === c) pending.delete(key);
   };
 
-  const onConnected = async (): Promise<void> => {
+  /**
+   * Setup after each connect of the control client. Resolves false when it had to give head office's own login its
+   * role: the plugin ends the connections of a client whose roles change, so setup finishes on the reconnect.
+   */
+  const setup = async (): Promise<boolean> => {
     await dynsec.attach();
-    // Head office's own rights on the shops' topics (its login is a dynamic-security admin, its ACL is ours to set).
     if (username !== undefined) {
-      await dynsec.run(
-        [
-          {
-            command: 'createRole',
-            rolename: HEAD_OFFICE_ROLE,
-            acls: [
-              { acltype: 'publishClientSend', topic: 'ff/#', priority: 0, allow: true },
-              { acltype: 'publishClientReceive', topic: 'ff/#', priority: 0, allow: true },
-              { acltype: 'subscribePattern', topic: 'ff/#', priority: 0, allow: true },
-            ],
-          },
-          { command: 'addClientRole', username, rolename: HEAD_OFFICE_ROLE, priority: 100 },
-        ],
-        alreadyDone,
-      );
+      const [own] = await dynsec.run([{ command: 'getClient', username }], notFound);
+      const roles = (own?.data as { client?: { roles?: { rolename?: string }[] } } | undefined)?.client?.roles;
+      if (own?.error) {
+        log.warn({ username, broker: where }, "head office's login is not a dynamic-security client: give it publish, subscribe and receive on ff/# yourself");
+      } else if (!roles?.some((r) => r.rolename === HEAD_OFFICE_ROLE)) {
+        await dynsec.run(
+          [
+            {
+              command: 'createRole',
+              rolename: HEAD_OFFICE_ROLE,
+              acls: [
+                { acltype: 'publishClientSend', topic: 'ff/#', priority: 0, allow: true },
+                { acltype: 'publishClientReceive', topic: 'ff/#', priority: 0, allow: true },
+                { acltype: 'subscribePattern', topic: 'ff/#', priority: 0, allow: true },
+              ],
+            },
+          ],
+          alreadyDone,
+        );
+        log.info({ username, role: HEAD_OFFICE_ROLE }, "gave head office's broker login its role on ff/# (the broker reconnects it)");
+        dynsec.run([{ command: 'addClientRole', username, rolename: HEAD_OFFICE_ROLE, priority: 100 }], alreadyDone).catch(() => undefined);
+        return false;
+      }
     }
     for (const l of listeners) await control.subscribeAsync(l.filter, { qos: 0 });
     await flushPending();
+    return true;
   };
+  let ready: { resolve: () => void; reject: (err: Error) => void } | undefined;
   const first = new Promise<void>((resolve, reject) => {
-    control.once('connect', () => onConnected().then(resolve, reject));
-    control.once('error', (err) => reject(new Error(`cannot connect to the MQTT broker at ${where}: ${err.message}`)));
-    setTimeout(() => reject(new Error(`cannot connect to the MQTT broker at ${where}: no answer in 15 s`)), 15_000).unref();
+    ready = { resolve, reject };
   });
+  control.on('connect', () => {
+    setup().then(
+      (done) => {
+        if (done) ready?.resolve();
+      },
+      (err: unknown) => {
+        if (ready) log.warn({ err, broker: where }, 'MQTT broker setup failed; retried on the next connect');
+        else log.error({ err, broker: where }, 'MQTT broker setup after reconnect failed');
+      },
+    );
+  });
+  control.once('error', (err) => ready?.reject(new Error(`cannot connect to the MQTT broker at ${where}: ${err.message}`)));
+  const giveUp = setTimeout(() => ready?.reject(new Error(`cannot connect to the MQTT broker at ${where}: not ready in 20 s`)), 20_000);
+  giveUp.unref();
   control.connect();
   try {
     await first;
   } catch (err) {
     control.end(true);
     throw err;
+  } finally {
+    clearTimeout(giveUp);
+    ready = undefined;
   }
-  // Later reconnects (the first one's setup is awaited above; addClientRole above may itself end this connection).
-  control.on('connect', () => {
-    onConnected().catch((err: unknown) => log.error({ err, broker: where }, 'MQTT broker setup after reconnect failed'));
-  });
   const retry = setInterval(() => {
     if (pending.size > 0 && control.connected) void flushPending();
   }, 30_000);
