@@ -14,7 +14,8 @@ const PLUGIN_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', 
 const PLUGIN = 'mosquitto_dynamic_security.so';
 
 function onPath(cmd: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/usr/local/sbin'])) {
+  // PATH only (scripts/bare-path.sh hides tools that way); Debian puts mosquitto in /usr/sbin.
+  for (const dir of (process.env.PATH ?? '').split(':')) {
     const p = path.join(dir, cmd);
     try {
       fs.accessSync(p, fs.constants.X_OK);
@@ -30,7 +31,7 @@ const pluginPath = (): string | undefined => PLUGIN_DIRS.map((d) => path.join(d,
 
 /** Why the Mosquitto tests cannot run here, or undefined when they can. */
 export function mosquittoMissing(): string | undefined {
-  if (!onPath('mosquitto')) return 'no mosquitto (apt-get install mosquitto)';
+  if (!onPath('mosquitto')) return 'no mosquitto on PATH (apt-get install mosquitto; it is in /usr/sbin)';
   if (!onPath('mosquitto_ctrl')) return 'no mosquitto_ctrl (apt-get install mosquitto: Mosquitto 2 or later)';
   if (!pluginPath()) return `no ${PLUGIN} (apt-get install mosquitto: Mosquitto 2 or later)`;
   return undefined;
