@@ -119,7 +119,7 @@ async function workerMain(): Promise<void> {
     async 'aedes-start'(req) {
       const r = req as Extract<Request, { cmd: 'aedes-start' }>;
       aedes = await startBroker({ host: '127.0.0.1', port: 0, log: silent });
-      aedes.setAuth({ authenticate: () => true, canPublish: () => true, canSubscribe: () => true });
+      aedes.setAuth({ authenticate: () => true, canPublish: () => true, canSubscribe: () => true, logins: () => [] });
       let n = 0;
       await new Promise<void>((resolve) =>
         aedes!.aedes.subscribe(

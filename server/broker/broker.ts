@@ -14,11 +14,15 @@ import type { Config } from '../config.js';
  * Everything else in head office (ingest, heartbeats, notices, logins) talks to this interface only.
  */
 
-/** Who may connect, publish and subscribe: asked by the embedded broker (an external one decides by itself). */
+/**
+ * Head office's shop logins. The embedded broker asks who may connect, publish and subscribe; an external broker
+ * decides by itself, and is brought in line with `logins()` (every enrolled shop PC's login) on each connect.
+ */
 export interface BrokerAuth {
   authenticate(username: string, password: string): Promise<boolean> | boolean;
   canPublish(username: string, topic: string): boolean;
   canSubscribe(username: string, topic: string): boolean;
+  logins(): ShopLogin[];
 }
 
 /** One shop PC's broker login: its username, password and topic prefix (`ff/<company>/<shop>/`). */
@@ -52,7 +56,7 @@ export interface Broker {
   readonly accepting: boolean;
   /** Shop PCs connected now, where the broker says (embedded: counted; external: undefined). */
   readonly connectedClients: number | undefined;
-  /** The embedded broker asks this who may do what; an external broker has its own (setLogin). */
+  /** The embedded broker asks this who may do what; an external broker creates what it lacks of `auth.logins()`. */
   setAuth(auth: BrokerAuth): void;
   /**
    * Holds the acknowledgement of every `ff/<company>/<shop>/up/<name>` message until `handler` resolves, so a

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MqttClient } from 'mqtt';
 import { downFilter, upTopic } from '../../shared/topics.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
-import { mosquittoMissing, startMosquitto, type TestMosquitto } from '../../test/support/mosquitto.js';
+import { dynsecAsAdmin, mosquittoMissing, startMosquitto, type TestMosquitto } from '../../test/support/mosquitto.js';
 import { addCamera, closed, connectPc, enrol, heartbeat, inbox, openShop, waitFor } from '../../test/support/shop-pc.js';
 import { noteSkip } from '../../test/support/skips.js';
 import { arrivals, settled } from '../../test/support/visits.js';
@@ -142,7 +142,7 @@ describe.skipIf(missing !== undefined)('head office on an external Mosquitto 2 (
     await waitFor(async () => connectPc(h, e).then((c) => (c.end(true), false), () => true));
   });
 
-  it('visits sent while head office is down wait in the broker (unacknowledged to head office) and are stored when it is back', async () => {
+  it('visits sent while head office is down wait in the broker (unacknowledged to head office) and are stored when it is back; a login the broker lost is made again', async () => {
     const shop = await openShop(h, owner, { name: 'Away' });
     const e = await enrol(h, owner, shop.slug);
     const pc = track(await connectPc(h, e));
@@ -151,9 +151,18 @@ describe.skipIf(missing !== undefined)('head office on an external Mosquitto 2 (
     const sent = [footfall(), footfall(), footfall(), footfall(), footfall()];
     // The broker takes them (its PUBACK to the shop PC) and holds them in head office's persistent ingest session.
     for (const v of sent) await pc.publishAsync(upTopic(company, 'away', 'visit'), JSON.stringify(v), { qos: 1 });
+    // Meanwhile the broker loses this shop PC's login (say its dynamic-security.json came back from an old copy).
+    const gone = closed(pc);
+    expect((await dynsecAsAdmin(mq, [{ command: 'deleteClient', username: e.broker.username }]))[0]).not.toHaveProperty('error');
+    await gone;
+    await expect(connectPc(h, e)).rejects.toThrow();
     h = await startHarness(overrides(), { dataDir, keepDataDir: false });
     await waitFor(() => h.server.ingest.stats.stored >= 5, 10_000);
     await settled(h);
     expect(h.server.ingest.stats).toMatchObject({ stored: 5, duplicates: 0 });
+    // Head office made the lost login again from the shops table: the shop PC connects with its password.
+    const again = track((await waitFor(() => connectPc(h, e).catch(() => undefined), 5000))!);
+    await again.publishAsync(upTopic(company, 'away', 'visit'), JSON.stringify(footfall()), { qos: 1 });
+    await waitFor(() => h.server.ingest.stats.stored === 6);
   });
 });

@@ -137,6 +137,21 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
       }
     }
   };
+  // The shops table is the truth: a shop PC's login the broker lacks (its dynamic-security.json lost or restored
+  // from an older copy) is created again. Existing clients are left as they are (the plugin keeps no password to compare).
+  let source: (() => ShopLogin[]) | undefined;
+  const syncLogins = async (): Promise<void> => {
+    if (!source) return;
+    const [listed] = await dynsec.run([{ command: 'listClients', verbose: false, count: -1, offset: 0 }]);
+    const have = new Set((listed?.data as { clients?: unknown[] } | undefined)?.clients?.map((c) => (typeof c === 'string' ? c : (c as { username?: string }).username)) ?? []);
+    let created = 0;
+    for (const login of source()) {
+      if (have.has(login.username) || pending.has(login.username)) continue;
+      pending.set(login.username, { kind: 'set', login });
+      created++;
+    }
+    if (created > 0) log.warn({ logins: created, broker: where }, 'the broker lacked shop PC logins the shops table has: creating them');
+  };
   const change = async (key: string, c: LoginChange): Promise<void> => {
     pending.set(key, c);
     if (!control.connected) {
@@ -179,6 +194,7 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
       }
     }
     for (const l of listeners) await control.subscribeAsync(l.filter, { qos: 0 });
+    await syncLogins();
     await flushPending();
     return true;
   };
@@ -256,8 +272,10 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
     get ingestStats() {
       return session.stats;
     },
-    setAuth() {
-      // Mosquitto authenticates by itself: its logins are the ones setLogin pushes.
+    setAuth(auth) {
+      // Mosquitto authenticates by itself; it only has to hold every login head office has.
+      source = () => auth.logins();
+      if (control.connected) void syncLogins().then(flushPending, (err: unknown) => log.error({ err, broker: where }, 'shop login sync failed'));
     },
     holdAcks(name, handler) {
       holds.set(name, handler);

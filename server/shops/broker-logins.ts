@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray, isNotNull } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { shopPrefix } from '../../shared/topics.js';
 import type { Broker, BrokerAuth, ShopLogin } from '../broker/broker.js';
@@ -64,6 +64,25 @@ export class ShopLogins implements BrokerAuth {
   canSubscribe(username: string, filter: string): boolean {
     const scope = this.scopes.get(username);
     return scope !== undefined && filter.startsWith(scope.prefix + 'down/') && filter.length > scope.prefix.length + 5;
+  }
+
+  /** Every enrolled shop PC's login (an external broker creates the ones it lacks on connect). */
+  logins(): ShopLogin[] {
+    const rows = this.deps.store.db
+      .select({ username: shops.brokerUsername, shopSlug: shops.slug, sealed: shops.brokerSecret, companySlug: companies.slug })
+      .from(shops)
+      .innerJoin(companies, eq(companies.id, shops.companyId))
+      .where(and(isNotNull(shops.brokerSecret), isNotNull(shops.agentTokenHash)))
+      .all();
+    const out: ShopLogin[] = [];
+    for (const r of rows) {
+      try {
+        out.push({ username: r.username, password: this.deps.keys.decrypt(r.sealed!), prefix: shopPrefix(r.companySlug, r.shopSlug) });
+      } catch (err) {
+        this.deps.log.error({ err, username: r.username }, 'broker login: the stored secret cannot be opened');
+      }
+    }
+    return out;
   }
 
   /** A new broker secret: the clear text (handed to the shop PC once) and its sealed form for the database. */

@@ -115,3 +115,17 @@ export async function startMosquitto(): Promise<TestMosquitto> {
     },
   };
 }
+
+/** Runs dynamic-security commands as the admin (what an operator would do with mosquitto_ctrl); returns the responses. */
+export async function dynsecAsAdmin(mq: TestMosquitto, commands: object[]): Promise<{ command: string; error?: string; data?: unknown }[]> {
+  const { connectAsync } = await import('mqtt');
+  const admin = await connectAsync(mq.url, { username: mq.admin.username, password: mq.admin.password, protocolVersion: 5, clientId: `test-admin-${process.pid}-${Date.now()}` });
+  try {
+    await admin.subscribeAsync('$CONTROL/dynamic-security/v1/response');
+    const answer = new Promise<Buffer>((resolve) => admin.once('message', (_t, p) => resolve(p)));
+    await admin.publishAsync('$CONTROL/dynamic-security/v1', JSON.stringify({ commands }));
+    return (JSON.parse((await answer).toString()) as { responses: { command: string; error?: string; data?: unknown }[] }).responses;
+  } finally {
+    await admin.endAsync();
+  }
+}
