@@ -165,4 +165,21 @@ describe.skipIf(missing !== undefined)('head office on an external Mosquitto 2 (
     await again.publishAsync(upTopic(company, 'away', 'visit'), JSON.stringify(footfall()), { qos: 1 });
     await waitFor(() => h.server.ingest.stats.stored === 6);
   });
+
+  it('Mosquitto restarts: head office reconnects by itself (/healthz ok again), and visits and heartbeats flow again', async () => {
+    const shop = await openShop(h, owner, { name: 'Restart' });
+    const e = await enrol(h, owner, shop.slug);
+    const pc = track(await connectPc(h, e));
+    const gone = closed(pc);
+    await mq.restart();
+    await gone;
+    // Meanwhile /healthz said the broker was down, or head office had already reconnected; either way it ends ok.
+    await waitFor(async () => (await fetch(`${h.url}/healthz`)).status === 200, 15_000, 200);
+    const again = track((await waitFor(() => connectPc(h, e).catch(() => undefined), 10_000, 200))!);
+    const before = h.server.ingest.stats.stored;
+    await again.publishAsync(upTopic(company, 'restart', 'visit'), JSON.stringify(footfall()), { qos: 1 });
+    await waitFor(() => h.server.ingest.stats.stored === before + 1, 15_000);
+    await again.publishAsync(upTopic(company, 'restart', 'heartbeat'), JSON.stringify(heartbeat({ agent_version: '8.8.8' })));
+    await waitFor(async () => (await shopRow('restart')).agent_version === '8.8.8', 5000);
+  });
 });

@@ -43,6 +43,8 @@ export interface TestMosquitto {
   url: string;
   admin: { username: string; password: string };
   dir: string;
+  /** Stops the broker (SIGTERM: it saves its persistence file) and starts it again on the same port and folder. */
+  restart(): Promise<void>;
   /** Stops the broker (SIGTERM, then SIGKILL) and removes its folder. */
   close(): Promise<void>;
 }
@@ -88,13 +90,25 @@ export async function startMosquitto(): Promise<TestMosquitto> {
     ].join('\n'),
   );
   let output = '';
-  const child = spawn(onPath('mosquitto')!, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  try {
+  let child: ChildProcess;
+  const run = async () => {
+    child = spawn(onPath('mosquitto')!, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     await waitForPort(port, child, () => output);
+  };
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    await run();
   } catch (err) {
-    child.kill('SIGKILL');
+    child!.kill('SIGKILL');
     fs.rmSync(dir, { recursive: true, force: true });
     throw err;
   }
@@ -103,14 +117,12 @@ export async function startMosquitto(): Promise<TestMosquitto> {
     url: `mqtt://127.0.0.1:${port}`,
     admin,
     dir,
+    async restart() {
+      await stop();
+      await run();
+    },
     async close() {
-      if (child.exitCode === null) {
-        const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
