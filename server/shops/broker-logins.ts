@@ -21,10 +21,10 @@ interface Scope {
  * Shop logins, backed by the shops table. On the embedded broker this is its BrokerAuth; on an external one the
  * broker checks logins itself and `activate`/`end` push each change to it (Broker.setLogin, Broker.endLogin).
  *
- * Embedded: backed by the shops table. Authentication reads the database every time
+ * Embedded: authentication reads the database every time
  * (a connect is rare) and opens the sealed secret with the server key; a connection that authenticated gets its
  * shop's topic prefix cached for the per-message checks. The cache only ever holds logins that authenticated, and
- * `drop` (shop deleted, secret rotated, company deleted) evicts the entry and closes the connections in one go, so
+ * `end` and `activate` (shop deleted, secret rotated, company deleted) evicts the entry and closes the connections in one go, so
  * it never outlives the row.
  *
  * Topic rule: a shop PC publishes only under `<prefix>up/` and subscribes only under `<prefix>down/`.
@@ -145,7 +145,8 @@ export function shopLoginsPurger(store: Store, logins: ShopLogins): CompanyPurge
           )
           .run();
       });
-      // The broker refusing this fails the deletion (502 broker_unavailable) before any row is deleted.
+      // An external broker that refuses the change fails the deletion (502 broker_unavailable) before any row is
+      // deleted; one that cannot be reached gets the change when head office reconnects (Broker.endLogin).
       for (const r of rows) await logins.end(r.username, { remove: true });
       return rows.length;
     },
