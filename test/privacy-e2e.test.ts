@@ -21,6 +21,7 @@ import { realFaces, type RealFace, type RealFaces } from './support/faces.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { jpeg, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
 import { settled } from './support/visits.js';
+import { embeddedOf } from '../server/broker/embedded.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 let h: Harness;
@@ -88,7 +89,7 @@ beforeAll(async () => {
   await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: file, local: { data_dir: path.join(tmp, 'data') } });
   const config = { ...(await loadAgentConfig(file)), log_level: 'silent' as const };
   await new Promise<void>((resolve) =>
-    h.server.broker.aedes.subscribe(
+    embeddedOf(h.server.broker).aedes.subscribe(
       upFilterAllShops('visit'),
       (packet, done) => {
         sent.push(JSON.parse(Buffer.from(packet.payload).toString('utf8')));

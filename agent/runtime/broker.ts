@@ -20,6 +20,8 @@ import { Backoff, type BackoffOptions } from '../capture/backoff.js';
 export interface BrokerLinkOptions {
   host: string;
   port: number;
+  /** Connect with TLS (mqtts): the enrolment answer's `broker.tls` (an external broker behind TLS). */
+  tls?: boolean;
   username: string;
   password: string;
   clientId: string;
@@ -66,7 +68,7 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
     this.backoff = new Backoff({ initialMs: 1000, maxMs: 60_000, ...options.backoff });
     this.slowest = options.backoff?.maxMs ?? 60_000;
     this.client = connect({
-      protocol: 'mqtt',
+      protocol: options.tls ? 'mqtts' : 'mqtt',
       host: options.host,
       port: options.port,
       username: options.username,

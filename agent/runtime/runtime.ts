@@ -114,6 +114,7 @@ export class AgentRuntime {
     this.broker = new BrokerLink({
       host: brokerHost(config),
       port: config.broker.port,
+      ...(config.broker.tls ? { tls: true } : {}),
       username: config.broker.username,
       password: config.broker.password,
       clientId: config.broker.client_id,

@@ -108,7 +108,8 @@ export class Metrics {
       help: 'MQTT clients connected to the embedded broker (shop PCs).',
       registers,
       collect() {
-        this.set(s.broker.aedes.connectedClients);
+        const n = s.broker.connectedClients;
+        if (n !== undefined) this.set(n);
       },
     });
     new Gauge({

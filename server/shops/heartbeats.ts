@@ -1,36 +1,33 @@
 import { and, eq, isNull } from 'drizzle-orm';
-import type { AedesPublishPacket } from 'aedes';
 import type { Logger } from 'pino';
 import { Heartbeat } from '../../shared/messages.js';
 import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
-import type { Broker } from '../broker/broker.js';
+import type { Broker, HeldMessage } from '../broker/broker.js';
 import { cameras } from '../cameras/schema.js';
 import type { Store } from '../db/open.js';
 import { shops } from './schema.js';
 
 /**
- * Heartbeat ingest: head office subscribes inside the broker to `ff/+/+/up/heartbeat`. The broker's topic rule
+ * Heartbeat ingest: head office listens on the broker (Broker.listen) to `ff/+/+/up/heartbeat`. The broker's topic rule
  * guarantees that only the shop's own login can publish there, so the topic names the shop. A heartbeat that does
  * not parse is logged and dropped. Returns a function that stops the ingest.
  */
 export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log: Logger }): Promise<() => Promise<void>> {
   const { store, broker, log } = deps;
   const topic = upFilterAllShops('heartbeat');
-  const deliver = (packet: AedesPublishPacket, done: () => void) => {
+  const deliver = (packet: HeldMessage) => {
     try {
       record(packet);
     } catch (err) {
       log.error({ err, topic: packet.topic }, 'heartbeat not recorded');
-    } finally {
-      done();
     }
   };
-  const record = (packet: AedesPublishPacket) => {
+  const record = (packet: HeldMessage) => {
     const parsed = parseTopic(packet.topic);
     if (!parsed) return;
     let json: unknown;
     try {
-      json = JSON.parse(Buffer.from(packet.payload).toString('utf8'));
+      json = JSON.parse(packet.payload.toString('utf8'));
     } catch {
       log.warn({ topic: packet.topic }, 'heartbeat is not JSON');
       return;
@@ -75,6 +72,5 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
       }
     });
   };
-  await new Promise<void>((resolve) => broker.aedes.subscribe(topic, deliver, resolve));
-  return () => new Promise<void>((resolve) => broker.aedes.unsubscribe(topic, deliver, resolve));
+  return broker.listen(topic, deliver);
 }
