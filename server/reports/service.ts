@@ -2,6 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
 import { minorDigits } from '../purchases/service.js';
 import { bucketsOf, windowOf, type Bucket } from './calendar.js';
+import { agedByBucket, agedBySite, hasAged } from './aged.js';
 import { doorCounts, shopScope, type Scope } from './door.js';
 import { openHoursBetween, type OpeningHours } from '../shops/hours.js';
 import type { ReportQuery } from './query.js';
@@ -126,8 +127,27 @@ function windowCounts(db: Db, companyId: string, scope: Scope, lo: string, hi: s
       total(v.dwell_ms) as dwell
     from ${from} where ${range} group by s.slug`);
   const known = db.get<{ n: number }>(sql`select count(distinct v.customer_id) as n from ${from} where ${range}`)?.n ?? 0;
+  let people = known + sites.reduce((n, r) => n + r.anon, 0);
+  if (hasAged(db, companyId)) {
+    // Aged days (visit_retention_days): their counts add to the rows held, shop by shop (aged.ts).
+    const byId = new Map(sites.map((r) => [r.id, r]));
+    for (const a of agedBySite(db, companyId, scope, lo, hi)) {
+      people += a.known + a.anon;
+      const r = byId.get(a.id);
+      if (r) {
+        r.visits += a.visits;
+        r.belowGate += a.belowGate;
+        r.dwell += a.dwellMs;
+      } else {
+        const row = { id: a.id, name: a.name, slug: a.slug, visits: a.visits, belowGate: a.belowGate, anon: a.anon, dwell: a.dwellMs };
+        sites.push(row);
+        byId.set(a.id, row);
+      }
+    }
+    sites.sort((x, y) => (x.slug < y.slug ? -1 : x.slug > y.slug ? 1 : 0));
+  }
   return {
-    people: known + sites.reduce((n, r) => n + r.anon, 0),
+    people,
     visits: sites.reduce((n, r) => n + r.visits, 0),
     belowGate: sites.reduce((n, r) => n + r.belowGate, 0),
     dwellMs: sites.reduce((n, r) => n + r.dwell, 0),
@@ -195,6 +215,17 @@ function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly
   for (const row of rows) {
     const [known, anon, fresh] = JSON.parse(row.r) as [number, number, number];
     out[row.i] = { known, anon, fresh };
+  }
+  if (hasAged(db, companyId)) {
+    // Aged days: each customer counted once per shop and local day; "new" for the whole company stays the count on
+    // customers.first_seen_at above (kept when visits age out), for a shop or region it comes with the counts.
+    const scoped = scope.siteId !== null || scope.region !== null;
+    for (const a of agedByBucket(db, companyId, scope, bounds)) {
+      const o = out[a.i]!;
+      o.known += a.known;
+      o.anon += a.anon;
+      if (scoped) o.fresh += a.fresh;
+    }
   }
   return out;
 }
