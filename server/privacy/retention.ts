@@ -66,6 +66,16 @@ function ageDay(deps: Deps, shopId: string, tz: string, day: string): AgedDay {
         left join customers c on c.id = f.customer_id
       group by slot
       on conflict (shop_id, slot_at) do update set known = known + excluded.known, fresh = fresh + excluded.fresh`);
+    // And once per shop and UTC hour, for hour buckets.
+    db.run(sql`
+      insert into footfall_counts (shop_id, slot_at, day, known_hour, fresh_hour)
+      select ${shopId}, ${slotOf('f.first')} as slot, ${day}, count(*),
+        count(*) filter (where substr(c.first_seen_at, 1, 13) = substr(f.first, 1, 13))
+      from (select customer_id, min(occurred_at) as first from visits indexed by visits_shop_time_idx
+            where ${inDay} and staff = 0 and customer_id is not null group by customer_id, substr(occurred_at, 1, 13)) f
+        left join customers c on c.id = f.customer_id
+      group by slot
+      on conflict (shop_id, slot_at) do update set known_hour = known_hour + excluded.known_hour, fresh_hour = fresh_hour + excluded.fresh_hour`);
     db.run(sql`
       insert into footfall_counts (shop_id, slot_at, day, entries, exits)
       select ${shopId}, ${slotOf('occurred_at')} as slot, ${day}, count(*) filter (where direction = 'in'), count(*) filter (where direction = 'out')

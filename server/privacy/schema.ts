@@ -49,6 +49,9 @@ export const footfallCounts = sqliteTable(
     known: integer('known').notNull().default(0),
     /** Of `known`, those whose first visit ever (customers.first_seen_at) was on that local day. */
     fresh: integer('fresh').notNull().default(0),
+    /** The same per UTC hour (each customer once per shop and hour, in the slot of their first visit in it): hour buckets. */
+    knownHour: integer('known_hour').notNull().default(0),
+    freshHour: integer('fresh_hour').notNull().default(0),
     entries: integer('entries').notNull().default(0),
     exits: integer('exits').notNull().default(0),
   },

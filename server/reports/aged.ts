@@ -17,12 +17,15 @@ export interface AgedCounts {
   /** Customers counted once per shop and local day (the linkage to who they were is gone). */
   known: number;
   fresh: number;
+  /** Counted once per shop and UTC hour instead (hour buckets). */
+  knownHour: number;
+  freshHour: number;
   entries: number;
   exits: number;
 }
 
 const sums = sql`sum(f.visits) as visits, sum(f.below_gate) as belowGate, sum(f.anon) as anon, sum(f.dwell_ms) as dwellMs,
-  sum(f.known) as known, sum(f.fresh) as fresh, sum(f.entries) as entries, sum(f.exits) as exits`;
+  sum(f.known) as known, sum(f.fresh) as fresh, sum(f.known_hour) as knownHour, sum(f.fresh_hour) as freshHour, sum(f.entries) as entries, sum(f.exits) as exits`;
 
 /** Per shop of the scope over [lo, hi): only shops with aged counts in it. */
 export function agedBySite(db: Db, companyId: string, scope: Scope, lo: string, hi: string): (AgedCounts & { id: string; name: string; slug: string })[] {

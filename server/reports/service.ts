@@ -189,7 +189,7 @@ interface BucketCounts {
  * customer_id null), then each customer's first_seen_at read once from customers_id_first_idx (migration 0006), not
  * from the customer's row, which carries a 2 KiB template.
  */
-function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[]): BucketCounts[] {
+function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[], hourly: boolean): BucketCounts[] {
   const bounds = boundsJson(buckets);
   const { from, where } = scopedVisits(companyId, scope);
   const inBucket = sql`${where} and v.occurred_at >= b.lo and v.occurred_at < b.hi`;
@@ -222,9 +222,9 @@ function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly
     const scoped = scope.siteId !== null || scope.region !== null;
     for (const a of agedByBucket(db, companyId, scope, bounds)) {
       const o = out[a.i]!;
-      o.known += a.known;
+      o.known += hourly ? a.knownHour : a.known;
       o.anon += a.anon;
-      if (scoped) o.fresh += a.fresh;
+      if (scoped) o.fresh += hourly ? a.freshHour : a.fresh;
     }
   }
   return out;
@@ -235,7 +235,7 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
   const w = windowOf(q.tz, q.from, q.to);
   return snapshot(db, () => {
     const counts = windowCounts(db, companyId, q, iso(w.lo), iso(w.hi));
-    const per = bucketCounts(db, companyId, q, buckets);
+    const per = bucketCounts(db, companyId, q, buckets, q.bucket === 'hour');
     const { points: door, total: whole } = doorCounts(db, companyId, q, buckets);
     const hours = scopeHours(db, companyId, q);
     const points = buckets.map((b, i): FootfallPoint => {

@@ -8,6 +8,8 @@ CREATE TABLE `footfall_counts` (
 	`dwell_ms` integer DEFAULT 0 NOT NULL,
 	`known` integer DEFAULT 0 NOT NULL,
 	`fresh` integer DEFAULT 0 NOT NULL,
+	`known_hour` integer DEFAULT 0 NOT NULL,
+	`fresh_hour` integer DEFAULT 0 NOT NULL,
 	`entries` integer DEFAULT 0 NOT NULL,
 	`exits` integer DEFAULT 0 NOT NULL,
 	PRIMARY KEY(`shop_id`, `slot_at`),
