@@ -58,6 +58,19 @@ export abstract class Recognition extends EventEmitter<RecognitionEvents> {
     this.take(frame);
   };
 
+  /**
+   * Count-only (the company's recognition `off`, docs/privacy.md): no face embedding is computed at all (neither a
+   * visit's nor the short-term one that joins a person's tracks) and no face JPEG is encoded; visits are still made.
+   */
+  setCountOnly(on: boolean): void {
+    void on;
+  }
+
+  /** Face embeddings computed since start (the embedding model's calls), for stats and tests. */
+  embeddings(): number {
+    return 0;
+  }
+
   /** Frames received per camera_id since start. */
   frames(): Record<string, number> {
     return Object.fromEntries(this.frameCounts);
@@ -118,6 +131,14 @@ export class VisionRecognition extends Recognition {
 
   get model(): string {
     return this.engine.modelSet;
+  }
+
+  override setCountOnly(on: boolean): void {
+    this.pipeline.setCountOnly(on);
+  }
+
+  override embeddings(): number {
+    return this.pipeline.embeddingCalls;
   }
 
   protected take(frame: Frame): void {
