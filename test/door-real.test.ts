@@ -26,6 +26,7 @@ import { enrolShopPc } from '../agent/enrol/enrol.js';
 import { bodyModelsOnly, ensureTestBodyModels } from '../agent/models/test-cache.js';
 import { AgentRuntime } from '../agent/runtime/runtime.js';
 import { loadClips, matchCrossings, truthFor } from '../bench/real-footage/clips.js';
+import { embeddedOf } from '../server/broker/embedded.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer, type RtspServer } from './support/rtsp.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
@@ -51,7 +52,7 @@ beforeAll(async () => {
     delivered.push(CrossingMessage.parse(JSON.parse(packet.payload.toString())));
     done();
   };
-  await new Promise<void>((resolve) => h.server.broker.aedes.subscribe(upFilterAllShops('crossing'), record, resolve));
+  await new Promise<void>((resolve) => embeddedOf(h.server.broker).aedes.subscribe(upFilterAllShops('crossing'), record, resolve));
 }, 120_000);
 
 afterAll(async () => {
