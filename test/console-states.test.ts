@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser } from 'playwright-core';
+import { upTopic } from '../shared/topics.js';
+import { CHROMIUM, done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
+import { startHarness, type Company, type Harness } from './support/harness.js';
+import { addCamera, heartbeat, openShop } from './support/shop-pc.js';
+import { shopPc, type ShopPc } from './support/visits.js';
+
+/**
+ * The console's stale and wrong states of issue 28 ("Wrong, seen in the review"), each in Chromium against a real
+ * head office (SQLite, broker over TCP, HTTP) and a shop PC speaking real MQTT and HTTP. One head office for the file.
+ */
+
+warnIfNoChromium('console-states.test.ts');
+
+let browser: Browser;
+let h: Harness;
+let chain: Company;
+let colaba: ShopPc;
+
+const open = async (path = '/'): Promise<Watched> => {
+  const w = await openWatched(browser, h.url + path);
+  await signIn(w.page, chain.ownerEmail, chain.ownerPassword);
+  await w.page.getByRole('button', { name: 'Sign in' }).waitFor({ state: 'detached' });
+  return w;
+};
+
+/** POST /api/agent/cameras/state as the shop PC. */
+async function cameraState(pc: ShopPc, cameras: { camera: string; connected: boolean; reason?: string }[]): Promise<void> {
+  const res = await fetch(h.url + '/api/agent/cameras/state', { method: 'POST', headers: { Authorization: `Bearer ${pc.enrolment.token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ cameras }) });
+  expect(res.status).toBe(200);
+}
+
+const beat = (pc: ShopPc, over: Parameters<typeof heartbeat>[0] = {}) => pc.client.publishAsync(upTopic(pc.companySlug, pc.shop.slug, 'heartbeat'), JSON.stringify(heartbeat(over)));
+
+describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () => {
+  beforeAll(async () => {
+    [browser, h] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness()]);
+    chain = await h.company('States Chain');
+    colaba = await shopPc(h, chain.ownerToken, chain.slug, 'Colaba');
+    await addCamera(h, chain.ownerToken, colaba.shop.slug, { camera_id: 'entrance', label: 'Front door' });
+    await addCamera(h, chain.ownerToken, colaba.shop.slug, { camera_id: 'walkway', label: 'Walkway' });
+  });
+
+  afterAll(async () => {
+    await colaba?.close();
+    await browser?.close();
+    await h?.close();
+  });
+
+  it('cameras up: one truth from the cameras’ own state on the shop page and the overview; first start says what is true', async () => {
+    const empty = await openShop(h, chain.ownerToken, { name: 'Fort' });
+    // The shop PC's heartbeat still says 2 of 2 while the walkway camera's own report says it is unreachable.
+    await beat(colaba, { cameras_up: 2, cameras_total: 2 });
+    await cameraState(colaba, [
+      { camera: 'entrance', connected: true, reason: 'ok' },
+      { camera: 'walkway', connected: false, reason: 'unreachable' },
+    ]);
+    const w = await open(`/#/shop/${colaba.shop.slug}`);
+    try {
+      const walkway = w.page.locator('[data-camera="walkway"]');
+      await walkway.getByText('not connecting (unreachable)').waitFor();
+      expect(await w.page.locator('#cameras-up').innerText()).toBe('1 of 2 up');
+
+      await w.page.goto(`${h.url}/#/`);
+      const card = w.page.locator(`[data-shop="${colaba.shop.slug}"]`);
+      await card.waitFor();
+      expect(await card.locator('[data-cameras-up]').innerText()).toBe('1 of 2 up');
+
+      // At first start: no "0 of 0", no "Recognition model —".
+      await w.page.goto(`${h.url}/#/shop/${empty.slug}`);
+      await w.page.locator('#no-cameras').waitFor();
+      const facts = await w.page.locator('#shop-facts').innerText();
+      expect(facts).toMatch(/Cameras up\s+no cameras yet/);
+      expect(facts).toMatch(/Recognition model\s+not reported yet/);
+      expect(facts).not.toContain('0 of 0');
+      expect(facts).not.toContain('—');
+    } finally {
+      await done(w);
+    }
+  });
+});
