@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
+import { pino } from 'pino';
+import { BrokerLink } from '../agent/runtime/broker.js';
 import { upTopic } from '../shared/topics.js';
 import { CHROMIUM, done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
-import { addCamera, heartbeat, openShop } from './support/shop-pc.js';
+import { addCamera, enrol, heartbeat, openShop, waitFor } from './support/shop-pc.js';
 import { shopPc, type ShopPc } from './support/visits.js';
 
 /**
@@ -78,5 +80,52 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
     } finally {
       await done(w);
     }
+  });
+
+  it('offline at once: the shop PC’s goodbye on a clean stop, its last will on a lost connection; the pages then claim nothing live', async () => {
+    const shop = await openShop(h, chain.ownerToken, { name: 'Bandra' });
+    const cam = await addCamera(h, chain.ownerToken, shop.slug, { camera_id: 'door', label: 'Door' });
+    expect((await h.request('PATCH', `/api/cameras/${cam.id}`, { token: chain.ownerToken, body: { tuning: { line: { a: [0, 0.6], b: [1, 0.6], inside: 'left' } } } })).status).toBe(200);
+    const e = await enrol(h, chain.ownerToken, shop.slug);
+    const online = async () => (await h.request('GET', '/api/sites', { token: chain.ownerToken })).body.find((x: any) => x.slug === shop.slug).online as boolean;
+    // The shop PC's own broker link (agent/runtime/broker.ts), as the runtime uses it.
+    const link = () =>
+      new BrokerLink({ host: '127.0.0.1', port: h.server.mqttPort, username: e.broker.username, password: e.broker.password, clientId: e.broker.client_id, topicPrefix: e.broker.topic_prefix, log: pino({ level: 'silent' }) });
+    const connectAndBeat = async (l: BrokerLink) => {
+      l.start();
+      await new Promise<void>((r) => l.once('connected', () => r()));
+      expect(l.publishNow(e.broker.topic_prefix + 'up/heartbeat', JSON.stringify(heartbeat({ cameras_up: 1, cameras_total: 1 })))).toBe(true);
+      await waitFor(online, 3000, 20);
+    };
+    const res = await fetch(h.url + '/api/agent/cameras/state', { method: 'POST', headers: { Authorization: `Bearer ${e.token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ cameras: [{ camera: 'door', connected: true, reason: 'ok' }] }) });
+    expect(res.status).toBe(200);
+
+    // A clean stop: offline as soon as stop() returns, not 90 s later.
+    const clean = link();
+    await connectAndBeat(clean);
+    await clean.stop();
+    await waitFor(async () => !(await online()), 1000, 20);
+
+    const w = await open(`/#/shop/${shop.slug}`);
+    try {
+      await w.page.getByText('Shop PC offline', { exact: true }).waitFor();
+      expect(await w.page.locator('#cameras-up').innerText()).toBe('unknown: the shop PC is offline');
+      await w.page.locator('[data-camera="door"]').getByText('unknown: the shop PC is offline').waitFor();
+      await w.page.goto(`${h.url}/#/`);
+      const door = w.page.locator(`[data-door="${shop.slug}"]`);
+      await door.waitFor();
+      expect(await door.innerText()).not.toMatch(/\d+ in the shop now/);
+      expect(await door.innerText()).toContain('not known while the shop PC is offline');
+      expect(await w.page.locator(`[data-shop="${shop.slug}"] [data-cameras-up]`).innerText()).toBe('unknown: the shop PC is offline');
+    } finally {
+      await done(w);
+    }
+
+    // An unclean loss (the socket dies, no DISCONNECT): the broker publishes the last will set at connect.
+    const unclean = link();
+    await connectAndBeat(unclean);
+    unclean.client.stream.destroy();
+    await waitFor(async () => !(await online()), 1000, 20);
+    await unclean.stop();
   });
 });

@@ -18,6 +18,8 @@ export interface Broker {
   setAuth(auth: BrokerAuth): void;
   /** Drops every connection logged in as this username (a removed shop login). */
   disconnect(username: string): number;
+  /** Connections logged in as this username now (one closing still counts until it is gone). */
+  connections(username: string): number;
   /**
    * Holds the PUBACK of allowed publishes whose topic `matches` until `handler` resolves (then they go on as usual);
    * a rejection refuses the publish, which closes the connection so the client sends it again. Visit ingest uses it
@@ -93,6 +95,11 @@ export async function startBroker(opts: { host: string; port: number; log: Logge
         const i = holds.indexOf(h);
         if (i >= 0) holds.splice(i, 1);
       };
+    },
+    connections(username) {
+      let n = 0;
+      for (const name of usernames.values()) if (name === username) n++;
+      return n;
     },
     disconnect(username) {
       let n = 0;

@@ -1,7 +1,7 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import type { AedesPublishPacket } from 'aedes';
 import type { Logger } from 'pino';
-import { Heartbeat } from '../../shared/messages.js';
+import { Goodbye, Heartbeat } from '../../shared/messages.js';
 import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
 import type { Broker } from '../broker/broker.js';
 import { cameras } from '../cameras/schema.js';
@@ -47,6 +47,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
         .update(shops)
         .set({
           lastHeartbeatAt: now,
+          offlineSince: null,
           agentVersion: h.agent_version,
           recognitionModel: h.recognition_model,
           recognitionRunning: h.recognition_running,
@@ -75,6 +76,38 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
       }
     });
   };
+  // Goodbye (a clean stop) and the last will (a lost connection): offline at once. A will published because the
+  // same shop PC reconnected and took its session over is ignored: another connection of the login is still there.
+  const byeTopic = upFilterAllShops('goodbye');
+  const bye = (packet: AedesPublishPacket, done: () => void) => {
+    try {
+      const parsed = parseTopic(packet.topic);
+      if (!parsed) return;
+      let msg: ReturnType<typeof Goodbye.safeParse>;
+      try {
+        msg = Goodbye.safeParse(JSON.parse(Buffer.from(packet.payload).toString('utf8')));
+      } catch {
+        log.warn({ topic: packet.topic }, 'goodbye is not JSON');
+        return;
+      }
+      if (!msg.success) {
+        log.warn({ topic: packet.topic, issues: msg.error.issues.slice(0, 3) }, 'goodbye does not match the contract');
+        return;
+      }
+      const username = brokerUsername(parsed.companySlug, parsed.shopSlug);
+      if (msg.data.reason === 'connection_lost' && broker.connections(username) > 1) return;
+      store.db.update(shops).set({ offlineSince: new Date().toISOString() }).where(eq(shops.brokerUsername, username)).run();
+      log.info({ shop: username, reason: msg.data.reason }, 'shop PC went offline');
+    } catch (err) {
+      log.error({ err, topic: packet.topic }, 'goodbye not recorded');
+    } finally {
+      done();
+    }
+  };
   await new Promise<void>((resolve) => broker.aedes.subscribe(topic, deliver, resolve));
-  return () => new Promise<void>((resolve) => broker.aedes.unsubscribe(topic, deliver, resolve));
+  await new Promise<void>((resolve) => broker.aedes.subscribe(byeTopic, bye, resolve));
+  return async () => {
+    await new Promise<void>((resolve) => broker.aedes.unsubscribe(topic, deliver, resolve));
+    await new Promise<void>((resolve) => broker.aedes.unsubscribe(byeTopic, bye, resolve));
+  };
 }

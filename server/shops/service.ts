@@ -190,7 +190,9 @@ export function spendEnrolmentCode(db: Db, keys: Keys, presented: string): { cod
 // Liveness
 
 /** Online: a heartbeat arrived within the last three intervals (three missed heartbeats make it offline). */
-export function isOnline(shop: Pick<ShopRow, 'lastHeartbeatAt'>, config: Config, now = Date.now()): boolean {
+export function isOnline(shop: Pick<ShopRow, 'lastHeartbeatAt' | 'offlineSince'>, config: Config, now = Date.now()): boolean {
   if (!shop.lastHeartbeatAt) return false;
+  // A goodbye or last will after the last heartbeat: offline at once, not three heartbeats later.
+  if (shop.offlineSince && shop.offlineSince >= shop.lastHeartbeatAt) return false;
   return now - Date.parse(shop.lastHeartbeatAt) <= 3 * config.FOOTFALL_HEARTBEAT_INTERVAL_S * 1000;
 }
