@@ -128,4 +128,31 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
     await waitFor(async () => !(await online()), 1000, 20);
     await unclean.stop();
   });
+
+  it('live view of a camera known to be down answers at once with the reason, on the card and in the grid', async () => {
+    await beat(colaba, { cameras_up: 1, cameras_total: 2 });
+    await cameraState(colaba, [
+      { camera: 'entrance', connected: true, reason: 'ok' },
+      { camera: 'walkway', connected: false, reason: 'unreachable' },
+    ]);
+    const w = await open(`/#/shop/${colaba.shop.slug}`);
+    try {
+      const walkway = w.page.locator('[data-camera="walkway"]');
+      await walkway.getByText('not connecting (unreachable)').waitFor();
+      const asked = Date.now();
+      await walkway.getByRole('button', { name: 'Watch live' }).click();
+      // Not the 8-s give-up "may be offline, busy...": the reason, at once.
+      await walkway.getByText(/This camera is not connecting \(unreachable\): the shop PC cannot reach it on the network/).waitFor({ timeout: 3000 });
+      expect(Date.now() - asked).toBeLessThan(3000);
+      expect(await walkway.innerText()).not.toContain('may be offline');
+      await walkway.getByRole('button', { name: 'Watch live' }).waitFor();
+
+      await w.page.goto(`${h.url}/#/live/${colaba.shop.slug}`);
+      const tile = w.page.locator('.live-tile[data-camera="walkway"]');
+      await tile.getByText(/This camera is not connecting \(unreachable\)/).waitFor({ timeout: 3000 });
+      expect(await w.page.locator('.live-tile[data-camera="entrance"]').innerText()).not.toContain('not connecting');
+    } finally {
+      await done(w);
+    }
+  });
 });
