@@ -2,11 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
 import { pino } from 'pino';
 import { BrokerLink } from '../agent/runtime/broker.js';
+import { randomUUID } from 'node:crypto';
+import type { VisitMessage } from '../shared/messages.js';
 import { upTopic } from '../shared/topics.js';
 import { CHROMIUM, done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
-import { addCamera, enrol, heartbeat, openShop, waitFor } from './support/shop-pc.js';
-import { shopPc, type ShopPc } from './support/visits.js';
+import { addCamera, enrol, heartbeat, openShop, syntheticFace, waitFor } from './support/shop-pc.js';
+import { settled, shopPc, type ShopPc } from './support/visits.js';
 
 /**
  * The console's stale and wrong states of issue 28 ("Wrong, seen in the review"), each in Chromium against a real
@@ -151,6 +153,43 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
       const tile = w.page.locator('.live-tile[data-camera="walkway"]');
       await tile.getByText(/This camera is not connecting \(unreachable\)/).waitFor({ timeout: 3000 });
       expect(await w.page.locator('.live-tile[data-camera="entrance"]').innerText()).not.toContain('not connecting');
+    } finally {
+      await done(w);
+    }
+  });
+
+  it('arrivals name cameras by label and are in time order, even when a late visit arrives last', async () => {
+    const visit = (seed: number, minutesAgo: number, camera: string): VisitMessage => ({
+      visit_id: randomUUID(),
+      occurred_at: new Date(Date.now() - minutesAgo * 60_000).toISOString(),
+      camera_id: camera,
+      embedding: syntheticFace(seed),
+      recognition_model: 'test-model',
+      quality: 0.9,
+      passed_gate: true,
+    });
+    const four = visit(401, 4, 'walkway');
+    const five = visit(402, 5, 'entrance');
+    // Delivered out of order: the 4-minutes-ago visit first, the 5-minutes-ago one (queued on the shop PC) after it.
+    await colaba.publish(four);
+    await settled(h);
+    await colaba.publish(five);
+    await settled(h);
+    const w = await open('/#/arrivals');
+    try {
+      const rows = w.page.locator('#arrivals li.arrival');
+      await w.page.locator(`#arrivals li[data-visit="${five.visit_id}"]`).waitFor();
+      const ids = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-visit')));
+      expect(ids.indexOf(four.visit_id)).toBeLessThan(ids.indexOf(five.visit_id));
+      expect(await w.page.locator(`#arrivals li[data-visit="${four.visit_id}"]`).innerText()).toContain('Colaba · Walkway ·');
+      expect(await w.page.locator(`#arrivals li[data-visit="${five.visit_id}"]`).innerText()).toContain('Colaba · Front door ·');
+
+      // A late visit arriving live (the stream) goes where its time belongs, not on top.
+      const late = visit(403, 10, 'entrance');
+      await colaba.publish(late);
+      await w.page.locator(`#arrivals li[data-visit="${late.visit_id}"]`).waitFor();
+      const after = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-visit')));
+      expect(after.indexOf(late.visit_id)).toBeGreaterThan(after.indexOf(five.visit_id));
     } finally {
       await done(w);
     }

@@ -2,7 +2,7 @@ import { api, errorText, imageUrl } from './api.js';
 import { ago, field, h, notice, replace, select, when } from './dom.js';
 import type { Page } from './main.js';
 import { follow, type StreamState } from './sse.js';
-import { attributesText, type Arrival, type Feed, type Shop } from './types.js';
+import { attributesText, type Arrival, type Camera, type Feed, type Shop } from './types.js';
 
 /**
  * A live feed of arrivals: the latest rows of GET /api/visits, then new ones from GET /api/visits/stream (fetch()
@@ -25,6 +25,9 @@ export function renderArrivals(p: Page): void {
   replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Arrivals'), status), filter, error.el, list);
 
   const rows = new Map<string, Row>();
+  /** Camera labels by `<site_id>/<camera_id>` (GET /api/cameras): rows name a camera as its card does. */
+  const labels = new Map<string, string>();
+  const cameraName = (a: Arrival) => labels.get(`${a.site_id}/${a.camera_id}`) || a.camera_id;
   /** Visit ids seen, oldest first (a Set keeps insertion order). */
   const seen = new Set<string>();
   let current: AbortController | null = null;
@@ -48,9 +51,13 @@ export function renderArrivals(p: Page): void {
 
   const add = (a: Arrival, signal: AbortSignal) => {
     if (!remember(a.visit_id)) return;
-    const r = arrivalRow(a, signal);
+    const r = arrivalRow(a, cameraName(a), signal);
     rows.set(a.visit_id, r);
-    list.prepend(r.el);
+    // Newest on top by when the visit happened, not when it arrived (a shop PC's queue delivers late ones later).
+    let after: Element | null = list.firstElementChild;
+    const at = new Date(a.occurred_at).toISOString();
+    while (after && (after.getAttribute('data-occurred') ?? '') > at) after = after.nextElementSibling;
+    list.insertBefore(r.el, after);
     while (rows.size > SHOWN) {
       const oldest = list.lastElementChild as HTMLElement | null;
       const id = oldest?.getAttribute('data-visit');
@@ -107,8 +114,9 @@ export function renderArrivals(p: Page): void {
 
   void (async () => {
     try {
-      const shops = await api<Shop[]>('GET', '/api/sites', { signal: p.signal });
+      const [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal }).catch(() => [] as Camera[])]);
       for (const s of shops) shop.append(h('option', { value: s.slug }, s.name));
+      for (const c of cameras) if (c.label) labels.set(`${c.site_id}/${c.camera_id}`, c.label);
     } catch (err) {
       if (!p.signal.aborted) error.show(errorText(err));
     }
@@ -128,7 +136,7 @@ interface Row {
   release(): void;
 }
 
-function arrivalRow(a: Arrival, signal: AbortSignal): Row {
+function arrivalRow(a: Arrival, camera: string, signal: AbortSignal): Row {
   const time = h('time', { datetime: a.occurred_at, title: when(a.occurred_at) }, ago(a.occurred_at));
   const who = a.visitor_ref
     ? h('span', {}, h('a', { href: `#/customers/${encodeURIComponent(a.visitor_ref)}` }, a.visitor_ref), a.label && a.label !== `Visitor ${a.visitor_ref.slice(2)}` ? ` ${a.label}` : '')
@@ -142,12 +150,12 @@ function arrivalRow(a: Arrival, signal: AbortSignal): Row {
   const attrs = attributesText(a.attributes);
   const el = h(
     'li',
-    { class: 'arrival', 'data-visit': a.visit_id },
+    { class: 'arrival', 'data-visit': a.visit_id, 'data-occurred': new Date(a.occurred_at).toISOString() },
     h(
       'div',
       { class: 'arrival-main' },
       h('div', {}, who, ' ', kind),
-      h('div', { class: 'small' }, a.site, ' · camera ', a.camera_id, ' · ', time),
+      h('div', { class: 'small' }, a.site, ' · ', h('span', { class: 'camera', title: `camera ${a.camera_id}` }, camera), ' · ', time),
       attrs ? h('div', { class: 'small muted attributes' }, attrs) : null,
     ),
   );
