@@ -22,8 +22,8 @@ let h: Harness;
 let chain: Company;
 let colaba: ShopPc;
 
-const open = async (path = '/'): Promise<Watched> => {
-  const w = await openWatched(browser, h.url + path);
+const open = async (path = '/', options: Parameters<typeof openWatched>[3] = {}): Promise<Watched> => {
+  const w = await openWatched(browser, h.url + path, undefined, options);
   await signIn(w.page, chain.ownerEmail, chain.ownerPassword);
   await w.page.getByRole('button', { name: 'Sign in' }).waitFor({ state: 'detached' });
   return w;
@@ -190,6 +190,35 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
       await w.page.locator(`#arrivals li[data-visit="${late.visit_id}"]`).waitFor();
       const after = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-visit')));
       expect(after.indexOf(late.visit_id)).toBeGreaterThan(after.indexOf(five.visit_id));
+    } finally {
+      await done(w);
+    }
+  });
+
+  it('time-zone lists offer IANA names only (no Asia/Calcutta beside Asia/Kolkata, no Africa/Asmera, Pacific/Truk); old names are still accepted', async () => {
+    // The API takes an old name and answers (and stores) the IANA one.
+    const opened = await openShop(h, chain.ownerToken, { name: 'Old Zone', timezone: 'Asia/Calcutta' });
+    expect(opened.timezone).toBe('Asia/Kolkata');
+    const report = await h.request('GET', `/api/reports/footfall?tz=Europe%2FKiev`, { token: chain.ownerToken });
+    expect(report.status).toBe(200);
+    expect(report.body.timezone).toBe('Europe/Kyiv');
+
+    // A browser whose own zone ICU names Asia/Calcutta.
+    const w = await open('/#/', { timezoneId: 'Asia/Calcutta' });
+    try {
+      await w.page.locator('#open-shop-button').click();
+      const options = w.page.locator('#open-shop select[name="timezone"] option');
+      await options.first().waitFor({ state: 'attached' });
+      const zones = await options.evaluateAll((els) => els.map((e) => e.getAttribute('value')));
+      for (const old of ['Asia/Calcutta', 'Africa/Asmera', 'Pacific/Truk', 'Europe/Kiev']) expect(zones).not.toContain(old);
+      for (const iana of ['Asia/Kolkata', 'Africa/Asmara', 'Pacific/Chuuk', 'Europe/Kyiv', 'UTC']) expect(zones).toContain(iana);
+
+      await w.page.goto(`${h.url}/#/reports`);
+      const tz = w.page.locator('select[name="tz"] option');
+      await tz.first().waitFor({ state: 'attached' });
+      const reportZones = await tz.evaluateAll((els) => els.map((e) => e.getAttribute('value')));
+      expect(reportZones).toContain('Asia/Kolkata');
+      expect(reportZones).not.toContain('Asia/Calcutta');
     } finally {
       await done(w);
     }

@@ -6,7 +6,7 @@ import type { Page } from './main.js';
 import { overTime, sideBySide } from './report-extras.js';
 import { doorCard, doorScope, doorTotals } from './door-report.js';
 import type { Conversion, Footfall, Shop } from './types.js';
-import { companyZone as shopsZone } from './zones.js';
+import { companyZone as shopsZone, modernZone } from './zones.js';
 
 /**
  * The report's settings live in the address (`#/reports?from=...&to=...&tz=...&bucket=...&site=...&preset=...`):
@@ -58,8 +58,9 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
   const regionNames = [...new Set(shops.map((s) => s.region).filter((r): r is string => !!r))].sort((a, b) => a.localeCompare(b));
   const region = select('region', [['', 'All regions'], ...regionNames.map((r): [string, string] => [r, r])], wanted('region', regionNames, ''));
   const bucket = select('bucket', [['hour', 'Hour'], ['day', 'Day'], ['week', 'Week'], ['month', 'Month']], wanted('bucket', ['hour', 'day', 'week', 'month'], 'day'));
-  const zones = [...new Set([companyZone(shops), ...shops.map((s) => s.timezone), browserZone(), 'UTC', ...(asked.get('tz') ? [asked.get('tz')!] : [])])];
-  const shopZone = shops.find((s) => s.slug === siteAsked)?.timezone ?? companyZone(shops);
+  // IANA names only (the browser's own zone can come as Asia/Calcutta beside a shop's Asia/Kolkata).
+  const zones = [...new Set([companyZone(shops), ...shops.map((s) => s.timezone), browserZone(), 'UTC', ...(asked.get('tz') ? [asked.get('tz')!] : [])].map(modernZone))];
+  const shopZone = modernZone(shops.find((s) => s.slug === siteAsked)?.timezone ?? companyZone(shops));
   const tz = select('tz', zones.map((z): [string, string] => [z, z]), wanted('tz', zones, shopZone));
   if (dates && preset.value === 'custom') {
     from.value = asked.get('from')!;
@@ -89,7 +90,7 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
   tz.addEventListener('change', () => sync(false));
   shop.addEventListener('change', () => {
     const s = shops.find((x) => x.slug === shop.value);
-    tz.value = s ? s.timezone : companyZone(shops);
+    tz.value = modernZone(s ? s.timezone : companyZone(shops));
     sync(false);
   });
   sync(!askedBucket);
