@@ -223,4 +223,63 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
       await done(w);
     }
   });
+
+  it('wording: “Mark as staff” asks first; a staff member’s purchase note does not claim conversion counts it; the API reference has no raw backticks; the enrol command wraps between words only', async () => {
+    await colaba.publish({ visit_id: randomUUID(), occurred_at: new Date().toISOString(), camera_id: 'entrance', embedding: syntheticFace(601), recognition_model: 'test-model', quality: 0.9, passed_gate: true });
+    await settled(h);
+    const list = await h.request('GET', '/api/visitors?limit=1', { token: chain.ownerToken });
+    const ref = list.body[0]?.ref as string;
+    expect(ref).toMatch(/^V-/);
+    const w = await open(`/#/customers/${ref}`);
+    try {
+      await w.page.getByRole('button', { name: 'Mark as staff…' }).click();
+      const confirm = w.page.locator('#confirm-staff');
+      await confirm.waitFor();
+      expect((await h.request('GET', `/api/visitors/${ref}`, { token: chain.ownerToken })).body.staff).toBe(false);
+      await confirm.getByRole('button', { name: 'Mark as staff' }).click();
+      await waitFor(async () => (await h.request('GET', `/api/visitors/${ref}`, { token: chain.ownerToken })).body.staff === true, 3000, 50);
+      await w.page.reload();
+      const intro = w.page.locator('#purchase-form p').first();
+      await intro.waitFor();
+      expect(await intro.innerText()).toContain('the conversion report leaves their purchases out');
+      expect(await intro.innerText()).not.toContain('counts it');
+
+      await w.page.goto(`${h.url}/console/api-reference.html`);
+      await w.page.locator('article.op[id^="op-"]').first().waitFor();
+      const text = await w.page.locator('body').innerText();
+      expect(text.split('`').length - 1).toBe(0);
+      expect(await w.page.locator('article.op p code').count()).toBeGreaterThan(10);
+    } finally {
+      await done(w);
+    }
+
+    // The enrol command on a phone: no line starts inside a word.
+    const phone = await open(`/#/shop/${colaba.shop.slug}`, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    try {
+      await phone.page.getByRole('button', { name: 'Create installation code' }).click();
+      const cmd = phone.page.locator('#enrol-command');
+      await cmd.waitFor();
+      const broken = (await phone.page.evaluate(`(() => {
+        const el = document.querySelector('#enrol-command');
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        const bad = []; let lastTop = null; let prev = ' ';
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+          const t = n.textContent;
+          for (let i = 0; i < t.length; i++) {
+            const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+            const rect = r.getClientRects()[0];
+            const before = prev; prev = t[i];
+            if (!rect) continue;
+            if (lastTop !== null && rect.top > lastTop + 2 && /\\S/.test(before) && /\\S/.test(t[i])) bad.push(t.slice(Math.max(0, i - 8), i + 8));
+            lastTop = rect.top;
+          }
+        }
+        return bad;
+      })()`)) as string[];
+      expect(broken).toEqual([]);
+      expect(await phone.page.evaluate('document.scrollingElement.scrollWidth <= window.innerWidth')).toBe(true);
+    } finally {
+      await done(phone);
+    }
+  });
 });

@@ -17,21 +17,35 @@ function staffToggle(c: CustomerDetail, p: Page, changed: (d: CustomerDetail) =>
   const button = h('button', { type: 'button', id: 'staff-toggle' });
   const label = () => (button.textContent = c.staff ? 'Not staff' : 'Mark as staff…');
   label();
+  const area = h('div', { 'aria-live': 'polite' });
+  const act = async (next: boolean) => {
+    try {
+      const d = await api<CustomerDetail>('PATCH', `/api/visitors/${encodeURIComponent(c.id)}`, { body: { staff: next }, signal: p.signal });
+      c = d;
+      label();
+      changed(d);
+      replace(area);
+      msg.show(next ? `${d.ref} is staff: no arrivals, and reports leave them out (past ones too).` : `${d.ref} counts as a customer again.`, 'ok');
+    } catch (err) {
+      if (!p.signal.aborted) msg.show(errorText(err));
+    }
+  };
   button.addEventListener('click', () => {
-    const next = !c.staff;
-    void busy(button, async () => {
-      try {
-        const d = await api<CustomerDetail>('PATCH', `/api/visitors/${encodeURIComponent(c.id)}`, { body: { staff: next }, signal: p.signal });
-        c = d;
-        label();
-        changed(d);
-        msg.show(next ? `${d.ref} is staff: no arrivals, and reports leave them out (past ones too).` : `${d.ref} counts as a customer again.`, 'ok');
-      } catch (err) {
-        if (!p.signal.aborted) msg.show(errorText(err));
-      }
-    });
+    msg.show('');
+    // Marking hides the person from arrivals and every report, past ones included: asked first. Undoing is not.
+    if (!c.staff) {
+      const who = c.full_name ? `${c.full_name} (${c.ref})` : c.ref;
+      return confirmStep(area, {
+        id: 'confirm-staff',
+        label: `Confirm marking ${who} as staff`,
+        question: `Mark ${who} as staff? Their visits leave arrivals and every report, past ones too, until you undo it.`,
+        yes: 'Mark as staff',
+        act: () => act(true),
+      });
+    }
+    void busy(button, () => act(false));
   });
-  return h('span', {}, button, msg.el);
+  return h('span', {}, button, msg.el, area);
 }
 
 /** The list's views (GET /api/visitors `sort` and `lapsed_days`, docs/visits-and-customers.md). */

@@ -84,7 +84,9 @@ export function purchaseForm(c: Customer, history: HistoryRow[], p: Page, record
   const form = cardForm({
     id: 'purchase-form',
     title: 'Record a purchase',
-    intro: `A sale to ${c.full_name ? `${c.full_name} (${c.ref})` : c.ref}; the conversion report counts it.`,
+    intro: c.staff
+      ? `A sale to ${c.full_name ? `${c.full_name} (${c.ref})` : c.ref}. They are marked as staff: the conversion report leaves their purchases out.`
+      : `A sale to ${c.full_name ? `${c.full_name} (${c.ref})` : c.ref}; the conversion report counts it.`,
     fields: [
       h('div', { class: 'inline' }, field('Shop', shop), field('Amount', amount), field('Currency', currency)),
       field('Items', items, 'One per line; optional.'),

@@ -184,7 +184,8 @@ function enrolmentForm(s: Shop): HTMLElement {
         h('p', {}, 'Installation code (valid until ', when(r.expires_at), '):'),
         h('code', { class: 'secret', id: 'enrolment-code' }, r.code),
         h('p', { class: 'small' }, 'On the shop PC run:'),
-        h('code', { class: 'secret small' }, `footfall enrol --server ${location.origin} --code ${r.code}`),
+        // Each word unbreakable (a browser breaks after a hyphen: "--code", "ABC-DEF"); lines break between words only.
+        h('code', { class: 'secret small command', id: 'enrol-command' }, ...['footfall', 'enrol', '--server', location.origin, '--code', r.code].flatMap((w, i) => (i ? [' ', h('span', {}, w)] : [h('span', {}, w)]))),
       );
     },
   });
