@@ -282,4 +282,19 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
       await done(phone);
     }
   });
+
+  it('placement names the camera its figure is about', async () => {
+    await beat(colaba, { cameras_up: 1, cameras_total: 2, fraction_below_gate: 0.96, worst_camera_id: 'walkway' });
+    const w = await open(`/#/shop/${colaba.shop.slug}`);
+    try {
+      await w.page.locator('#placement').waitFor();
+      expect(await w.page.locator('#placement').innerText()).toBe('needs moving (96% of faces too poor to use on Walkway)');
+      await w.page.goto(`${h.url}/#/`);
+      const card = w.page.locator(`[data-shop="${colaba.shop.slug}"] [data-placement]`);
+      await card.waitFor();
+      expect(await card.innerText()).toContain('on Walkway');
+    } finally {
+      await done(w);
+    }
+  });
 });

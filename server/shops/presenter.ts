@@ -20,6 +20,7 @@ export function presentShop(shop: ShopRow, config: Config, now = Date.now()) {
     cameras_up: shop.camerasUp,
     cameras_total: shop.camerasTotal,
     fraction_below_gate: shop.fractionBelowGate,
+    worst_camera_id: shop.worstCameraId,
     queued: shop.queued,
     dropped: shop.dropped,
     broker_username: shop.brokerUsername,

@@ -140,14 +140,15 @@ function state(s: Shop): { word: string; cls: string } {
 
 function shopCard(s: Shop, cameras: Camera[], t: Today | null, manager: boolean): HTMLElement {
   const st = state(s);
-  const pl = placement(s.fraction_below_gate);
+  const worst = cameras.find((c) => c.camera_id === s.worst_camera_id);
+  const pl = placement(s.fraction_below_gate, worst ? worst.label || worst.camera_id : s.worst_camera_id);
   // The same per-camera state the camera cards show (web/camera-state.ts): one truth for "cameras up".
   const up = camerasUp(s, cameras);
   const rows: [string, HTMLElement | string][] = [
     ['Shop PC', h('span', { class: `badge ${st.cls}` }, st.word)],
     ['Last seen', timeAgo(s.last_heartbeat_at)],
     ['Cameras', h('span', { class: `dot ${up.cls}`, 'data-cameras-up': '' }, up.text)],
-    ['Placement', h('span', { class: `dot ${pl.cls}` }, pl.word)],
+    ['Placement', h('span', { class: `dot ${pl.cls}`, 'data-placement': '' }, pl.word)],
     ['Today', t ? `${plural(t.visitors, 'visitor')}${t.new + t.returning > 0 ? ` (${t.new} new, ${t.returning} returning)` : ''}` : 'not available'],
     ['Last 7 days', t ? plural(t.week, 'visitor') : 'not available'],
   ];

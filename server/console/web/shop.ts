@@ -89,7 +89,8 @@ export function renderShop(p: Page, slug: string): void {
 }
 
 function shopFacts(s: Shop, cameras: Camera[]): HTMLElement {
-  const pl = placement(s.fraction_below_gate);
+  const worst = cameras.find((c) => c.camera_id === s.worst_camera_id);
+  const pl = placement(s.fraction_below_gate, worst ? worst.label || worst.camera_id : s.worst_camera_id);
   const up = camerasUp(s, cameras);
   const rows: [string, HTMLElement | string][] = [
     ['Short name', s.slug],
@@ -97,7 +98,7 @@ function shopFacts(s: Shop, cameras: Camera[]): HTMLElement {
     ['Last heartbeat', timeAgo(s.last_heartbeat_at)],
     ['Last visit', timeAgo(s.last_event_at)],
     ['Cameras up', h('span', { class: `dot ${up.cls}`, id: 'cameras-up' }, up.text)],
-    ['Placement', h('span', { class: `dot ${pl.cls}` }, pl.word)],
+    ['Placement', h('span', { class: `dot ${pl.cls}`, id: 'placement' }, pl.word)],
     ['Shop PC version', s.agent_version || 'not reported yet'],
     ['Recognition model', s.recognition_model || (s.last_heartbeat_at ? 'none loaded (the shop PC reports none)' : 'not reported yet')],
     ['Waiting on the shop PC', plural(s.queued, 'visit')],
