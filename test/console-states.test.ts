@@ -297,4 +297,19 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
       await done(w);
     }
   });
+
+  it('the shop ranking on a phone labels its numbers', async () => {
+    await openShop(h, chain.ownerToken, { name: 'Ranked Second' }); // a ranking needs two shops
+    const w = await open('/#/', { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    try {
+      const row = w.page.locator(`#shop-ranking tr[data-rank-shop="${colaba.shop.slug}"]`);
+      await row.waitFor();
+      // The labels a phone shows before each number (CSS ::before from data-label); the bar is hidden there.
+      const labels = await row.locator('td:not(.bar-cell), th').evaluateAll((els) => els.map((e) => e.getAttribute('data-label')));
+      expect(labels).toEqual(['#', 'Shop', 'Visitors', 'Conversion', 'Revenue']);
+      expect(await row.locator('td[data-label="Visitors"]').evaluate((e) => (e.ownerDocument.defaultView as any).getComputedStyle(e, '::before').content)).toBe('"Visitors"');
+    } finally {
+      await done(w);
+    }
+  });
 });
