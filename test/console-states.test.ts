@@ -112,7 +112,7 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
     try {
       await w.page.getByText('Shop PC offline', { exact: true }).waitFor();
       expect(await w.page.locator('#cameras-up').innerText()).toBe('unknown: the shop PC is offline');
-      await w.page.locator('[data-camera="door"]').getByText('unknown: the shop PC is offline').waitFor();
+      await w.page.locator('[data-camera="door"]').getByText('unknown: the shop PC is offline', { exact: true }).waitFor();
       await w.page.goto(`${h.url}/#/`);
       const door = w.page.locator(`[data-door="${shop.slug}"]`);
       await door.waitFor();

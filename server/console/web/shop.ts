@@ -102,7 +102,7 @@ function shopFacts(s: Shop, cameras: Camera[]): HTMLElement {
     ['Shop PC version', s.agent_version || 'not reported yet'],
     ['Recognition model', s.recognition_model || (s.last_heartbeat_at ? 'none loaded (the shop PC reports none)' : 'not reported yet')],
     ['Waiting on the shop PC', plural(s.queued, 'visit')],
-    ['Region', s.region ?? '—'],
+    ['Region', s.region ?? 'none'],
     ['Opening hours', s.opening_hours ? hoursSummary(s.opening_hours) : 'not set'],
     ['Occupancy limit', s.occupancy_limit == null ? 'none' : String(s.occupancy_limit)],
   ];
