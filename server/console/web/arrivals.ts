@@ -1,6 +1,8 @@
 import { api, errorText, imageUrl } from './api.js';
 import { ago, field, h, notice, replace, select, when } from './dom.js';
 import type { Page } from './main.js';
+import { noPcNotice, withoutPc } from './no-pc.js';
+import { atLeast } from './session.js';
 import { follow, type StreamState } from './sse.js';
 import { attributesText, type Arrival, type Camera, type Feed, type Shop } from './types.js';
 
@@ -22,7 +24,11 @@ export function renderArrivals(p: Page): void {
   const list = h('ol', { class: 'arrivals', id: 'arrivals', 'aria-label': 'Arrivals, newest first' });
   const shop = select('site', [['', 'All shops']], '');
   const filter = h('div', { class: 'inline filters' }, field('Shop', shop));
-  replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Arrivals'), status), filter, error.el, list);
+  /** Shops of the filter's scope without a shop PC: said above the list, so that an empty list is not "no visitors". */
+  const pcNote = h('div', { id: 'arrivals-no-pc' });
+  replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Arrivals'), status), filter, error.el, pcNote, list);
+  let shops: Shop[] = [];
+  const manager = atLeast(p.user, 'manager');
 
   const rows = new Map<string, Row>();
   /** Camera labels by `<site_id>/<camera_id>` (GET /api/cameras): rows name a camera as its card does. */
@@ -78,6 +84,8 @@ export function renderArrivals(p: Page): void {
     replace(list);
     error.show('');
     showState(status, { kind: 'connecting' });
+    const scope = shop.value ? shops.filter((s) => s.slug === shop.value) : shops;
+    replace(pcNote, noPcNotice(scope, manager, 'so no arrivals come from there'));
     const site = shop.value ? `&site=${encodeURIComponent(shop.value)}` : '';
     let feed: Feed;
     try {
@@ -90,7 +98,10 @@ export function renderArrivals(p: Page): void {
     }
     if (ac.signal.aborted) return;
     for (const a of feed.arrivals) add(a, ac.signal); // ascending: the newest ends on top
-    if (feed.arrivals.length === 0) list.append(h('li', { class: 'muted empty-row' }, 'No arrivals yet. New ones appear here as the cameras see people.'));
+    if (feed.arrivals.length === 0) {
+      const none = scope.length > 0 && scope.every(withoutPc);
+      list.append(h('li', { class: 'muted empty-row' }, none ? 'No arrivals: no shop PC is installed yet (see above). They appear here once one is and its cameras see people.' : 'No arrivals yet. New ones appear here as the cameras see people.'));
+    }
     follow({
       url: (lastId) => `/api/visits/stream?cursor=${encodeURIComponent(lastId)}${site}`,
       lastId: feed.cursor,
@@ -114,7 +125,8 @@ export function renderArrivals(p: Page): void {
 
   void (async () => {
     try {
-      const [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal }).catch(() => [] as Camera[])]);
+      let cameras: Camera[];
+      [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal }).catch(() => [] as Camera[])]);
       for (const s of shops) shop.append(h('option', { value: s.slug }, s.name));
       for (const c of cameras) if (c.label) labels.set(`${c.site_id}/${c.camera_id}`, c.label);
     } catch (err) {

@@ -5,6 +5,8 @@ import { heatmap } from './figures.js';
 import type { Page } from './main.js';
 import { overTime, sideBySide } from './report-extras.js';
 import { doorCard, doorScope, doorTotals } from './door-report.js';
+import { noPcNotice, withoutPc } from './no-pc.js';
+import { atLeast } from './session.js';
 import type { Conversion, Footfall, Shop } from './types.js';
 import { companyZone as shopsZone, modernZone } from './zones.js';
 
@@ -38,13 +40,13 @@ export function renderReports(p: Page): void {
       return;
     }
     if (p.signal.aborted) return;
-    const form = reportForm(shops, results, p.signal, new URLSearchParams(location.hash.split('?')[1] ?? ''));
+    const form = reportForm(shops, results, p.signal, new URLSearchParams(location.hash.split('?')[1] ?? ''), atLeast(p.user, 'manager'));
     replace(p.main, h('h1', {}, 'Reports'), shops.length === 0 ? h('p', { class: 'notice info' }, 'Your company has no shops yet: every count is zero until one reports.') : null, form, results);
     form.requestSubmit();
   })();
 }
 
-function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, asked: URLSearchParams): HTMLFormElement {
+function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, asked: URLSearchParams, manager: boolean): HTMLFormElement {
   const wanted = (key: string, allowed: string[], fallback: string) => {
     const v = asked.get(key);
     return v !== null && allowed.includes(v) ? v : fallback;
@@ -111,6 +113,14 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
       // The address says what is shown: bookmarkable, shareable (the preset keeps "last 7 days" rolling).
       const address = new URLSearchParams(preset.value === 'custom' ? q : { preset: preset.value, tz: tz.value, bucket: bucket.value, ...(shop.value ? { site: shop.value } : {}), ...(region.value ? { region: region.value } : {}) });
       history.replaceState(null, '', `#/reports?${address.toString()}`);
+      // Shops without a shop PC count nothing: said instead of zeros when none of the report's shops has one, above the
+      // figures when some have none.
+      const scope = shop.value ? shops.filter((s) => s.slug === shop.value) : region.value ? shops.filter((s) => s.region === region.value) : shops;
+      const noPc = noPcNotice(scope, manager, scope.length === 1 ? 'so nothing is counted there: this report has no figures' : 'so nothing is counted there');
+      if (noPc && scope.every(withoutPc)) {
+        results.removeAttribute('data-query');
+        return replace(results, h('section', { class: 'card', id: 'report-no-pc' }, h('h2', {}, 'No figures: no shop PC installed yet'), noPc));
+      }
       replace(results, h('p', { class: 'loading' }, 'Loading…'));
       try {
         const [footfall, conversion] = await Promise.all([
@@ -126,7 +136,7 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
         // Entries and exits (body counting): absent from a head office without it; a hint where nothing counts them.
         const door = doorScope(footfall, shops, shop.value);
         const doorPart = door === 'absent' ? null : doorCard(footfall, door, shop.value !== '', (b) => bucketLabel(b, footfall.bucket), tickFor(footfall));
-        replace(results, totals(footfall, name, shop.value !== '', query, door === 'counting'), chartCard(footfall), doorPart, busiest, conversionCard(conversion, query), time, side);
+        replace(results, noPc, totals(footfall, name, shop.value !== '', query, door === 'counting'), chartCard(footfall), doorPart, busiest, conversionCard(conversion, query), time, side);
         void busiestHours(footfall, q, signal).then((el) => el && replace(busiest, el));
         void overTime(footfall, q, signal).then((el) => el && replace(time, el));
         if (!shop.value && shops.length > 1) void sideBySide(region.value ? shops.filter((s) => s.region === region.value) : shops, q, signal).then((el) => el && replace(side, el));
@@ -310,7 +320,8 @@ function conversionCard(c: Conversion, query: string): HTMLElement {
   const rows: [string, string][] = [
     ['Visitors', c.visitors.toLocaleString()],
     ['Purchasers', c.purchasers.toLocaleString()],
-    ['Conversion', `${(Math.round(c.conversion * 1000) / 10).toLocaleString()}%`],
+    // 0 visitors: nobody to convert, not "0%".
+    ['Conversion', c.visitors > 0 ? `${(Math.round(c.conversion * 1000) / 10).toLocaleString()}%` : 'none: no visitors'],
   ];
   if (c.currency) rows.push(['Revenue', money(c.revenue)], ['Average basket', money(c.average_basket)], ['Currency', c.currency]);
   return h(
