@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { pino } from 'pino';
 import { BrokerLink } from '../agent/runtime/broker.js';
 import { randomUUID } from 'node:crypto';
 import type { VisitMessage } from '../shared/messages.js';
 import { upTopic } from '../shared/topics.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
+import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, enrol, heartbeat, openShop, syntheticFace, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
@@ -33,6 +33,32 @@ const open = async (path = '/', options: Parameters<typeof openWatched>[3] = {})
 async function cameraState(pc: ShopPc, cameras: { camera: string; connected: boolean; reason?: string }[]): Promise<void> {
   const res = await fetch(h.url + '/api/agent/cameras/state', { method: 'POST', headers: { Authorization: `Bearer ${pc.enrolment.token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ cameras }) });
   expect(res.status).toBe(200);
+}
+
+/**
+ * Text of the elements matching `selector` (each one line of text or a paragraph, not a table) that the layout breaks
+ * inside a word: a line starting with a character whose previous one, on the line before, is not a space.
+ */
+async function breaksMidWord(page: Page, selector: string): Promise<string[]> {
+  return (await page.evaluate(`(() => {
+    const bad = [];
+    for (const el of document.querySelectorAll(${JSON.stringify(selector)})) {
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      let lastTop = null; let prev = ' ';
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const t = n.textContent;
+        for (let i = 0; i < t.length; i++) {
+          const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+          const rect = r.getClientRects()[0];
+          const before = prev; prev = t[i];
+          if (!rect) continue;
+          if (lastTop !== null && rect.top > lastTop + 2 && /\\S/.test(before) && /\\S/.test(t[i])) bad.push(t.slice(Math.max(0, i - 12), i + 12));
+          lastTop = rect.top;
+        }
+      }
+    }
+    return bad;
+  })()`)) as string[];
 }
 
 const beat = (pc: ShopPc, over: Parameters<typeof heartbeat>[0] = {}) => pc.client.publishAsync(upTopic(pc.companySlug, pc.shop.slug, 'heartbeat'), JSON.stringify(heartbeat(over)));
@@ -259,23 +285,7 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
       await phone.page.getByRole('button', { name: 'Create installation code' }).click();
       const cmd = phone.page.locator('#enrol-command');
       await cmd.waitFor();
-      const broken = (await phone.page.evaluate(`(() => {
-        const el = document.querySelector('#enrol-command');
-        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-        const bad = []; let lastTop = null; let prev = ' ';
-        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-          const t = n.textContent;
-          for (let i = 0; i < t.length; i++) {
-            const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
-            const rect = r.getClientRects()[0];
-            const before = prev; prev = t[i];
-            if (!rect) continue;
-            if (lastTop !== null && rect.top > lastTop + 2 && /\\S/.test(before) && /\\S/.test(t[i])) bad.push(t.slice(Math.max(0, i - 8), i + 8));
-            lastTop = rect.top;
-          }
-        }
-        return bad;
-      })()`)) as string[];
+      const broken = await breaksMidWord(phone.page, '#enrol-command');
       expect(broken).toEqual([]);
       expect(await phone.page.evaluate('document.scrollingElement.scrollWidth <= window.innerWidth')).toBe(true);
     } finally {
@@ -310,6 +320,123 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
       expect(await row.locator('td[data-label="Visitors"]').evaluate((e) => (e.ownerDocument.defaultView as any).getComputedStyle(e, '::before').content)).toBe('"Visitors"');
     } finally {
       await done(w);
+    }
+  });
+
+  it('a customer’s page after “Save profile” and “Record purchase” shows the saved name and the new lifetime spend, without a reload', async () => {
+    await colaba.publish({ visit_id: randomUUID(), occurred_at: new Date().toISOString(), camera_id: 'entrance', embedding: syntheticFace(701), recognition_model: 'test-model', quality: 0.9, passed_gate: true });
+    await settled(h);
+    const c = (await h.request('GET', '/api/visitors?limit=1', { token: chain.ownerToken })).body[0];
+    expect(c.full_name).toBe('');
+    const w = await open(`/#/customers/${c.ref}`);
+    try {
+      const heading = w.page.locator('#customer-heading');
+      const fact = (name: string) => w.page.locator(`#customer [data-fact="${name}"]`).innerText();
+      await w.page.getByRole('heading', { name: c.label }).waitFor();
+      expect(await fact('Lifetime spend')).toBe('No purchases');
+
+      // Save: the heading takes the name from the saved answer ("Visitor 2" stayed).
+      await w.page.getByRole('button', { name: 'Edit profile…' }).click();
+      await w.page.locator('#profile-form').getByLabel('Full name').fill('Asha Rao');
+      await w.page.getByRole('button', { name: 'Save profile' }).click();
+      await w.page.locator('#profile-saved').waitFor();
+      expect(await heading.innerText()).toBe(`Asha Rao (${c.ref})`);
+      expect(await w.page.locator('#purchase-form p').first().innerText()).toContain(`A sale to Asha Rao (${c.ref})`);
+
+      // Record purchase: the lifetime spend says the new total (it said "No purchases" until a reload).
+      const form = w.page.locator('#purchase-form');
+      await until(w.page, `document.querySelector('#purchase-form select[name="site_id"]')?.value === '${colaba.shop.slug}'`);
+      await form.getByLabel('Currency').selectOption('INR');
+      await form.getByLabel('Amount').fill('1299.50');
+      await w.page.getByRole('button', { name: 'Record purchase' }).click();
+      await w.page.locator('#purchase-recorded').waitFor();
+      await until(w.page, `document.querySelector('#customer [data-fact="Lifetime spend"]')?.textContent.includes('1 purchase')`);
+      expect(await fact('Lifetime spend')).toMatch(/1,299\.50 \(1 purchase\)$/);
+
+      // Another save keeps the spend (the profile's answer carried none: "No purchases" after Save).
+      await w.page.getByRole('button', { name: 'Edit profile…' }).click();
+      await w.page.locator('#profile-form').getByLabel('Notes').fill('Prefers cotton.');
+      await w.page.getByRole('button', { name: 'Save profile' }).click();
+      await w.page.locator('#profile-saved').waitFor();
+      expect(await fact('Lifetime spend')).toMatch(/1,299\.50 \(1 purchase\)$/);
+      const api = (await h.request('GET', `/api/visitors/${c.ref}`, { token: chain.ownerToken })).body;
+      expect(api).toMatchObject({ full_name: 'Asha Rao', purchases: 1, spend: 1299.5, spend_currency: 'INR' });
+    } finally {
+      await done(w);
+    }
+  });
+
+  it('a shop without a shop PC says so, with the way to install one, in reports, arrivals and the live grid (not zeros, "Conversion 0%", "No arrivals yet")', async () => {
+    const bare = await openShop(h, chain.ownerToken, { name: 'Nariman Point' });
+    await addCamera(h, chain.ownerToken, bare.slug, { camera_id: 'door', label: 'Door' });
+    const w = await open(`/#/reports?preset=7&site=${bare.slug}`);
+    try {
+      // Reports for that shop: no figures at all, the reason and the way.
+      const none = w.page.locator('#report-no-pc');
+      await none.waitFor();
+      const said = await none.innerText();
+      expect(said).toContain('Nariman Point has no shop PC installed yet');
+      expect(said).toContain('“Install the shop PC” makes an installation code');
+      expect(await none.locator(`a[href="#/shop/${bare.slug}"]`).count()).toBe(1);
+      expect(await w.page.locator('#report-totals, #report-conversion').count()).toBe(0);
+
+      // All shops: the figures of the shops that count, the notice naming the one that does not, its row saying so.
+      await w.page.locator('#report-form').getByLabel('Shop').selectOption('');
+      await w.page.getByRole('button', { name: 'Show' }).click();
+      await w.page.locator('#report-totals').waitFor();
+      expect(await w.page.locator('#report #no-shop-pc').innerText()).toContain('Nariman Point');
+      const row = w.page.locator(`#side-table tr[data-shop="${bare.slug}"]`);
+      await row.waitFor();
+      expect(await row.innerText()).toContain('No shop PC installed yet');
+      expect(await row.innerText()).not.toContain('0%');
+
+      // A shop with a PC and no visitors in the period: its conversion is none, not "0%".
+      await w.page.goto(`${h.url}/#/reports?from=2020-01-01&to=2020-01-07&tz=Asia%2FKolkata&bucket=day&site=${colaba.shop.slug}`);
+      await w.page.locator('#report-conversion [data-conversion="Conversion"]').waitFor();
+      expect(await w.page.locator('#report-conversion [data-conversion="Visitors"]').innerText()).toBe('0');
+      expect(await w.page.locator('#report-conversion [data-conversion="Conversion"]').innerText()).toBe('none: no visitors');
+      expect(await w.page.locator('#report #no-shop-pc, #report-no-pc').count()).toBe(0);
+
+      // Arrivals filtered to it: not "No arrivals yet".
+      await w.page.goto(`${h.url}/#/arrivals`);
+      await w.page.locator(`select[name="site"] option[value="${bare.slug}"]`).waitFor({ state: 'attached' });
+      await w.page.locator('select[name="site"]').selectOption(bare.slug);
+      const empty = w.page.locator('#arrivals .empty-row');
+      await empty.getByText('No arrivals: no shop PC is installed yet').waitFor();
+      expect(await w.page.locator('#arrivals-no-pc').innerText()).toContain('Nariman Point has no shop PC installed yet, so no arrivals come from there');
+
+      // The live grid: the way to install one is on the shop's page, not "(below)" where no form is.
+      await w.page.goto(`${h.url}/#/live/${bare.slug}`);
+      const note = w.page.locator('#no-shop-pc');
+      await note.waitFor();
+      expect(await note.innerText()).toContain('so there is no live view and no picture');
+      expect(await note.innerText()).toContain('on the shop’s page');
+      expect(await w.page.locator('#main, main').first().innerText()).not.toContain('below');
+      expect(await w.page.locator('.live-tile[data-camera="door"]').innerText()).toContain('No picture');
+    } finally {
+      await done(w);
+    }
+  });
+
+  it('reports at 1366 px break no shop name inside a word', async () => {
+    const long = await shopPc(h, chain.ownerToken, chain.slug, 'Phoenix Kalyaninagar');
+    try {
+      // Its faces are the poorest, so it is named as "Shop with most poor faces" in the totals too.
+      for (const [seed, passed] of [[801, false], [802, false], [803, true]] as const) {
+        await long.publish({ visit_id: randomUUID(), occurred_at: new Date().toISOString(), camera_id: 'door', embedding: syntheticFace(seed), recognition_model: 'test-model', quality: passed ? 0.9 : 0.2, passed_gate: passed });
+      }
+      await settled(h);
+      const w = await open('/#/reports?preset=7', { viewport: { width: 1366, height: 900 } });
+      try {
+        await w.page.locator('#report-totals [data-total="Shop with most poor faces"]').waitFor();
+        expect(await w.page.locator('#report-totals [data-total="Shop with most poor faces"]').innerText()).toBe('Phoenix Kalyaninagar');
+        await w.page.locator(`#side-table tr[data-shop="${long.shop.slug}"]`).waitFor();
+        expect(await breaksMidWord(w.page, '#report h2, #report-totals dt, #report-totals dd, #report-conversion dd, #side-table th, #no-shop-pc')).toEqual([]);
+      } finally {
+        await done(w);
+      }
+    } finally {
+      await long.close();
     }
   });
 });

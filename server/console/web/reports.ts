@@ -247,7 +247,6 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string, coun
     ['Visits', r.visits.toLocaleString()],
   ];
   if (r.visits > 0) rows.push(['Faces too poor to use', `${(Math.round(r.fraction_below_gate * 1000) / 10).toLocaleString()}%`]);
-  if (!oneShop && r.worst_site) rows.push(['Shop with most poor faces', r.worst_site]);
   if (counting) rows.push(...doorTotals(r));
   if (r.visitors_per_open_hour != null) rows.push(['Visitors per open hour', `${r.visitors_per_open_hour.toLocaleString()} (${(r.open_hours ?? 0).toLocaleString()} open hours)`]);
   return h(
@@ -256,6 +255,8 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string, coun
     h('h2', {}, `${name}: ${r.from === r.to ? r.from : `${r.from} to ${r.to}`}`),
     h('p', { class: 'muted small' }, `By ${r.bucket}, in ${r.timezone}`),
     facts(rows, { class: 'totals', key: 'data-total' }),
+    // A shop's name in the narrow columns of the figures broke mid-word at 1366 px: it gets a line of its own.
+    !oneShop && r.worst_site ? facts([['Shop with most poor faces', r.worst_site]], { class: 'named', key: 'data-total' }) : null,
     h('div', { class: 'actions' }, csvButton('footfall', query)),
   );
 }
