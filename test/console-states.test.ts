@@ -279,17 +279,17 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
       await done(w);
     }
 
-    // The enrol command on a phone: no line starts inside a word.
-    const phone = await open(`/#/shop/${colaba.shop.slug}`, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
-    try {
-      await phone.page.getByRole('button', { name: 'Create installation code' }).click();
-      const cmd = phone.page.locator('#enrol-command');
-      await cmd.waitFor();
-      const broken = await breaksMidWord(phone.page, '#enrol-command');
-      expect(broken).toEqual([]);
-      expect(await phone.page.evaluate('document.scrollingElement.scrollWidth <= window.innerWidth')).toBe(true);
-    } finally {
-      await done(phone);
+    // The enrol command on a phone and at 1366 px: no line starts inside a word.
+    for (const size of [{ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true }, { viewport: { width: 1366, height: 900 } }]) {
+      const shown = await open(`/#/shop/${colaba.shop.slug}`, size);
+      try {
+        await shown.page.getByRole('button', { name: 'Create installation code' }).click();
+        await shown.page.locator('#enrol-command').waitFor();
+        expect(await breaksMidWord(shown.page, '#enrol-command'), `${size.viewport.width} px`).toEqual([]);
+        expect(await shown.page.evaluate('document.scrollingElement.scrollWidth <= window.innerWidth')).toBe(true);
+      } finally {
+        await done(shown);
+      }
     }
   });
 
