@@ -58,6 +58,9 @@ export interface Broker {
   readonly connectedClients: number | undefined;
   /** The embedded broker asks this who may do what; an external broker creates what it lacks of `auth.logins()`. */
   setAuth(auth: BrokerAuth): void;
+  /** Connections logged in as this username now (embedded: counted, one closing still counts until it is gone;
+   * external: undefined, the broker does not say). */
+  connections(username: string): number | undefined;
   /**
    * Holds the acknowledgement of every `ff/<company>/<shop>/up/<name>` message until `handler` resolves, so a
    * message is acknowledged only once it is stored. A rejection has it sent again (embedded: the publish is refused,

@@ -132,6 +132,11 @@ export async function startEmbeddedBroker(opts: { host: string; port: number; lo
       return Promise.resolve(disconnect(username));
     },
     disconnect,
+    connections(username) {
+      let n = 0;
+      for (const name of usernames.values()) if (name === username) n++;
+      return n;
+    },
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await new Promise<void>((resolve) => aedes.close(() => resolve()));

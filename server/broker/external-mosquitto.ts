@@ -269,6 +269,7 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
       return !closing && control.connected;
     },
     connectedClients: undefined,
+    connections: () => undefined,
     get ingestStats() {
       return session.stats;
     },

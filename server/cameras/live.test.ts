@@ -63,7 +63,8 @@ describe('live view', () => {
     const view = await watch(h, cam.id, staff);
     expect(view.res.status).toBe(200);
     expect(view.res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    expect(await view.next('waiting')).toMatchObject({ event: 'waiting', data: '{}' });
+    // Additive: the camera's last reported state (null: never reported).
+    expect(await view.next('waiting')).toMatchObject({ event: 'waiting', data: '{"connected":null,"connection_reason":null}' });
 
     // Head office asks the shop PC (MQTT) and lists the demand (HTTP).
     const demand = await box.next((m) => m.topic.endsWith('/down/live') && m.body.camera === cam.id, 3000, since);
@@ -164,7 +165,7 @@ describe('live view', () => {
       const view = await watch(h, '', staff, `/api/sites/${gridShop.slug}/live`);
       expect(view.res.status).toBe(200);
       const waiting = JSON.parse((await view.next('waiting'))!.data);
-      expect(waiting.cameras).toEqual(cams.map((c) => ({ camera: c.id, camera_id: c.camera_id })));
+      expect(waiting.cameras).toEqual(cams.map((c) => ({ camera: c.id, camera_id: c.camera_id, connected: null, connection_reason: null })));
       // One demand per switched-on camera reaches the shop PC; none for the switched-off one.
       await waitFor(() => new Set(gridBox.seen.filter((m) => m.topic.endsWith('/down/live') && m.body.watch).map((m) => m.body.camera_id)).size === 8, 3000);
       expect(gridBox.seen.some((m) => m.topic.endsWith('/down/live') && m.body.camera_id === 'g9-off')).toBe(false);

@@ -256,7 +256,7 @@ interface Fleet {
 /** Every fleet gauge from one aggregate query over the shops (all companies). */
 function fleetOf({ store, config }: MetricSources): Fleet {
   const since = new Date(Date.now() - 3 * config.FOOTFALL_HEARTBEAT_INTERVAL_S * 1000).toISOString();
-  const online = and(isNotNull(shops.agentTokenHash), sql`${shops.lastHeartbeatAt} >= ${since}`);
+  const online = and(isNotNull(shops.agentTokenHash), sql`${shops.lastHeartbeatAt} >= ${since}`, sql`(${shops.offlineSince} is null or ${shops.offlineSince} < ${shops.lastHeartbeatAt})`);
   const row = store.db
     .select({
       shops: sql<number>`count(*)`,

@@ -1,6 +1,6 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import { Heartbeat } from '../../shared/messages.js';
+import { Goodbye, Heartbeat } from '../../shared/messages.js';
 import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
 import type { Broker, HeldMessage } from '../broker/broker.js';
 import { cameras } from '../cameras/schema.js';
@@ -44,6 +44,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
         .update(shops)
         .set({
           lastHeartbeatAt: now,
+          offlineSince: null,
           agentVersion: h.agent_version,
           recognitionModel: h.recognition_model,
           recognitionRunning: h.recognition_running,
@@ -72,5 +73,36 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
       }
     });
   };
-  return broker.listen(topic, deliver);
+  // Goodbye (a clean stop) and the last will (a lost connection): offline at once. A will published because the
+  // same shop PC reconnected and took its session over is ignored: another connection of the login is still there
+  // (the embedded broker counts them; an external one does not say, and the next heartbeat clears offline_since).
+  const bye = (packet: HeldMessage) => {
+    try {
+      const parsed = parseTopic(packet.topic);
+      if (!parsed) return;
+      let msg: ReturnType<typeof Goodbye.safeParse>;
+      try {
+        msg = Goodbye.safeParse(JSON.parse(packet.payload.toString('utf8')));
+      } catch {
+        log.warn({ topic: packet.topic }, 'goodbye is not JSON');
+        return;
+      }
+      if (!msg.success) {
+        log.warn({ topic: packet.topic, issues: msg.error.issues.slice(0, 3) }, 'goodbye does not match the contract');
+        return;
+      }
+      const username = brokerUsername(parsed.companySlug, parsed.shopSlug);
+      if (msg.data.reason === 'connection_lost' && (broker.connections(username) ?? 0) > 1) return;
+      store.db.update(shops).set({ offlineSince: new Date().toISOString() }).where(eq(shops.brokerUsername, username)).run();
+      log.info({ shop: username, reason: msg.data.reason }, 'shop PC went offline');
+    } catch (err) {
+      log.error({ err, topic: packet.topic }, 'goodbye not recorded');
+    }
+  };
+  const stopHeartbeats = await broker.listen(topic, deliver);
+  const stopBye = await broker.listen(upFilterAllShops('goodbye'), bye);
+  return async () => {
+    await stopHeartbeats();
+    await stopBye();
+  };
 }
