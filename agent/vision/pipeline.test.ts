@@ -58,7 +58,7 @@ const clip = sharedClip();
 if (!clip) console.log('pipeline.test: ../shared/faces/short-hamilton-clip.mp4 is absent; the stage clip test is skipped (the registry video test still runs)');
 
 describe.skipIf(!clip)('the stage clip, looped twice', () => {
-  it('gives one visit per person pass, and the stage person matches across loops and his photo', async () => {
+  it('gives one visit per person pass, and the stage person matches across loops and his photo', { timeout: 180_000 }, async () => {
     const { visits, frames, pipeline } = await run(clip!, 2, 5);
     const stats = pipeline.stats();
     expect(frames).toBe(100);
@@ -127,7 +127,8 @@ describe('the worker pool', () => {
 });
 
 describe('a video made from the registry photos (each held 2 s, then 5 s blank; twice)', () => {
-  it('gives one visit per face per showing, and the same people match across showings and photos', async () => {
+  // Every frame analysed (no drops): CPU-bound, 67 s at load average ~26 (the 30-s default failed there), so 180 s.
+  it('gives one visit per face per showing, and the same people match across showings and photos', { timeout: 180_000 }, async () => {
     const { visits, pipeline } = await run(await ensureRegistryVideo(), 1);
     // sample1 (3 faces), sample3 (3), sample6 (4), shown twice.
     expect(visits).toHaveLength(20);
