@@ -280,7 +280,7 @@ describe.skipIf(!haveChromium)('body counting in the console', () => {
       expect(await juhuCard.locator('.door').getAttribute('data-occupancy')).toBe('2');
       // Visible again: read at once.
       await page.evaluate(`Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'visible' }); document.dispatchEvent(new Event('visibilitychange'))`);
-      await until(page, `document.querySelector('[data-shop="${juhu.shop.slug}"] .door')?.getAttribute('data-occupancy') === '0'`, 3000);
+      await until(page, `document.querySelector('[data-shop="${juhu.shop.slug}"] .door')?.getAttribute('data-occupancy') === '0'`);
       expect(await juhuCard.locator('.door').innerText()).toMatch(/^0 in the shop now\s+Today: 3 entries, 3 exits$/);
       expect(asked.filter((u) => u.endsWith('/api/sites')).length).toBeGreaterThanOrEqual(1);
 

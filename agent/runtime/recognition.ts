@@ -142,7 +142,9 @@ export class VisionRecognition extends Recognition {
   }
 
   protected take(frame: Frame): void {
-    if (this.motion && !this.motion.pass(frame, this.following(frame.cameraId))) return;
+    const id = frame.cameraId;
+    // The gate is told what the detector has analysed: frames after a change go until it has answered (motion.ts).
+    if (this.motion && !this.motion.pass(frame, this.following(id), undefined, this.pipeline.analysedUpTo(id))) return;
     this.pipeline.consume(frame);
   }
 

@@ -450,6 +450,11 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     cam.pending = undefined;
   }
 
+  /** The time (ms) of the newest frame of a camera analysed so far; 0 before the first (or for an unknown camera). */
+  analysedUpTo(cameraId: string): number {
+    return this.cameras.get(cameraId)?.lastFrameAt ?? 0;
+  }
+
   stats(): PipelineStats {
     const cameras: Record<string, CameraStats> = {};
     for (const cam of this.cameras.values()) {
