@@ -20,6 +20,7 @@ import path from 'node:path';
 import { startBodyDetectorThread } from '../agent/bodies/detector-thread.js';
 import type { Fit } from '../agent/bodies/image.js';
 import type { Frame } from '../agent/capture/frame.js';
+import type { BodyModelId } from '../agent/models/catalogue.js';
 import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 import { ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
 import { DoorCounting, type DoorCountingOptions } from '../agent/runtime/doors.js';
@@ -145,13 +146,25 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
   const log = { debug() {}, info() {}, warn: console.warn, error: console.error };
   const doors = new DoorCounting({
     lineOf: () => clip.line,
-    loadDetector: () => startBodyDetectorThread(testModelsDir(), { fit: FIT, ...(SIZE ? { inputSize: SIZE } : {}) }),
+    loadDetector: () =>
+      startBodyDetectorThread(testModelsDir(), {
+        fit: FIT,
+        ...(SIZE ? { inputSize: SIZE } : {}),
+        ...(process.env.DOOR_MIN_SCORE ? { minScore: Number(process.env.DOOR_MIN_SCORE) } : {}),
+        ...(process.env.DOOR_MODEL ? { model: process.env.DOOR_MODEL as BodyModelId } : {}),
+      }),
     onCrossing: (_camera, c) => crossings.push({ t: (c.at.getTime() - start) / 1000, direction: c.direction }),
     log,
     maxFps: Number(process.env.DOOR_FPS ?? 3),
     ...(process.env.DOOR_FOLLOW !== undefined ? { follow: process.env.DOOR_FOLLOW === '1' } : {}),
     ...(process.env.DOOR_PERSON_PX !== undefined ? { personPx: Number(process.env.DOOR_PERSON_PX) || false } : {}),
     ...(process.env.DOOR_NEAR_FPS !== undefined ? { nearFps: Number(process.env.DOOR_NEAR_FPS) } : {}),
+    ...(process.env.DOOR_ROI !== undefined ? { roi: process.env.DOOR_ROI === '1' } : {}),
+    ...(process.env.DOOR_STILL !== undefined ? { stillTracks: process.env.DOOR_STILL === '1' } : {}),
+    ...(process.env.DOOR_LINE_MARGIN !== undefined || process.env.DOOR_PER_HEIGHT !== undefined
+      ? { line: { ...(process.env.DOOR_LINE_MARGIN ? { margin: Number(process.env.DOOR_LINE_MARGIN) } : {}), ...(process.env.DOOR_PER_HEIGHT ? { perHeight: Number(process.env.DOOR_PER_HEIGHT) } : {}) } }
+      : {}),
+    ...(process.env.DOOR_MAX_LOST !== undefined ? { tracker: { maxLostMs: Number(process.env.DOOR_MAX_LOST) } } : {}),
     ...(BAND !== undefined ? { band: BAND > 0 ? { margin: BAND } : false } : {}),
     ...options,
   });
