@@ -17,6 +17,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { assign } from '../agent/bodies/assign.js';
 import { startBodyDetectorThread } from '../agent/bodies/detector-thread.js';
 import type { Fit } from '../agent/bodies/image.js';
 import type { Frame } from '../agent/capture/frame.js';
@@ -71,29 +72,18 @@ export function loadClips(manifest: string): Clip[] {
   return clips;
 }
 
-/** Greedy matching of counted crossings to true ones of the same direction within `windowS`. */
+/**
+ * Matching of counted crossings to true ones of the same direction within `windowS`, each at most once: as many
+ * pairs as can be made, then the least total time difference (optimal assignment; greedy nearest-first matching
+ * lost pairs where people cross a second apart and each crossing is stamped a little late).
+ */
 export function matchCrossings(
   truth: readonly { t: number; direction: string }[],
   counted: readonly { t: number; direction: string }[],
   windowS = 1.5,
 ): { tp: number; fp: number; fn: number } {
-  const used = new Set<number>();
-  let tp = 0;
-  for (const c of [...counted].sort((a, b) => a.t - b.t)) {
-    let best = -1;
-    let bestD = Infinity;
-    truth.forEach((t, i) => {
-      const d = Math.abs(t.t - c.t);
-      if (!used.has(i) && t.direction === c.direction && d <= windowS && d < bestD) {
-        best = i;
-        bestD = d;
-      }
-    });
-    if (best >= 0) {
-      used.add(best);
-      tp++;
-    }
-  }
+  const cost = counted.map((c) => truth.map((t) => (t.direction === c.direction && Math.abs(t.t - c.t) <= windowS ? Math.abs(t.t - c.t) : Infinity)));
+  const tp = assign(cost, truth.length, windowS + 1).filter((j) => j >= 0).length;
   return { tp, fp: counted.length - tp, fn: truth.length - tp };
 }
 
@@ -153,7 +143,19 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
         ...(process.env.DOOR_MIN_SCORE ? { minScore: Number(process.env.DOOR_MIN_SCORE) } : {}),
         ...(process.env.DOOR_MODEL ? { model: process.env.DOOR_MODEL as BodyModelId } : {}),
       }),
-    onCrossing: (_camera, c) => crossings.push({ t: (c.at.getTime() - start) / 1000, direction: c.direction }),
+    onCrossing: (_camera, c) => {
+      crossings.push({ t: (c.at.getTime() - start) / 1000, direction: c.direction });
+      if (process.env.DOOR_TRACE) console.error(`  ${((c.at.getTime() - start) / 1000).toFixed(1)} CROSSING ${c.direction} ${c.trackId}`);
+    },
+    ...(process.env.DOOR_TRACE
+      ? {
+          onLook: (_camera: string, at: Date, r: { x: number; y: number; w: number; h: number }, boxes: readonly { x: number; y: number; w: number; h: number; score: number }[]) =>
+            console.error(
+              `  ${((at.getTime() - start) / 1000).toFixed(1)} look ${r.w}x${r.h}+${r.x}+${r.y}: ` +
+                boxes.map((b) => `x${Math.round((b.x + b.w / 2) * 768)} y${Math.round((b.y + b.h / 2) * 576)} h${Math.round(b.h * 576)} s${b.score.toFixed(2)}`).join(' | '),
+            ),
+        }
+      : {}),
     log,
     maxFps: Number(process.env.DOOR_FPS ?? 3),
     ...(process.env.DOOR_FOLLOW !== undefined ? { follow: process.env.DOOR_FOLLOW === '1' } : {}),
