@@ -76,6 +76,9 @@ export interface DoorCountingOptions {
   onLook?: (cameraId: string, at: Date, region: Region, boxes: readonly BodyBox[]) => void;
 }
 
+/** The line's hysteresis band is at most this share of a track's height (LineCounterOptions.perHeight; measured: docs/decisions.md). */
+export const DEFAULT_LINE_PER_HEIGHT = 0;
+
 /** Default of `roi` (measured: docs/decisions.md). */
 export const DEFAULT_ROI = false;
 /** A look region covering more than this share of the band looks at the whole band. */
@@ -272,7 +275,7 @@ export class DoorCounting {
       personHeight: START_PERSON_HEIGHT,
       seenHeight: undefined,
       tracker: new BodyTracker(this.opts.tracker ?? {}, aspect),
-      counter: new LineCounter(line, { ...this.opts.line, aspect }),
+      counter: new LineCounter(line, { perHeight: DEFAULT_LINE_PER_HEIGHT, ...this.opts.line, aspect }),
       lastTaken: Number.NEGATIVE_INFINITY,
       lastLook: Number.NEGATIVE_INFINITY,
       stats: camera?.stats ?? { frames: 0, paced: 0, held: 0, skipped: 0, analysed: 0, bodies: 0, tracks: 0, in: 0, out: 0 },
