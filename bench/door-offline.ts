@@ -152,7 +152,7 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
           onLook: (_camera: string, at: Date, r: { x: number; y: number; w: number; h: number }, boxes: readonly { x: number; y: number; w: number; h: number; score: number }[]) =>
             console.error(
               `  ${((at.getTime() - start) / 1000).toFixed(1)} look ${r.w}x${r.h}+${r.x}+${r.y}: ` +
-                boxes.map((b) => `x${Math.round((b.x + b.w / 2) * 768)} y${Math.round((b.y + b.h / 2) * 576)} h${Math.round(b.h * 576)} s${b.score.toFixed(2)}`).join(' | '),
+                boxes.map((b) => `x${Math.round((b.x + b.w / 2) * 1000)} y${Math.round((b.y + b.h / 2) * 1000)} h${Math.round(b.h * 1000)} s${b.score.toFixed(2)}`).join(' | '),
             ),
         }
       : {}),

@@ -77,18 +77,18 @@ export interface DoorCountingOptions {
 }
 
 /** The line's hysteresis band is at most this share of a track's height (LineCounterOptions.perHeight; measured: docs/decisions.md). */
-export const DEFAULT_LINE_PER_HEIGHT = 0;
+export const DEFAULT_LINE_PER_HEIGHT = 0.2;
 
 /** Default of `roi` (measured: docs/decisions.md). */
-export const DEFAULT_ROI = false;
+export const DEFAULT_ROI = true;
 /** A look region covering more than this share of the band looks at the whole band. */
 const ROI_MOST = 0.7;
 
 /** Default of `stillTracks` (measured: docs/decisions.md). */
-export const DEFAULT_STILL_TRACKS = false;
+export const DEFAULT_STILL_TRACKS = true;
 
-/** Default of `personPx`: off until measured on the real set (100 px lost entries on the drawn door video: docs/decisions.md). */
-export const DEFAULT_PERSON_PX: number | false = false;
+/** Default of `personPx` (measured on the real set and the drawn door video: docs/decisions.md, third pass). */
+export const DEFAULT_PERSON_PX: number | false = 100;
 /** Default of `nearFps` (measured: docs/decisions.md). */
 export const DEFAULT_NEAR_FPS = 0;
 
