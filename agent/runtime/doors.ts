@@ -132,8 +132,6 @@ interface DoorCamera {
   seenHeight: number | undefined;
   /** When its last frame went on to motion gating (frame time, ms). */
   lastTaken: number;
-  /** When its last frame went to the detector (frame time, ms). */
-  lastLook: number;
   tracker: BodyTracker;
   counter: LineCounter;
   stats: DoorCameraStats;
@@ -214,7 +212,6 @@ export class DoorCounting {
       if (this.opts.stillTracks ?? DEFAULT_STILL_TRACKS) camera.tracker.still(taken, at);
       return;
     }
-    camera.lastLook = at;
     const size = frame.width * frame.height * 3;
     if (frame.data.length < size) return;
     if (this.pending.has(frame.cameraId)) camera.stats.skipped++;
@@ -277,7 +274,6 @@ export class DoorCounting {
       tracker: new BodyTracker(this.opts.tracker ?? {}, aspect),
       counter: new LineCounter(line, { perHeight: DEFAULT_LINE_PER_HEIGHT, ...this.opts.line, aspect }),
       lastTaken: Number.NEGATIVE_INFINITY,
-      lastLook: Number.NEGATIVE_INFINITY,
       stats: camera?.stats ?? { frames: 0, paced: 0, held: 0, skipped: 0, analysed: 0, bodies: 0, tracks: 0, in: 0, out: 0 },
     };
     this.cameras.set(frame.cameraId, camera);
