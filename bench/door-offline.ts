@@ -12,7 +12,12 @@
  * Clips: a manifest (DOOR_CLIPS, default bench/real-footage/clips.json) listing `{ id, file?, line, fps?, scale? }`
  * with `line` a CountingLine; the video at `file` (relative to the manifest's folder) or test/fixtures/real/<id>.mp4
  * beside it; labels at labels/<id>.a.json beside the manifest ({ crossings: [{ t, direction }] }). DOOR_ONLY=id,id
- * picks clips; DOOR_FPS sets door_fps (default the agent's 3; 0 every frame).
+ * picks clips; DOOR_FPS sets door_fps (default the agent's 3; 0 every frame). Options under test (the agent's
+ * defaults when unset): DOOR_BAND, DOOR_FIT, DOOR_SIZE, DOOR_FOLLOW, DOOR_PERSON_PX (0: off), DOOR_NEAR_FPS,
+ * DOOR_ROI and DOOR_STILL (1 / 0), DOOR_PER_HEIGHT and DOOR_LINE_MARGIN (the line's hysteresis), DOOR_MAX_LOST (ms),
+ * DOOR_MIN_SCORE and DOOR_MODEL (the detector's). DOOR_VERBOSE prints truth and counted crossings; DOOR_TRACE every
+ * look (its region and boxes, per mille of the picture) and crossing. Hard cases derived from a real clip:
+ * DOOR_CLIPS=bench/real-footage/derived/clips.json after its make.sh.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
