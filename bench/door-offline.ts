@@ -12,14 +12,21 @@
  * Clips: a manifest (DOOR_CLIPS, default bench/real-footage/clips.json) listing `{ id, file?, line, fps?, scale? }`
  * with `line` a CountingLine; the video at `file` (relative to the manifest's folder) or test/fixtures/real/<id>.mp4
  * beside it; labels at labels/<id>.a.json beside the manifest ({ crossings: [{ t, direction }] }). DOOR_ONLY=id,id
- * picks clips; DOOR_FPS sets door_fps (default the agent's 3; 0 every frame).
+ * picks clips; DOOR_FPS sets door_fps (default the agent's 3; 0 every frame). Options under test (the agent's
+ * defaults when unset): DOOR_BAND, DOOR_FIT, DOOR_SIZE, DOOR_FOLLOW, DOOR_PERSON_PX (0: off), DOOR_NEAR_FPS,
+ * DOOR_ROI and DOOR_STILL (1 / 0), DOOR_PER_HEIGHT and DOOR_LINE_MARGIN (the line's hysteresis), DOOR_MAX_LOST (ms),
+ * DOOR_MIN_SCORE and DOOR_MODEL (the detector's). DOOR_VERBOSE prints truth and counted crossings; DOOR_TRACE every
+ * look (its region and boxes, per mille of the picture) and crossing. Hard cases derived from a real clip:
+ * DOOR_CLIPS=bench/real-footage/derived/clips.json after its make.sh.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { assign } from '../agent/bodies/assign.js';
 import { startBodyDetectorThread } from '../agent/bodies/detector-thread.js';
 import type { Fit } from '../agent/bodies/image.js';
 import type { Frame } from '../agent/capture/frame.js';
+import type { BodyModelId } from '../agent/models/catalogue.js';
 import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 import { ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
 import { DoorCounting, type DoorCountingOptions } from '../agent/runtime/doors.js';
@@ -70,29 +77,18 @@ export function loadClips(manifest: string): Clip[] {
   return clips;
 }
 
-/** Greedy matching of counted crossings to true ones of the same direction within `windowS`. */
+/**
+ * Matching of counted crossings to true ones of the same direction within `windowS`, each at most once: as many
+ * pairs as can be made, then the least total time difference (optimal assignment; greedy nearest-first matching
+ * lost pairs where people cross a second apart and each crossing is stamped a little late).
+ */
 export function matchCrossings(
   truth: readonly { t: number; direction: string }[],
   counted: readonly { t: number; direction: string }[],
   windowS = 1.5,
 ): { tp: number; fp: number; fn: number } {
-  const used = new Set<number>();
-  let tp = 0;
-  for (const c of [...counted].sort((a, b) => a.t - b.t)) {
-    let best = -1;
-    let bestD = Infinity;
-    truth.forEach((t, i) => {
-      const d = Math.abs(t.t - c.t);
-      if (!used.has(i) && t.direction === c.direction && d <= windowS && d < bestD) {
-        best = i;
-        bestD = d;
-      }
-    });
-    if (best >= 0) {
-      used.add(best);
-      tp++;
-    }
-  }
+  const cost = counted.map((c) => truth.map((t) => (t.direction === c.direction && Math.abs(t.t - c.t) <= windowS ? Math.abs(t.t - c.t) : Infinity)));
+  const tp = assign(cost, truth.length, windowS + 1).filter((j) => j >= 0).length;
   return { tp, fp: counted.length - tp, fn: truth.length - tp };
 }
 
@@ -145,13 +141,37 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
   const log = { debug() {}, info() {}, warn: console.warn, error: console.error };
   const doors = new DoorCounting({
     lineOf: () => clip.line,
-    loadDetector: () => startBodyDetectorThread(testModelsDir(), { fit: FIT, ...(SIZE ? { inputSize: SIZE } : {}) }),
-    onCrossing: (_camera, c) => crossings.push({ t: (c.at.getTime() - start) / 1000, direction: c.direction }),
+    loadDetector: () =>
+      startBodyDetectorThread(testModelsDir(), {
+        fit: FIT,
+        ...(SIZE ? { inputSize: SIZE } : {}),
+        ...(process.env.DOOR_MIN_SCORE ? { minScore: Number(process.env.DOOR_MIN_SCORE) } : {}),
+        ...(process.env.DOOR_MODEL ? { model: process.env.DOOR_MODEL as BodyModelId } : {}),
+      }),
+    onCrossing: (_camera, c) => {
+      crossings.push({ t: (c.at.getTime() - start) / 1000, direction: c.direction });
+      if (process.env.DOOR_TRACE) console.error(`  ${((c.at.getTime() - start) / 1000).toFixed(1)} CROSSING ${c.direction} ${c.trackId}`);
+    },
+    ...(process.env.DOOR_TRACE
+      ? {
+          onLook: (_camera: string, at: Date, r: { x: number; y: number; w: number; h: number }, boxes: readonly { x: number; y: number; w: number; h: number; score: number }[]) =>
+            console.error(
+              `  ${((at.getTime() - start) / 1000).toFixed(1)} look ${r.w}x${r.h}+${r.x}+${r.y}: ` +
+                boxes.map((b) => `x${Math.round((b.x + b.w / 2) * 1000)} y${Math.round((b.y + b.h / 2) * 1000)} h${Math.round(b.h * 1000)} s${b.score.toFixed(2)}`).join(' | '),
+            ),
+        }
+      : {}),
     log,
     maxFps: Number(process.env.DOOR_FPS ?? 3),
     ...(process.env.DOOR_FOLLOW !== undefined ? { follow: process.env.DOOR_FOLLOW === '1' } : {}),
     ...(process.env.DOOR_PERSON_PX !== undefined ? { personPx: Number(process.env.DOOR_PERSON_PX) || false } : {}),
     ...(process.env.DOOR_NEAR_FPS !== undefined ? { nearFps: Number(process.env.DOOR_NEAR_FPS) } : {}),
+    ...(process.env.DOOR_ROI !== undefined ? { roi: process.env.DOOR_ROI === '1' } : {}),
+    ...(process.env.DOOR_STILL !== undefined ? { stillTracks: process.env.DOOR_STILL === '1' } : {}),
+    ...(process.env.DOOR_LINE_MARGIN !== undefined || process.env.DOOR_PER_HEIGHT !== undefined
+      ? { line: { ...(process.env.DOOR_LINE_MARGIN ? { margin: Number(process.env.DOOR_LINE_MARGIN) } : {}), ...(process.env.DOOR_PER_HEIGHT ? { perHeight: Number(process.env.DOOR_PER_HEIGHT) } : {}) } }
+      : {}),
+    ...(process.env.DOOR_MAX_LOST !== undefined ? { tracker: { maxLostMs: Number(process.env.DOOR_MAX_LOST) } } : {}),
     ...(BAND !== undefined ? { band: BAND > 0 ? { margin: BAND } : false } : {}),
     ...options,
   });

@@ -140,4 +140,44 @@ describe('BodyTracker at a low frame rate', () => {
     expect(dirs(c)).toEqual(['out', 'out']);
     expect(new Set(c.map((x) => x.trackId)).size).toBe(2);
   });
+
+  it('with perHeight, a small person is clearly past the line sooner: counted before leaving the picture', () => {
+    // A person 0.12 of the picture tall from 0.04 inside to 0.03 past a vertical line, then gone (left the picture).
+    const steps = walk([0.5 - 0.04 * (9 / 16), 0.5], [0.5 + 0.03 * (9 / 16), 0.5], 6).map(([x, y]) => [body(x, y, 0.04, 0.12)]);
+    const frames = [...steps, [], [], []];
+    const run = (perHeight?: number) => {
+      const tracker = new BodyTracker({}, 16 / 9);
+      const counter = new LineCounter(VERTICAL, { aspect: 16 / 9, ...(perHeight ? { perHeight } : {}) });
+      return frames.flatMap((boxes, i) => counter.update(tracker.update(boxes, T0 + i * STEP), new Date(T0 + i * STEP)));
+    };
+    // The 0.04 band: never clearly outside, nothing counted; at 0.2 of its height (0.024): one exit.
+    expect(run()).toEqual([]);
+    expect(dirs(run(0.2))).toEqual(['out']);
+  });
+
+  it('keeps the track of someone standing still while nothing moves (still), so their crossing after is counted', () => {
+    const tracker = new BodyTracker({}, 16 / 9);
+    const counter = new LineCounter(VERTICAL, { aspect: 16 / 9 });
+    const out: Crossing[] = [];
+    const look = (boxes: BodyBox[], ms: number) => out.push(...counter.update(tracker.update(boxes, T0 + ms), new Date(T0 + ms)));
+    // Walks from inside onto the line, stands there 10 s looked at every 2 s (missed once), then walks out.
+    walk([0.35, 0.5], [0.5, 0.5], 6).forEach(([x, y], i) => look([body(x, y)], i * STEP));
+    let at = 5 * STEP;
+    for (let k = 1; k <= 5; k++) {
+      for (let f = 1; f <= 10; f++) tracker.still(T0 + at + (f - 1) * STEP, T0 + at + f * STEP);
+      at += 10 * STEP;
+      look(k === 3 ? [] : [body(0.5, 0.5)], at);
+    }
+    walk([0.52, 0.5], [0.65, 0.5], 4).forEach(([x, y], i) => look([body(x, y)], at + (i + 1) * STEP));
+    expect(dirs(out)).toEqual(['out']);
+    // Without still(), the 2-s gaps end the track: the one walking off the line is a new track with no side.
+    const t2 = new BodyTracker({}, 16 / 9);
+    const c2 = new LineCounter(VERTICAL, { aspect: 16 / 9 });
+    const out2: Crossing[] = [];
+    const look2 = (boxes: BodyBox[], ms: number) => out2.push(...c2.update(t2.update(boxes, T0 + ms), new Date(T0 + ms)));
+    walk([0.35, 0.5], [0.5, 0.5], 6).forEach(([x, y], i) => look2([body(x, y)], i * STEP));
+    for (let k = 1; k <= 5; k++) look2([body(0.5, 0.5)], 5 * STEP + k * 10 * STEP);
+    walk([0.52, 0.5], [0.65, 0.5], 4).forEach(([x, y], i) => look2([body(x, y)], 55 * STEP + (i + 1) * STEP));
+    expect(out2).toEqual([]);
+  });
 });

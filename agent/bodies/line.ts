@@ -31,6 +31,11 @@ export interface LineCounterOptions {
   reference?: ReferencePoint;
   /** The picture's width / height; default 16/9. */
   aspect?: number;
+  /**
+   * The hysteresis band is at most this share of the track's own height (small people far from the camera move
+   * less than `margin` in a step and may leave the picture before they are that far past the line); default 0: off.
+   */
+  perHeight?: number;
 }
 
 type Side = 'in' | 'out';
@@ -49,6 +54,7 @@ export class LineCounter {
   readonly margin: number;
   readonly extent: number;
   readonly reference: ReferencePoint;
+  readonly perHeight: number;
   private readonly aspect: number;
   private readonly a: [number, number];
   private readonly d: [number, number];
@@ -67,6 +73,7 @@ export class LineCounter {
     this.extent = options.extent ?? 0;
     this.reference = options.reference ?? 'centre';
     this.aspect = options.aspect ?? 16 / 9;
+    this.perHeight = options.perHeight ?? 0;
     this.a = [line.a[0] * this.aspect, line.a[1]];
     this.d = [(line.b[0] - line.a[0]) * this.aspect, line.b[1] - line.a[1]];
     this.len = Math.hypot(this.d[0], this.d[1]);
@@ -112,7 +119,8 @@ export class LineCounter {
       }
       state.s = s;
       state.p = p;
-      const clearly: Side | undefined = s > this.margin ? 'in' : s < -this.margin ? 'out' : undefined;
+      const margin = this.perHeight > 0 ? Math.min(this.margin, this.perHeight * track.box.h) : this.margin;
+      const clearly: Side | undefined = s > margin ? 'in' : s < -margin ? 'out' : undefined;
       if (!clearly || clearly === state.side) {
         if (clearly) state.overAt = undefined;
         continue;

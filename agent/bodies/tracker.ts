@@ -114,6 +114,17 @@ export class BodyTracker {
     return this.live;
   }
 
+  /**
+   * Nothing moved in view from `from` to `at` (frame times, ms: motion gating held the frame): whoever was there is
+   * still there, so that time does not count toward `maxLostMs`. Someone standing still on the line is looked at
+   * only every few seconds (motion gating's recheck), longer than a track would otherwise be remembered.
+   */
+  still(from: number, at: number): void {
+    const ms = at - from;
+    if (!(ms > 0)) return;
+    for (const t of this.live) t.lastAt = Math.min(at, t.lastAt + ms);
+  }
+
   /** Forgets every track (the camera's stream restarted, its line changed). */
   reset(): void {
     this.live.length = 0;

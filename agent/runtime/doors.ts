@@ -61,10 +61,34 @@ export interface DoorCountingOptions {
    * leaves in a few looks); default DEFAULT_NEAR_FPS; 0 or absent with maxFps 0: every frame.
    */
   nearFps?: number;
+  /**
+   * While motion gating holds frames (nothing moved in the band), the tracks' memory clock stops (tracker.still):
+   * someone standing on the line, looked at only every `recheckMs`, keeps their track and side; default
+   * DEFAULT_STILL_TRACKS.
+   */
+  stillTracks?: boolean;
+  /**
+   * Each look is at the part of the band where something moved and where the live tracks are expected (widened to
+   * whole people), not the whole band: fewer input pixels, or small people enlarged; default DEFAULT_ROI.
+   */
+  roi?: boolean;
+  /** Called after every look with what was looked at and found (picture pixels and 0..1 boxes): for benchmarks. */
+  onLook?: (cameraId: string, at: Date, region: Region, boxes: readonly BodyBox[]) => void;
 }
 
-/** Default of `personPx`: off until measured on the real set (100 px lost entries on the drawn door video: docs/decisions.md). */
-export const DEFAULT_PERSON_PX: number | false = false;
+/** The line's hysteresis band is at most this share of a track's height (LineCounterOptions.perHeight; measured: docs/decisions.md). */
+export const DEFAULT_LINE_PER_HEIGHT = 0.2;
+
+/** Default of `roi` (measured: docs/decisions.md). */
+export const DEFAULT_ROI = true;
+/** A look region covering more than this share of the band looks at the whole band. */
+const ROI_MOST = 0.7;
+
+/** Default of `stillTracks` (measured: docs/decisions.md). */
+export const DEFAULT_STILL_TRACKS = true;
+
+/** Default of `personPx` (measured on the real set and the drawn door video: docs/decisions.md, third pass). */
+export const DEFAULT_PERSON_PX: number | false = 100;
 /** Default of `nearFps` (measured: docs/decisions.md). */
 export const DEFAULT_NEAR_FPS = 0;
 
@@ -179,20 +203,24 @@ export class DoorCounting {
       camera.stats.paced++;
       return;
     }
+    const taken = camera.lastTaken;
     camera.lastTaken = at;
     const following = near || ((this.opts.follow ?? DEFAULT_FOLLOW) && camera.tracker.tracks().length > 0);
     if (this.gate && !this.gate.pass(frame, following, camera.region)) {
       camera.stats.held++;
+      // Nothing moved in the band since the last look: whoever stands there is still there (tracker.still).
+      if (this.opts.stillTracks ?? DEFAULT_STILL_TRACKS) camera.tracker.still(taken, at);
       return;
     }
     const size = frame.width * frame.height * 3;
     if (frame.data.length < size) return;
     if (this.pending.has(frame.cameraId)) camera.stats.skipped++;
+    const region = this.lookRegion(camera, frame);
     // Our own copy of the region: capture fills the frame's buffer again with a later picture.
-    const picture = cropPicture(frame, camera.region);
+    const picture = cropPicture(frame, region);
     const personPx = this.opts.personPx ?? DEFAULT_PERSON_PX;
     const maxScale = personPx && camera.seenHeight ? personPx / (camera.seenHeight * frame.height) : undefined;
-    this.pending.set(frame.cameraId, { picture, region: camera.region, at: frame.at, width: frame.width, height: frame.height, camera, maxScale });
+    this.pending.set(frame.cameraId, { picture, region, at: frame.at, width: frame.width, height: frame.height, camera, maxScale });
     this.draining ??= this.drain().finally(() => {
       this.draining = undefined;
     });
@@ -244,7 +272,7 @@ export class DoorCounting {
       personHeight: START_PERSON_HEIGHT,
       seenHeight: undefined,
       tracker: new BodyTracker(this.opts.tracker ?? {}, aspect),
-      counter: new LineCounter(line, { ...this.opts.line, aspect }),
+      counter: new LineCounter(line, { perHeight: DEFAULT_LINE_PER_HEIGHT, ...this.opts.line, aspect }),
       lastTaken: Number.NEGATIVE_INFINITY,
       stats: camera?.stats ?? { frames: 0, paced: 0, held: 0, skipped: 0, analysed: 0, bodies: 0, tracks: 0, in: 0, out: 0 },
     };
@@ -267,6 +295,39 @@ export class DoorCounting {
     if (boxes.length > 0 || camera.seenHeight !== undefined) camera.seenHeight = Math.max((camera.seenHeight ?? 0) * 0.98, ...boxes.map((b) => b.h));
     const region = bandRegion(camera.line, width, height, bandMargin(band.margin, camera.personHeight));
     if (region.x !== camera.region.x || region.y !== camera.region.y || region.w !== camera.region.w || region.h !== camera.region.h) camera.region = region;
+  }
+
+  /**
+   * What the detector looks at this time (`roi`): the part of the band where something moved since the last look,
+   * and where each live track is expected now, widened to hold whole people; the whole band when nothing moved (a
+   * recheck: someone standing still) or when that part is most of the band.
+   */
+  private lookRegion(camera: DoorCamera, frame: Frame): Region {
+    const band = camera.region;
+    if (!(this.opts.roi ?? DEFAULT_ROI) || !this.gate) return band;
+    const moved = this.gate.movedAt(frame.cameraId);
+    if (!moved) return band;
+    const ph = (camera.seenHeight ?? camera.personHeight) * frame.height;
+    const at = frame.at.getTime();
+    const boxes: Region[] = [moved];
+    for (const t of camera.tracker.tracks()) {
+      const dt = Math.min(Math.max(0, at - t.lastAt), 1000);
+      boxes.push({ x: (t.box.x + t.vx * dt) * frame.width, y: (t.box.y + t.vy * dt) * frame.height, w: t.box.w * frame.width, h: t.box.h * frame.height });
+    }
+    let x0 = Math.min(...boxes.map((b) => b.x)) - 0.4 * ph;
+    let x1 = Math.max(...boxes.map((b) => b.x + b.w)) + 0.4 * ph;
+    let y0 = Math.min(...boxes.map((b) => b.y)) - 0.6 * ph;
+    let y1 = Math.max(...boxes.map((b) => b.y + b.h)) + 0.6 * ph;
+    // At least a whole person around the middle.
+    const grow = (lo: number, hi: number, least: number): [number, number] => (hi - lo >= least ? [lo, hi] : [(lo + hi - least) / 2, (lo + hi + least) / 2]);
+    [x0, x1] = grow(x0, x1, 1.0 * ph);
+    [y0, y1] = grow(y0, y1, 1.8 * ph);
+    const x = Math.max(band.x, Math.floor(x0));
+    const y = Math.max(band.y, Math.floor(y0));
+    const w = Math.min(band.x + band.w, Math.ceil(x1)) - x;
+    const h = Math.min(band.y + band.h, Math.ceil(y1)) - y;
+    if (w < 32 || h < 32 || w * h >= ROI_MOST * band.w * band.h) return band;
+    return { x, y, w, h };
   }
 
   /** Whether a live track's point is within one body height of the line (about to cross, or crossing). */
@@ -335,6 +396,7 @@ export class DoorCounting {
       if (this.cameras.get(cameraId) !== camera) continue;
       camera.stats.analysed++;
       camera.stats.bodies += boxes.length;
+      this.opts.onLook?.(cameraId, frameAt, region, boxes);
       this.widen(camera, boxes, width, height);
       const crossings = camera.counter.update(camera.tracker.update(boxes, frameAt.getTime()), frameAt);
       for (const c of crossings) {

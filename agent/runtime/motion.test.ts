@@ -82,4 +82,23 @@ describe('MotionGate', () => {
     // Another region is a fresh start.
     expect(gate.pass(frame(800, 5, 180), false, { x: 0, y: 0, w: 100, h: H })).toBe(true);
   });
+
+  it('says where the picture changed (movedAt): around the person who moved, within the region', () => {
+    const gate = new MotionGate({ recheckMs: 2000 });
+    expect(gate.pass(frame(0, 1), false)).toBe(true);
+    expect(gate.movedAt('door')).toBeUndefined();
+    expect(gate.pass(frame(200, 2, 100), false)).toBe(true);
+    const r = gate.movedAt('door')!;
+    // The square is x 100..160, y 40..140: the box holds it, give or take the grid's step (8 px).
+    expect(r.x).toBeLessThanOrEqual(100);
+    expect(r.x).toBeGreaterThanOrEqual(100 - 16);
+    expect(r.x + r.w).toBeGreaterThanOrEqual(160);
+    expect(r.x + r.w).toBeLessThanOrEqual(160 + 16);
+    expect(r.y).toBeLessThanOrEqual(40);
+    expect(r.y + r.h).toBeGreaterThanOrEqual(140);
+    // Nothing moved since: held, and the last pass's box is kept until the next pass.
+    expect(gate.pass(frame(400, 3, 100), false)).toBe(false);
+    expect(gate.pass(frame(2400, 4, 100), false)).toBe(true);
+    expect(gate.movedAt('door')).toBeUndefined();
+  });
 });

@@ -32,6 +32,8 @@ interface CameraRef {
   passedAt: number;
   /** The time of a changed frame that went and the detector has not answered yet (with `analysedUpTo` only). */
   changeAt?: number;
+  /** Where the picture changed at the last frame that passed (picture pixels); undefined: nowhere, or all of it. */
+  moved: Region | undefined;
 }
 
 export class MotionGate {
@@ -63,18 +65,27 @@ export class MotionGate {
     const key = `${frame.width}x${frame.height}/${r.x},${r.y},${r.w},${r.h}`;
     const fresh = !ref || ref.key !== key;
     const points = this.sample(frame, r, fresh ? undefined : ref.points);
-    const moved = fresh || this.changed(points, ref.points);
+    const box = fresh ? undefined : this.changed(points, ref.points, r);
+    const moved = fresh || box !== undefined;
     // (A clock set back ends the wait: `now` before the change.)
     const awaiting = !fresh && analysedUpTo !== undefined && ref.changeAt !== undefined && now >= ref.changeAt && analysedUpTo < ref.changeAt;
     const go = moved || following || awaiting || now - ref.passedAt >= this.recheckMs || now < ref.passedAt;
     if (go) {
       const changeAt = awaiting ? ref.changeAt : moved && analysedUpTo !== undefined ? now : undefined;
-      this.cameras.set(frame.cameraId, changeAt === undefined ? { key, points, passedAt: now } : { key, points, passedAt: now, changeAt });
+      this.cameras.set(frame.cameraId, changeAt === undefined ? { key, points, passedAt: now, moved: box } : { key, points, passedAt: now, moved: box, changeAt });
       this.counts.passed++;
     } else {
       this.counts.held++;
     }
     return go;
+  }
+
+  /**
+   * Where the picture changed between the last two frames that passed (picture pixels, the grid's points that
+   * changed, each widened by the grid's step); undefined after a fresh start, a pass without motion, or none yet.
+   */
+  movedAt(cameraId: string): Region | undefined {
+    return this.cameras.get(cameraId)?.moved;
   }
 
   forget(cameraId: string): void {
@@ -96,13 +107,31 @@ export class MotionGate {
     return out;
   }
 
-  private changed(a: Uint8Array, b: Uint8Array): boolean {
+  /** Where the points changed (their bounding box in picture pixels), when enough of them did. */
+  private changed(a: Uint8Array, b: Uint8Array, r: Region): Region | undefined {
     const limit = Math.max(1, Math.floor(a.length * this.changedShare));
+    const step = this.step;
+    const cols = Math.floor((r.w + step - 1) / step);
     let n = 0;
+    let x0 = Infinity;
+    let y0 = Infinity;
+    let x1 = -Infinity;
+    let y1 = -Infinity;
     for (let i = 0; i < a.length; i++) {
       const d = a[i]! - b[i]!;
-      if ((d > this.pointDelta || d < -this.pointDelta) && ++n >= limit) return true;
+      if (d > this.pointDelta || d < -this.pointDelta) {
+        n++;
+        const cx = i % cols;
+        const cy = (i - cx) / cols;
+        if (cx < x0) x0 = cx;
+        if (cx > x1) x1 = cx;
+        if (cy < y0) y0 = cy;
+        if (cy > y1) y1 = cy;
+      }
     }
-    return false;
+    if (n < limit) return undefined;
+    const x = Math.max(r.x, r.x + (x0 - 1) * step);
+    const y = Math.max(r.y, r.y + (y0 - 1) * step);
+    return { x, y, w: Math.min(r.x + r.w, r.x + (x1 + 2) * step) - x, h: Math.min(r.y + r.h, r.y + (y1 + 2) * step) - y };
   }
 }
