@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium } from './support/browser.js';
+import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 
@@ -108,6 +108,11 @@ describe.skipIf(!haveChromium)('console: the period before, visit length, age an
     // Conversion: the same visitors and change; no purchases either time, so no change of purchasers.
     expect(await page.locator('#report-conversion [data-conversion="Visitors"] .change').innerText()).toBe('+300 % vs previous 7 days');
     expect(await page.locator('#report-conversion [data-conversion="Purchasers"] .change').count()).toBe(0);
+
+    // On a phone (360 px) the page does not scroll sideways: the changes wrap, the tables stack (regions included).
+    await page.setViewportSize({ width: 360, height: 740 });
+    await page.locator('#regions').waitFor();
+    expect(await overflowsSideways(page)).toBe(false);
     await done(w);
   });
 

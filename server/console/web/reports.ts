@@ -338,7 +338,7 @@ async function regionRanking(q: URLSearchParams, signal: AbortSignal): Promise<H
       'section',
       { class: 'card', id: 'regions' },
       h('h2', {}, 'Regions'),
-      h(
+      stacked(h(
         'table',
         {},
         h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, '#'), h('th', { scope: 'col' }, 'Region'), h('th', { scope: 'col' }, 'Shops'), h('th', { scope: 'col' }, 'Visitors'), h('th', { scope: 'col' }, 'Conversion'), h('th', { scope: 'col' }, 'Per open hour'))),
@@ -349,7 +349,7 @@ async function regionRanking(q: URLSearchParams, signal: AbortSignal): Promise<H
             h('tr', { 'data-region': x.region ?? '' }, h('td', { 'data-label': '#' }, String(i + 1)), h('td', { 'data-label': 'Region' }, x.region ?? 'No region'), h('td', { 'data-label': 'Shops' }, String(x.shops)), h('td', { 'data-label': 'Visitors' }, x.visitors.toLocaleString()), h('td', { 'data-label': 'Conversion' }, pct(x.conversion)), h('td', { 'data-label': 'Per open hour' }, x.visitors_per_open_hour == null ? '—' : x.visitors_per_open_hour.toLocaleString())),
           ),
         ),
-      ),
+      )),
     );
   } catch (err) {
     return signal.aborted ? null : h('p', { class: 'notice error' }, errorText(err));
