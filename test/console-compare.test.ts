@@ -89,7 +89,8 @@ describe.skipIf(!haveChromium)('console: the period before, visit length, age an
     expect(await mix.locator('[data-mix="median_dwell_s"] .value').innerText()).toBe('1 min 30 s');
     // The median against the period before (one stay of 100 s): −10 %.
     expect(await mix.locator('[data-mix="median_dwell_s"] .change').innerText()).toBe(`${Math.round(r.change.median_dwell_s * 100) > 0 ? '+' : '−'}${Math.abs(Math.round(r.change.median_dwell_s * 100))} % vs previous 7 days`);
-    expect(await mix.locator('[data-mix="with_gender"]').innerText()).toBe(`${r.with_gender * 100} %`);
+    expect(await mix.locator('[data-known="gender-bands"]').innerText()).toBe(`(${r.with_gender * 100} % of visits had one)`);
+    expect(await mix.locator('[data-known="age-bands"]').innerText()).toBe(`(${r.with_age * 100} % of visits had one)`);
 
     // Bands: each row the API's count, unknown included.
     const bands = async (id: string) => Object.fromEntries(await page.locator(`#${id} tbody tr`).evaluateAll((rows) => rows.map((tr) => [tr.getAttribute('data-band'), Number(tr.querySelector('[data-visits]')!.getAttribute('data-visits'))])));

@@ -71,13 +71,13 @@ export const GENDER_LABELS: [string, string][] = [
 
 const share = (n: number, of: number) => (of === 0 ? '—' : `${(Math.round((n / of) * 1000) / 10).toLocaleString()} %`);
 
-/** A table of visits per band with each band's share of the visits. */
-function bandTable(id: string, caption: string, labels: [string, string][], bands: Record<string, number>, visits: number): HTMLElement {
-  return stacked(
-    h(
+/** A table of visits per band with each band's share of the visits; the caption says how many visits had the attribute. */
+function bandTable(id: string, caption: string, known: string, labels: [string, string][], bands: Record<string, number>, visits: number): HTMLElement {
+  // Three narrow columns fit a phone: not stacked (which would make each band three lines).
+  return h(
       'table',
       { id, class: 'bands' },
-      h('caption', {}, caption),
+      h('caption', {}, caption, ' ', h('span', { class: 'muted small', 'data-known': id }, `(${known} of visits had one)`)),
       h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Band'), h('th', { scope: 'col' }, 'Visits'), h('th', { scope: 'col' }, 'Share'))),
       h(
         'tbody',
@@ -86,14 +86,13 @@ function bandTable(id: string, caption: string, labels: [string, string][], band
           h('tr', { 'data-band': key }, h('th', { scope: 'row' }, label), h('td', { 'data-visits': String(bands[key] ?? 0) }, (bands[key] ?? 0).toLocaleString()), h('td', {}, share(bands[key] ?? 0, visits))),
         ),
       ),
-    ),
   );
 }
 
 /** Visit length and who came: absent from an older head office that has no bands. */
 export function mixCard(r: Footfall): HTMLElement | null {
   if (!r.age || !r.gender || r.median_dwell_s === undefined) return null;
-  const window: VisitMix = { visits: r.visits, average_dwell_s: r.average_dwell_s ?? 0, median_dwell_s: r.median_dwell_s, age: r.age, gender: r.gender, with_age: r.with_age ?? 0, with_gender: r.with_gender ?? 0 };
+  const all: VisitMix = { visits: r.visits, average_dwell_s: r.average_dwell_s ?? 0, median_dwell_s: r.median_dwell_s, age: r.age, gender: r.gender, with_age: r.with_age ?? 0, with_gender: r.with_gender ?? 0 };
   const sites = r.sites ?? [];
   const pct = (x: number) => `${(Math.round(x * 1000) / 10).toLocaleString()} %`;
   const dwell = (v: number) => (r.visits === 0 ? '—' : duration(v));
@@ -101,24 +100,27 @@ export function mixCard(r: Footfall): HTMLElement | null {
     'section',
     { class: 'card', id: 'report-mix' },
     h('h2', {}, 'Visit length, age and gender'),
-    h('p', { class: 'muted small' }, 'A visit lasts from its first to its last sighting. Age and gender are counted per visit; a gender is sent only where the shop PC measured it reliably, so "Unknown" is usually the largest band. Staff are left out.'),
+    h('p', { class: 'muted small' }, 'A visit lasts from its first to its last sighting. Bands count visits; a gender is sent only when measured reliably, so "Unknown" is a real band. Staff left out.'),
     h(
       'dl',
       { class: 'facts totals' },
       h('dt', {}, 'Average visit'),
-      h('dd', { 'data-mix': 'average_dwell_s', 'data-seconds': String(window.average_dwell_s) }, withChange(dwell(window.average_dwell_s), versus(r, 'average_dwell_s', window.average_dwell_s))),
+      h('dd', { 'data-mix': 'average_dwell_s', 'data-seconds': String(all.average_dwell_s) }, withChange(dwell(all.average_dwell_s), versus(r, 'average_dwell_s', all.average_dwell_s))),
       h('dt', {}, 'Median visit'),
-      h('dd', { 'data-mix': 'median_dwell_s', 'data-seconds': String(window.median_dwell_s) }, withChange(dwell(window.median_dwell_s), versus(r, 'median_dwell_s', window.median_dwell_s))),
-      h('dt', {}, 'Visits with an age estimate'),
-      h('dd', { 'data-mix': 'with_age' }, pct(window.with_age)),
-      h('dt', {}, 'Visits with a gender'),
-      h('dd', { 'data-mix': 'with_gender' }, pct(window.with_gender)),
+      h('dd', { 'data-mix': 'median_dwell_s', 'data-seconds': String(all.median_dwell_s) }, withChange(dwell(all.median_dwell_s), versus(r, 'median_dwell_s', all.median_dwell_s))),
     ),
-    h('div', { class: 'band-tables' }, bandTable('age-bands', 'Age', AGE_LABELS, window.age, window.visits), bandTable('gender-bands', 'Gender', GENDER_LABELS, window.gender, window.visits)),
+    // Open on a wide screen; folded on a phone, where eleven rows would double the page.
+    h(
+      'details',
+      { class: 'fold', id: 'bands-fold', open: !window.matchMedia('(max-width: 640px)').matches },
+      h('summary', {}, 'Visits by age and gender'),
+      h('div', { class: 'band-tables' }, bandTable('age-bands', 'Age', pct(all.with_age), AGE_LABELS, all.age, all.visits), bandTable('gender-bands', 'Gender', pct(all.with_gender), GENDER_LABELS, all.gender, all.visits)),
+    ),
     sites.length > 1
       ? h(
-          'div',
-          { class: 'table-wrap' },
+          'details',
+          { class: 'fold', id: 'mix-by-shop-fold' },
+          h('summary', {}, `By shop (${sites.length})`),
           stacked(
             h(
               'table',

@@ -237,7 +237,6 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string, coun
     ['Not identified', unidentified.toLocaleString()],
     ['Visits', withChange(r.visits.toLocaleString(), versus(r, 'visits', r.visits))],
   ];
-  if (r.visits > 0 && r.median_dwell_s !== undefined) rows.push(['Median visit', withChange(duration(r.median_dwell_s), versus(r, 'median_dwell_s', r.median_dwell_s))]);
   if (r.visits > 0) rows.push(['Faces too poor to use', `${(Math.round(r.fraction_below_gate * 1000) / 10).toLocaleString()}%`]);
   if (!oneShop && r.worst_site) rows.push(['Shop with most poor faces', r.worst_site]);
   if (counting) rows.push(...doorTotals(r));
