@@ -140,7 +140,7 @@ const day = z.string().trim().max(10);
 const footfall = tool({
   name: 'footfall',
   description:
-    'The footfall report of the whole company or one shop: per bucket (hour, day, week or month) the visitors, new (first visit ever) and returning; over the window the unique people (total, not the sum of the buckets), visits (a visit is a stay: a customer seen again in the same shop within 30 minutes, by default, is the same visit), the share of faces too poor to use, the worst shop and the average visit length in seconds (average_dwell_s). Staff are never counted. Omitted dates give a recent window ending today.',
+    'The footfall report of the whole company or one shop: per bucket (hour, day, week or month) the visitors, new (first visit ever) and returning; over the window the unique people (total, not the sum of the buckets), visits (a visit is a stay: a customer seen again in the same shop within 30 minutes, by default, is the same visit), the share of faces too poor to use, the worst shop, the average and median visit length in seconds (average_dwell_s, median_dwell_s), visits per age band and gender over the window and per shop (sites; unknown is a real band: gender is sent only when measured right), and the same figures over the period of the same length just before (previous) with each one\'s change as a ratio (change: 0.12 is +12 %, null when the figure before was 0). Staff are never counted. Omitted dates give a recent window ending today.',
   args: z.strictObject({
     from: day.optional().describe('First day, YYYY-MM-DD.'),
     to: day.optional().describe('Last day, YYYY-MM-DD, inclusive.'),
@@ -155,7 +155,10 @@ const footfall = tool({
     const input = ReportQueryInput.safeParse(args, { error: plainErrors });
     if (!input.success) throw badRequest(describeIssues(input.error));
     // Counted on a report thread, as GET /api/reports/footfall is: a year's report must not stall head office.
-    return presentFootfall(await reportPool(ctx.deps).footfall(companyId, resolveReportQuery(db, companyId, input.data)));
+    const r = presentFootfall(await reportPool(ctx.deps).footfall(companyId, resolveReportQuery(db, companyId, input.data)));
+    // The bands of every point (up to 744 hours) would be most of the answer for the model: the window's and each
+    // shop's are kept, the points keep their counts, visits and dwell.
+    return { ...r, points: r.points.map(({ age: _age, gender: _gender, with_age: _a, with_gender: _g, ...p }) => p) };
   },
 });
 
