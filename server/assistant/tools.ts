@@ -155,10 +155,7 @@ const footfall = tool({
     const input = ReportQueryInput.safeParse(args, { error: plainErrors });
     if (!input.success) throw badRequest(describeIssues(input.error));
     // Counted on a report thread, as GET /api/reports/footfall is: a year's report must not stall head office.
-    const r = presentFootfall(await reportPool(ctx.deps).footfall(companyId, resolveReportQuery(db, companyId, input.data)));
-    // The bands of every point (up to 744 hours) would be most of the answer for the model: the window's and each
-    // shop's are kept, the points keep their counts, visits and dwell.
-    return { ...r, points: r.points.map(({ age: _age, gender: _gender, with_age: _a, with_gender: _g, ...p }) => p) };
+    return presentFootfall(await reportPool(ctx.deps).footfall(companyId, resolveReportQuery(db, companyId, input.data)));
   },
 });
 
