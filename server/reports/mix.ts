@@ -8,8 +8,8 @@ import { shopScope, type Scope } from './door.js';
  * bands"). Counted in SQL over the same UTC bucket bounds as the visitors, staff left out:
  * - one pass grouped by bucket and shop gives each pair's visits, summed dwell and band counts; the points, the shops
  *   and the window are sums of these pairs (the buckets partition the window);
- * - medians are read with window functions (row_number over the visits sorted by dwell), per bucket, per shop and
- *   over the window: the middle visit, or the mean of the two middle ones.
+ * - medians, per bucket, per shop and over the window: the middle visit (or the mean of the two middle ones) of the
+ *   visits read in dwell order, with limit and offset from the counts of the pass above.
  * Bands count visits, not people: a person's age estimate can differ from one visit to the next.
  */
 
@@ -106,19 +106,6 @@ export function visitMix(db: Db, companyId: string, scope: Scope, buckets: reado
     with ${b}
     select b.i as i, s.id as shop, count(*) as visits, total(v.dwell_ms) as dwell, ${bandCols}
     from ${visits} group by b.i, s.id`);
-  const medians = db.all<{ kind: string; k: string | number; ms: number }>(sql`
-    with ${b}, d as (select b.i as i, s.id as shop, v.dwell_ms as ms from ${visits})
-    select 'p' as kind, i as k, avg(ms) as ms from (
-      select i, ms, row_number() over (partition by i order by ms) as r, count(*) over (partition by i) as n from d)
-      where r in ((n + 1) / 2, (n + 2) / 2) group by i
-    union all
-    select 's', shop, avg(ms) from (
-      select shop, ms, row_number() over (partition by shop order by ms) as r, count(*) over (partition by shop) as n from d)
-      where r in ((n + 1) / 2, (n + 2) / 2) group by shop
-    union all
-    select 'w', '', avg(ms) from (select ms, row_number() over (order by ms) as r, count(*) over () as n from d)
-      where r in ((n + 1) / 2, (n + 2) / 2)`);
-
   const points = buckets.map(emptyMix);
   const window = emptyMix();
   const byShop = new Map<string, Mix>();
@@ -129,14 +116,22 @@ export function visitMix(db: Db, companyId: string, scope: Scope, buckets: reado
     if (!m) byShop.set(r.shop, (m = emptyMix()));
     add(m, r);
   }
-  for (const r of medians) {
-    if (r.ms === null) continue;
-    if (r.kind === 'p') points[Number(r.k)]!.medianDwellMs = r.ms;
-    else if (r.kind === 's') {
-      const m = byShop.get(String(r.k));
-      if (m) m.medianDwellMs = r.ms;
-    } else window.medianDwellMs = r.ms;
-  }
+  // Medians: the middle visit (or the two middle ones) of each bucket, each shop and the window, by an ordered read
+  // with limit and offset, the count known from the pass above (measured: a third of row_number() over a window).
+  const median = (where: SQL, n: number): number => {
+    if (n === 0) return 0;
+    const r = db.get<{ ms: number | null }>(sql`
+      with d as materialized (select v.dwell_ms as ms from shops s cross join visits v indexed by visits_shop_time_idx
+        where ${where} and v.shop_id = s.id and v.staff = 0 order by v.dwell_ms)
+      select avg(ms) as ms from (select ms from d limit ${2 - (n % 2)} offset ${Math.floor((n - 1) / 2)})`);
+    return r?.ms ?? 0;
+  };
+  const scoped = shopScope(companyId, scope);
+  const lo = iso(buckets[0]?.lo ?? 0);
+  const hi = iso(buckets[buckets.length - 1]?.hi ?? 0);
+  buckets.forEach((bk, i) => (points[i]!.medianDwellMs = median(sql`${scoped} and v.occurred_at >= ${iso(bk.lo)} and v.occurred_at < ${iso(bk.hi)}`, points[i]!.visits)));
+  for (const [id, m] of byShop) m.medianDwellMs = median(sql`${scoped} and s.id = ${id} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`, m.visits);
+  window.medianDwellMs = buckets.length === 1 ? points[0]!.medianDwellMs : median(sql`${scoped} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`, window.visits);
   const names = db.all<{ id: string; name: string; slug: string }>(sql`select s.id as id, s.name as name, s.slug as slug from shops s where ${shopScope(companyId, scope)} order by s.slug`);
   const shops = names.map((s): ShopMix => ({ ...s, ...close(byShop.get(s.id) ?? emptyMix()) }));
   return { points: points.map(close), shops, window: close(window) };
