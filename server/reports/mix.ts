@@ -131,7 +131,9 @@ export function visitMix(db: Db, companyId: string, scope: Scope, buckets: reado
   const hi = iso(buckets[buckets.length - 1]?.hi ?? 0);
   buckets.forEach((bk, i) => (points[i]!.medianDwellMs = median(sql`${scoped} and v.occurred_at >= ${iso(bk.lo)} and v.occurred_at < ${iso(bk.hi)}`, points[i]!.visits)));
   for (const [id, m] of byShop) m.medianDwellMs = median(sql`${scoped} and s.id = ${id} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`, m.visits);
-  window.medianDwellMs = buckets.length === 1 ? points[0]!.medianDwellMs : median(sql`${scoped} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`, window.visits);
+  // One bucket, or one shop with visits: the window's median is already known.
+  const only = [...byShop.values()].filter((m) => m.visits > 0);
+  window.medianDwellMs = buckets.length === 1 ? points[0]!.medianDwellMs : only.length === 1 ? only[0]!.medianDwellMs : median(sql`${scoped} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`, window.visits);
   const names = db.all<{ id: string; name: string; slug: string }>(sql`select s.id as id, s.name as name, s.slug as slug from shops s where ${shopScope(companyId, scope)} order by s.slug`);
   const shops = names.map((s): ShopMix => ({ ...s, ...close(byShop.get(s.id) ?? emptyMix()) }));
   return { points: points.map(close), shops, window: close(window) };
