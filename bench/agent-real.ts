@@ -46,6 +46,8 @@ const SAMPLE_S = Number(process.env.BENCH_AGENT_SAMPLE_S ?? 20);
 const SETTLE_S = Number(process.env.BENCH_AGENT_SETTLE_S ?? 10);
 const ROUNDS = Number(process.env.BENCH_AGENT_ROUNDS ?? 2);
 const PROFILE = process.env.BENCH_AGENT_PROFILE === '1';
+/** BENCH_AGENT_RECOGNITION: the company's recognition mode for the run (`off`: count-only, docs/privacy.md); default all. */
+const RECOGNITION = (process.env.BENCH_AGENT_RECOGNITION ?? 'all') as 'all' | 'consented' | 'off';
 type Scene = 'door' | 'large' | 'empty';
 const ALL_SCENES: readonly Scene[] = ['door', 'large', 'empty'];
 /** BENCH_AGENT_SCENES: a comma-separated subset of door,large,empty (all by default). */
@@ -194,6 +196,7 @@ export async function run(): Promise<string | undefined> {
     const c = await api(server.url, 'POST', '/api/admin/clients', { company_name: 'Door Company', owner_email: 'owner@door.test', owner_name: 'Owner' }, admin);
     const token = (await api(server.url, 'POST', '/api/auth/login', { email: 'owner@door.test', password: c.password })).access_token!;
     const shop = await api(server.url, 'POST', '/api/sites', { name: 'Door Shop', timezone: 'Europe/London' }, token);
+    if (RECOGNITION !== 'all') await api(server.url, 'PATCH', '/api/company/privacy', { recognition: RECOGNITION }, token);
     const camera = await api(server.url, 'POST', `/api/sites/${shop.site_id}/cameras`, { camera_id: 'door', host: '127.0.0.1', port: door.port, path: '/door', tuning: { detect_fps: DETECT_FPS } }, token);
     const cameraPath = async (port: number, p: string) => api(server!.url, 'PATCH', `/api/cameras/${camera.id}`, { port, path: p }, token);
     const code = (await api(server.url, 'POST', `/api/sites/${shop.site_id}/enrolment-code`, {}, token)).code!;
@@ -265,7 +268,7 @@ export async function run(): Promise<string | undefined> {
       return med(all.map((x) => x.nodePct)) + med(all.map((x) => x.ffmpegPct));
     };
     return [
-      '## The real shop-PC agent on a 720p door camera',
+      RECOGNITION === 'all' ? '## The real shop-PC agent on a 720p door camera' : `## The real shop-PC agent on a 720p door camera (recognition ${RECOGNITION})`,
       '',
       `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment: ${Object.entries(serviceEnvironment()).map(([k, v]) => `${k}=${v}`).join(' ')}) on one camera: a local RTSP server ` +
         `(node, ffmpeg as the source) playing a ${WIDTH}x${HEIGHT} 25-fps H.264 door video made from the registry photos (one woman cut out of ${SHOWINGS.map((x) => x.photo).join(' and ')}: in the doorway ${HOLD_S} s, ` +

@@ -88,7 +88,7 @@ async function workerMain(): Promise<void> {
   const { startServer } = await import('../server/start.js');
   const { loadConfig } = await import('../server/config.js');
   const { openDatabase } = await import('../server/db/open.js');
-  const { startBroker } = await import('../server/broker/broker.js');
+  const { startEmbeddedBroker: startBroker } = await import('../server/broker/embedded.js');
   const silent = pino({ level: 'silent' });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-bench-ingest-'));
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
@@ -119,12 +119,12 @@ async function workerMain(): Promise<void> {
     async 'aedes-start'(req) {
       const r = req as Extract<Request, { cmd: 'aedes-start' }>;
       aedes = await startBroker({ host: '127.0.0.1', port: 0, log: silent });
-      aedes.setAuth({ authenticate: () => true, canPublish: () => true, canSubscribe: () => true });
+      aedes.setAuth({ authenticate: () => true, canPublish: () => true, canSubscribe: () => true, logins: () => [] });
       let n = 0;
       await new Promise<void>((resolve) =>
         aedes!.aedes.subscribe(
           'ff/+/+/up/visit',
-          (_packet, done) => {
+          (_packet: unknown, done: () => void) => {
             n++;
             if (n === r.expect) parentPort!.postMessage({ event: 'aedes-done', at: Date.now() });
             done();

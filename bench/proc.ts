@@ -57,3 +57,4 @@ export function machineBusy(): { busy: number; total: number } {
   const total = line.reduce((a, b) => a + b, 0);
   return { busy: (total - idle) / TICKS, total: total / TICKS };
 }
+

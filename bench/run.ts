@@ -30,6 +30,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   'agent-real': () => import('./agent-real.js'),
   door: () => import('./door.js'),
   'door-offline': () => import('./door-offline.js'),
+  'door-real': () => import('./door-real.js'),
   occupancy: () => import('./occupancy.js'),
 };
 

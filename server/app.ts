@@ -83,7 +83,7 @@ function healthRoutes(): AppRouter {
   r.get('/healthz', (ctx) => {
     const { store, broker } = ctx.deps;
     const dbOk = store.sqlite.open && store.db.get<{ ok: number }>(sql`select 1 as ok`)?.ok === 1;
-    const brokerOk = !broker.aedes.closed;
+    const brokerOk = broker.accepting;
     ctx.status = dbOk && brokerOk ? 200 : 503;
     ctx.body = { status: ctx.status === 200 ? 'ok' : 'unavailable', database: dbOk ? 'ok' : 'down', broker: brokerOk ? 'ok' : 'down' };
   });

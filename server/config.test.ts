@@ -241,4 +241,19 @@ describe('identity provider mode and text messages', () => {
     expect(m).toMatch(/FOOTFALL_SMS_TOKEN/);
     expect(m).not.toMatch(/has a space/);
   });
+
+  it('FOOTFALL_MQTT_URL: unset keeps the embedded broker; mqtt(s)://host:port with head office login; the URL is never echoed', () => {
+    expect(loadConfig({}).FOOTFALL_MQTT_URL).toBeUndefined();
+    expect(loadConfig({ FOOTFALL_MQTT_URL: 'mqtts://mqtt.example.test:8883', FOOTFALL_MQTT_USERNAME: 'footfall', FOOTFALL_MQTT_PASSWORD: 'pw' })).toMatchObject({
+      FOOTFALL_MQTT_URL: 'mqtts://mqtt.example.test:8883',
+      FOOTFALL_MQTT_CLIENT_ID: 'footfall-head-office',
+    });
+    expect(loadConfig({ FOOTFALL_MQTT_URL: 'mqtt://footfall:pw@10.0.0.9:1883' }).FOOTFALL_MQTT_URL).toBe('mqtt://footfall:pw@10.0.0.9:1883');
+    expect(problem({ FOOTFALL_MQTT_URL: 'mqtt://10.0.0.9:1883' })).toMatch(/FOOTFALL_MQTT_USERNAME: required with FOOTFALL_MQTT_URL/);
+    expect(problem({ FOOTFALL_MQTT_PUBLIC_URL: 'mqtt://10.0.0.9:1883' })).toMatch(/only with FOOTFALL_MQTT_URL/);
+    const m = problem({ FOOTFALL_MQTT_URL: 'http://footfall:secret-pw@10.0.0.9' });
+    expect(m).toMatch(/FOOTFALL_MQTT_URL: must be mqtt:\/\/host:port/);
+    expect(m).not.toMatch(/secret-pw/);
+    expect(problem({ FOOTFALL_MQTT_URL: 'mqtt://u:p@host:1883/path' })).toMatch(/FOOTFALL_MQTT_URL/);
+  });
 });

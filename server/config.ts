@@ -23,7 +23,7 @@ const bool = z
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 
 /** Never echoed back in an error message. */
-const secret = new Set(['FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY', 'FOOTFALL_METRICS_TOKEN', 'FOOTFALL_SMS_TOKEN', 'FOOTFALL_SMTP_PASSWORD']);
+const secret = new Set(['FOOTFALL_MQTT_URL', 'FOOTFALL_MQTT_PASSWORD', 'FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY', 'FOOTFALL_METRICS_TOKEN', 'FOOTFALL_SMS_TOKEN', 'FOOTFALL_SMTP_PASSWORD']);
 
 /** A loopback host: localhost, 127.0.0.0/8 or ::1. */
 function isLoopback(hostname: string): boolean {
@@ -64,12 +64,31 @@ const idpUrl = httpUrl({
   message: 'must be an https URL such as https://identitytoolkit.googleapis.com (plain http only to a loopback address, e.g. a local emulator)',
 });
 
+/** mqtt:// or mqtts:// with a host and a port (a user name and password allowed; no path, query or fragment). */
+const mqttUrl = z.string().refine((v) => {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'mqtt:' || u.protocol === 'mqtts:') && u.hostname !== '' && (u.pathname === '' || u.pathname === '/') && u.search === '' && u.hash === '';
+  } catch {
+    return false;
+  }
+}, 'must be mqtt://host:port or mqtts://host:port (optionally mqtt://user:password@host:port)');
+
 export const configSchema = z.object({
   FOOTFALL_DATA_DIR: z.string().min(1).default('./data'),
   FOOTFALL_HTTP_HOST: z.string().min(1).default('0.0.0.0'),
   FOOTFALL_HTTP_PORT: int(0, 65535).default(8080),
   FOOTFALL_MQTT_HOST: z.string().min(1).default('0.0.0.0'),
   FOOTFALL_MQTT_PORT: int(0, 65535).default(1883),
+  // An external broker (Mosquitto 2 with its dynamic-security plugin) instead of the embedded one (docs/operations.md,
+  // "An external MQTT broker"). Head office's own login: FOOTFALL_MQTT_USERNAME and _PASSWORD, or in the URL.
+  FOOTFALL_MQTT_URL: mqttUrl.optional(),
+  FOOTFALL_MQTT_USERNAME: z.string().min(1).optional(),
+  FOOTFALL_MQTT_PASSWORD: z.string().min(1).optional(),
+  /** The broker's address as shop PCs reach it (enrolment answer); default: FOOTFALL_MQTT_URL's host and port. */
+  FOOTFALL_MQTT_PUBLIC_URL: mqttUrl.optional(),
+  /** Head office's client ids on the external broker start with this (its ingest session is `<prefix>-ingest`). */
+  FOOTFALL_MQTT_CLIENT_ID: z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, 'must be 1 to 40 letters, digits, dashes or underscores').default('footfall-head-office'),
   FOOTFALL_ADMIN_EMAIL: z.email().optional(),
   FOOTFALL_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
   FOOTFALL_ENCRYPTION_KEY: z
@@ -221,6 +240,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     [cfg.FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT <= cfg.FOOTFALL_ENROLMENT_CODE_DAYS_MAX, 'FOOTFALL_ENROLMENT_CODE_DAYS_DEFAULT: must not exceed FOOTFALL_ENROLMENT_CODE_DAYS_MAX'],
     [cfg.FOOTFALL_SLUG_MIN_LENGTH <= cfg.FOOTFALL_SLUG_MAX_LENGTH, 'FOOTFALL_SLUG_MIN_LENGTH: must not exceed FOOTFALL_SLUG_MAX_LENGTH'],
     [cfg.FOOTFALL_ADMIN_PASSWORD === undefined || cfg.FOOTFALL_ADMIN_EMAIL !== undefined, 'FOOTFALL_ADMIN_PASSWORD: set FOOTFALL_ADMIN_EMAIL too'],
+    [cfg.FOOTFALL_MQTT_URL !== undefined || (cfg.FOOTFALL_MQTT_PUBLIC_URL ?? cfg.FOOTFALL_MQTT_USERNAME ?? cfg.FOOTFALL_MQTT_PASSWORD) === undefined, 'FOOTFALL_MQTT_PUBLIC_URL, FOOTFALL_MQTT_USERNAME, FOOTFALL_MQTT_PASSWORD: only with FOOTFALL_MQTT_URL (the external broker)'],
+    [cfg.FOOTFALL_MQTT_URL === undefined || (cfg.FOOTFALL_MQTT_USERNAME ?? new URL(cfg.FOOTFALL_MQTT_URL).username) !== '', "FOOTFALL_MQTT_USERNAME: required with FOOTFALL_MQTT_URL (head office's own login on the broker), or give it in the URL"],
     [cfg.FOOTFALL_SMS !== 'http' || cfg.FOOTFALL_SMS_URL !== undefined, 'FOOTFALL_SMS_URL: required with FOOTFALL_SMS=http (the SMS gateway)'],
     [idpMode !== 'emulator' || cfg.FIREBASE_AUTH_EMULATOR_HOST !== undefined, 'FIREBASE_AUTH_EMULATOR_HOST: required with FOOTFALL_IDP=emulator (host:port of the Firebase Auth emulator)'],
     [idpMode === 'emulator' || cfg.FIREBASE_AUTH_EMULATOR_HOST === undefined, `FIREBASE_AUTH_EMULATOR_HOST: set, but FOOTFALL_IDP is ${idpMode}; unset one of them`],

@@ -9,7 +9,7 @@ import type { Config } from './config.js';
 import type { Deps } from './context.js';
 import { openDatabase, type Store } from './db/open.js';
 import { loadKeys, unusableKeys, type Keys } from './crypto/keys.js';
-import { startBroker, type Broker } from './broker/broker.js';
+import { openBroker, type Broker } from './broker/broker.js';
 import { adminExists, createAdmin } from './auth/admins.js';
 import { warmPasswords } from './auth/passwords.js';
 import { pruneFailures } from './auth/login-limits.js';
@@ -74,7 +74,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     log.error({ err }, 'no usable encryption key: opening shops, enrolling shop PCs and camera passwords are refused until it is restored (do not delete the key file: secrets sealed with it would be lost)');
     keys = unusableKeys(err instanceof Error ? err.message : String(err));
   }
-  const broker = await startBroker({ host: config.FOOTFALL_MQTT_HOST, port: config.FOOTFALL_MQTT_PORT, log }).catch((err: unknown) => {
+  const broker = await openBroker(config, log).catch((err: unknown) => {
     store.close();
     throw err;
   });

@@ -76,6 +76,8 @@ export const BrokerLogin = z.object({
   /** null: the same host name as head office's HTTP address. */
   host: z.string().nullable(),
   port: z.number().int(),
+  /** true: connect with TLS (mqtts). Absent: plain MQTT (the embedded broker). Added with the external broker. */
+  tls: z.boolean().optional(),
   username: z.string(),
   /** MQTT client id to use (one connection per shop; a second one with the same id replaces the first). */
   client_id: z.string(),

@@ -80,6 +80,19 @@ export const Heartbeat = z
   .refine((h) => h.cameras_up <= h.cameras_total, { message: 'cameras_up must not exceed cameras_total', path: ['cameras_up'] });
 export type Heartbeat = z.infer<typeof Heartbeat>;
 
+/**
+ * Additive (docs/agent-protocol.md): `<prefix>up/goodbye` (QoS 1, not retained). The shop PC publishes it on a clean
+ * stop just before it disconnects (`reason: stopping`), and sets it at connect as its MQTT last will
+ * (`reason: connection_lost`), which the broker publishes when the connection is lost without a DISCONNECT. Either
+ * way head office marks the shop offline at once; the next heartbeat marks it online again.
+ */
+export const Goodbye = z.object({
+  reason: z.enum(['stopping', 'connection_lost']),
+  /** The shop PC's clock when it sent this; absent in the last will (set at connect, sent by the broker later). */
+  sent_at: Timestamp.optional(),
+});
+export type Goodbye = z.infer<typeof Goodbye>;
+
 /** A face embedding: 512 float32 values, little-endian, base64 (2,048 bytes, 2,732 characters). */
 export const EMBEDDING_DIMS = 512;
 export const EMBEDDING_BYTES = EMBEDDING_DIMS * 4;

@@ -24,6 +24,8 @@ export const UP = {
   visit: 'up/visit',
   /** One body crossing a camera's counting line (entry or exit). QoS 1, not retained; queued on disk like a visit. */
   crossing: 'up/crossing',
+  /** Goodbye (additive): a clean stop says it before disconnecting; also the connection's last will. QoS 1, not retained. */
+  goodbye: 'up/goodbye',
 } as const;
 
 /** Topics head office publishes (relative to the shop's prefix). */

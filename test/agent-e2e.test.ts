@@ -28,6 +28,7 @@ import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer, type RtspServer } from './support/rtsp.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
 import { closedPort } from './support/ports.js';
+import { embeddedOf } from '../server/broker/embedded.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'dist/cli/main.js');
@@ -151,7 +152,7 @@ beforeAll(async () => {
   owner = company.ownerToken;
   shop = await openShop(h, owner, { name: 'Andheri West' });
   await new Promise<void>((resolve) =>
-    h.server.broker.aedes.subscribe(
+    embeddedOf(h.server.broker).aedes.subscribe(
       upFilterAllShops('visit'),
       (packet, done) => {
         visits.push(JSON.parse(Buffer.from(packet.payload).toString('utf8')));

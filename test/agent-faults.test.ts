@@ -22,6 +22,7 @@ import type { Visit } from '../agent/vision/types.js';
 import { upFilterAllShops } from '../shared/topics.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+import { embeddedOf } from '../server/broker/embedded.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 
@@ -149,7 +150,7 @@ beforeAll(async () => {
     deliveries++;
     done();
   };
-  await new Promise<void>((resolve) => h.server.broker.aedes.subscribe(upFilterAllShops('visit'), record, resolve));
+  await new Promise<void>((resolve) => embeddedOf(h.server.broker).aedes.subscribe(upFilterAllShops('visit'), record, resolve));
 });
 
 afterAll(async () => {

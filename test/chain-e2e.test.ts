@@ -27,9 +27,7 @@ import { ensureTestModels, testModelsDir } from '../agent/models/test-cache.js';
 import type { VisionRecognition } from '../agent/runtime/recognition.js';
 import { AgentRuntime } from '../agent/runtime/runtime.js';
 import { sharedClip } from '../agent/vision/fixtures.js';
-import { resolveFfmpeg } from '../agent/capture/ffmpeg-bin.js';
 import { REGISTRY_CLIP, registryPersonClip, videoSeconds } from './support/clips.js';
-import { noteSkip } from './support/skips.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer } from './support/rtsp.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
@@ -212,8 +210,10 @@ function describeRows(o: Observed): string {
 const stageClip = sharedClip();
 if (!stageClip) console.log('chain-e2e: ../shared/faces/short-hamilton-clip.mp4 is absent (or FOOTFALL_SHARED_FACES=off); the stage clip chain is skipped (the registry photo chain still runs)');
 
+// Each chain watches 2 loops in real time (~42 s of the registry clip) between starting and stopping a shop PC with
+// the models: measured 73-80 s in all at load average ~25 (start 16-21 s, stop 12-13 s), so 180 s, not 90, is the budget.
 describe('the product chain, RTSP camera to head office API', () => {
-  it.skipIf(!stageClip)('the stage clip looped: one visit per pass, and the stage person is one returning customer', { timeout: 90_000 }, async () => {
+  it.skipIf(!stageClip)('the stage clip looped: one visit per pass, and the stage person is one returning customer', { timeout: 180_000 }, async () => {
     const loops = 2;
     const o = await watchLoops(stageClip!, loops, { company: 'Hamilton Tours', shop: 'Richard Rodgers', camera: 'stage' });
     report(`chain stage clip: ${describeRows(o)}`);
@@ -257,12 +257,10 @@ describe('the product chain, RTSP camera to head office API', () => {
     report(`stage customer ${stageRows[0].visitor_ref}: similarities ${hist.map((v) => v.similarity).join(', ')} (newest first)`);
   });
 
-  // Known gap (issue 26, open): with the npm registry's ffmpeg 4.1 (a machine without a system ffmpeg) this chain sees
-  // one face too few in a loop (the last showing's single face: 0 visits for 1), reproducibly; with the system's
-  // ffmpeg it is exact. Skipped there, with the reason printed, until that difference is found.
-  const npmFfmpeg = resolveFfmpeg().source === 'npm';
-  if (npmFfmpeg) noteSkip('test/chain-e2e.test.ts', "ffmpeg from the npm registry (4.1) misses one showing of the registry photo chain (known, issue 26; apt-get install ffmpeg)");
-  it.skipIf(npmFfmpeg)('registry photos looped: a woman shown twice a loop in two photos is one customer, four others one each', { timeout: 90_000 }, async () => {
+  // Runs with either ffmpeg. Under load it once lost the last showing's face (0 visits for 1): the vision worker made
+  // the four-face showing's visits before analysing the next frame, and the motion gate held the still photo's later
+  // frames meanwhile; both fixed in the product (docs/decisions.md, "The registry photo chain under load", issue 26).
+  it('registry photos looped: a woman shown twice a loop in two photos is one customer, four others one each', { timeout: 180_000 }, async () => {
     const loops = 2;
     const file = await registryPersonClip();
     const o = await watchLoops(file, loops, { company: 'Registry Bar', shop: 'Sofa Corner', camera: 'entrance' });

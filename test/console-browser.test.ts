@@ -43,6 +43,11 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
       // One shop with a reporting shop PC and three visits today; one shop with nothing installed yet.
       pc = await shopPc(h, chain.ownerToken, chain.slug, 'Bandra West');
       await pc.client.publishAsync(upTopic(chain.slug, pc.shop.slug, 'heartbeat'), JSON.stringify(heartbeat({ cameras_up: 1, cameras_total: 2, fraction_below_gate: 0.1 })));
+      // "Cameras up" comes from each camera's own reported state (issue 28): two cameras, one connected.
+      await addCamera(h, chain.ownerToken, pc.shop.slug, { camera_id: 'till', label: 'Till' });
+      await addCamera(h, chain.ownerToken, pc.shop.slug, { camera_id: 'aisle', label: 'Aisle' });
+      const state = await fetch(h.url + '/api/agent/cameras/state', { method: 'POST', headers: { Authorization: `Bearer ${pc.enrolment.token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ cameras: [{ camera: 'till', connected: true, reason: 'ok' }, { camera: 'aisle', connected: false, reason: 'unreachable' }] }) });
+      expect(state.status).toBe(200);
       for (let i = 0; i < 3; i++) await pc.publish(visit('door', i + 1));
       await settled(h);
       await openShop(h, chain.ownerToken, { name: 'Powai <Mall>', slug: 'powai' });

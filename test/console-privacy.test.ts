@@ -59,10 +59,12 @@ describe.skipIf(!haveChromium)('console: privacy settings, audit trail, data exp
     await page.getByRole('heading', { name: 'Privacy', exact: true }).waitFor();
     await page.getByLabel('Recognition').selectOption('off');
     await page.getByLabel('Forget customers without consent after (days unseen)').fill('30');
+    await page.getByLabel('Keep visits and door crossings for (days)').fill('400');
     await page.getByRole('button', { name: 'Save privacy settings' }).click();
     await page.locator('#privacy-saved').waitFor();
     const settings = (await h.request('GET', '/api/company/privacy', { token: chain.ownerToken })).body;
-    expect(settings).toMatchObject({ recognition: 'off', template_retention_days: 30, updated_by: chain.ownerEmail });
+    expect(settings).toMatchObject({ recognition: 'off', template_retention_days: 30, visit_retention_days: 400, updated_by: chain.ownerEmail });
+    expect(await page.getByLabel('Keep visits and door crossings for (days)').inputValue()).toBe('400');
     await page.locator('#audit-trail tr[data-audit="privacy.update"]').first().waitFor();
     // Filter to sign-ins only.
     await page.getByLabel('What').fill('auth.sign_in');

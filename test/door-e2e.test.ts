@@ -28,6 +28,7 @@ import { AgentRuntime } from '../agent/runtime/runtime.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer, type RtspServer } from './support/rtsp.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+import { embeddedOf } from '../server/broker/embedded.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 const report = (...args: unknown[]) => {
@@ -49,7 +50,7 @@ beforeAll(async () => {
     delivered.push(CrossingMessage.parse(JSON.parse(packet.payload.toString())));
     done();
   };
-  await new Promise<void>((resolve) => h.server.broker.aedes.subscribe(upFilterAllShops('crossing'), record, resolve));
+  await new Promise<void>((resolve) => embeddedOf(h.server.broker).aedes.subscribe(upFilterAllShops('crossing'), record, resolve));
 }, 120_000);
 
 afterAll(async () => {

@@ -6,7 +6,7 @@
  * a non-consenting face's template lives for the stay and is gone from the database file after it.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -14,13 +14,17 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAgentConfig } from '../agent/config/config.js';
 import { enrolShopPc } from '../agent/enrol/enrol.js';
+import { testModelsDir } from '../agent/models/test-cache.js';
 import { AgentRuntime } from '../agent/runtime/runtime.js';
 import type { Visit } from '../agent/vision/types.js';
 import { upFilterAllShops } from '../shared/topics.js';
 import { realFaces, type RealFace, type RealFaces } from './support/faces.js';
 import { startHarness, type Harness } from './support/harness.js';
-import { jpeg, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+import { addCamera, jpeg, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+import { testClip } from './support/clips.js';
+import { startRtspServer } from './support/rtsp.js';
 import { settled } from './support/visits.js';
+import { embeddedOf } from '../server/broker/embedded.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 let h: Harness;
@@ -88,7 +92,7 @@ beforeAll(async () => {
   await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: file, local: { data_dir: path.join(tmp, 'data') } });
   const config = { ...(await loadAgentConfig(file)), log_level: 'silent' as const };
   await new Promise<void>((resolve) =>
-    h.server.broker.aedes.subscribe(
+    embeddedOf(h.server.broker).aedes.subscribe(
       upFilterAllShops('visit'),
       (packet, done) => {
         sent.push(JSON.parse(Buffer.from(packet.payload).toString('utf8')));
@@ -149,4 +153,45 @@ describe('privacy modes with a real shop PC', () => {
     expect(sql('select visit_id from visits where customer_id = ?', id)).toHaveLength(0);
     expect(sql<{ n: number }>('select count(*) n from visits where company_id = ?', companyId)[0]!.n).toBe(5); // still counted
   });
+});
+
+/** Face models from the shared test cache, when a previous run fetched them (this test never downloads them). */
+const modelsDir = existsSync(path.join(testModelsDir(), 'manifest.json')) ? testModelsDir() : undefined;
+
+describe('count-only with the real recognition pipeline over RTSP', () => {
+  it.skipIf(!modelsDir)('off: the embedding model is never called, visits of faces that pass the gate are still counted; all: it is', async () => {
+    const rtsp = await startRtspServer({ file: await testClip(), mounts: ['/door'], user: 'admin', password: 'secret' });
+    let pc: AgentRuntime | undefined;
+    try {
+      await setRecognition('off');
+      const shop = await openShop(h, owner, { name: 'Lock Street' });
+      const file = path.join(tmp, 'agent-lock.json');
+      await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath: file, local: { data_dir: path.join(tmp, 'data-lock') } });
+      const config = { ...(await loadAgentConfig(file)), log_level: 'silent' as const };
+      pc = await AgentRuntime.start({ config, log, modelsDir: modelsDir!, visionWorkers: 1, drainMs: 500 });
+      await waitFor(() => pc!.broker.connected && pc!.recognition.running, 60_000, 50);
+      await addCamera(h, owner, shop.site_id, { camera_id: 'lock-door', host: '127.0.0.1', port: rtsp.port, path: '/door', username: 'admin', password: 'secret', max_width: 640, tuning: { detect_fps: 5 } });
+      const mine = () => sent.filter((m) => m.camera_id === 'lock-door');
+      // Faces good enough to be recognised went by (passed the gate), and were only counted.
+      await waitFor(() => mine().some((m) => m.passed_gate), 90_000, 200);
+      expect(pc.visits.countOnly).toBe(true);
+      expect(pc.recognition.embeddings()).toBe(0);
+      expect(mine().every((m) => m.embedding === undefined && m.recognition_model === undefined && m.face_image_id === undefined)).toBe(true);
+      await settled(h);
+      const stored = sql<{ n: number; named: number }>(
+        "select count(*) n, count(customer_id) named from visits where company_id = ? and camera_id = 'lock-door'",
+        companyId,
+      )[0]!;
+      expect(stored.n).toBeGreaterThan(0);
+      expect(stored.named).toBe(0);
+
+      // Recognition back on: the same pipeline computes embeddings again and sends them (the counter counts).
+      const before = mine().length;
+      await setRecognition('all');
+      await waitFor(() => pc!.recognition.embeddings() > 0 && mine().slice(before).some((m) => m.embedding !== undefined), 90_000, 200);
+    } finally {
+      await pc?.stop();
+      await rtsp.stop();
+    }
+  }, 240_000);
 });

@@ -29,6 +29,7 @@ import { upFilterAllShops } from '../shared/topics.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer, type RtspServer } from './support/rtsp.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+import { embeddedOf } from '../server/broker/embedded.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 
@@ -48,8 +49,8 @@ beforeAll(async () => {
       into.push(parse(JSON.parse(packet.payload.toString())));
       done();
     };
-  await new Promise<void>((resolve) => h.server.broker.aedes.subscribe(upFilterAllShops('crossing'), collect(crossingsSent, (v) => CrossingMessage.parse(v)), resolve));
-  await new Promise<void>((resolve) => h.server.broker.aedes.subscribe(upFilterAllShops('visit'), collect(visitsSent, (v) => VisitMessage.parse(v)), resolve));
+  await new Promise<void>((resolve) => embeddedOf(h.server.broker).aedes.subscribe(upFilterAllShops('crossing'), collect(crossingsSent, (v) => CrossingMessage.parse(v)), resolve));
+  await new Promise<void>((resolve) => embeddedOf(h.server.broker).aedes.subscribe(upFilterAllShops('visit'), collect(visitsSent, (v) => VisitMessage.parse(v)), resolve));
 }, 120_000);
 
 afterAll(async () => {

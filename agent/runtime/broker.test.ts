@@ -58,7 +58,7 @@ function link(port: number, over: Partial<BrokerLinkOptions> = {}): BrokerLink {
   return l;
 }
 
-async function until(what: string, fn: () => boolean, timeoutMs = 5000): Promise<void> {
+async function until(what: string, fn: () => boolean, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!fn()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -92,6 +92,6 @@ describe('BrokerLink', () => {
     await until('the broker has the connection', () => broker.sockets.size === 1);
     await l.stop();
     expect(l.connected).toBe(false);
-    await until('the connection is closed', () => broker.sockets.size === 0, 1000);
+    await until('the connection is closed', () => broker.sockets.size === 0);
   });
 });

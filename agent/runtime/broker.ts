@@ -8,18 +8,23 @@
  *   disconnection are re-sent after it, and their callbacks fire on the PUBACK (agent/queue/publisher.ts relies on
  *   it). mqtt.js's own reconnect() would start with empty stores.
  * - Subscribes to `<prefix>down/#` on every connection and emits each notice parsed against shared/messages.ts.
+ * - Says goodbye (`<prefix>up/goodbye`) on a clean stop and leaves the same message as its MQTT last will for a lost
+ *   connection: head office marks the shop offline at once either way.
  * - A refused login (CONNACK 4/5: the shop was removed or the PC enrolled again elsewhere) is logged as an error
  *   naming the fix, and retried at the slowest pace.
  */
 import { EventEmitter } from 'node:events';
 import { connect, type IClientReconnectOptions, type MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
-import { DownMessage } from '../../shared/messages.js';
+import { DownMessage, type Goodbye } from '../../shared/messages.js';
+import { UP } from '../../shared/topics.js';
 import { Backoff, type BackoffOptions } from '../capture/backoff.js';
 
 export interface BrokerLinkOptions {
   host: string;
   port: number;
+  /** Connect with TLS (mqtts): the enrolment answer's `broker.tls` (an external broker behind TLS). */
+  tls?: boolean;
   username: string;
   password: string;
   clientId: string;
@@ -66,7 +71,7 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
     this.backoff = new Backoff({ initialMs: 1000, maxMs: 60_000, ...options.backoff });
     this.slowest = options.backoff?.maxMs ?? 60_000;
     this.client = connect({
-      protocol: 'mqtt',
+      protocol: options.tls ? 'mqtts' : 'mqtt',
       host: options.host,
       port: options.port,
       username: options.username,
@@ -80,6 +85,8 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
       queueQoSZero: false, // a heartbeat is worth nothing later
       resubscribe: false,
       manualConnect: true,
+      // Head office marks the shop offline at once when the connection is lost without a DISCONNECT (shared/messages.ts Goodbye).
+      will: { topic: options.topicPrefix + UP.goodbye, payload: Buffer.from(JSON.stringify({ reason: 'connection_lost' } satisfies Goodbye)), qos: 1, retain: false },
     });
     this.client.on('connect', (connack) => this.onConnect(connack.sessionPresent));
     this.client.on('close', () => this.onClose());
@@ -116,12 +123,19 @@ export class BrokerLink extends EventEmitter<BrokerLinkEvents> {
     return true;
   }
 
-  /** Disconnects cleanly (DISCONNECT packet); no reconnection afterwards. */
+  /** Says goodbye (head office marks the shop offline at once) and disconnects cleanly (DISCONNECT packet); no reconnection afterwards. */
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     clearTimeout(this.stableTimer);
+    if (this.client.connected) {
+      const bye: Goodbye = { reason: 'stopping', sent_at: new Date().toISOString() };
+      // QoS 1: end(false) below waits for its PUBACK (bounded by stopWaitMs like every unacknowledged publish).
+      this.client.publish(this.opts.topicPrefix + UP.goodbye, JSON.stringify(bye), { qos: 1 }, (err) => {
+        if (err) this.log.debug({ err }, 'goodbye not sent');
+      });
+    }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         // Publishes still unacknowledged (the broker is gone or slow): drop the socket rather than wait. Not with

@@ -44,6 +44,32 @@ describe('MotionGate', () => {
     expect(gate.pass(frame(2300, 6), false)).toBe(true);
   });
 
+  it('given what the detector has analysed, lets the frames after a change through until the detector has answered it', () => {
+    const gate = new MotionGate({ recheckMs: 2000 });
+    const at = (ms: number) => T0 + ms;
+    // The first frame is a change; nothing analysed yet: the still frames after it go too (the pipeline keeps the newest waiting).
+    expect(gate.pass(frame(0, 1), false, undefined, 0)).toBe(true);
+    expect(gate.pass(frame(200, 2), false, undefined, 0)).toBe(true);
+    expect(gate.pass(frame(400, 3), false, undefined, 0)).toBe(true);
+    // The detector has analysed the changed frame: still frames are held again.
+    expect(gate.pass(frame(600, 4), false, undefined, at(0))).toBe(false);
+    expect(gate.pass(frame(800, 5), false, undefined, at(400))).toBe(false);
+    // Someone steps in and stands still while the detector is slow (a loaded shop PC): every frame goes until it answers...
+    expect(gate.pass(frame(1000, 6, 100), false, undefined, at(400))).toBe(true);
+    for (let ms = 1200; ms <= 2400; ms += 200) expect(gate.pass(frame(ms, ms, 100), false, undefined, at(400))).toBe(true);
+    // ...a frame analysed before the change is no answer; one at or after it is.
+    expect(gate.pass(frame(2600, 26, 100), false, undefined, at(800))).toBe(true);
+    expect(gate.pass(frame(2800, 28, 100), false, undefined, at(1000))).toBe(false);
+    // An idle recheck is not a change: the frames after it are held while the detector looks at it.
+    expect(gate.pass(frame(4800, 48, 100), false, undefined, at(2600))).toBe(true);
+    expect(gate.pass(frame(5000, 50, 100), false, undefined, at(2600))).toBe(false);
+    // Without what the detector analysed (the door counter), a change wakes only its own frame.
+    const plain = new MotionGate({ recheckMs: 2000 });
+    expect(plain.pass(frame(0, 1), false)).toBe(true);
+    expect(plain.pass(frame(200, 2, 100), false)).toBe(true);
+    expect(plain.pass(frame(400, 3, 100), false)).toBe(false);
+  });
+
   it("with a region (a door line's band), holds motion elsewhere in view and lets motion in the region through", () => {
     const gate = new MotionGate({ recheckMs: 2000 });
     const band = { x: 200, y: 0, w: 100, h: H };

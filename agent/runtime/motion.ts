@@ -7,6 +7,13 @@
  * The comparison: the green channel on a grid every `step` pixels (160x90 points of a 1280x720 picture); a point
  * changed when it moved by more than `pointDelta` levels (a camera's sensor noise is a few levels), the picture
  * changed when more than `changedShare` of the points did. A person entering a doorway changes thousands.
+ *
+ * A change is followed until the detector has answered it: given `analysedUpTo` (the time of the newest frame of the
+ * camera the detector has finished with), the frames after a change go through, unchanged or not, until the detector
+ * has analysed the changed frame. The pipeline keeps only the newest of them waiting (agent/vision/pipeline.ts), so
+ * someone who steps into view and stands still is looked at again as soon as the detector is free, not only at the
+ * next recheck; without it, a detector slower than the frame interval (a loaded shop PC) saw such a face once,
+ * too few frames for a visit (docs/decisions.md, issue 26). An idle recheck is not a change: it wakes nothing more.
  */
 import type { Region } from '../bodies/crop.js';
 import type { Frame } from '../capture/frame.js';
@@ -23,6 +30,8 @@ interface CameraRef {
   key: string;
   points: Uint8Array;
   passedAt: number;
+  /** The time of a changed frame that went and the detector has not answered yet (with `analysedUpTo` only). */
+  changeAt?: number;
 }
 
 export class MotionGate {
@@ -44,8 +53,10 @@ export class MotionGate {
   /**
    * Whether this frame goes to the pipeline. `following`: the pipeline has a track open on this camera. `region`:
    * only motion there counts (a door line's band: people walking elsewhere in view do not wake the detector).
+   * `analysedUpTo`: the time (ms) of the newest frame of this camera the detector has finished with; when given, the
+   * frames after a change go through until the detector has analysed it (see above).
    */
-  pass(frame: Frame, following: boolean, region?: Region): boolean {
+  pass(frame: Frame, following: boolean, region?: Region, analysedUpTo?: number): boolean {
     const now = frame.at.getTime();
     const ref = this.cameras.get(frame.cameraId);
     const r = region ?? { x: 0, y: 0, w: frame.width, h: frame.height };
@@ -53,9 +64,12 @@ export class MotionGate {
     const fresh = !ref || ref.key !== key;
     const points = this.sample(frame, r, fresh ? undefined : ref.points);
     const moved = fresh || this.changed(points, ref.points);
-    const go = moved || following || now - ref.passedAt >= this.recheckMs || now < ref.passedAt;
+    // (A clock set back ends the wait: `now` before the change.)
+    const awaiting = !fresh && analysedUpTo !== undefined && ref.changeAt !== undefined && now >= ref.changeAt && analysedUpTo < ref.changeAt;
+    const go = moved || following || awaiting || now - ref.passedAt >= this.recheckMs || now < ref.passedAt;
     if (go) {
-      this.cameras.set(frame.cameraId, { key, points, passedAt: now });
+      const changeAt = awaiting ? ref.changeAt : moved && analysedUpTo !== undefined ? now : undefined;
+      this.cameras.set(frame.cameraId, changeAt === undefined ? { key, points, passedAt: now } : { key, points, passedAt: now, changeAt });
       this.counts.passed++;
     } else {
       this.counts.held++;

@@ -58,6 +58,19 @@ export abstract class Recognition extends EventEmitter<RecognitionEvents> {
     this.take(frame);
   };
 
+  /**
+   * Count-only (the company's recognition `off`, docs/privacy.md): no face embedding is computed at all (neither a
+   * visit's nor the short-term one that joins a person's tracks) and no face JPEG is encoded; visits are still made.
+   */
+  setCountOnly(on: boolean): void {
+    void on;
+  }
+
+  /** Face embeddings computed since start (the embedding model's calls), for stats and tests. */
+  embeddings(): number {
+    return 0;
+  }
+
   /** Frames received per camera_id since start. */
   frames(): Record<string, number> {
     return Object.fromEntries(this.frameCounts);
@@ -120,8 +133,18 @@ export class VisionRecognition extends Recognition {
     return this.engine.modelSet;
   }
 
+  override setCountOnly(on: boolean): void {
+    this.pipeline.setCountOnly(on);
+  }
+
+  override embeddings(): number {
+    return this.pipeline.embeddingCalls;
+  }
+
   protected take(frame: Frame): void {
-    if (this.motion && !this.motion.pass(frame, this.following(frame.cameraId))) return;
+    const id = frame.cameraId;
+    // The gate is told what the detector has analysed: frames after a change go until it has answered (motion.ts).
+    if (this.motion && !this.motion.pass(frame, this.following(id), undefined, this.pipeline.analysedUpTo(id))) return;
     this.pipeline.consume(frame);
   }
 

@@ -280,7 +280,7 @@ describe('a shop PC enrolled again', () => {
     const v = visit();
     await moved.submitVisit(v);
     await waitFor(async () => (await stored(bandra.slug)).has(v.visit_id), 5000, 50);
-    await waitFor(() => moved.queue.stats().queued === 0, 2000);
+    await waitFor(() => moved.queue.stats().queued === 0);
     // One connection: the broker did not have to refuse anything.
     expect(moved.broker.stats.connects).toBe(1);
     await stop(moved);

@@ -114,6 +114,7 @@ export class AgentRuntime {
     this.broker = new BrokerLink({
       host: brokerHost(config),
       port: config.broker.port,
+      ...(config.broker.tls ? { tls: true } : {}),
       username: config.broker.username,
       password: config.broker.password,
       clientId: config.broker.client_id,
@@ -152,6 +153,7 @@ export class AgentRuntime {
       onConnected: (camera) => this.snapshots.uploadSoon(camera),
       onApplied: (cameras, list) => {
         this.visits.setRecognition(list.recognition ?? 'all');
+        this.recognition.setCountOnly(this.visits.countOnly); // the embedding model is not even run
         if (cameras.some((c) => c.enabled && countingLineOf(c.tuning))) this.doors.prepare();
         else this.doors.noLines();
         // A camera now counting the door only: its open face tracks end here, and no new ones start.
@@ -255,6 +257,7 @@ export class AgentRuntime {
       ...(this.opts.visionWorkers !== undefined ? { workers: this.opts.visionWorkers } : {}),
     });
     this.recognition.on('visit', (visit) => void this.visits.submit(visit));
+    this.recognition.setCountOnly(this.visits.countOnly); // the mode from a camera list applied before the models loaded
     if (this.stopping) return;
 
     await this.sync.loadCache();

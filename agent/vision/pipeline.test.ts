@@ -4,6 +4,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTestPhotos } from '../fixtures/registry-photos.js';
 import { ensureTestModels, testModelsDir } from '../models/test-cache.js';
 import { DEFAULT_MATCH_THRESHOLD, cosine } from './analyzer.js';
 import { createVisionEngine } from './engine.js';
@@ -57,7 +58,7 @@ const clip = sharedClip();
 if (!clip) console.log('pipeline.test: ../shared/faces/short-hamilton-clip.mp4 is absent; the stage clip test is skipped (the registry video test still runs)');
 
 describe.skipIf(!clip)('the stage clip, looped twice', () => {
-  it('gives one visit per person pass, and the stage person matches across loops and his photo', async () => {
+  it('gives one visit per person pass, and the stage person matches across loops and his photo', { timeout: 180_000 }, async () => {
     const { visits, frames, pipeline } = await run(clip!, 2, 5);
     const stats = pipeline.stats();
     expect(frames).toBe(100);
@@ -105,10 +106,29 @@ describe('the worker pool', () => {
     expect(engine.workers).toBe(1);
     expect((await engine.analyze({ width: 64, height: 48, data: new Uint8Array(64 * 48 * 3) })).faces).toEqual([]);
   });
+
+  it('serves a frame before the face work already waiting, and all of that work after', async () => {
+    // Four women (sample6): the face work of their visits (embeddings) is asked for, then the next frame.
+    const photo = await loadImage(join((await ensureTestPhotos()).dir, 'sample6.jpg'));
+    const { faces } = await engine.analyze({ ...photo, data: new Uint8Array(photo.data) });
+    expect(faces).toHaveLength(4);
+    const done: string[] = [];
+    const work = faces.flatMap((f, i) => [0, 1, 2].map((k) => engine.embed(f.aligned).then((e) => (done.push(`embed ${i}.${k}`), e))));
+    const scan = engine.scan({ ...photo, data: new Uint8Array(photo.data) }).then((r) => (done.push('frame'), r));
+    const [embeddings, frame] = await Promise.all([Promise.all(work), scan]);
+    expect(frame.faces).toHaveLength(4);
+    expect(embeddings).toHaveLength(12);
+    expect(done).toHaveLength(13);
+    // In arrival order the frame would be served last (index 12). It passes the work waiting when it arrives, behind
+    // the task under way then (measured: index 1-2; the worker may have started a task or two before the frame's
+    // message reached it, more on a loaded machine: the bound leaves room for that, not for arrival order).
+    expect(done.indexOf('frame')).toBeLessThan(6);
+  });
 });
 
 describe('a video made from the registry photos (each held 2 s, then 5 s blank; twice)', () => {
-  it('gives one visit per face per showing, and the same people match across showings and photos', async () => {
+  // Every frame analysed (no drops): CPU-bound, 67 s at load average ~26 (the 30-s default failed there), so 180 s.
+  it('gives one visit per face per showing, and the same people match across showings and photos', { timeout: 180_000 }, async () => {
     const { visits, pipeline } = await run(await ensureRegistryVideo(), 1);
     // sample1 (3 faces), sample3 (3), sample6 (4), shown twice.
     expect(visits).toHaveLength(20);

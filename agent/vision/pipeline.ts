@@ -52,13 +52,20 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
   /** Time spent on this thread per stage (ms): copying frames in, tracking, encoding face JPEGs. */
   readonly timings = { intake: 0, tracking: 0, faceImages: 0 };
   private readonly visits: VisitMaker;
+  /** Count-only (setCountOnly): the embedding model is not called and no face JPEG is encoded. */
+  private countOnly = false;
+  /** Calls to the embedding model (engine.embedFace) since start: visits' and the short-term ones for links. */
+  get embeddingCalls(): number {
+    return this.visits.embedCalls + this.linkEmbedCalls;
+  }
+  private linkEmbedCalls = 0;
 
   constructor(opts: FramePipelineOptions) {
     super();
     this.engine = opts.engine;
     const c = opts.config ?? {};
     this.config = { ...DEFAULT_PIPELINE, ...c, tracker: { ...DEFAULT_TRACKER, ...c.tracker }, link: { ...DEFAULT_LINK, ...c.link } };
-    this.visits = new VisitMaker(this.engine, this.config, (err) => this.fail(err), (ms) => (this.timings.faceImages += ms));
+    this.visits = new VisitMaker(this.engine, this.config, (err) => this.fail(err), (ms) => (this.timings.faceImages += ms), () => this.countOnly);
     this.timer = setInterval(() => this.sweepIdle(), 1000);
     this.timer.unref();
   }
@@ -226,8 +233,19 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     seen.add(pass);
   }
 
-  /** The short-term embedding of a face (made once; undefined when the model call failed). */
+  /**
+   * Count-only on or off (docs/privacy.md), from the next face on. On: visits carry no embedding and no face JPEG,
+   * and tracks are joined into one pass by position and time only (a link by position is not vetoed by faces, a
+   * track is not joined to a lost pass by its face).
+   */
+  setCountOnly(on: boolean): void {
+    this.countOnly = on;
+  }
+
+  /** The short-term embedding of a face (made once; undefined when the model call failed, or in count-only mode). */
   private linkEmbedding(cam: CameraState, face: FaceKeep): Promise<Float32Array | undefined> {
+    if (this.countOnly) return Promise.resolve(undefined);
+    if (!face.embedding) this.linkEmbedCalls++;
     face.embedding ??= this.engine.embedFace(face.region, face.landmarks).then(
       (e) => {
         cam.stats.link_embeddings++;
@@ -430,6 +448,11 @@ export class FramePipeline extends EventEmitter<FramePipelineEvents> {
     for (const data of cam.pool.splice(0)) this.engine.releaseFrameBuffer?.(data);
     if (cam.pending) this.engine.releaseFrameBuffer?.(cam.pending.img.data);
     cam.pending = undefined;
+  }
+
+  /** The time (ms) of the newest frame of a camera analysed so far; 0 before the first (or for an unknown camera). */
+  analysedUpTo(cameraId: string): number {
+    return this.cameras.get(cameraId)?.lastFrameAt ?? 0;
   }
 
   stats(): PipelineStats {

@@ -19,14 +19,21 @@ export class VisitMaker {
     private readonly fail: (err: unknown) => void,
     /** Adds the time spent encoding face JPEGs (ms). */
     private readonly timeFaceImages: (ms: number) => void,
+    /** Count-only (docs/privacy.md): no embedding, no face JPEG. */
+    private readonly countOnly: () => boolean = () => false,
   ) {}
+
+  /** Calls to the embedding model for visits since start. */
+  embedCalls = 0;
 
   /** The visit of a pass as it was when reported. A model call that fails leaves its part out: a visit is footfall first. */
   async make(cam: CameraState, track: PassSnapshot, endedBy: Visit['track']['ended_by'], candidates: FaceKeep[], best: FaceKeep): Promise<Visit> {
     const cfg = this.config;
     let embedding: Float32Array | undefined;
     let embedded = 0;
-    if (candidates.length > 0) {
+    const countOnly = this.countOnly();
+    if (candidates.length > 0 && !countOnly) {
+      this.embedCalls += candidates.length;
       try {
         const embeddings = await Promise.all(candidates.map((k) => this.engine.embedFace(k.region, k.landmarks)));
         cam.stats.embeddings += embeddings.length;
@@ -45,7 +52,7 @@ export class VisitMaker {
       }
     }
     let faceJpeg: Buffer | undefined;
-    if (cfg.faceImages) {
+    if (cfg.faceImages && !countOnly) {
       const t0 = performance.now();
       try {
         faceJpeg = await encodeJpeg(best.region, best.regions.image);

@@ -1,6 +1,14 @@
 /**
  * A vision worker thread: loads the models once and serves analyze / embed /
  * attributes requests from WorkerPoolEngine (engine.ts), one at a time.
+ *
+ * Frames first: a frame's analysis (what tracking waits for) goes before the
+ * face work of visits being made (embeddings, attributes), passing at most one
+ * such task at a time, so face work still gets at least every other turn when
+ * frames keep coming. In order, the visits of four people leaving at once
+ * (a dozen embeddings and four attribute runs) held the next frame for 3-5 s
+ * on a loaded machine, and someone in view for 2 s then was seen in one frame,
+ * too few for a visit (docs/decisions.md, issue 26).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { FaceAnalyzer } from './analyzer.js';
@@ -17,9 +25,9 @@ function reply(msg: WorkerReply, transfer: ArrayBuffer[] = []): void {
   port!.postMessage(msg, transfer);
 }
 
-// Requests are served strictly in order (ORT blocks this thread while it runs anyway), after the models load.
+// Requests are served one at a time (ORT blocks this thread while it runs anyway), after the models load.
 // No top-level await: in tests and dev this file is loaded through tsx's CommonJS hook (see engine.ts).
-let queue: Promise<FaceAnalyzer | undefined> = ModelSessions.load({ modelsDir: init.modelsDir, intraOpThreads: init.intraOpThreads }).then(
+const ready: Promise<FaceAnalyzer | undefined> = ModelSessions.load({ modelsDir: init.modelsDir, intraOpThreads: init.intraOpThreads }).then(
   (models) => {
     const analyzer = new FaceAnalyzer(models, init.config, { measureCpu: init.measureCpu });
     reply({ type: 'ready', modelSet: analyzer.modelSet });
@@ -34,14 +42,43 @@ let queue: Promise<FaceAnalyzer | undefined> = ModelSessions.load({ modelsDir: i
 /** Shared frame buffers from the engine (frameBuffer), read in place. */
 const frames = new Map<number, Uint8Array>();
 
+/** Waiting requests: frames' analyses, and the rest (face work, stats), each in arrival order. */
+const frameLane: WorkerRequest[] = [];
+const otherLane: WorkerRequest[] = [];
+let lastWasFrame = false;
+let serving = false;
+
 port.on('message', (req: WorkerRequest | WorkerNotice) => {
-  queue = queue.then(async (analyzer) => {
-    if (req.op === 'frame-buffer') frames.set(req.frame, new Uint8Array(req.buffer));
-    else if (req.op === 'forget-frame') frames.delete(req.frame);
-    else if (analyzer) await serve(analyzer, req);
-    return analyzer;
-  });
+  // Buffer notices take effect at once: a buffer is announced before the analyses that read it, and forgotten only
+  // once none is under way or waiting (the pipeline releases a buffer when its analysis has settled).
+  if (req.op === 'frame-buffer') frames.set(req.frame, new Uint8Array(req.buffer));
+  else if (req.op === 'forget-frame') frames.delete(req.frame);
+  else {
+    (req.op === 'analyze' || req.op === 'analyze-shared' ? frameLane : otherLane).push(req);
+    void serveAll();
+  }
 });
+
+/** The next request: a frame, unless the last one served was a frame and other work waits. */
+function next(): WorkerRequest | undefined {
+  const frame = frameLane.length > 0 && (otherLane.length === 0 || !lastWasFrame);
+  const req = frame ? frameLane.shift() : otherLane.shift();
+  lastWasFrame = frame;
+  return req;
+}
+
+async function serveAll(): Promise<void> {
+  if (serving) return;
+  serving = true;
+  try {
+    const analyzer = await ready;
+    for (let req = next(); req; req = next()) {
+      if (analyzer) await serve(analyzer, req);
+    }
+  } finally {
+    serving = false;
+  }
+}
 
 /** The buffers of the faces' aligned crops and context regions (analyze), handed over rather than copied. */
 function pixelsOf(faces: (FoundFace | ObservedFace)[]): ArrayBuffer[] {

@@ -11,7 +11,7 @@ export function presentIdentity(deps: Deps, shop: ShopRow, company: { slug: stri
   return {
     site: { id: shop.id, slug: shop.slug, name: shop.name, timezone: shop.timezone },
     company: { slug: company.slug, name: company.name },
-    broker: { host: null, port: broker.port, username: shop.brokerUsername, client_id: shop.brokerUsername, topic_prefix: shopPrefix(company.slug, shop.slug) },
+    broker: { host: broker.publicAddress.host, port: broker.publicAddress.port, ...(broker.publicAddress.tls ? { tls: true } : {}), username: shop.brokerUsername, client_id: shop.brokerUsername, topic_prefix: shopPrefix(company.slug, shop.slug) },
     timing: {
       heartbeat_interval_s: config.FOOTFALL_HEARTBEAT_INTERVAL_S,
       camera_sync_s: config.FOOTFALL_CAMERA_SYNC_S,

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { eq } from 'drizzle-orm';
 import { CameraStateReport, CheckAnswer, EnrolRequest, LIMITS, type EnrolResponse } from '../../shared/agent-api.js';
+import { shopPrefix } from '../../shared/topics.js';
 import { writeAudit } from '../audit/service.js';
 import { newToken, hashToken } from '../auth/tokens.js';
 import { answerCheck, claimNextCheck, shopCheck } from '../cameras/checks.js';
@@ -41,7 +42,7 @@ export function agentRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api/agent' });
 
   // 1. Enrolment: a single-use code -> this PC's token and a fresh broker secret. Any earlier PC is cut off.
-  r.post('/enrol', validate({ body: EnrolRequest }), (ctx) => {
+  r.post('/enrol', validate({ body: EnrolRequest }), async (ctx) => {
     const body = bodyOf(ctx, EnrolRequest);
     const { store, keys, shopLogins } = ctx.deps;
     requireKey(ctx, 'enrol shop PCs');
@@ -77,9 +78,11 @@ export function agentRoutes(): AppRouter {
       throw mapInfraErrors(err, 'enrol shop PCs');
     }
     const shop = getShop(store.db, result.shopId)!;
-    // The old secret no longer authenticates; end any connection still using it (the previous PC, if any).
-    shopLogins.drop(shop.brokerUsername);
-    const identity = presentIdentity(ctx.deps, shop, companyOf(ctx, shop.companyId));
+    const company = companyOf(ctx, shop.companyId);
+    // The new secret is the login now (an external broker is told); the old one no longer authenticates, and any
+    // connection still using it (the previous PC, if any) is ended.
+    await shopLogins.activate({ username: shop.brokerUsername, password: result.secret, prefix: shopPrefix(company.slug, shop.slug) });
+    const identity = presentIdentity(ctx.deps, shop, company);
     const answer: EnrolResponse = { ...identity, token, broker: { ...identity.broker, password: result.secret } };
     ctx.status = 201;
     ctx.body = answer;

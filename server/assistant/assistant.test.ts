@@ -158,7 +158,11 @@ describe('POST /api/assistant', () => {
       FOOTFALL_ASSISTANT_URL: `${llm.url}/v1`,
       FOOTFALL_ASSISTANT_MODEL: 'footfall-test-model',
       FOOTFALL_ASSISTANT_API_KEY: KEY,
-      FOOTFALL_ASSISTANT_TIMEOUT_MS: 1500,
+      // The deadline covers the whole question, tool runs included: the first `footfall` call starts the report thread
+      // (server/reports/pool.ts), measured at 1.9 s of a 2.1 s question under load average 20, past the 1.5 s this
+      // once was (a 502 in CI). Generous here, so load does not turn an answer into a 502; the stand-in answers at
+      // once either way, and the deadline itself is tested below with a short one.
+      FOOTFALL_ASSISTANT_TIMEOUT_MS: 20_000,
     });
     [a, b] = await Promise.all([h.company('Chai Point Alpha'), h.company('Bravo Bakers')]);
     [manager, staff] = await Promise.all([memberToken(h, a.ownerToken, 'manager'), memberToken(h, a.ownerToken, 'staff')]);
@@ -452,24 +456,21 @@ describe('POST /api/assistant', () => {
     }
   });
 
-  it('502 assistant_unavailable when the LLM fails, is busy, refuses the request, answers nothing or does not answer in time', async () => {
+  it('502 assistant_unavailable when the LLM fails, is busy, refuses the request or answers nothing', async () => {
     const cases: [Step, RegExp][] = [
       [fails(500, { error: { message: 'CUDA out of memory' } }), /failed \(HTTP 500\)/],
       [fails(503, { error: 'loading model' }), /failed \(HTTP 503\)/],
       [fails(429, { error: { message: 'Rate limit reached' } }), /busy/],
       [fails(400, { error: { message: "This model's maximum context length is 4096 tokens" } }), /too long/],
       [says(() => ''), /empty answer/],
-      [() => 'hang', /did not answer in time/],
     ];
     for (const [step, message] of cases) {
       llm.script(step);
-      const started = Date.now();
       const r = await ask(question('hi'));
       expect(r.status, String(message)).toBe(502);
       expect(r.body.error).toBe('assistant_unavailable');
       expect(r.body.message).toMatch(message);
       expect(r.body.message).not.toMatch(/CUDA|Rate limit|4096/); // the service's own words stay in the log
-      if (String(message).includes('in time')) expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
     }
   });
 
@@ -582,6 +583,21 @@ describe('POST /api/assistant on deployments without a usable assistant', () => 
     expect(r.body.error).toBe('assistant_misconfigured');
     expect(r.body.message).toContain('FOOTFALL_ASSISTANT_MODEL');
     expect(llm.requests).toHaveLength(0);
+  });
+
+  it('the LLM does not answer within FOOTFALL_ASSISTANT_TIMEOUT_MS: 502 assistant_unavailable, not before the deadline', async () => {
+    const { ask } = await owner({ FOOTFALL_ASSISTANT_URL: `${llm.url}/v1`, FOOTFALL_ASSISTANT_MODEL: 'm', FOOTFALL_ASSISTANT_API_KEY: KEY, FOOTFALL_ASSISTANT_TIMEOUT_MS: 1500 });
+    llm.script(() => 'hang');
+    const before = llm.requests.length;
+    const started = Date.now();
+    const r = await ask(question('hi'));
+    expect(r.status).toBe(502);
+    expect(r.body.error).toBe('assistant_unavailable');
+    expect(r.body.message).toMatch(/did not answer in time/);
+    // The deadline is a lower bound (a loaded machine may answer later, never sooner).
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
+    expect(llm.requests).toHaveLength(before + 1);
+    expect(JSON.stringify(r.body)).not.toContain(KEY);
   });
 
   it('the LLM is down (nothing listens): 502 assistant_unavailable naming where', async () => {

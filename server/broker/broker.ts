@@ -1,112 +1,97 @@
-import net from 'node:net';
-import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import type { Logger } from 'pino';
+import type { UpName } from '../../shared/topics.js';
+import type { Config } from '../config.js';
 
 /**
- * The embedded MQTT broker (aedes) on its own TCP port. Who may connect, publish and subscribe is decided by
- * the pluggable BrokerAuth (shop logins, later); until one is set, every connection is refused.
+ * Head office's MQTT broker, behind one interface with two implementations:
+ *
+ * - embedded.ts: aedes inside the process (the default, nothing to install). It asks head office (BrokerAuth) who
+ *   may connect, publish and subscribe, and holds a visit's PUBACK inside its publish authorisation;
+ * - external-mosquitto.ts: a Mosquitto 2 that the operator runs (FOOTFALL_MQTT_URL). Head office is one of its
+ *   clients: it pushes each shop PC's login and per-shop ACL to the dynamic-security plugin, and its ingest session
+ *   acknowledges a visit to the broker only once it is stored (docs/decisions.md, "An external broker").
+ *
+ * Everything else in head office (ingest, heartbeats, notices, logins) talks to this interface only.
+ */
+
+/**
+ * Head office's shop logins. The embedded broker asks who may connect, publish and subscribe; an external broker
+ * decides by itself, and is brought in line with `logins()` (every enrolled shop PC's login) on each connect.
  */
 export interface BrokerAuth {
   authenticate(username: string, password: string): Promise<boolean> | boolean;
   canPublish(username: string, topic: string): boolean;
   canSubscribe(username: string, topic: string): boolean;
+  logins(): ShopLogin[];
+}
+
+/** One shop PC's broker login: its username, password and topic prefix (`ff/<company>/<shop>/`). */
+export interface ShopLogin {
+  username: string;
+  password: string;
+  prefix: string;
+}
+
+/** A message handed to a holdAcks handler. */
+export interface HeldMessage {
+  topic: string;
+  payload: Buffer;
+}
+
+/** The address shop PCs connect to (the enrolment answer's `broker`). */
+export interface PublicAddress {
+  /** null: the same host name as head office's HTTP address. */
+  host: string | null;
+  port: number;
+  tls: boolean;
 }
 
 export interface Broker {
-  aedes: Aedes;
-  port: number;
+  readonly kind: 'embedded' | 'external';
+  /** Where shop PCs connect. */
+  readonly publicAddress: PublicAddress;
+  /** The embedded broker's listening port; the external broker's public port. */
+  readonly port: number;
+  /** Whether the broker takes logins and messages now (embedded: not closed; external: head office is connected). */
+  readonly accepting: boolean;
+  /** Shop PCs connected now, where the broker says (embedded: counted; external: undefined). */
+  readonly connectedClients: number | undefined;
+  /** The embedded broker asks this who may do what; an external broker creates what it lacks of `auth.logins()`. */
   setAuth(auth: BrokerAuth): void;
-  /** Drops every connection logged in as this username (a removed shop login). */
-  disconnect(username: string): number;
+  /** Connections logged in as this username now (embedded: counted, one closing still counts until it is gone;
+   * external: undefined, the broker does not say). */
+  connections(username: string): number | undefined;
   /**
-   * Holds the PUBACK of allowed publishes whose topic `matches` until `handler` resolves (then they go on as usual);
-   * a rejection refuses the publish, which closes the connection so the client sends it again. Visit ingest uses it
-   * to acknowledge a visit only once it is stored. Returns the function that removes the hold.
+   * Holds the acknowledgement of every `ff/<company>/<shop>/up/<name>` message until `handler` resolves, so a
+   * message is acknowledged only once it is stored. A rejection has it sent again (embedded: the publish is refused,
+   * which closes the shop PC's connection; external: head office's ingest session reconnects without acknowledging,
+   * and the broker delivers it again). Returns the function that removes the hold.
    */
-  holdAcks(matches: (topic: string) => boolean, handler: (packet: PublishPacket) => Promise<void>): () => void;
+  holdAcks(name: UpName, handler: (message: HeldMessage) => Promise<void>): () => void;
+  /** Listens (QoS 0) to a filter, e.g. every shop's heartbeats. Resolves, once subscribed, to the unsubscribe. */
+  listen(filter: string, handler: (message: HeldMessage) => void): Promise<() => Promise<void>>;
+  /** Publishes from head office (notices). Rejects if the broker did not take it. */
+  publish(topic: string, payload: Buffer, opts: { qos: 0 | 1; retain: boolean }): Promise<void>;
+  /**
+   * Makes `login` valid with exactly its own topic rule (publish under `<prefix>up/`, subscribe under
+   * `<prefix>down/`), replacing an earlier password; connections still using the earlier one are ended.
+   * Embedded: nothing to do (it reads the shops table). External: the dynamic-security plugin's role and client.
+   */
+  setLogin(login: ShopLogin): Promise<void>;
+  /**
+   * Ends a login: it no longer authenticates and its connections are closed. `remove`: the shop is gone (external:
+   * its client and role are deleted); otherwise it is disabled. Resolves to the connections closed, where known.
+   */
+  endLogin(username: string, opts: { remove: boolean }): Promise<number | undefined>;
   close(): Promise<void>;
 }
 
-const denyAll: BrokerAuth = { authenticate: () => false, canPublish: () => false, canSubscribe: () => false };
-
-export async function startBroker(opts: { host: string; port: number; log: Logger }): Promise<Broker> {
-  const aedes = await Aedes.createBroker();
-  let auth = denyAll;
-  // Keyed by the connection, not the client id: a reconnect with the same id takes over before the old
-  // connection's clientDisconnect fires, and must keep its own login.
-  const usernames = new Map<Client, string>();
-  const holds: { matches: (topic: string) => boolean; handler: (packet: PublishPacket) => Promise<void> }[] = [];
-
-  aedes.authenticate = (client: Client, username: string | undefined, password: Buffer | undefined, done: (error: AuthenticateError | null, success: boolean | null) => void) => {
-    Promise.resolve(username && password ? auth.authenticate(username, password.toString('utf8')) : false)
-      .then((ok) => {
-        if (ok && username) {
-          usernames.set(client, username);
-          done(null, true);
-        } else {
-          const err = new Error('bad username or password') as AuthenticateError;
-          err.returnCode = 4;
-          done(err, false);
-        }
-      })
-      .catch((err: unknown) => {
-        opts.log.error({ err }, 'broker authentication failed');
-        done(null, false);
-      });
-  };
-  aedes.authorizePublish = (client: Client | null, packet: PublishPacket, done: (error?: Error | null) => void) => {
-    const username = client ? usernames.get(client) : undefined;
-    if (!username || !auth.canPublish(username, packet.topic)) return done(new Error(`not allowed to publish on ${packet.topic}`));
-    const hold = holds.find((h) => h.matches(packet.topic));
-    if (!hold) return done(null);
-    hold.handler(packet).then(
-      () => done(null),
-      (err: unknown) => done(err instanceof Error ? err : new Error(String(err))),
-    );
-  };
-  aedes.authorizeSubscribe = (client: Client | null, sub: Subscription, done: (error: Error | null, subscription?: Subscription | null) => void) => {
-    const username = client ? usernames.get(client) : undefined;
-    // A refused filter gets the SUBACK failure code (0x80); the connection and its other subscriptions stay.
-    if (username && auth.canSubscribe(username, sub.topic)) done(null, sub);
-    else done(null, null);
-  };
-  aedes.on('clientDisconnect', (client) => usernames.delete(client));
-
-  const server = net.createServer(aedes.handle);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => resolve());
-  });
-  const port = (server.address() as net.AddressInfo).port;
-  opts.log.info({ port }, 'MQTT broker listening');
-
-  return {
-    aedes,
-    port,
-    setAuth(next) {
-      auth = next;
-    },
-    holdAcks(matches, handler) {
-      const h = { matches, handler };
-      holds.push(h);
-      return () => {
-        const i = holds.indexOf(h);
-        if (i >= 0) holds.splice(i, 1);
-      };
-    },
-    disconnect(username) {
-      let n = 0;
-      for (const [client, name] of usernames) {
-        if (name !== username) continue;
-        usernames.delete(client);
-        client.close();
-        n++;
-      }
-      return n;
-    },
-    async close() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await new Promise<void>((resolve) => aedes.close(() => resolve()));
-    },
-  };
+/** Opens the broker the configuration names: FOOTFALL_MQTT_URL set, the external one; else the embedded one. */
+export async function openBroker(config: Config, log: Logger): Promise<Broker> {
+  if (config.FOOTFALL_MQTT_URL) {
+    const { connectExternalBroker } = await import('./external-mosquitto.js');
+    return connectExternalBroker(config, log);
+  }
+  const { startEmbeddedBroker } = await import('./embedded.js');
+  return startEmbeddedBroker({ host: config.FOOTFALL_MQTT_HOST, port: config.FOOTFALL_MQTT_PORT, log });
 }

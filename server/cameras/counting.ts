@@ -58,6 +58,7 @@ export interface CountingCamera {
 export interface CountingShop {
   id: string;
   lastHeartbeatAt: string | null;
+  offlineSince: string | null;
   lastEventAt: string | null;
   doorCountingProblem: string | null;
 }
@@ -166,7 +167,7 @@ export function companyCounting(db: Db, config: Config, companyId: string, shopI
     .where(and(eq(cameras.companyId, companyId), isNull(cameras.deletedAt), shopId === undefined ? undefined : eq(cameras.shopId, shopId)))
     .all();
   const shopRows = db
-    .select({ id: shops.id, lastHeartbeatAt: shops.lastHeartbeatAt, lastEventAt: shops.lastEventAt, doorCountingProblem: shops.doorCountingProblem })
+    .select({ id: shops.id, lastHeartbeatAt: shops.lastHeartbeatAt, offlineSince: shops.offlineSince, lastEventAt: shops.lastEventAt, doorCountingProblem: shops.doorCountingProblem })
     .from(shops)
     .where(and(eq(shops.companyId, companyId), shopId === undefined ? undefined : eq(shops.id, shopId)))
     .all();

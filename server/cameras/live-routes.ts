@@ -59,6 +59,9 @@ function openLiveStream(ctx: Ctx, targets: LiveTarget[], waiting: string, frameD
   stream.once('error', () => finish());
 }
 
+/** The camera's last reported state in a `waiting` event (additive): `connected` null before the shop PC reported it. */
+const stateOf = (v: CameraView) => ({ connected: v.camera.connected, connection_reason: v.camera.connectionReason });
+
 /**
  * Live view: one camera (`GET /api/cameras/{id}/live`, data of `frame` is the base64 JPEG) and every switched-on
  * camera of a shop in one stream (`GET /api/sites/{site}/live`, data of `frame` is `{"camera","camera_id","jpeg"}`):
@@ -70,7 +73,8 @@ export function liveRoutes(r: AppRouter, cameraInPath: (ctx: Ctx) => CameraView)
     const view = cameraInPath(ctx);
     const address = shopAddress(ctx.deps.store.db, view.shop.id);
     if (!address) throw notFound('That camera');
-    openLiveStream(ctx, [{ cameraUuid: view.camera.id, cameraId: view.camera.cameraId, shopId: view.shop.id, address }], '{}', (_t, b64) => b64);
+    // Additive: what the shop PC last reported about the camera, so a viewer of a camera known to be down learns why at once.
+    openLiveStream(ctx, [{ cameraUuid: view.camera.id, cameraId: view.camera.cameraId, shopId: view.shop.id, address }], JSON.stringify(stateOf(view)), (_t, b64) => b64);
   });
 
   r.get('/sites/:site/live', auth(camerasPolicy.view), (ctx) => {
@@ -82,7 +86,7 @@ export function liveRoutes(r: AppRouter, cameraInPath: (ctx: Ctx) => CameraView)
       .filter((v) => v.shop.id === shop.id && v.camera.enabled)
       .slice(0, MAX_GRID_CAMERAS);
     const targets: LiveTarget[] = cameras.map((v) => ({ cameraUuid: v.camera.id, cameraId: v.camera.cameraId, shopId: shop.id, address }));
-    const waiting = JSON.stringify({ cameras: targets.map((t) => ({ camera: t.cameraUuid, camera_id: t.cameraId })) });
+    const waiting = JSON.stringify({ cameras: cameras.map((v) => ({ camera: v.camera.id, camera_id: v.camera.cameraId, ...stateOf(v) })) });
     openLiveStream(ctx, targets, waiting, (t, b64) => `{"camera":"${t.cameraUuid}","camera_id":${JSON.stringify(t.cameraId)},"jpeg":"${b64}"}`);
   });
 }

@@ -63,7 +63,8 @@ describe('live view', () => {
     const view = await watch(h, cam.id, staff);
     expect(view.res.status).toBe(200);
     expect(view.res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    expect(await view.next('waiting')).toMatchObject({ event: 'waiting', data: '{}' });
+    // Additive: the camera's last reported state (null: never reported).
+    expect(await view.next('waiting')).toMatchObject({ event: 'waiting', data: '{"connected":null,"connection_reason":null}' });
 
     // Head office asks the shop PC (MQTT) and lists the demand (HTTP).
     const demand = await box.next((m) => m.topic.endsWith('/down/live') && m.body.camera === cam.id, 3000, since);
@@ -129,7 +130,7 @@ describe('live view', () => {
     try {
       const view = await watch(h, cam.id, staff);
       await view.next('waiting');
-      const end = await waitFor(() => view.events.find((e) => e.event === 'end'), 3000);
+      const end = await waitFor(() => view.events.find((e) => e.event === 'end'));
       expect(JSON.parse(end!.data)).toEqual({ reason: 'max_duration' });
       await waitFor(() => view.isEnded());
       expect((await upload(h, 'POST', `/api/agent/live/${cam.id}/frames`, token, await jpeg())).body.watching).toBe(false);
@@ -164,9 +165,9 @@ describe('live view', () => {
       const view = await watch(h, '', staff, `/api/sites/${gridShop.slug}/live`);
       expect(view.res.status).toBe(200);
       const waiting = JSON.parse((await view.next('waiting'))!.data);
-      expect(waiting.cameras).toEqual(cams.map((c) => ({ camera: c.id, camera_id: c.camera_id })));
+      expect(waiting.cameras).toEqual(cams.map((c) => ({ camera: c.id, camera_id: c.camera_id, connected: null, connection_reason: null })));
       // One demand per switched-on camera reaches the shop PC; none for the switched-off one.
-      await waitFor(() => new Set(gridBox.seen.filter((m) => m.topic.endsWith('/down/live') && m.body.watch).map((m) => m.body.camera_id)).size === 8, 3000);
+      await waitFor(() => new Set(gridBox.seen.filter((m) => m.topic.endsWith('/down/live') && m.body.watch).map((m) => m.body.camera_id)).size === 8);
       expect(gridBox.seen.some((m) => m.topic.endsWith('/down/live') && m.body.camera_id === 'g9-off')).toBe(false);
 
       const frames = await Promise.all(ids.map((_, i) => jpeg(64, 36, 20 + i * 25)));
@@ -177,7 +178,7 @@ describe('live view', () => {
 
       // Leaving ends every camera's upload; another tenant gets 404, nobody signed in 401.
       await view.close();
-      for (const id of ids) await waitFor(async () => (await upload(h, 'POST', `/api/agent/live/${id}/frames`, e.token, frames[0]!)).body.watching === false, 3000, 75);
+      for (const id of ids) await waitFor(async () => (await upload(h, 'POST', `/api/agent/live/${id}/frames`, e.token, frames[0]!)).body.watching === false, undefined, 75);
       expect((await fetch(`${h.url}/api/sites/${gridShop.slug}/live`)).status).toBe(401);
       const rival = await h.company('Grid Rival');
       const r = await fetch(`${h.url}/api/sites/${gridShop.slug}/live`, { headers: { Authorization: `Bearer ${rival.ownerToken}` } });

@@ -119,7 +119,7 @@ export const camerasDocs = routeDocs({
   'GET /api/cameras/{id}/live': {
     summary: 'Live view (server-sent events)',
     description:
-      'Asks the shop PC for frames and relays them. `waiting` comes at once, then `frame` events (base64 JPEG, 640 pixels wide, about 13 a second); `: keep-alive` comments every 15 s. One view lasts at most FOOTFALL_LIVE_VIEW_MAX_S (five minutes): then `end`; reconnect to continue. Closing the connection stops the upload within seconds.',
+      'Asks the shop PC for frames and relays them. `waiting` comes at once (additive data: `{connected, connection_reason}`, the camera\'s last reported state, so a viewer of a camera known to be down can say why at once), then `frame` events (base64 JPEG, 640 pixels wide, about 13 a second); `: keep-alive` comments every 15 s. One view lasts at most FOOTFALL_LIVE_VIEW_MAX_S (five minutes): then `end`; reconnect to continue. Closing the connection stops the upload within seconds.',
     params: camera,
     responses: {
       200: {
@@ -135,7 +135,7 @@ export const camerasDocs = routeDocs({
   'GET /api/sites/{site}/live': {
     summary: "Live view of every switched-on camera of a shop, in one stream (server-sent events)",
     description:
-      'The live grid: one connection for all the cameras (a browser opens at most six to a host over HTTP/1.1). Like GET /api/cameras/{id}/live, with `waiting` naming the cameras carried (at most 25, in camera_id order within the shop) and `frame` data a JSON object `{camera, camera_id, jpeg}` (jpeg: base64). 404 when the shop is unknown or has no shop PC address.',
+      'The live grid: one connection for all the cameras (a browser opens at most six to a host over HTTP/1.1). Like GET /api/cameras/{id}/live, with `waiting` naming the cameras carried (at most 25, in camera_id order within the shop; each with its `connected` and `connection_reason`) and `frame` data a JSON object `{camera, camera_id, jpeg}` (jpeg: base64). 404 when the shop is unknown or has no shop PC address.',
     params: { site: 'Shop slug or id' },
     responses: {
       200: {

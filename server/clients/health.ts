@@ -25,7 +25,7 @@ export function companyHealth(db: Db, config: Config, now = Date.now()): Map<str
     if (!h) out.set(id, (h = { shops_online: 0, last_heartbeat_at: null, last_visit_at: null, last_login_at: null }));
     return h;
   };
-  for (const s of db.select({ companyId: shops.companyId, lastHeartbeatAt: shops.lastHeartbeatAt, lastEventAt: shops.lastEventAt }).from(shops).all()) {
+  for (const s of db.select({ companyId: shops.companyId, lastHeartbeatAt: shops.lastHeartbeatAt, offlineSince: shops.offlineSince, lastEventAt: shops.lastEventAt }).from(shops).all()) {
     const h = of(s.companyId);
     if (isOnline(s, config, now)) h.shops_online++;
     h.last_heartbeat_at = later(h.last_heartbeat_at, s.lastHeartbeatAt);

@@ -1,8 +1,7 @@
-import type { PublishPacket } from 'aedes';
 import type { Logger } from 'pino';
 import { CrossingMessage } from '../../shared/messages.js';
-import { brokerUsername, isUpTopic, parseTopic } from '../../shared/topics.js';
-import type { Broker } from '../broker/broker.js';
+import { brokerUsername, parseTopic } from '../../shared/topics.js';
+import type { Broker, HeldMessage } from '../broker/broker.js';
 import type { Store } from '../db/open.js';
 
 export interface CrossingStats {
@@ -69,7 +68,7 @@ export class CrossingIngest {
   }
 
   start(): void {
-    this.removeHold = this.deps.broker.holdAcks((topic) => isUpTopic(topic, 'crossing'), (packet) => this.hand(packet));
+    this.removeHold = this.deps.broker.holdAcks('crossing', (message) => this.hand(message));
   }
 
   /** Writes what is queued (their PUBACKs go out) and refuses new crossings. */
@@ -81,12 +80,12 @@ export class CrossingIngest {
     this.removeHold?.();
   }
 
-  private hand(packet: PublishPacket): Promise<void> {
+  private hand(packet: HeldMessage): Promise<void> {
     if (this.stopping) return Promise.reject(new Error('crossing ingest is not running'));
     this.counters.received++;
     const parsed = parseTopic(packet.topic);
     if (!parsed) return Promise.resolve();
-    const text = typeof packet.payload === 'string' ? packet.payload : Buffer.from(packet.payload).toString('utf8');
+    const text = packet.payload.toString('utf8');
     let json: unknown;
     try {
       json = JSON.parse(text);

@@ -97,6 +97,10 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
       has_profile: true,
       has_consent: true,
       staff: false,
+      // Additive: the lifetime spend, as GET gives it (docs/visits-and-customers.md).
+      purchases: 0,
+      spend: 0,
+      spend_currency: '',
       profile: {
         full_name: 'Priya Sharma',
         phone: '+919876543210',

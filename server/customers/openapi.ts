@@ -94,7 +94,7 @@ export const customersDocs = routeDocs({
     description: 'Whole replace. With If-Match (the ETag of GET /api/visitors/{id}) only if nobody changed it meanwhile: else 412 and nothing changes.',
     params: customer,
     request: { headers: { 'If-Match': 'The ETag read with the profile' } },
-    responses: { 200: { description: 'The customer as saved', json: CustomerWithProfile, headers: etag }, 412: '`precondition_failed`: someone changed the profile since you read it' },
+    responses: { 200: { description: 'The customer as saved, with their lifetime spend (additive)', json: CustomerWithSpend.extend({ profile: Profile }), headers: etag }, 412: '`precondition_failed`: someone changed the profile since you read it' },
   },
   'GET /api/visitors/{id}/export': {
     summary: 'Everything held about a customer (subject access; managers and owners)',

@@ -177,7 +177,8 @@ export function customersRoutes(): AppRouter {
       return replaceProfile(ctx, current, body);
     });
     ctx.set('ETag', profileTag(row));
-    ctx.body = { ...presentCustomer(row), profile: presentProfile(row) };
+    // With the lifetime spend (additive), like GET: the page that saved shows the customer from this answer.
+    ctx.body = { ...presentCustomer(row), ...(spendOf(store.db, [row.id]).get(row.id) ?? noSpend), profile: presentProfile(row) };
   });
 
   /** Subject access: everything held about the customer as a JSON download (docs/privacy.md). */

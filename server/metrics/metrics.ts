@@ -81,17 +81,19 @@ export class Metrics {
     });
     this.privacyRemoved = new Counter({
       name: 'footfall_privacy_removed_total',
-      help: 'What privacy sweeps removed, by kind: template (a customer forgotten with their photos), photo (a file).',
+      help: 'What privacy sweeps removed, by kind: template (a customer forgotten with their photos), photo (a file), visit and crossing (aged into daily counts by visit_retention_days).',
       labelNames: ['kind'],
       registers: [this.registry],
     });
   }
 
   /** A privacy sweep ended (server/privacy/sweep.ts). */
-  privacySweep(outcome: 'done' | 'failed', removed: { templates: number; photos: number }): void {
+  privacySweep(outcome: 'done' | 'failed', removed: { templates: number; photos: number; visits?: number; crossings?: number }): void {
     this.privacyRuns.inc({ outcome });
     if (removed.templates) this.privacyRemoved.inc({ kind: 'template' }, removed.templates);
     if (removed.photos) this.privacyRemoved.inc({ kind: 'photo' }, removed.photos);
+    if (removed.visits) this.privacyRemoved.inc({ kind: 'visit' }, removed.visits);
+    if (removed.crossings) this.privacyRemoved.inc({ kind: 'crossing' }, removed.crossings);
   }
 
   /** One answered request; `route` is the matched route's template, or `unmatched`. */
@@ -108,7 +110,8 @@ export class Metrics {
       help: 'MQTT clients connected to the embedded broker (shop PCs).',
       registers,
       collect() {
-        this.set(s.broker.aedes.connectedClients);
+        const n = s.broker.connectedClients;
+        if (n !== undefined) this.set(n);
       },
     });
     new Gauge({
@@ -253,7 +256,7 @@ interface Fleet {
 /** Every fleet gauge from one aggregate query over the shops (all companies). */
 function fleetOf({ store, config }: MetricSources): Fleet {
   const since = new Date(Date.now() - 3 * config.FOOTFALL_HEARTBEAT_INTERVAL_S * 1000).toISOString();
-  const online = and(isNotNull(shops.agentTokenHash), sql`${shops.lastHeartbeatAt} >= ${since}`);
+  const online = and(isNotNull(shops.agentTokenHash), sql`${shops.lastHeartbeatAt} >= ${since}`, sql`(${shops.offlineSince} is null or ${shops.offlineSince} < ${shops.lastHeartbeatAt})`);
   const row = store.db
     .select({
       shops: sql<number>`count(*)`,

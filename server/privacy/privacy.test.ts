@@ -97,7 +97,8 @@ describe('privacy settings, subject access and the consented mode', () => {
     expect((await patch({ template_retention_days: 1.5 })).status).toBe(400);
     expect((await patch({})).status).toBe(400);
     expect((await patch({ colour: 'blue' })).status).toBe(400);
-    expect((await patch({ visit_retention_days: 30 })).status).toBe(501);
+    expect((await patch({ visit_retention_days: 0 })).status).toBe(400);
+    expect((await patch({ visit_retention_days: 3651 })).status).toBe(400);
     expect((await get(a.ownerToken)).body.recognition).toBe('all');
   });
 
@@ -203,7 +204,7 @@ describe('template retention, across a restart mid-sweep', () => {
 
       // A sweep cut short after its first batch of one (as by a stop): one of the three forgotten, nothing else.
       const cut = await sweepPrivacy(h.server.deps, { batch: 1, maxBatches: 1 });
-      expect(cut).toEqual({ templates: 1, photos: 0, complete: false });
+      expect(cut).toEqual({ templates: 1, photos: 0, visits: 0, crossings: 0, days: 0, complete: false });
       const gone = [old1, old2, old3].filter((id) => stored(h, id).erased === 1);
       expect(gone).toHaveLength(1);
       await h.close();

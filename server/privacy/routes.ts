@@ -5,7 +5,6 @@ import { eq } from 'drizzle-orm';
 import { companies } from '../clients/schema.js';
 import type { Db } from '../db/open.js';
 import { auth } from '../http/auth.js';
-import { HttpError } from '../http/errors.js';
 import { bodyOf, validate } from '../http/pipeline.js';
 import { privacyPolicy } from './policy.js';
 import { presentPrivacy } from './presenter.js';
@@ -42,9 +41,6 @@ export function privacyRoutes(): AppRouter {
    */
   r.patch('/privacy', auth(privacyPolicy.change), validate({ body: PrivacyPatch }), async (ctx) => {
     const body = bodyOf(ctx, PrivacyPatch);
-    if (body.visit_retention_days !== undefined && body.visit_retention_days !== null) {
-      throw new HttpError(501, 'not_implemented', 'visit_retention_days: ageing visits into daily counts is not available in this version; visits are kept. Send null or leave it out.');
-    }
     const companyId = tenantOf(ctx);
     const { store } = ctx.deps;
     const { before, after } = store.tx(() => changePrivacy(ctx, companyId, body));

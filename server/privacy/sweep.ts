@@ -8,6 +8,7 @@ import { customers, faceImages } from '../customers/schema.js';
 import { cleared } from '../customers/service.js';
 import { visits } from '../visits/schema.js';
 import { companyPrivacy } from './schema.js';
+import { ageVisits } from './retention.js';
 import { privacyOf, type PrivacySettings } from './service.js';
 
 const DAY_MS = 86_400_000;
@@ -15,14 +16,21 @@ const DAY_MS = 86_400_000;
 export interface SweepOptions {
   /** Customers forgotten per transaction. */
   batch?: number;
-  /** Stop after this many batches (a test's stand-in for a restart mid-sweep). */
+  /** Stop after this many batches (a test's stand-in for a restart mid-sweep); a shop's local day aged is one batch. */
   maxBatches?: number;
   now?: number;
 }
 
-export interface SweepResult {
+interface Removed {
   templates: number;
   photos: number;
+  /** Visits and door crossings aged into footfall_counts (visit_retention_days), and the shop-days that took. */
+  visits: number;
+  crossings: number;
+  days: number;
+}
+
+export interface SweepResult extends Removed {
   /** false: stopped early (maxBatches or closing); the next run carries on. */
   complete: boolean;
 }
@@ -94,26 +102,43 @@ function forget(deps: Deps, companyId: string, batch: { id: string; model: strin
 export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?: string; closing?: () => boolean } = {}): Promise<SweepResult> {
   const db = deps.store.db;
   const batchSize = opts.batch ?? 200;
-  const total = { templates: 0, photos: 0 };
+  const total = none();
   let batches = 0;
+  const stop = () => opts.closing?.() === true || (opts.maxBatches !== undefined && batches >= opts.maxBatches);
   const list = db.select({ id: companies.id }).from(companies).where(opts.companyId ? eq(companies.id, opts.companyId) : undefined).all();
   for (const { id: companyId } of list) {
     const settings = privacyOf(db, companyId);
     const requested = settings.sweepRequestedAt;
     const now = opts.now ?? Date.now();
     const cutoff = cutoffOf(settings, deps.config.FOOTFALL_VISIT_GAP_S, now);
-    const mine = { templates: 0, photos: 0 };
+    const mine = none();
+    const cut = () => {
+      record(deps, companyId, settings, mine, false);
+      if (add(total, mine).templates > 0) scrubFiles(deps);
+      return { ...total, complete: false };
+    };
     for (;;) {
-      if (opts.closing?.() || (opts.maxBatches !== undefined && batches >= opts.maxBatches)) {
-        record(deps, companyId, settings, mine, false);
-        return { ...add(total, mine), complete: false };
-      }
+      if (stop()) return cut();
       const batch = candidates(deps, companyId, cutoff, batchSize);
       if (batch.length === 0) break;
       mine.photos += forget(deps, companyId, batch);
       mine.templates += batch.length;
       batches++;
       await new Promise((r) => setImmediate(r)); // let requests in between batches
+    }
+    if (settings.visitRetentionDays !== null) {
+      const done = await ageVisits(deps, companyId, settings.visitRetentionDays, {
+        now,
+        stop,
+        after: async (d) => {
+          mine.visits += d.visits;
+          mine.crossings += d.crossings;
+          mine.days++;
+          batches++;
+          await new Promise((r) => setImmediate(r));
+        },
+      });
+      if (!done) return cut();
     }
     record(deps, companyId, settings, mine, true);
     if (requested) {
@@ -144,20 +169,35 @@ function scrubFiles(deps: Deps): void {
   }
 }
 
-function add(total: { templates: number; photos: number }, more: { templates: number; photos: number }) {
+const none = (): Removed => ({ templates: 0, photos: 0, visits: 0, crossings: 0, days: 0 });
+
+function add(total: Removed, more: Removed): Removed {
   total.templates += more.templates;
   total.photos += more.photos;
+  total.visits += more.visits;
+  total.crossings += more.crossings;
+  total.days += more.days;
   return total;
 }
 
 /** An audit row per company that lost something (or whose requested sweep finished), naming no one. */
-function record(deps: Deps, companyId: string, s: PrivacySettings, removed: { templates: number; photos: number }, complete: boolean): void {
-  if (removed.templates === 0 && !(complete && s.sweepRequestedAt)) return;
+function record(deps: Deps, companyId: string, s: PrivacySettings, removed: Removed, complete: boolean): void {
+  if (removed.templates === 0 && removed.days === 0 && !(complete && s.sweepRequestedAt)) return;
   writeAudit(deps.store.db, {
     action: 'privacy.sweep',
     companyId,
     target: companyId,
-    detail: { customers_forgotten: removed.templates, photos_deleted: removed.photos, complete, recognition: s.recognition, template_retention_days: s.templateRetentionDays },
+    detail: {
+      customers_forgotten: removed.templates,
+      photos_deleted: removed.photos,
+      visits_aggregated: removed.visits,
+      crossings_aggregated: removed.crossings,
+      days_aggregated: removed.days,
+      complete,
+      recognition: s.recognition,
+      template_retention_days: s.templateRetentionDays,
+      visit_retention_days: s.visitRetentionDays,
+    },
   });
 }
 
@@ -189,9 +229,10 @@ export class PrivacySweeper {
         try {
           const r = await sweepPrivacy(this.deps, { closing: () => this.closed });
           this.deps.metrics?.privacySweep('done', r);
-          if (r.templates > 0) this.deps.log.info({ customers_forgotten: r.templates, photos_deleted: r.photos }, 'privacy sweep');
+          if (r.templates > 0 || r.days > 0)
+            this.deps.log.info({ customers_forgotten: r.templates, photos_deleted: r.photos, visits_aggregated: r.visits, crossings_aggregated: r.crossings }, 'privacy sweep');
         } catch (err) {
-          this.deps.metrics?.privacySweep('failed', { templates: 0, photos: 0 });
+          this.deps.metrics?.privacySweep('failed', none());
           this.deps.log.error({ err }, 'privacy sweep failed; it runs again at the next interval');
         }
       } while (this.again && !this.closed);

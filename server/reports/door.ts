@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
+import { agedByBucket, hasAged } from './aged.js';
 import type { Bucket } from './calendar.js';
 
 /**
@@ -52,6 +53,9 @@ export function doorCounts(db: Db, companyId: string, where: Scope, buckets: rea
     with ${b}
     select * from (select b.i as i, s.id as shop, ${side('in')} as entries, ${side('out')} as exits from b cross join shops s where ${scope})
     where entries > 0 or exits > 0`);
+  // Aged days (visit_retention_days, aged.ts): their entries and exits, and their identified visits, per bucket and shop.
+  const aged = hasAged(db, companyId) ? agedByBucket(db, companyId, where, bounds) : [];
+  for (const a of aged) if (a.entries > 0 || a.exits > 0) crossed.push({ i: a.i, shop: a.shop, entries: a.entries, exits: a.exits });
   const points = buckets.map(() => ({ entries: 0, exits: 0, identified: 0 }));
   const total = { entries: 0, exits: 0, identified: 0 };
   const entered = new Map<string, Set<number>>();
@@ -75,7 +79,8 @@ export function doorCounts(db: Db, companyId: string, where: Scope, buckets: rea
       where ${scope} and s.id in (select value from json_each(${JSON.stringify([...entered.keys()])}))
         and v.shop_id = s.id and v.staff = 0 and v.customer_id is not null and v.occurred_at >= b.lo and v.occurred_at < b.hi
       group by b.i, s.id`);
-    for (const r of identified) {
+    const agedIdentified = aged.filter((a) => entered.has(a.shop)).map((a) => ({ i: a.i, shop: a.shop, n: a.visits - a.anon }));
+    for (const r of [...identified, ...agedIdentified]) {
       total.identified += r.n; // the shop had entries in the window
       if (entered.get(r.shop)!.has(r.i)) points[r.i]!.identified += r.n;
     }

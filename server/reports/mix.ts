@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
 import type { Bucket } from './calendar.js';
+import { agedByBucket, hasAged } from './aged.js';
 import { shopScope, type Scope } from './door.js';
 
 /**
@@ -134,6 +135,18 @@ export function visitMix(db: Db, companyId: string, scope: Scope, buckets: reado
   // One bucket, or one shop with visits: the window's median is already known.
   const only = [...byShop.values()].filter((m) => m.visits > 0);
   window.medianDwellMs = buckets.length === 1 ? points[0]!.medianDwellMs : only.length === 1 ? only[0]!.medianDwellMs : median(sql`${scoped} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`, window.visits);
+  // Visits aged out by visit_retention_days (aged.ts) count in visits and the mean dwell like the rows held; they keep
+  // no attributes (their bands are unknown) and no single stays (the medians are of the visits held).
+  if (hasAged(db, companyId)) {
+    for (const a of agedByBucket(db, companyId, scope, bounds)) {
+      const r: PairRow = { i: a.i, shop: a.shop, visits: a.visits, dwell: a.dwellMs, female: 0, male: 0, a0: 0, a1: 0, a2: 0, a3: 0, a4: 0, a5: 0, a6: 0 };
+      add(points[r.i]!, r);
+      add(window, r);
+      let m = byShop.get(r.shop);
+      if (!m) byShop.set(r.shop, (m = emptyMix()));
+      add(m, r);
+    }
+  }
   const names = db.all<{ id: string; name: string; slug: string }>(sql`select s.id as id, s.name as name, s.slug as slug from shops s where ${shopScope(companyId, scope)} order by s.slug`);
   const shops = names.map((s): ShopMix => ({ ...s, ...close(byShop.get(s.id) ?? emptyMix()) }));
   return { points: points.map(close), shops, window: close(window) };

@@ -3,6 +3,7 @@ import type { Db } from '../db/open.js';
 import { minorDigits } from '../purchases/service.js';
 import { bucketsOf, previousWindow, windowOf, type Bucket } from './calendar.js';
 import { visitMix, type Mix, type ShopMix } from './mix.js';
+import { agedByBucket, agedBySite, hasAged } from './aged.js';
 import { doorCounts, shopScope, type Scope } from './door.js';
 import { openHoursBetween, type OpeningHours } from '../shops/hours.js';
 import type { ReportQuery } from './query.js';
@@ -162,8 +163,27 @@ function windowCounts(db: Db, companyId: string, scope: Scope, lo: string, hi: s
       total(v.dwell_ms) as dwell
     from ${from} where ${range} group by s.slug`);
   const known = db.get<{ n: number }>(sql`select count(distinct v.customer_id) as n from ${from} where ${range}`)?.n ?? 0;
+  let people = known + sites.reduce((n, r) => n + r.anon, 0);
+  if (hasAged(db, companyId)) {
+    // Aged days (visit_retention_days): their counts add to the rows held, shop by shop (aged.ts).
+    const byId = new Map(sites.map((r) => [r.id, r]));
+    for (const a of agedBySite(db, companyId, scope, lo, hi)) {
+      people += a.known + a.anon;
+      const r = byId.get(a.id);
+      if (r) {
+        r.visits += a.visits;
+        r.belowGate += a.belowGate;
+        r.dwell += a.dwellMs;
+      } else {
+        const row = { id: a.id, name: a.name, slug: a.slug, visits: a.visits, belowGate: a.belowGate, anon: a.anon, dwell: a.dwellMs };
+        sites.push(row);
+        byId.set(a.id, row);
+      }
+    }
+    sites.sort((x, y) => (x.slug < y.slug ? -1 : x.slug > y.slug ? 1 : 0));
+  }
   return {
-    people: known + sites.reduce((n, r) => n + r.anon, 0),
+    people,
     visits: sites.reduce((n, r) => n + r.visits, 0),
     belowGate: sites.reduce((n, r) => n + r.belowGate, 0),
     dwellMs: sites.reduce((n, r) => n + r.dwell, 0),
@@ -205,7 +225,7 @@ interface BucketCounts {
  * customer_id null), then each customer's first_seen_at read once from customers_id_first_idx (migration 0006), not
  * from the customer's row, which carries a 2 KiB template.
  */
-function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[]): BucketCounts[] {
+function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[], hourly: boolean): BucketCounts[] {
   const bounds = boundsJson(buckets);
   const { from, where } = scopedVisits(companyId, scope);
   const inBucket = sql`${where} and v.occurred_at >= b.lo and v.occurred_at < b.hi`;
@@ -232,6 +252,17 @@ function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly
     const [known, anon, fresh] = JSON.parse(row.r) as [number, number, number];
     out[row.i] = { known, anon, fresh };
   }
+  if (hasAged(db, companyId)) {
+    // Aged days: each customer counted once per shop and local day; "new" for the whole company stays the count on
+    // customers.first_seen_at above (kept when visits age out), for a shop or region it comes with the counts.
+    const scoped = scope.siteId !== null || scope.region !== null;
+    for (const a of agedByBucket(db, companyId, scope, bounds)) {
+      const o = out[a.i]!;
+      o.known += hourly ? a.knownHour : a.known;
+      o.anon += a.anon;
+      if (scoped) o.fresh += hourly ? a.freshHour : a.fresh;
+    }
+  }
   return out;
 }
 
@@ -240,7 +271,7 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
   const w = windowOf(q.tz, q.from, q.to);
   return snapshot(db, () => {
     const counts = windowCounts(db, companyId, q, iso(w.lo), iso(w.hi));
-    const per = bucketCounts(db, companyId, q, buckets);
+    const per = bucketCounts(db, companyId, q, buckets, q.bucket === 'hour');
     const { points: door, total: whole } = doorCounts(db, companyId, q, buckets);
     const hours = scopeHours(db, companyId, q);
     const mix = visitMix(db, companyId, q, buckets);

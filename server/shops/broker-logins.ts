@@ -1,8 +1,8 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray, isNotNull } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { shopPrefix } from '../../shared/topics.js';
-import type { Broker, BrokerAuth } from '../broker/broker.js';
+import type { Broker, BrokerAuth, ShopLogin } from '../broker/broker.js';
 import type { CompanyPurger } from '../clients/deletion.js';
 import { companies } from '../clients/schema.js';
 import type { Keys } from '../crypto/keys.js';
@@ -18,10 +18,13 @@ interface Scope {
 }
 
 /**
- * Shop logins on the embedded broker, backed by the shops table. Authentication reads the database every time
+ * Shop logins, backed by the shops table. On the embedded broker this is its BrokerAuth; on an external one the
+ * broker checks logins itself and `activate`/`end` push each change to it (Broker.setLogin, Broker.endLogin).
+ *
+ * Embedded: authentication reads the database every time
  * (a connect is rare) and opens the sealed secret with the server key; a connection that authenticated gets its
  * shop's topic prefix cached for the per-message checks. The cache only ever holds logins that authenticated, and
- * `drop` (shop deleted, secret rotated, company deleted) evicts the entry and closes the connections in one go, so
+ * `end` and `activate` (shop deleted, secret rotated, company deleted) evicts the entry and closes the connections in one go, so
  * it never outlives the row.
  *
  * Topic rule: a shop PC publishes only under `<prefix>up/` and subscribes only under `<prefix>down/`.
@@ -63,6 +66,25 @@ export class ShopLogins implements BrokerAuth {
     return scope !== undefined && filter.startsWith(scope.prefix + 'down/') && filter.length > scope.prefix.length + 5;
   }
 
+  /** Every enrolled shop PC's login (an external broker creates the ones it lacks on connect). */
+  logins(): ShopLogin[] {
+    const rows = this.deps.store.db
+      .select({ username: shops.brokerUsername, shopSlug: shops.slug, sealed: shops.brokerSecret, companySlug: companies.slug })
+      .from(shops)
+      .innerJoin(companies, eq(companies.id, shops.companyId))
+      .where(and(isNotNull(shops.brokerSecret), isNotNull(shops.agentTokenHash)))
+      .all();
+    const out: ShopLogin[] = [];
+    for (const r of rows) {
+      try {
+        out.push({ username: r.username, password: this.deps.keys.decrypt(r.sealed!), prefix: shopPrefix(r.companySlug, r.shopSlug) });
+      } catch (err) {
+        this.deps.log.error({ err, username: r.username }, 'broker login: the stored secret cannot be opened');
+      }
+    }
+    return out;
+  }
+
   /** A new broker secret: the clear text (handed to the shop PC once) and its sealed form for the database. */
   newSecret(): { secret: string; sealed: string } {
     const secret = randomBytes(24).toString('base64url');
@@ -74,13 +96,29 @@ export class ShopLogins implements BrokerAuth {
    * take logins now, which rolls the transaction back.
    */
   assertAccepting(): void {
-    if (this.deps.broker.aedes.closed) throw new BrokerRefused('the MQTT broker is closed');
+    if (!this.deps.broker.accepting) throw new BrokerRefused('the MQTT broker is closed or not reachable');
   }
 
-  /** Ends a login: forgets its scope and closes its connections. Call after the row change is committed. */
-  drop(username: string): number {
+  /**
+   * A new password for a login (enrolment), after the row change is committed: the earlier password stops working
+   * and its connections end. A broker that does not take it now gets it again later (Broker.setLogin); logged.
+   */
+  async activate(login: ShopLogin): Promise<void> {
+    this.scopes.delete(login.username);
+    try {
+      await this.deps.broker.setLogin(login);
+    } catch (err) {
+      this.deps.log.error({ err, username: login.username }, 'the broker has not taken the new shop login yet (retried)');
+    }
+  }
+
+  /**
+   * Ends a login: forgets its scope, and the broker refuses it and closes its connections (`remove`: the shop is
+   * gone). Call after the row change is committed. Resolves to the connections closed, where the broker says.
+   */
+  async end(username: string, opts: { remove: boolean }): Promise<number | undefined> {
     this.scopes.delete(username);
-    return this.deps.broker.disconnect(username);
+    return this.deps.broker.endLogin(username, opts);
   }
 }
 
@@ -107,7 +145,9 @@ export function shopLoginsPurger(store: Store, logins: ShopLogins): CompanyPurge
           )
           .run();
       });
-      for (const r of rows) logins.drop(r.username);
+      // An external broker that refuses the change fails the deletion (502 broker_unavailable) before any row is
+      // deleted; one that cannot be reached gets the change when head office reconnects (Broker.endLogin).
+      for (const r of rows) await logins.end(r.username, { remove: true });
       return rows.length;
     },
   };

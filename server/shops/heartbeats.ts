@@ -1,36 +1,33 @@
 import { and, eq, isNull } from 'drizzle-orm';
-import type { AedesPublishPacket } from 'aedes';
 import type { Logger } from 'pino';
-import { Heartbeat } from '../../shared/messages.js';
+import { Goodbye, Heartbeat } from '../../shared/messages.js';
 import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
-import type { Broker } from '../broker/broker.js';
+import type { Broker, HeldMessage } from '../broker/broker.js';
 import { cameras } from '../cameras/schema.js';
 import type { Store } from '../db/open.js';
 import { shops } from './schema.js';
 
 /**
- * Heartbeat ingest: head office subscribes inside the broker to `ff/+/+/up/heartbeat`. The broker's topic rule
+ * Heartbeat ingest: head office listens on the broker (Broker.listen) to `ff/+/+/up/heartbeat`. The broker's topic rule
  * guarantees that only the shop's own login can publish there, so the topic names the shop. A heartbeat that does
  * not parse is logged and dropped. Returns a function that stops the ingest.
  */
 export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log: Logger }): Promise<() => Promise<void>> {
   const { store, broker, log } = deps;
   const topic = upFilterAllShops('heartbeat');
-  const deliver = (packet: AedesPublishPacket, done: () => void) => {
+  const deliver = (packet: HeldMessage) => {
     try {
       record(packet);
     } catch (err) {
       log.error({ err, topic: packet.topic }, 'heartbeat not recorded');
-    } finally {
-      done();
     }
   };
-  const record = (packet: AedesPublishPacket) => {
+  const record = (packet: HeldMessage) => {
     const parsed = parseTopic(packet.topic);
     if (!parsed) return;
     let json: unknown;
     try {
-      json = JSON.parse(Buffer.from(packet.payload).toString('utf8'));
+      json = JSON.parse(packet.payload.toString('utf8'));
     } catch {
       log.warn({ topic: packet.topic }, 'heartbeat is not JSON');
       return;
@@ -47,6 +44,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
         .update(shops)
         .set({
           lastHeartbeatAt: now,
+          offlineSince: null,
           agentVersion: h.agent_version,
           recognitionModel: h.recognition_model,
           recognitionRunning: h.recognition_running,
@@ -75,6 +73,36 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
       }
     });
   };
-  await new Promise<void>((resolve) => broker.aedes.subscribe(topic, deliver, resolve));
-  return () => new Promise<void>((resolve) => broker.aedes.unsubscribe(topic, deliver, resolve));
+  // Goodbye (a clean stop) and the last will (a lost connection): offline at once. A will published because the
+  // same shop PC reconnected and took its session over is ignored: another connection of the login is still there
+  // (the embedded broker counts them; an external one does not say, and the next heartbeat clears offline_since).
+  const bye = (packet: HeldMessage) => {
+    try {
+      const parsed = parseTopic(packet.topic);
+      if (!parsed) return;
+      let msg: ReturnType<typeof Goodbye.safeParse>;
+      try {
+        msg = Goodbye.safeParse(JSON.parse(packet.payload.toString('utf8')));
+      } catch {
+        log.warn({ topic: packet.topic }, 'goodbye is not JSON');
+        return;
+      }
+      if (!msg.success) {
+        log.warn({ topic: packet.topic, issues: msg.error.issues.slice(0, 3) }, 'goodbye does not match the contract');
+        return;
+      }
+      const username = brokerUsername(parsed.companySlug, parsed.shopSlug);
+      if (msg.data.reason === 'connection_lost' && (broker.connections(username) ?? 0) > 1) return;
+      store.db.update(shops).set({ offlineSince: new Date().toISOString() }).where(eq(shops.brokerUsername, username)).run();
+      log.info({ shop: username, reason: msg.data.reason }, 'shop PC went offline');
+    } catch (err) {
+      log.error({ err, topic: packet.topic }, 'goodbye not recorded');
+    }
+  };
+  const stopHeartbeats = await broker.listen(topic, deliver);
+  const stopBye = await broker.listen(upFilterAllShops('goodbye'), bye);
+  return async () => {
+    await stopHeartbeats();
+    await stopBye();
+  };
 }

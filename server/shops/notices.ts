@@ -35,17 +35,17 @@ const delivery: Record<DownName, { qos: 0 | 1; retain: boolean }> = {
 export function notifyShop(broker: Broker, log: Logger, to: ShopAddress, name: DownName, message: DownMessage): void {
   const payload = Buffer.from(JSON.stringify(DownMessage.parse(message)));
   const { qos, retain } = delivery[name];
-  if (broker.aedes.closed) return;
-  broker.aedes.publish({ cmd: 'publish', topic: downTopic(to.companySlug, to.shopSlug, name), payload, qos, retain, dup: false }, (err) => {
-    if (err) log.warn({ err, name, shop: to.shopSlug }, 'shop notice not published');
+  if (!broker.accepting) return;
+  broker.publish(downTopic(to.companySlug, to.shopSlug, name), payload, { qos, retain }).catch((err: unknown) => {
+    log.warn({ err, name, shop: to.shopSlug }, 'shop notice not published');
   });
 }
 
 /** Clears the shop's retained messages (a removed shop leaves nothing behind in the broker). */
 export function clearRetained(broker: Broker, to: ShopAddress): void {
-  if (broker.aedes.closed) return;
+  if (!broker.accepting) return;
   for (const name of Object.keys(delivery) as DownName[]) {
     if (!delivery[name].retain) continue;
-    broker.aedes.publish({ cmd: 'publish', topic: downTopic(to.companySlug, to.shopSlug, name), payload: Buffer.alloc(0), qos: 0, retain: true, dup: false }, () => {});
+    broker.publish(downTopic(to.companySlug, to.shopSlug, name), Buffer.alloc(0), { qos: 0, retain: true }).catch(() => undefined);
   }
 }

@@ -16,6 +16,7 @@ export const Shop = z
     cameras_up: z.number().int(),
     cameras_total: z.number().int(),
     fraction_below_gate: z.number().nullable().meta({ description: 'Share of faces too poor to use; null until a face is seen' }),
+    worst_camera_id: z.string().nullable().meta({ description: 'Additive: camera_id of the camera fraction_below_gate is about (the worst one); null when not reported' }),
     queued: z.number().int(),
     dropped: z.number().int(),
     broker_username: z.string(),

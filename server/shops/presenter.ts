@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { EnrolmentCodeRow, ShopRow } from './service.js';
-import { isOnline } from './service.js';
+import { canonicalTimezone, isOnline } from './service.js';
 import type { Step } from './check.js';
 import type { ShopToday } from '../crossings/service.js';
 
@@ -10,7 +10,8 @@ export function presentShop(shop: ShopRow, config: Config, now = Date.now()) {
     site_id: shop.id,
     slug: shop.slug,
     name: shop.name,
-    timezone: shop.timezone,
+    // A shop opened with an old name before head office normalised them (Asia/Calcutta) shows its IANA name.
+    timezone: canonicalTimezone(shop.timezone) ?? shop.timezone,
     online: isOnline(shop, config, now),
     last_heartbeat_at: shop.lastHeartbeatAt,
     last_event_at: shop.lastEventAt,
@@ -19,6 +20,7 @@ export function presentShop(shop: ShopRow, config: Config, now = Date.now()) {
     cameras_up: shop.camerasUp,
     cameras_total: shop.camerasTotal,
     fraction_below_gate: shop.fractionBelowGate,
+    worst_camera_id: shop.worstCameraId,
     queued: shop.queued,
     dropped: shop.dropped,
     broker_username: shop.brokerUsername,

@@ -154,7 +154,7 @@ export function shopsRoutes(): AppRouter {
     ctx.body = presentSite(shop, ctx.deps.config, today.get(shop.id)!, now);
   });
 
-  r.delete('/:site', auth(shopsPolicy.remove), (ctx) => {
+  r.delete('/:site', auth(shopsPolicy.remove), async (ctx) => {
     const { store, shopLogins, broker, log } = ctx.deps;
     const shop = store.tx(() => {
       const found = shopInPath(ctx);
@@ -166,7 +166,10 @@ export function shopsRoutes(): AppRouter {
       return { ...found, address };
     });
     // Committed: the login is gone from the database; now end its connections.
-    const closed = shopLogins.drop(shop.brokerUsername);
+    const closed = await shopLogins.end(shop.brokerUsername, { remove: true }).catch((err: unknown) => {
+      log.error({ err, username: shop.brokerUsername }, 'the broker has not removed the shop login yet (retried)');
+      return undefined;
+    });
     if (shop.address) clearRetained(broker, shop.address);
     log.info({ shop_id: shop.id, connections_closed: closed }, 'shop removed');
     ctx.body = { deleted: shop.slug, site_id: shop.id };

@@ -27,6 +27,11 @@ export const shops = sqliteTable(
     enrolledAt: text('enrolled_at'),
     agentHostname: text('agent_hostname'),
     lastHeartbeatAt: text('last_heartbeat_at'),
+    /**
+     * When the shop PC said goodbye (a clean stop) or its MQTT last will arrived (an unclean loss): offline from then
+     * until its next heartbeat, which clears it. null: no goodbye since the last heartbeat.
+     */
+    offlineSince: text('offline_since'),
     /** Set by visit ingest (the visits issue): when the last visit from this shop arrived. */
     lastEventAt: text('last_event_at'),
     agentVersion: text('agent_version').notNull().default(''),

@@ -17,13 +17,30 @@ export type EnrolmentCodeRow = typeof enrolmentCodes.$inferSelect;
 
 export const DEFAULT_TIMEZONE = 'Asia/Kolkata';
 
-/** Zone names ICU lists, by lower-case spelling (it lists some under old names: Asia/Calcutta, Europe/Kiev). */
-const listedZones = new Map(Intl.supportedValuesOf('timeZone').map((z) => [z.toLowerCase(), z]));
+/**
+ * ICU (Node's and Chromium's Intl) lists these zones under old names that IANA keeps only as links: the IANA name
+ * is the one shown and stored; the old one is still accepted and normalised (Asia/Calcutta becomes Asia/Kolkata).
+ * Keep in step with server/console/web/zones.ts.
+ */
+export const IANA_NAMES: Readonly<Record<string, string>> = {
+  'Africa/Asmera': 'Africa/Asmara', 'America/Buenos_Aires': 'America/Argentina/Buenos_Aires', 'America/Catamarca': 'America/Argentina/Catamarca',
+  'America/Coral_Harbour': 'America/Atikokan', 'America/Cordoba': 'America/Argentina/Cordoba', 'America/Godthab': 'America/Nuuk',
+  'America/Indianapolis': 'America/Indiana/Indianapolis', 'America/Jujuy': 'America/Argentina/Jujuy', 'America/Louisville': 'America/Kentucky/Louisville',
+  'America/Mendoza': 'America/Argentina/Mendoza', 'Asia/Calcutta': 'Asia/Kolkata', 'Asia/Katmandu': 'Asia/Kathmandu', 'Asia/Rangoon': 'Asia/Yangon',
+  'Asia/Saigon': 'Asia/Ho_Chi_Minh', 'Atlantic/Faeroe': 'Atlantic/Faroe', 'Europe/Kiev': 'Europe/Kyiv', 'Pacific/Enderbury': 'Pacific/Kanton',
+  'Pacific/Ponape': 'Pacific/Pohnpei', 'Pacific/Truk': 'Pacific/Chuuk',
+};
+
+/** Zone names ICU lists and their IANA names, by lower-case spelling. */
+const listedZones = new Map<string, string>();
+for (const z of Intl.supportedValuesOf('timeZone')) listedZones.set(z.toLowerCase(), IANA_NAMES[z] ?? z);
+for (const z of Object.values(IANA_NAMES)) listedZones.set(z.toLowerCase(), z);
 
 /**
- * An IANA zone name ("Area/Location", or UTC) that this server can compute with, in its usual spelling; undefined
- * otherwise. Abbreviations and offsets ("IST", "+05:30", "EST5EDT") are refused even where Intl accepts them. The
- * caller's spelling is kept (Asia/Kolkata stays Asia/Kolkata); letter case is fixed for names ICU lists.
+ * An IANA zone name ("Area/Location", or UTC) that this server can compute with, in its canonical IANA spelling;
+ * undefined otherwise. Abbreviations and offsets ("IST", "+05:30", "EST5EDT") are refused even where Intl accepts
+ * them. An old name ICU still lists (Asia/Calcutta, Europe/Kiev) is accepted and given its IANA name; letter case is
+ * fixed for names ICU lists.
  */
 export function canonicalTimezone(zone: string): string | undefined {
   const name = listedZones.get(zone.toLowerCase()) ?? zone;
@@ -190,7 +207,9 @@ export function spendEnrolmentCode(db: Db, keys: Keys, presented: string): { cod
 // Liveness
 
 /** Online: a heartbeat arrived within the last three intervals (three missed heartbeats make it offline). */
-export function isOnline(shop: Pick<ShopRow, 'lastHeartbeatAt'>, config: Config, now = Date.now()): boolean {
+export function isOnline(shop: Pick<ShopRow, 'lastHeartbeatAt' | 'offlineSince'>, config: Config, now = Date.now()): boolean {
   if (!shop.lastHeartbeatAt) return false;
+  // A goodbye or last will after the last heartbeat: offline at once, not three heartbeats later.
+  if (shop.offlineSince && shop.offlineSince >= shop.lastHeartbeatAt) return false;
   return now - Date.parse(shop.lastHeartbeatAt) <= 3 * config.FOOTFALL_HEARTBEAT_INTERVAL_S * 1000;
 }

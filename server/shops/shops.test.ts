@@ -7,6 +7,7 @@ import { addCamera, enrol, memberToken, openShop, upload, jpeg } from '../../tes
 import { unusableKeys } from '../crypto/keys.js';
 import { auditLog } from '../audit/schema.js';
 import { eq } from 'drizzle-orm';
+import { embeddedOf } from '../broker/embedded.js';
 
 describe('shops over HTTP', () => {
   let h: Harness;
@@ -206,7 +207,7 @@ describe('broker refusal', () => {
     const h = await startHarness();
     try {
       const c = await h.company('Brokerless');
-      await new Promise<void>((resolve) => h.server.broker.aedes.close(() => resolve()));
+      await new Promise<void>((resolve) => embeddedOf(h.server.broker).aedes.close(() => resolve()));
       const r = await h.request('POST', '/api/sites', { token: c.ownerToken, body: { name: 'Never' } });
       expect(r.status).toBe(502);
       expect(r.body).toEqual({ error: 'broker_unavailable', message: expect.stringContaining('nothing was created') });

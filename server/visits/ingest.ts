@@ -1,8 +1,6 @@
 import type { Worker } from 'node:worker_threads';
-import type { PublishPacket } from 'aedes';
 import type { Logger } from 'pino';
-import { isUpTopic } from '../../shared/topics.js';
-import type { Broker } from '../broker/broker.js';
+import type { Broker, HeldMessage } from '../broker/broker.js';
 import type { Config } from '../config.js';
 import { spawnWorker } from '../thread.js';
 import type { ArrivalsHub } from './hub.js';
@@ -57,7 +55,7 @@ export class VisitIngest {
   async start(): Promise<void> {
     this.spawn();
     this.deps.identities.attach((m) => this.post(m));
-    this.removeHold = this.deps.broker.holdAcks((topic) => isUpTopic(topic, 'visit'), (packet) => this.hand(packet));
+    this.removeHold = this.deps.broker.holdAcks('visit', (message) => this.hand(message));
   }
 
   /** Refuses new visits, lets the ingest thread write what it holds (their PUBACKs go out), and ends it. */
@@ -95,11 +93,11 @@ export class VisitIngest {
   }
 
   /** One visit publish: handed over; resolves (PUBACK) once written, rejects (connection closed) if it cannot be. */
-  private hand(packet: PublishPacket): Promise<void> {
+  private hand(packet: HeldMessage): Promise<void> {
     if (this.stopping || !this.worker) return Promise.reject(new Error('visit ingest is not running'));
     const id = ++this.nextId;
     // A copy with its own ArrayBuffer, moved (not copied again) to the ingest thread.
-    const payload = new Uint8Array(typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload);
+    const payload = new Uint8Array(packet.payload);
     return new Promise<void>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       this.post({ t: 'visit', id, topic: packet.topic, payload, at: new Date().toISOString() }, [payload.buffer]);

@@ -277,7 +277,7 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
       // The event id is the feed cursor of that row.
       const poll = await h.request('GET', `/api/visits?cursor=${got[0]!.id}`, { token: staffA });
       expect(poll.body.arrivals.map((r: any) => r.visit_id)).toEqual([live[1]!.visit_id]);
-      await waitFor(() => s.reader.events.some((e) => e.comment === 'keep-alive'), 2500);
+      await waitFor(() => s.reader.events.some((e) => e.comment === 'keep-alive'));
     } finally {
       await s.close();
     }

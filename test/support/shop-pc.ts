@@ -117,12 +117,13 @@ export function inbox(client: MqttClient) {
 }
 
 /** Polls until fn returns something truthy. */
-export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 3000, everyMs = 25): Promise<T> {
-  const end = Date.now() + timeoutMs;
+export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 10_000, everyMs = 25): Promise<T> {
+  // On the monotonic clock: a test that fakes Date (vi.useFakeTimers({ toFake: ['Date'] })) still times out.
+  const end = performance.now() + timeoutMs;
   for (;;) {
     const v = await fn();
     if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
+    if (performance.now() > end) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

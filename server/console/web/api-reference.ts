@@ -42,6 +42,14 @@ function typeLabel(s: Schema): Child[] {
   return parts;
 }
 
+/** A description's `code` spans (the document's Markdown backticks) as code elements, not raw backticks. */
+function prose(text: string): (string | HTMLElement)[] {
+  const parts = text.split('`');
+  // An unmatched backtick: the text as written.
+  if (parts.length % 2 === 0) return [text];
+  return parts.map((part, i) => (i % 2 === 1 ? h('code', {}, part) : part)).filter((x) => x !== '');
+}
+
 /** The schema as a nested list: each property with its type, whether required, and its description. */
 function schemaTree(s: Schema, depth = 0): HTMLElement | null {
   if (depth > 8 || s.$ref) return null;
@@ -56,7 +64,7 @@ function schemaTree(s: Schema, depth = 0): HTMLElement | null {
         ': ',
         h('span', { class: 'type' }, ...typeLabel(prop)),
         (target.required ?? []).includes(name) ? h('span', { class: 'req' }, ' required') : null,
-        prop.description ? h('span', { class: 'desc' }, ` — ${str(prop.description)}`) : null,
+        prop.description ? h('span', { class: 'desc' }, ' — ', ...prose(str(prop.description))) : null,
         schemaTree(prop, depth + 1),
       ),
     );
@@ -69,7 +77,7 @@ function schemaTree(s: Schema, depth = 0): HTMLElement | null {
 
 function schemaBlock(s: Schema | undefined): Child {
   if (!s) return null;
-  return h('div', {}, h('div', { class: 'schema' }, h('span', { class: 'type' }, ...typeLabel(s))), s.description ? h('p', { class: 'desc muted' }, str(s.description)) : null, schemaTree(s));
+  return h('div', {}, h('div', { class: 'schema' }, h('span', { class: 'type' }, ...typeLabel(s))), s.description ? h('p', { class: 'desc muted' }, ...prose(str(s.description))) : null, schemaTree(s));
 }
 
 function contentBlock(content: Record<string, Json> | undefined): Child[] {
@@ -81,7 +89,7 @@ function contentBlock(content: Record<string, Json> | undefined): Child[] {
       h('code', {}, media),
       schemaBlock(c.schema as Schema | undefined),
       events.length
-        ? h('ul', { class: 'schema' }, ...events.map((e) => h('li', {}, h('span', { class: 'name' }, `event: ${e.event}`), h('span', { class: 'desc' }, ` — ${e.description}`), e.data ? h('div', {}, 'data: ', schemaBlock(e.data)) : null)))
+        ? h('ul', { class: 'schema' }, ...events.map((e) => h('li', {}, h('span', { class: 'name' }, `event: ${e.event}`), h('span', { class: 'desc' }, ' — ', ...prose(e.description)), e.data ? h('div', {}, 'data: ', schemaBlock(e.data)) : null)))
         : null,
     );
   });
@@ -100,9 +108,9 @@ function operation(method: string, path: string, op: Json, schemes: Record<strin
   return h(
     'article',
     { class: 'op', id: `op-${str(op.operationId)}` },
-    h('h3', {}, h('span', { class: `method ${method}` }, method.toUpperCase()), h('span', { class: 'path' }, path), h('span', { class: 'summary' }, str(op.summary))),
+    h('h3', {}, h('span', { class: `method ${method}` }, method.toUpperCase()), h('span', { class: 'path' }, path), h('span', { class: 'summary' }, ...prose(str(op.summary)))),
     h('p', { class: 'access' }, access),
-    op.description ? h('p', {}, str(op.description)) : null,
+    op.description ? h('p', {}, ...prose(str(op.description))) : null,
     params.length
       ? h(
           'div',
@@ -111,17 +119,17 @@ function operation(method: string, path: string, op: Json, schemes: Record<strin
           h(
             'table',
             {},
-            h('tbody', {}, ...params.map((p) => h('tr', {}, h('td', {}, h('code', {}, str(p.name))), h('td', {}, str(p.in), p.required ? ', required' : ''), h('td', { class: 'schema' }, ...typeLabel((p.schema ?? {}) as Schema)), h('td', {}, str(p.description))))),
+            h('tbody', {}, ...params.map((p) => h('tr', {}, h('td', {}, h('code', {}, str(p.name))), h('td', {}, str(p.in), p.required ? ', required' : ''), h('td', { class: 'schema' }, ...typeLabel((p.schema ?? {}) as Schema)), h('td', {}, ...prose(str(p.description)))))),
           ),
         )
       : null,
-    body ? h('div', {}, h('h4', {}, `Request body${body.required ? '' : ' (optional)'}`), body.description ? h('p', {}, str(body.description)) : null, ...contentBlock(body.content as Record<string, Json>)) : null,
+    body ? h('div', {}, h('h4', {}, `Request body${body.required ? '' : ' (optional)'}`), body.description ? h('p', {}, ...prose(str(body.description))) : null, ...contentBlock(body.content as Record<string, Json>)) : null,
     h(
       'div',
       {},
       h('h4', {}, 'Responses'),
       ...responses.map(([status, r]) =>
-        h('div', {}, h('span', { class: `status ${status.startsWith('2') ? 'ok' : 'err'}` }, status), ' ', str(r.description), ...contentBlock(r.content as Record<string, Json> | undefined)),
+        h('div', {}, h('span', { class: `status ${status.startsWith('2') ? 'ok' : 'err'}` }, status), ' ', ...prose(str(r.description)), ...contentBlock(r.content as Record<string, Json> | undefined)),
       ),
     ),
   );
@@ -158,13 +166,13 @@ function render(doc: Json): Child[] {
     {},
     ...[...byTag].map(([tag, ops]) => {
       const description = str(((doc.tags ?? []) as Json[]).find((t) => t.name === tag)?.description);
-      return h('section', { class: 'tag' }, h('h2', {}, tag), description ? h('p', { class: 'muted' }, description) : null, ...ops.map((o) => operation(o.method, o.path, o.op, schemes)));
+      return h('section', { class: 'tag' }, h('h2', {}, tag), description ? h('p', { class: 'muted' }, ...prose(description)) : null, ...ops.map((o) => operation(o.method, o.path, o.op, schemes)));
     }),
     h(
       'section',
       { class: 'tag' },
       h('h2', {}, 'Security schemes'),
-      ...Object.entries(schemes).map(([name, s]) => h('article', { class: 'op', id: `scheme-${name}` }, h('h3', {}, h('span', { class: 'path' }, name)), h('p', {}, str(s.description)))),
+      ...Object.entries(schemes).map(([name, s]) => h('article', { class: 'op', id: `scheme-${name}` }, h('h3', {}, h('span', { class: 'path' }, name)), h('p', {}, ...prose(str(s.description))))),
     ),
     h(
       'section',
@@ -173,7 +181,7 @@ function render(doc: Json): Child[] {
       ...Object.entries(components.schemas ?? {}).map(([name, s]) => h('article', { class: 'op', id: `schema-${name}` }, h('h3', {}, h('span', { class: 'path' }, name)), schemaBlock(s))),
     ),
   );
-  return [h('div', { class: 'intro' }, h('h1', {}, `${str(info.title)} ${str(info.version)}`), h('p', {}, str(info.description)), h('p', {}, h('a', { href: '/api/openapi.json' }, 'The OpenAPI 3.1 document (JSON)'))), toc, sections];
+  return [h('div', { class: 'intro' }, h('h1', {}, `${str(info.title)} ${str(info.version)}`), h('p', {}, ...prose(str(info.description))), h('p', {}, h('a', { href: '/api/openapi.json' }, 'The OpenAPI 3.1 document (JSON)'))), toc, sections];
 }
 
 async function main(): Promise<void> {

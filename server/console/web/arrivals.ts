@@ -1,8 +1,10 @@
 import { api, errorText, imageUrl } from './api.js';
 import { ago, field, h, notice, replace, select, when } from './dom.js';
 import type { Page } from './main.js';
+import { noPcNotice, withoutPc } from './no-pc.js';
+import { atLeast } from './session.js';
 import { follow, type StreamState } from './sse.js';
-import { attributesText, type Arrival, type Feed, type Shop } from './types.js';
+import { attributesText, type Arrival, type Camera, type Feed, type Shop } from './types.js';
 
 /**
  * A live feed of arrivals: the latest rows of GET /api/visits, then new ones from GET /api/visits/stream (fetch()
@@ -22,9 +24,16 @@ export function renderArrivals(p: Page): void {
   const list = h('ol', { class: 'arrivals', id: 'arrivals', 'aria-label': 'Arrivals, newest first' });
   const shop = select('site', [['', 'All shops']], '');
   const filter = h('div', { class: 'inline filters' }, field('Shop', shop));
-  replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Arrivals'), status), filter, error.el, list);
+  /** Shops of the filter's scope without a shop PC: said above the list, so that an empty list is not "no visitors". */
+  const pcNote = h('div', { id: 'arrivals-no-pc' });
+  replace(p.main, h('div', { class: 'page-head' }, h('h1', {}, 'Arrivals'), status), filter, error.el, pcNote, list);
+  let shops: Shop[] = [];
+  const manager = atLeast(p.user, 'manager');
 
   const rows = new Map<string, Row>();
+  /** Camera labels by `<site_id>/<camera_id>` (GET /api/cameras): rows name a camera as its card does. */
+  const labels = new Map<string, string>();
+  const cameraName = (a: Arrival) => labels.get(`${a.site_id}/${a.camera_id}`) || a.camera_id;
   /** Visit ids seen, oldest first (a Set keeps insertion order). */
   const seen = new Set<string>();
   let current: AbortController | null = null;
@@ -48,9 +57,13 @@ export function renderArrivals(p: Page): void {
 
   const add = (a: Arrival, signal: AbortSignal) => {
     if (!remember(a.visit_id)) return;
-    const r = arrivalRow(a, signal);
+    const r = arrivalRow(a, cameraName(a), signal);
     rows.set(a.visit_id, r);
-    list.prepend(r.el);
+    // Newest on top by when the visit happened, not when it arrived (a shop PC's queue delivers late ones later).
+    let after: Element | null = list.firstElementChild;
+    const at = new Date(a.occurred_at).toISOString();
+    while (after && (after.getAttribute('data-occurred') ?? '') > at) after = after.nextElementSibling;
+    list.insertBefore(r.el, after);
     while (rows.size > SHOWN) {
       const oldest = list.lastElementChild as HTMLElement | null;
       const id = oldest?.getAttribute('data-visit');
@@ -71,6 +84,8 @@ export function renderArrivals(p: Page): void {
     replace(list);
     error.show('');
     showState(status, { kind: 'connecting' });
+    const scope = shop.value ? shops.filter((s) => s.slug === shop.value) : shops;
+    replace(pcNote, noPcNotice(scope, manager, 'so no arrivals come from there'));
     const site = shop.value ? `&site=${encodeURIComponent(shop.value)}` : '';
     let feed: Feed;
     try {
@@ -83,7 +98,10 @@ export function renderArrivals(p: Page): void {
     }
     if (ac.signal.aborted) return;
     for (const a of feed.arrivals) add(a, ac.signal); // ascending: the newest ends on top
-    if (feed.arrivals.length === 0) list.append(h('li', { class: 'muted empty-row' }, 'No arrivals yet. New ones appear here as the cameras see people.'));
+    if (feed.arrivals.length === 0) {
+      const none = scope.length > 0 && scope.every(withoutPc);
+      list.append(h('li', { class: 'muted empty-row' }, none ? 'No arrivals: no shop PC is installed yet (see above). They appear here once one is and its cameras see people.' : 'No arrivals yet. New ones appear here as the cameras see people.'));
+    }
     follow({
       url: (lastId) => `/api/visits/stream?cursor=${encodeURIComponent(lastId)}${site}`,
       lastId: feed.cursor,
@@ -107,8 +125,10 @@ export function renderArrivals(p: Page): void {
 
   void (async () => {
     try {
-      const shops = await api<Shop[]>('GET', '/api/sites', { signal: p.signal });
+      let cameras: Camera[];
+      [shops, cameras] = await Promise.all([api<Shop[]>('GET', '/api/sites', { signal: p.signal }), api<Camera[]>('GET', '/api/cameras', { signal: p.signal }).catch(() => [] as Camera[])]);
       for (const s of shops) shop.append(h('option', { value: s.slug }, s.name));
+      for (const c of cameras) if (c.label) labels.set(`${c.site_id}/${c.camera_id}`, c.label);
     } catch (err) {
       if (!p.signal.aborted) error.show(errorText(err));
     }
@@ -128,7 +148,7 @@ interface Row {
   release(): void;
 }
 
-function arrivalRow(a: Arrival, signal: AbortSignal): Row {
+function arrivalRow(a: Arrival, camera: string, signal: AbortSignal): Row {
   const time = h('time', { datetime: a.occurred_at, title: when(a.occurred_at) }, ago(a.occurred_at));
   const who = a.visitor_ref
     ? h('span', {}, h('a', { href: `#/customers/${encodeURIComponent(a.visitor_ref)}` }, a.visitor_ref), a.label && a.label !== `Visitor ${a.visitor_ref.slice(2)}` ? ` ${a.label}` : '')
@@ -142,12 +162,12 @@ function arrivalRow(a: Arrival, signal: AbortSignal): Row {
   const attrs = attributesText(a.attributes);
   const el = h(
     'li',
-    { class: 'arrival', 'data-visit': a.visit_id },
+    { class: 'arrival', 'data-visit': a.visit_id, 'data-occurred': new Date(a.occurred_at).toISOString() },
     h(
       'div',
       { class: 'arrival-main' },
       h('div', {}, who, ' ', kind),
-      h('div', { class: 'small' }, a.site, ' · camera ', a.camera_id, ' · ', time),
+      h('div', { class: 'small' }, a.site, ' · ', h('span', { class: 'camera', title: `camera ${a.camera_id}` }, camera), ' · ', time),
       attrs ? h('div', { class: 'small muted attributes' }, attrs) : null,
     ),
   );

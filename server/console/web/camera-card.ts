@@ -4,6 +4,7 @@ import { watchLive } from './live.js';
 import { lineEditor } from './line-editor.js';
 import { drawLine, insideWords, overlay, setShape } from './line-overlay.js';
 import { countingBlock, roleChoice, roleLine, roleOf, ROLE_NAMES } from './roles.js';
+import { enrolWay } from './no-pc.js';
 import type { Camera, Check, Shop } from './types.js';
 
 /**
@@ -16,12 +17,15 @@ export interface CameraCard {
   update(c: Camera): void;
 }
 
-/** Why the shop PC cannot be asked anything now (offline, never installed), or '' when it is online. */
-export function pcUnreachable(s: Shop): string {
+/**
+ * Why the shop PC cannot be asked anything now (offline, never installed), or '' when it is online. Never installed:
+ * the way to install one, pointing at the form below only where a manager has it (the shop page; not the live grid).
+ */
+export function pcUnreachable(s: Shop, manager: boolean, formBelow: boolean): string {
   if (s.online) return '';
   if (s.last_heartbeat_at) return `The shop PC is offline (last heard from ${ago(s.last_heartbeat_at)}), so it cannot send pictures or run checks. Check that it is switched on and connected.`;
   if (s.enrolled_at) return 'The shop PC was installed but has never reported, so it cannot send pictures or run checks yet.';
-  return 'This shop has no shop PC yet: install one with an installation code (below) first.';
+  return `This shop has no shop PC yet. ${manager && formBelow ? 'Install one with an installation code (“Install the shop PC”, below) first.' : enrolWay(manager)}`;
 }
 
 /** A check the shop PC has not answered in this long is shown as waiting too long (head office releases it after five minutes). */
@@ -129,7 +133,7 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
 
   liveButton.addEventListener('click', () => {
     if (live) return stopLive();
-    const why = pcUnreachable(shopOf());
+    const why = pcUnreachable(shopOf(), manager, true);
     if (why) {
       caption.textContent = '';
       msg.show(`Live view is not possible now. ${why}`, 'info');
@@ -166,7 +170,7 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
   let checkAskedAt = 0;
   async function requestCheck(button: HTMLButtonElement, body: Record<string, unknown>): Promise<void> {
     msg.show('');
-    const why = pcUnreachable(shopOf());
+    const why = pcUnreachable(shopOf(), manager, true);
     if (why) return msg.show(`The check cannot run now. ${why}`, 'info');
     checkAskedAt = Date.now();
     await busy(button, async () => {
@@ -187,7 +191,7 @@ export function cameraCard(first: Camera, manager: boolean, signal: AbortSignal,
     if (c.state === 'requested') {
       const waited = checkAskedAt ? Date.now() - checkAskedAt : 0;
       const patience = c.kind === 'placement' ? CHECK_PATIENCE_MS + 30_000 : CHECK_PATIENCE_MS;
-      const why = pcUnreachable(shopOf());
+      const why = pcUnreachable(shopOf(), manager, true);
       if (why || waited > patience) {
         replace(checkOut, h('p', { class: 'notice error', role: 'alert' }, why ? `The shop PC cannot answer the check. ${why}` : `The shop PC has not answered the check in ${Math.round(waited / 1000)} seconds: it may be offline or busy. Head office drops the request after five minutes; run the shop check to see why.`));
         return;

@@ -1,40 +1,16 @@
-import { ApiError, api, apiTagged, errorText, imageUrl, raw } from './api.js';
-import { facts, busy, cardForm, confirmStep, field, h, notice, plural, replace, stacked, timeAgo, type Child, type Props } from './dom.js';
+import { ApiError, api, apiTagged, errorText, imageUrl } from './api.js';
+import { facts, cardForm, confirmStep, field, h, plural, replace, stacked, timeAgo, type Child, type Props } from './dom.js';
 import type { Page } from './main.js';
 import { atLeast } from './session.js';
 import { formatIn, internationalPhone, phoneHint, companyZone } from './zones.js';
-import { PURCHASES_SHOWN, money, purchaseForm, purchasesTable } from './customer-purchases.js';
-import { attributesText, type Customer, type CustomerDetail, type Erasure, type HistoryRow, type ImageRef, type Profile, type Purchase, type Shop } from './types.js';
+import { PURCHASES_SHOWN, money, purchaseForm, purchaseIntro, purchasesTable } from './customer-purchases.js';
+import { erasure, exportDownload, staffToggle } from './customer-actions.js';
+import { attributesText, type Customer, type CustomerDetail, type HistoryRow, type ImageRef, type Profile, type Purchase, type Shop } from './types.js';
 
 /* One customer's page at `#/customers/<ref>` (renderCustomer): facts, profile, purchases, visits, staff, merge, erasure. */
 
 /** A message for the next customer page shown (after a merge, the survivor's page says what moved). */
 let flash = '';
-
-/** Managers: mark the customer as staff, or undo it (PATCH /api/visitors/{id}). */
-function staffToggle(c: CustomerDetail, p: Page, changed: (d: CustomerDetail) => void): HTMLElement {
-  const msg = notice();
-  const button = h('button', { type: 'button', id: 'staff-toggle' });
-  const label = () => (button.textContent = c.staff ? 'Not staff' : 'Mark as staff…');
-  label();
-  button.addEventListener('click', () => {
-    const next = !c.staff;
-    void busy(button, async () => {
-      try {
-        const d = await api<CustomerDetail>('PATCH', `/api/visitors/${encodeURIComponent(c.id)}`, { body: { staff: next }, signal: p.signal });
-        c = d;
-        label();
-        changed(d);
-        msg.show(next ? `${d.ref} is staff: no arrivals, and reports leave them out (past ones too).` : `${d.ref} counts as a customer again.`, 'ok');
-      } catch (err) {
-        if (!p.signal.aborted) msg.show(errorText(err));
-      }
-    });
-  });
-  return h('span', {}, button, msg.el);
-}
-
-/** The list's views (GET /api/visitors `sort` and `lapsed_days`, docs/visits-and-customers.md). */
 
 export function renderCustomer(p: Page, ref: string): void {
   const back = h('p', { class: 'small' }, h('a', { href: '#/customers' }, '← All customers'));
@@ -79,9 +55,15 @@ export function renderCustomer(p: Page, ref: string): void {
     const manager = atLeast(p.user, 'manager');
     const profileBox = h('div', { class: 'profile' });
     const editArea = h('div', { id: 'profile-edit-area' });
+    const heading = h('h1', { id: 'customer-heading' });
+    let purchaseBox: HTMLElement | null = null;
+    /** Everything on the page that says who the customer is and what they spent, from the latest answer about them. */
     const showProfile = (d: CustomerDetail) => {
       c = d;
+      heading.textContent = d.full_name ? `${d.full_name} (${d.ref})` : d.label;
       replace(profileBox, facts(customerFacts(d, zone), { key: 'data-fact' }));
+      const intro = purchaseBox?.querySelector('h2 + p');
+      if (intro) intro.textContent = purchaseIntro(d);
     };
     showProfile(c);
     const purchasesBox = h('section', { id: 'purchases-section' });
@@ -90,6 +72,18 @@ export function renderCustomer(p: Page, ref: string): void {
       replace(purchasesBox, h('h2', {}, 'Purchases'), purchasesTable(rows, zone));
     };
     showPurchases(purchases);
+    // A purchase recorded: the list gets it at once, the lifetime spend from the customer read again (head office sums
+    // it in the currency most purchases were in; the console does not guess).
+    const recorded = async (r: Purchase) => {
+      showPurchases([r, ...purchases].slice(0, PURCHASES_SHOWN));
+      try {
+        const now = await apiTagged<CustomerDetail>('GET', `/api/visitors/${encodeURIComponent(c.id)}`, { signal: p.signal });
+        tag = now.etag;
+        showProfile(now.body);
+      } catch {
+        // the purchase is recorded; the spend shows on the next visit to the page
+      }
+    };
     const edit = staff ? h('button', { type: 'button', id: 'edit-profile' }, 'Edit profile…') : null;
     const staffButton = manager ? staffToggle(c, p, showProfile) : null;
     const exportButton = manager ? exportDownload(c) : null;
@@ -113,12 +107,12 @@ export function renderCustomer(p: Page, ref: string): void {
     replace(
       p.main,
       back,
-      h('div', { class: 'page-head' }, h('h1', {}, c.full_name ? `${c.full_name} (${c.ref})` : c.label), h('p', { class: 'muted small', id: 'times-zone' }, `Times in ${zone}, the shops’ time zone.`)),
+      h('div', { class: 'page-head' }, heading, h('p', { class: 'muted small', id: 'times-zone' }, `Times in ${zone}, the shops’ time zone.`)),
       arrived ? h('p', { class: 'notice ok', role: 'status', id: 'merged' }, arrived) : null,
       known ? null : h('p', { class: 'notice info', role: 'status', id: 'merged-into' }, `${ref} was merged into ${c.ref}: this is the customer kept.`),
       h('section', { class: 'card customer', id: 'customer' }, photo, profileBox, edit || staffButton ? h('div', { class: 'actions' }, edit, staffButton, exportButton) : null),
       editArea,
-      staff ? purchaseForm(c, history, p, (r) => showPurchases([r, ...purchases].slice(0, PURCHASES_SHOWN))) : null,
+      staff ? (purchaseBox = purchaseForm(c, history, p, recorded)) : null,
       purchasesBox,
       h('h2', {}, `Visits (${plural(history.length, 'visit')})`),
       historyTable(history, zone),
@@ -326,77 +320,4 @@ function historyTable(rows: HistoryRow[], zone: string): HTMLElement {
       ),
     )),
   );
-}
-
-/**
- * Managers: everything held about the customer (GET /api/visitors/{id}/export, subject access) downloaded as a JSON
- * file, for a customer who asks for a copy of their data (docs/privacy.md).
- */
-function exportDownload(c: Customer): HTMLElement {
-  const msg = notice();
-  const button = h('button', { type: 'button', id: 'export-data' }, 'Download their data');
-  button.setAttribute('aria-label', `Download everything held about ${c.ref} as a JSON file`);
-  button.addEventListener('click', () => {
-    msg.show('');
-    void busy(button, async () => {
-      try {
-        const blob = await (await raw(`/api/visitors/${encodeURIComponent(c.id)}/export`)).blob();
-        const url = URL.createObjectURL(blob);
-        const a = h('a', { href: url, download: `customer-${c.ref}.json` });
-        document.body.append(a);
-        a.click();
-        a.remove();
-        setTimeout(() => URL.revokeObjectURL(url), 10_000);
-        msg.show(`Downloaded the data of ${c.ref}.`, 'ok');
-      } catch (err) {
-        msg.show(errorText(err));
-      }
-    });
-  });
-  return h('span', {}, button, msg.el);
-}
-
-/** Managers: erase the customer, after a confirmation step in the page (no window.confirm). */
-function erasure(c: Customer, p: Page): HTMLElement {
-  const msg = notice();
-  const ask = h('button', { type: 'button', class: 'danger' }, 'Erase customer…');
-  const confirm = h('button', { type: 'button', class: 'danger' }, `Erase ${c.ref}`);
-  const cancel = h('button', { type: 'button' }, 'Cancel');
-  const step = h(
-    'div',
-    { class: 'confirm', id: 'erase-confirm', hidden: true, role: 'group', 'aria-label': `Confirm erasing ${c.ref}` },
-    h('p', {}, h('strong', {}, `Erase ${c.ref} for good?`), ` Their face template and photos are destroyed and their profile cleared. Their ${plural(c.visit_count, 'visit')} stay in the counts but no longer name anyone, and the same face is not enrolled again for 180 days. This cannot be undone.`),
-    h('div', { class: 'actions' }, confirm, cancel),
-  );
-  ask.addEventListener('click', () => {
-    msg.show('');
-    step.hidden = false;
-    ask.hidden = true;
-    confirm.focus();
-  });
-  cancel.addEventListener('click', () => {
-    step.hidden = true;
-    ask.hidden = false;
-    ask.focus();
-  });
-  confirm.addEventListener('click', () => {
-    cancel.disabled = true;
-    void busy(confirm, async () => {
-      try {
-        const r = await api<Erasure>('DELETE', `/api/visitors/${encodeURIComponent(c.id)}`, { signal: p.signal });
-        replace(
-          p.main,
-          h('p', { class: 'small' }, h('a', { href: '#/customers' }, '← All customers')),
-          h('h1', {}, `${r.ref} erased`),
-          h('p', { class: 'notice ok', role: 'status', id: 'erased' }, `${r.ref} is erased: ${plural(r.visits_unlinked, 'visit')} no longer linked, ${plural(r.images_deleted, 'photo')} deleted.`),
-        );
-      } catch (err) {
-        if (p.signal.aborted) return;
-        msg.show(errorText(err));
-      } finally {
-        cancel.disabled = false;
-      }
-    });
-  });
-  return h('section', { class: 'card danger-zone', id: 'erase' }, h('h2', {}, 'Erase this customer'), h('p', { class: 'small muted' }, 'For a customer who asks to be forgotten.'), msg.el, h('div', { class: 'actions' }, ask), step);
 }

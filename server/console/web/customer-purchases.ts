@@ -65,7 +65,13 @@ function uuid(): string {
  * filled-in purchase carries a `purchase_id` made here, so pressing Record again after a lost answer cannot record it
  * twice; a new one is made once it is recorded.
  */
-export function purchaseForm(c: Customer, history: HistoryRow[], p: Page, recorded: (r: Purchase) => void): HTMLElement {
+/** The purchase form's line under its title: who the sale is to and whether conversion counts it (staff: no). */
+export function purchaseIntro(c: Customer): string {
+  const who = c.full_name ? `${c.full_name} (${c.ref})` : c.ref;
+  return c.staff ? `A sale to ${who}. They are marked as staff: the conversion report leaves their purchases out.` : `A sale to ${who}; the conversion report counts it.`;
+}
+
+export function purchaseForm(c: Customer, history: HistoryRow[], p: Page, recorded: (r: Purchase) => void | Promise<void>): HTMLElement {
   const shop = h('select', { name: 'site_id', required: true }, h('option', { value: '' }, 'Loading shops…'));
   const amount = h('input', { name: 'amount', type: 'number', inputmode: 'decimal', min: '0', step: '0.01', required: true, autocomplete: 'off' });
   const codes = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('currency') : ['INR', 'USD', 'EUR', 'GBP'];
@@ -84,7 +90,7 @@ export function purchaseForm(c: Customer, history: HistoryRow[], p: Page, record
   const form = cardForm({
     id: 'purchase-form',
     title: 'Record a purchase',
-    intro: `A sale to ${c.full_name ? `${c.full_name} (${c.ref})` : c.ref}; the conversion report counts it.`,
+    intro: purchaseIntro(c),
     fields: [
       h('div', { class: 'inline' }, field('Shop', shop), field('Amount', amount), field('Currency', currency)),
       field('Items', items, 'One per line; optional.'),
@@ -97,7 +103,7 @@ export function purchaseForm(c: Customer, history: HistoryRow[], p: Page, record
       const r = await api<Purchase>('POST', '/api/purchases', { body, signal: p.signal });
       remember(CURRENCY_KEY, r.currency);
       remember(SHOP_KEY, r.site_slug);
-      if (r.id === purchaseId) recorded(r); // a retry answered with the stored sale is in the list already
+      if (r.id === purchaseId) await recorded(r); // a retry answered with the stored sale is in the list already
       purchaseId = uuid();
       amount.value = '';
       items.value = '';

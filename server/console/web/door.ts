@@ -26,6 +26,15 @@ export function doorFacts(s: Shop, manager: boolean): HTMLElement | null {
   }
   const entries = s.entries_today ?? 0;
   const exits = s.exits_today ?? 0;
+  // An offline shop PC reports no crossings: the count is what it was when the PC went away, not the shop now.
+  if (s.last_heartbeat_at && !s.online) {
+    return h(
+      'div',
+      { class: 'door offline', 'data-door': s.slug },
+      h('p', { class: 'occupancy' }, h('span', { class: 'dot unknown' }, 'In the shop now: not known while the shop PC is offline')),
+      h('p', { class: 'small muted door-today' }, `Counted today before it went offline: ${plural(entries, 'entry', 'entries')}, ${plural(exits, 'exit')}`),
+    );
+  }
   return h(
     'div',
     { class: 'door', 'data-door': s.slug, 'data-occupancy': s.occupancy },

@@ -130,12 +130,14 @@ export async function ranking(shops: Shop[], zone: string, signal: AbortSignal):
       b.addEventListener('click', () => by(m));
       return b;
     });
+    const table = h('table', { class: 'ranking stack' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, '#'), h('th', { scope: 'col' }, 'Shop'), h('th', { scope: 'col' }, 'Visitors'), h('th', { scope: 'col' }, 'Conversion'), h('th', { scope: 'col' }, 'Revenue'), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Share')))), body);
+    // After the table exists: the first ranking's rows get their phone labels too (they were bare numbers until a click).
     by('visitors');
     return h(
       'section',
       { class: 'card', id: 'shop-ranking' },
       h('div', { class: 'ranking-head' }, h('h2', {}, 'Shops ranked, last 7 days'), h('div', { class: 'actions', role: 'group', 'aria-label': 'Rank by' }, h('span', { class: 'muted small' }, 'Rank by'), ...buttons)),
-      h('div', { class: 'table-wrap' }, h('table', { class: 'ranking stack' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, '#'), h('th', { scope: 'col' }, 'Shop'), h('th', { scope: 'col' }, 'Visitors'), h('th', { scope: 'col' }, 'Conversion'), h('th', { scope: 'col' }, 'Revenue'), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Share')))), body)),
+      h('div', { class: 'table-wrap' }, table),
       h('p', { class: 'muted small' }, 'Each shop in its own time zone.'),
     );
   } catch {

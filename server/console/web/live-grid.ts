@@ -3,12 +3,15 @@ import { h, replace } from './dom.js';
 import type { Page } from './main.js';
 import { watchShopLive, type LiveView } from './live.js';
 import { pcUnreachable } from './camera-card.js';
+import { noPcNotice } from './no-pc.js';
+import { atLeast } from './session.js';
 import type { Camera, Shop } from './types.js';
 
 /**
  * A shop's cameras live, side by side (`#/live/<slug>`), as an NVR shows them: one tile per switched-on camera,
  * all in one live stream (live.ts: each tile gives up with a reason when no picture comes for it). A tile or the whole grid can
- * go full screen. With the shop PC offline or missing the page says so and shows the latest pictures instead.
+ * go full screen. With the shop PC offline the page says so and shows the latest pictures instead; with none installed yet, it
+ * says how to install one.
  */
 export function renderLiveGrid(p: Page, slug: string): void {
   const back = h('p', { class: 'small' }, h('a', { href: `#/shop/${encodeURIComponent(slug)}` }, '← Back to the shop'));
@@ -33,11 +36,13 @@ export function renderLiveGrid(p: Page, slug: string): void {
     }
     if (p.signal.aborted) return;
     if (!shop) return replace(p.main, back, h('div', { class: 'card empty' }, h('h1', {}, 'No such shop'), h('p', {}, `Your company has no shop "${slug}".`)));
-    replace(p.main, back, h('div', { class: 'page-head' }, h('h1', {}, `${shop.name}: live`), h('div', { class: 'actions' }, whole)), note, grid);
+    // Never installed: no live view and no picture to show; the way to install one (the form is on the shop's page).
+    const noPc = noPcNotice([shop], atLeast(p.user, 'manager'), 'so there is no live view and no picture');
+    replace(p.main, back, h('div', { class: 'page-head' }, h('h1', {}, `${shop.name}: live`), h('div', { class: 'actions' }, whole)), noPc, note, grid);
     if (cameras.length === 0) return replace(grid, h('p', { class: 'muted', id: 'no-cameras' }, 'This shop has no switched-on cameras.'));
     grid.classList.toggle('many', cameras.length > 4);
-    const why = pcUnreachable(shop);
-    if (why) {
+    const why = pcUnreachable(shop, atLeast(p.user, 'manager'), false);
+    if (why && !noPc) {
       note.textContent = `Live view is not possible now. ${why} The latest pictures are shown.`;
       note.hidden = false;
     }

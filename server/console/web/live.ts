@@ -78,7 +78,14 @@ class Picture {
  * Reads one live stream into `pictures`: `route` says which picture a frame's data is for and its base64 JPEG.
  * Ends every picture when the stream ends; aborts the stream when every picture has ended.
  */
-function stream(path: string, pageSignal: AbortSignal, pictures: Picture[], ac: AbortController, route: (data: string) => { picture?: Picture; jpeg: string }): void {
+function stream(
+  path: string,
+  pageSignal: AbortSignal,
+  pictures: Picture[],
+  ac: AbortController,
+  route: (data: string) => { picture?: Picture; jpeg: string },
+  waiting: (data: string) => void,
+): void {
   const onLeave = () => {
     ac.abort();
     for (const p of pictures) p.release();
@@ -95,7 +102,10 @@ function stream(path: string, pageSignal: AbortSignal, pictures: Picture[], ac: 
       for (const p of pictures) p.status('Waiting for the shop PC to send pictures…');
       let reason: string | undefined;
       await readSse(res, ({ event, data }) => {
-        if (event === 'frame') {
+        if (event === 'waiting') {
+          waiting(data);
+          return pictures.every((p) => p.done);
+        } else if (event === 'frame') {
           const { picture, jpeg } = route(data);
           picture?.show(jpeg);
         } else if (event === 'end') {
@@ -116,7 +126,14 @@ function stream(path: string, pageSignal: AbortSignal, pictures: Picture[], ac: 
 export function watchLive(cameraId: string, pageSignal: AbortSignal, view: LiveView): { stop(): void } {
   const ac = new AbortController();
   const picture = new Picture(view, () => ac.abort());
-  stream(`/api/cameras/${encodeURIComponent(cameraId)}/live`, pageSignal, [picture], ac, (data) => ({ picture, jpeg: data }));
+  stream(
+    `/api/cameras/${encodeURIComponent(cameraId)}/live`,
+    pageSignal,
+    [picture],
+    ac,
+    (data) => ({ picture, jpeg: data }),
+    (data) => endIfDown(picture, safeJson(data)),
+  );
   return {
     stop() {
       picture.finish('Live view stopped.');
@@ -140,10 +157,58 @@ export function watchShopLive(site: string, pageSignal: AbortSignal, views: Map<
     byCamera.set(id, p);
     pictures.push(p);
   }
-  stream(`/api/sites/${encodeURIComponent(site)}/live`, pageSignal, pictures, ac, (data) => {
-    const f = JSON.parse(data) as { camera: string; jpeg: string };
-    return { picture: byCamera.get(f.camera), jpeg: f.jpeg };
-  });
+  stream(
+    `/api/sites/${encodeURIComponent(site)}/live`,
+    pageSignal,
+    pictures,
+    ac,
+    (data) => {
+      const f = JSON.parse(data) as { camera: string; jpeg: string };
+      return { picture: byCamera.get(f.camera), jpeg: f.jpeg };
+    },
+    (data) => {
+      const cameras = (safeJson(data) as { cameras?: (CameraState & { camera: string })[] } | null)?.cameras ?? [];
+      for (const c of cameras) {
+        const p = byCamera.get(c.camera);
+        if (p) endIfDown(p, c);
+      }
+    },
+  );
+}
+
+/** A camera's last reported state, in the stream's `waiting` event (absent from an older head office). */
+interface CameraState {
+  connected?: boolean | null;
+  connection_reason?: string | null;
+}
+
+const safeJson = (data: string): unknown => {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return null;
+  }
+};
+
+/** Why a camera that the shop PC reports as not connecting has no live picture, in words (its reason word kept). */
+const DOWN_WORDS: Record<string, string> = {
+  unreachable: 'the shop PC cannot reach it on the network',
+  auth_failed: 'it refuses the camera user name or password',
+  no_stream: 'it sends no video on this stream path',
+  timeout: 'it does not answer in time',
+  decode_error: 'its video cannot be decoded',
+  disabled: 'it is switched off',
+};
+
+export function downText(reason: string | null | undefined): string {
+  const words = reason ? DOWN_WORDS[reason] : undefined;
+  return `This camera is not connecting${reason ? ` (${reason})` : ''}${words ? `: ${words}` : ''}, so there is no live picture. Check its power, cable and settings, then run “Check connection”.`;
+}
+
+/** Ends a picture at once when head office knows its camera is down (the shop PC is still connecting to it: wait). */
+function endIfDown(picture: Picture, state: unknown): void {
+  const s = (state ?? {}) as CameraState;
+  if (s.connected === false && s.connection_reason !== 'connecting') picture.finish(downText(s.connection_reason));
 }
 
 function jpegOf(base64: string): Blob {

@@ -7,6 +7,7 @@ import { placement, type Camera, type Footfall, type Shop } from './types.js';
 import { headlines, ranking } from './headlines.js';
 import { companyZone, zoneNames } from './zones.js';
 import { doorFacts, liveShops } from './door.js';
+import { camerasUp } from './camera-state.js';
 
 /**
  * The company's shops at a glance: each shop's PC state, cameras, placement and today's visitors
@@ -141,21 +142,15 @@ function state(s: Shop): { word: string; cls: string } {
 
 function shopCard(s: Shop, cameras: Camera[], t: Today | null, manager: boolean): HTMLElement {
   const st = state(s);
-  const pl = placement(s.fraction_below_gate);
-  // What an offline shop PC last said about its cameras is no longer known to be true.
-  const camerasLine = s.last_heartbeat_at
-    ? s.online
-      ? `${s.cameras_up} of ${s.cameras_total} up`
-      : `unknown: the shop PC is offline (it last said ${s.cameras_up} of ${s.cameras_total} up)`
-    : cameras.length === 0
-      ? 'none added yet'
-      : `${plural(cameras.length, 'camera')} added, not reported yet`;
-  const camerasCls = s.last_heartbeat_at && s.online ? (s.cameras_up < s.cameras_total ? 'bad' : 'good') : 'unknown';
+  const worst = cameras.find((c) => c.camera_id === s.worst_camera_id);
+  const pl = placement(s.fraction_below_gate, worst ? worst.label || worst.camera_id : s.worst_camera_id);
+  // The same per-camera state the camera cards show (web/camera-state.ts): one truth for "cameras up".
+  const up = camerasUp(s, cameras);
   const rows: [string, HTMLElement | string][] = [
     ['Shop PC', h('span', { class: `badge ${st.cls}` }, st.word)],
     ['Last seen', timeAgo(s.last_heartbeat_at)],
-    ['Cameras', h('span', { class: `dot ${camerasCls}` }, camerasLine)],
-    ['Placement', h('span', { class: `dot ${pl.cls}` }, pl.word)],
+    ['Cameras', h('span', { class: `dot ${up.cls}`, 'data-cameras-up': '' }, up.text)],
+    ['Placement', h('span', { class: `dot ${pl.cls}`, 'data-placement': '' }, pl.word)],
     ['Today', t ? `${plural(t.visitors, 'visitor')}${t.new + t.returning > 0 ? ` (${t.new} new, ${t.returning} returning)` : ''}` : 'not available'],
     ['Last 7 days', t ? plural(t.week, 'visitor') : 'not available'],
   ];

@@ -55,6 +55,7 @@ export function renderPrivacy(p: Page): void {
   function showSettings(s: Settings): void {
     const mode = select('recognition', MODES, s.recognition);
     const days = h('input', { type: 'number', name: 'template_retention_days', min: '1', max: '3650', step: '1', required: true, value: String(s.template_retention_days) });
+    const visitDays = h('input', { type: 'number', name: 'visit_retention_days', min: '1', max: '3650', step: '1', placeholder: 'keep', value: s.visit_retention_days === null ? '' : String(s.visit_retention_days) });
     const status = s.sweep_pending ? 'Being applied to existing data now.' : s.swept_at ? `Applied to existing data ${when(s.swept_at)}.` : '';
     replace(
       settingsBox,
@@ -65,10 +66,13 @@ export function renderPrivacy(p: Page): void {
         fields: [
           field('Recognition', mode, 'Consent is recorded on each customer’s profile.'),
           field('Forget customers without consent after (days unseen)', days, 'Their face template and photos are deleted; their visits stay in the counts.'),
+          field('Keep visits and door crossings for (days)', visitDays, 'Empty: kept. Older days become counts per shop and quarter hour; reports keep their totals, but a customer’s visit list goes.'),
         ],
         submitLabel: 'Save privacy settings',
         submit: async () => {
-          const saved = await api<Settings>('PATCH', '/api/company/privacy', { body: { recognition: mode.value, template_retention_days: Number(days.value) } });
+          const saved = await api<Settings>('PATCH', '/api/company/privacy', {
+            body: { recognition: mode.value, template_retention_days: Number(days.value), visit_retention_days: visitDays.value.trim() === '' ? null : Number(visitDays.value) },
+          });
           showSettings(saved);
           settingsBox.querySelector('form')?.append(h('p', { class: 'notice ok', role: 'status', id: 'privacy-saved' }, 'Saved. Shop PCs pick up the change within seconds.'));
           await loadTrail(false);

@@ -1,5 +1,6 @@
 import { api, errorText } from './api.js';
 import { h, stacked } from './dom.js';
+import { withoutPc } from './no-pc.js';
 import { addDays, bucketLabel } from './reports.js';
 import type { Conversion, Footfall, Shop } from './types.js';
 import type uPlotType from 'uplot';
@@ -102,8 +103,9 @@ async function draw(box: HTMLElement, conversion: number[], perVisitor: number[]
 
 export async function sideBySide(shops: Shop[], q: URLSearchParams, signal: AbortSignal): Promise<HTMLElement | null> {
   try {
+    // A shop without a shop PC counts nothing: its row says so (last), not zeros and "0%".
     const rows = await Promise.all(
-      shops.map(async (s) => {
+      shops.filter((s) => !withoutPc(s)).map(async (s) => {
         const sq = new URLSearchParams({ from: q.get('from') ?? '', to: q.get('to') ?? '', tz: s.timezone, bucket: 'day', site: s.slug });
         if (sq.get('from') && sq.get('to')) {
           // a window longer than a year by day is refused: by month is the same totals
@@ -114,38 +116,39 @@ export async function sideBySide(shops: Shop[], q: URLSearchParams, signal: Abor
       }),
     );
     rows.sort((a, b) => b.f.total - a.f.total || a.s.name.localeCompare(b.s.name));
+    const missing = shops.filter(withoutPc).map((s) => h('tr', { 'data-shop': s.slug, class: 'no-pc' }, h('th', { scope: 'row', class: 'shop-name' }, s.name), h('td', { colspan: 5, class: 'muted' }, 'No shop PC installed yet: nothing counted')));
+    const table = stacked(
+      h(
+        'table',
+        { id: 'side-table' },
+        h('thead', {}, h('tr', {}, ...['Shop', 'Visitors', 'Visits', 'Conversion', 'Revenue', 'Revenue per visitor'].map((t) => h('th', { scope: 'col' }, t)))),
+        h(
+          'tbody',
+          {},
+          ...rows.map(({ s, f, c }) =>
+            h(
+              'tr',
+              { 'data-shop': s.slug },
+              h('th', { scope: 'row', class: 'shop-name' }, s.name),
+              h('td', {}, f.total),
+              h('td', {}, f.visits),
+              h('td', {}, c.visitors > 0 ? pct(c.conversion) : '—'),
+              h('td', {}, c.currency ? money(c.revenue, c.currency) : '—'),
+              h('td', {}, c.currency && c.visitors > 0 ? money(c.revenue / c.visitors, c.currency) : '—'),
+            ),
+          ),
+          ...missing,
+        ),
+      ),
+    );
+    // The one cell of a shop without a PC speaks for itself on a phone (no "Visitors" label before it).
+    for (const tr of missing) tr.cells[1]?.removeAttribute('data-label');
     return h(
       'section',
       { class: 'card', id: 'side-by-side' },
       h('h2', {}, 'Shops side by side'),
       h('p', { class: 'muted small' }, `${q.get('from')} to ${q.get('to')}, each shop in its own time zone.`),
-      h(
-        'div',
-        { class: 'table-wrap' },
-        stacked(
-          h(
-            'table',
-            { id: 'side-table' },
-            h('thead', {}, h('tr', {}, ...['Shop', 'Visitors', 'Visits', 'Conversion', 'Revenue', 'Revenue per visitor'].map((t) => h('th', { scope: 'col' }, t)))),
-            h(
-              'tbody',
-              {},
-              ...rows.map(({ s, f, c }) =>
-                h(
-                  'tr',
-                  { 'data-shop': s.slug },
-                  h('th', { scope: 'row', class: 'shop-name' }, s.name),
-                  h('td', {}, f.total),
-                  h('td', {}, f.visits),
-                  h('td', {}, pct(c.conversion)),
-                  h('td', {}, c.currency ? money(c.revenue, c.currency) : '—'),
-                  h('td', {}, c.currency && c.visitors > 0 ? money(c.revenue / c.visitors, c.currency) : '—'),
-                ),
-              ),
-            ),
-          ),
-        ),
-      ),
+      h('div', { class: 'table-wrap' }, table),
     );
   } catch (err) {
     return signal.aborted ? null : h('p', { class: 'notice error' }, errorText(err));

@@ -6,8 +6,10 @@ import type { Page } from './main.js';
 import { overTime, sideBySide } from './report-extras.js';
 import { doorCard, doorScope, doorTotals } from './door-report.js';
 import { duration, mixCard, previousLabel, versus, withChange } from './report-mix.js';
+import { noPcNotice, withoutPc } from './no-pc.js';
+import { atLeast } from './session.js';
 import type { Conversion, Footfall, Shop } from './types.js';
-import { companyZone as shopsZone } from './zones.js';
+import { companyZone as shopsZone, modernZone } from './zones.js';
 
 /**
  * The report's settings live in the address (`#/reports?from=...&to=...&tz=...&bucket=...&site=...&preset=...`):
@@ -39,13 +41,13 @@ export function renderReports(p: Page): void {
       return;
     }
     if (p.signal.aborted) return;
-    const form = reportForm(shops, results, p.signal, new URLSearchParams(location.hash.split('?')[1] ?? ''));
+    const form = reportForm(shops, results, p.signal, new URLSearchParams(location.hash.split('?')[1] ?? ''), atLeast(p.user, 'manager'));
     replace(p.main, h('h1', {}, 'Reports'), shops.length === 0 ? h('p', { class: 'notice info' }, 'Your company has no shops yet: every count is zero until one reports.') : null, form, results);
     form.requestSubmit();
   })();
 }
 
-function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, asked: URLSearchParams): HTMLFormElement {
+function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, asked: URLSearchParams, manager: boolean): HTMLFormElement {
   const wanted = (key: string, allowed: string[], fallback: string) => {
     const v = asked.get(key);
     return v !== null && allowed.includes(v) ? v : fallback;
@@ -59,8 +61,9 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
   const regionNames = [...new Set(shops.map((s) => s.region).filter((r): r is string => !!r))].sort((a, b) => a.localeCompare(b));
   const region = select('region', [['', 'All regions'], ...regionNames.map((r): [string, string] => [r, r])], wanted('region', regionNames, ''));
   const bucket = select('bucket', [['hour', 'Hour'], ['day', 'Day'], ['week', 'Week'], ['month', 'Month']], wanted('bucket', ['hour', 'day', 'week', 'month'], 'day'));
-  const zones = [...new Set([companyZone(shops), ...shops.map((s) => s.timezone), browserZone(), 'UTC', ...(asked.get('tz') ? [asked.get('tz')!] : [])])];
-  const shopZone = shops.find((s) => s.slug === siteAsked)?.timezone ?? companyZone(shops);
+  // IANA names only (the browser's own zone can come as Asia/Calcutta beside a shop's Asia/Kolkata).
+  const zones = [...new Set([companyZone(shops), ...shops.map((s) => s.timezone), browserZone(), 'UTC', ...(asked.get('tz') ? [asked.get('tz')!] : [])].map(modernZone))];
+  const shopZone = modernZone(shops.find((s) => s.slug === siteAsked)?.timezone ?? companyZone(shops));
   const tz = select('tz', zones.map((z): [string, string] => [z, z]), wanted('tz', zones, shopZone));
   if (dates && preset.value === 'custom') {
     from.value = asked.get('from')!;
@@ -90,7 +93,7 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
   tz.addEventListener('change', () => sync(false));
   shop.addEventListener('change', () => {
     const s = shops.find((x) => x.slug === shop.value);
-    tz.value = s ? s.timezone : companyZone(shops);
+    tz.value = modernZone(s ? s.timezone : companyZone(shops));
     sync(false);
   });
   sync(!askedBucket);
@@ -111,6 +114,14 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
       // The address says what is shown: bookmarkable, shareable (the preset keeps "last 7 days" rolling).
       const address = new URLSearchParams(preset.value === 'custom' ? q : { preset: preset.value, tz: tz.value, bucket: bucket.value, ...(shop.value ? { site: shop.value } : {}), ...(region.value ? { region: region.value } : {}) });
       history.replaceState(null, '', `#/reports?${address.toString()}`);
+      // Shops without a shop PC count nothing: said instead of zeros when none of the report's shops has one, above the
+      // figures when some have none.
+      const scope = shop.value ? shops.filter((s) => s.slug === shop.value) : region.value ? shops.filter((s) => s.region === region.value) : shops;
+      const noPc = noPcNotice(scope, manager, scope.length === 1 ? 'so nothing is counted there: this report has no figures' : 'so nothing is counted there');
+      if (noPc && scope.every(withoutPc)) {
+        results.removeAttribute('data-query');
+        return replace(results, h('section', { class: 'card', id: 'report-no-pc' }, h('h2', {}, 'No figures: no shop PC installed yet'), noPc));
+      }
       replace(results, h('p', { class: 'loading' }, 'Loading…'));
       try {
         const [footfall, conversion] = await Promise.all([
@@ -126,7 +137,7 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
         // Entries and exits (body counting): absent from a head office without it; a hint where nothing counts them.
         const door = doorScope(footfall, shops, shop.value);
         const doorPart = door === 'absent' ? null : doorCard(footfall, door, shop.value !== '', (b) => bucketLabel(b, footfall.bucket), tickFor(footfall));
-        replace(results, totals(footfall, name, shop.value !== '', query, door === 'counting'), chartCard(footfall), mixCard(footfall), doorPart, busiest, conversionCard(conversion, query), time, side);
+        replace(results, noPc, totals(footfall, name, shop.value !== '', query, door === 'counting'), chartCard(footfall), mixCard(footfall), doorPart, busiest, conversionCard(conversion, query), time, side);
         void busiestHours(footfall, q, signal).then((el) => el && replace(busiest, el));
         void overTime(footfall, q, signal).then((el) => el && replace(time, el));
         if (!shop.value && shops.length > 1) void sideBySide(region.value ? shops.filter((s) => s.region === region.value) : shops, q, signal).then((el) => el && replace(side, el));
@@ -238,7 +249,6 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string, coun
     ['Visits', withChange(r.visits.toLocaleString(), versus(r, 'visits', r.visits))],
   ];
   if (r.visits > 0) rows.push(['Faces too poor to use', `${(Math.round(r.fraction_below_gate * 1000) / 10).toLocaleString()}%`]);
-  if (!oneShop && r.worst_site) rows.push(['Shop with most poor faces', r.worst_site]);
   if (counting) rows.push(...doorTotals(r));
   if (r.visitors_per_open_hour != null) rows.push(['Visitors per open hour', withChange(`${r.visitors_per_open_hour.toLocaleString()} (${(r.open_hours ?? 0).toLocaleString()} open hours)`, versus(r, 'visitors_per_open_hour', r.visitors_per_open_hour))]);
   const p = r.previous;
@@ -248,6 +258,8 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string, coun
     h('h2', {}, `${name}: ${r.from === r.to ? r.from : `${r.from} to ${r.to}`}`),
     h('p', { class: 'muted small' }, `By ${r.bucket}, in ${r.timezone}`, p ? `. Compared with the ${previousLabel(p)}, ${p.from === p.to ? p.from : `${p.from} to ${p.to}`}.` : ''),
     facts(rows, { class: 'totals', key: 'data-total' }),
+    // A shop's name in the narrow columns of the figures broke mid-word at 1366 px: it gets a line of its own.
+    !oneShop && r.worst_site ? facts([['Shop with most poor faces', r.worst_site]], { class: 'named', key: 'data-total' }) : null,
     h('div', { class: 'actions' }, csvButton('footfall', query)),
   );
 }
@@ -313,7 +325,8 @@ function conversionCard(c: Conversion, query: string): HTMLElement {
   const rows: [string, string | HTMLElement][] = [
     ['Visitors', withChange(c.visitors.toLocaleString(), versus(c, 'visitors', c.visitors))],
     ['Purchasers', withChange(c.purchasers.toLocaleString(), versus(c, 'purchasers', c.purchasers))],
-    ['Conversion', withChange(`${(Math.round(c.conversion * 1000) / 10).toLocaleString()}%`, versus(c, 'conversion', c.conversion))],
+    // 0 visitors: nobody to convert, not "0%".
+    ['Conversion', c.visitors > 0 ? withChange(`${(Math.round(c.conversion * 1000) / 10).toLocaleString()}%`, versus(c, 'conversion', c.conversion)) : 'none: no visitors'],
   ];
   if (c.currency) rows.push(['Revenue', withChange(money(c.revenue), versus(c, 'revenue', c.revenue))], ['Average basket', withChange(money(c.average_basket), versus(c, 'average_basket', c.average_basket))], ['Currency', c.currency]);
   return h(

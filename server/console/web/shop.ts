@@ -2,6 +2,7 @@ import { api, errorText, ApiError } from './api.js';
 import { ago, facts, cardForm, confirmStep, busy, field, h, notice, plural, replace, timeAgo, when } from './dom.js';
 import type { Page } from './main.js';
 import { cameraCard, type CameraCard } from './camera-card.js';
+import { camerasUp } from './camera-state.js';
 import { atLeast } from './session.js';
 import { placement, type Camera, type Shop } from './types.js';
 import { hoursSummary, shopSettingsForm } from './shop-settings.js';
@@ -45,7 +46,7 @@ export function renderShop(p: Page, slug: string): void {
       replace(head, h('h1', {}, shop.name), h('span', { class: `badge ${shop.online ? 'good' : shop.last_heartbeat_at ? 'bad' : 'unknown'}` }, shop.online ? 'Shop PC online' : shop.last_heartbeat_at ? 'Shop PC offline' : 'No shop PC reporting'));
       if (!built) {
         built = true;
-        factsBox.append(shopFacts(shop), shopCheck(() => shopNow ?? shop, p.signal));
+        factsBox.append(shopFacts(shop, cameras.filter((c) => c.site_id === shop.site_id)), shopCheck(() => shopNow ?? shop, p.signal));
         cams.before(h('p', { class: 'actions', id: 'live-grid-link' }, h('a', { href: `#/live/${encodeURIComponent(shop.slug)}` }, 'Watch all cameras live (grid)')));
         if (manager) p.main.append(shopSettingsForm(shop, () => void load()), enrolmentForm(shop), addCameraForm(shop, () => void load()));
         if (atLeast(p.user, 'owner')) p.main.append(
@@ -57,7 +58,7 @@ export function renderShop(p: Page, slug: string): void {
             }),
           );
       } else {
-        factsBox.firstChild?.replaceWith(shopFacts(shop));
+        factsBox.firstChild?.replaceWith(shopFacts(shop, cameras.filter((c) => c.site_id === shop.site_id)));
       }
       const mine = cameras.filter((c) => c.site_id === shop.site_id);
       if (mine.length === 0) replace(cams, h('p', { class: 'muted', id: 'no-cameras' }, manager ? 'No cameras yet. Add one below; the shop PC picks it up within a minute.' : 'No cameras yet. A manager can add them.'));
@@ -87,19 +88,21 @@ export function renderShop(p: Page, slug: string): void {
   void load();
 }
 
-function shopFacts(s: Shop): HTMLElement {
-  const pl = placement(s.fraction_below_gate);
+function shopFacts(s: Shop, cameras: Camera[]): HTMLElement {
+  const worst = cameras.find((c) => c.camera_id === s.worst_camera_id);
+  const pl = placement(s.fraction_below_gate, worst ? worst.label || worst.camera_id : s.worst_camera_id);
+  const up = camerasUp(s, cameras);
   const rows: [string, HTMLElement | string][] = [
     ['Short name', s.slug],
     ['Time zone', s.timezone],
     ['Last heartbeat', timeAgo(s.last_heartbeat_at)],
     ['Last visit', timeAgo(s.last_event_at)],
-    ['Cameras up', s.last_heartbeat_at ? `${s.cameras_up} of ${s.cameras_total}` : 'not reported yet'],
-    ['Placement', h('span', { class: `dot ${pl.cls}` }, pl.word)],
-    ['Shop PC version', s.agent_version || '—'],
-    ['Recognition model', s.recognition_model || '—'],
+    ['Cameras up', h('span', { class: `dot ${up.cls}`, id: 'cameras-up' }, up.text)],
+    ['Placement', h('span', { class: `dot ${pl.cls}`, id: 'placement' }, pl.word)],
+    ['Shop PC version', s.agent_version || 'not reported yet'],
+    ['Recognition model', s.recognition_model || (s.last_heartbeat_at ? 'none loaded (the shop PC reports none)' : 'not reported yet')],
     ['Waiting on the shop PC', plural(s.queued, 'visit')],
-    ['Region', s.region ?? '—'],
+    ['Region', s.region ?? 'none'],
     ['Opening hours', s.opening_hours ? hoursSummary(s.opening_hours) : 'not set'],
     ['Occupancy limit', s.occupancy_limit == null ? 'none' : String(s.occupancy_limit)],
   ];
@@ -182,7 +185,8 @@ function enrolmentForm(s: Shop): HTMLElement {
         h('p', {}, 'Installation code (valid until ', when(r.expires_at), '):'),
         h('code', { class: 'secret', id: 'enrolment-code' }, r.code),
         h('p', { class: 'small' }, 'On the shop PC run:'),
-        h('code', { class: 'secret small' }, `footfall enrol --server ${location.origin} --code ${r.code}`),
+        // Each word unbreakable (a browser breaks after a hyphen: "--code", "ABC-DEF"); lines break between words only.
+        h('code', { class: 'secret small command', id: 'enrol-command' }, ...['footfall', 'enrol', '--server', location.origin, '--code', r.code].flatMap((w, i) => (i ? [' ', h('span', {}, w)] : [h('span', {}, w)]))),
       );
     },
   });

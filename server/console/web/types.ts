@@ -14,6 +14,8 @@ export interface Shop {
   cameras_up: number;
   cameras_total: number;
   fraction_below_gate: number | null;
+  /** Additive: camera_id of the camera the placement figure is about (the worst one). */
+  worst_camera_id?: string | null;
   queued: number;
   dropped: number;
   /**
@@ -295,9 +297,10 @@ export interface Company {
 }
 
 /** The spec's placement bands for `fraction_below_gate` (worst camera): under 0.2 good, under 0.5 marginal. */
-export function placement(fraction: number | null | undefined): { word: string; cls: string } {
+export function placement(fraction: number | null | undefined, camera?: string | null): { word: string; cls: string } {
   if (fraction === null || fraction === undefined) return { word: 'no faces seen yet', cls: 'unknown' };
-  const pct = `${Math.round(fraction * 100)}% of faces too poor to use`;
+  // The figure is the worst camera's: the words name it (issue 28: "needs moving (96 %)" without saying which).
+  const pct = `${Math.round(fraction * 100)}% of faces too poor to use${camera ? ` on ${camera}` : ''}`;
   if (fraction < 0.2) return { word: `good (${pct})`, cls: 'good' };
   if (fraction < 0.5) return { word: `marginal (${pct})`, cls: 'warn' };
   return { word: `needs moving (${pct})`, cls: 'bad' };

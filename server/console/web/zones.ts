@@ -9,15 +9,25 @@ import type { Shop } from './types.js';
 
 export const DEFAULT_ZONE = 'Asia/Kolkata';
 
-/** ICU lists some zones under old names; the console shows the usual ones. */
-const MODERN: Record<string, string> = { 'Asia/Calcutta': 'Asia/Kolkata', 'Asia/Katmandu': 'Asia/Kathmandu', 'Asia/Saigon': 'Asia/Ho_Chi_Minh', 'Europe/Kiev': 'Europe/Kyiv', 'Asia/Rangoon': 'Asia/Yangon' };
+/**
+ * ICU lists some zones under old names that IANA keeps only as links; the console shows and sends the IANA ones
+ * (head office accepts both and stores the IANA one). Keep in step with server/shops/service.ts IANA_NAMES.
+ */
+const MODERN: Record<string, string> = {
+  'Africa/Asmera': 'Africa/Asmara', 'America/Buenos_Aires': 'America/Argentina/Buenos_Aires', 'America/Catamarca': 'America/Argentina/Catamarca',
+  'America/Coral_Harbour': 'America/Atikokan', 'America/Cordoba': 'America/Argentina/Cordoba', 'America/Godthab': 'America/Nuuk',
+  'America/Indianapolis': 'America/Indiana/Indianapolis', 'America/Jujuy': 'America/Argentina/Jujuy', 'America/Louisville': 'America/Kentucky/Louisville',
+  'America/Mendoza': 'America/Argentina/Mendoza', 'Asia/Calcutta': 'Asia/Kolkata', 'Asia/Katmandu': 'Asia/Kathmandu', 'Asia/Rangoon': 'Asia/Yangon',
+  'Asia/Saigon': 'Asia/Ho_Chi_Minh', 'Atlantic/Faeroe': 'Atlantic/Faroe', 'Europe/Kiev': 'Europe/Kyiv', 'Pacific/Enderbury': 'Pacific/Kanton',
+  'Pacific/Ponape': 'Pacific/Pohnpei', 'Pacific/Truk': 'Pacific/Chuuk',
+};
 export const modernZone = (z: string): string => MODERN[z] ?? z;
 
 export function companyZone(shops: readonly Pick<Shop, 'timezone'>[]): string {
   if (shops.length === 0) return DEFAULT_ZONE;
   const count = new Map<string, number>();
-  for (const s of shops) count.set(s.timezone, (count.get(s.timezone) ?? 0) + 1);
-  let best = shops[0]!.timezone;
+  for (const s of shops) count.set(modernZone(s.timezone), (count.get(modernZone(s.timezone)) ?? 0) + 1);
+  let best = modernZone(shops[0]!.timezone);
   for (const [z, n] of count) if (n > (count.get(best) ?? 0)) best = z;
   return best;
 }
@@ -25,7 +35,7 @@ export function companyZone(shops: readonly Pick<Shop, 'timezone'>[]): string {
 /** Every zone the browser knows, in their usual names, sorted; `must` (a shop's zone) is always in. */
 export function zoneNames(...must: string[]): string[] {
   const listed = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
-  return [...new Set([...listed.map(modernZone), ...must, 'UTC'])].sort();
+  return [...new Set([...listed, ...must, 'UTC'].map(modernZone))].sort();
 }
 
 /** "26 Nov 2026, 14:05" in `zone` (day, month name, 24-hour clock: one format for every reader). */

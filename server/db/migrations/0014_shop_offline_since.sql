@@ -1,0 +1,1 @@
+ALTER TABLE `shops` ADD `offline_since` text;
