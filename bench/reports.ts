@@ -323,7 +323,7 @@ function write(server: RunningServer, companyId: string, plan: ShopPlan[], shopI
 
   // The same statement as ingest (server/visits/stays.ts), rows in time order.
   const insertVisit = sqlite.prepare(
-    'insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, received_at, customer_id, is_new_visitor, similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    'insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, received_at, customer_id, is_new_visitor, similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id, dwell_ms, last_seen_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   );
   const insertPurchase = sqlite.prepare(
     "insert into purchases (id, company_id, customer_id, shop_id, amount_minor, currency, items, source, notes, created_at, created_by, created_by_email) values (?, ?, ?, ?, ?, ?, ?, 'pos', '', ?, null, null)",
@@ -342,6 +342,8 @@ function write(server: RunningServer, companyId: string, plan: ShopPlan[], shopI
         if (known) seen[c] = 1;
         const gate = g.passedGate[i]!;
         const at = g.at[i]!;
+        // A stay of 0 to 30 minutes (reports' dwell time); a gender on one visit in five (sent only when sure).
+        const dwell = Math.floor(rand() * rand() * 1_800_000);
         insertVisit.run(
           randomUUID(),
           companyId,
@@ -355,11 +357,13 @@ function write(server: RunningServer, companyId: string, plan: ShopPlan[], shopI
           gate ? 0.5 + 0.45 * rand() : 0.1 + 0.3 * rand(),
           gate,
           known ? MODEL : null,
-          genders[Math.floor(rand() * 2)],
-          Math.floor(18 + rand() * 50),
+          rand() < 0.2 ? genders[Math.floor(rand() * 2)] : null,
+          rand() < 0.9 ? Math.round((8 + rand() * 70) * 10) / 10 : null,
           emotions[Math.floor(rand() * emotions.length)],
           null,
           `t-${i}`,
+          dwell,
+          iso(at + dwell),
         );
         if (known && rand() < PURCHASE) pending.push({ at: at + 120_000 + Math.floor(rand() * 1_200_000), shop: g.shop[i]!, customer: c });
       }
@@ -566,7 +570,15 @@ function wrap(text: string, width = 120): string {
   return lines.join('\n');
 }
 
+/** The parts of `got` that `want` has (objects key by key, arrays item by item): the brute force counts fewer figures. */
+function only(got: unknown, want: unknown): unknown {
+  if (Array.isArray(want) && Array.isArray(got)) return got.map((g, i) => only(g, want[i]));
+  if (want && typeof want === 'object' && got && typeof got === 'object') return Object.fromEntries(Object.keys(want).map((k) => [k, only((got as Record<string, unknown>)[k], (want as Record<string, unknown>)[k])]));
+  return got;
+}
+
 function compare(what: string, got: unknown, want: unknown): void {
+  got = only(got, want);
   if (!isDeepStrictEqual(got, want)) throw new Error(`reports benchmark: ${what} differs from the brute-force count:\nreport: ${JSON.stringify(got)}\nbrute force: ${JSON.stringify(want)}`);
 }
 
@@ -645,6 +657,28 @@ export async function run(): Promise<string> {
       bucket: 'day',
       timezone: 'Europe/London',
       ...bruteFootfall(shopRows, first, names, 'Europe/London', week.from, week.to),
+    });
+    // Dwell time and bands the same week (docs/reports.md, "Dwell time", "Age and gender bands"), from the raw rows.
+    const stays = (sqlite.prepare('select occurred_at, dwell_ms, gender, age from visits where shop_id = ? and staff = 0').all(london.id) as { occurred_at: string; dwell_ms: number; gender: string | null; age: number | null }[]).filter((r) => {
+      const d = localDate('Europe/London', Date.parse(r.occurred_at));
+      return d >= week.from && d <= week.to;
+    });
+    const sorted = stays.map((r) => r.dwell_ms).sort((a, b) => a - b);
+    const mid = sorted.length === 0 ? 0 : (sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.floor(sorted.length / 2)]!) / 2;
+    const secs = (msv: number) => Math.round(msv / 100) / 10;
+    const bounds: [string, number][] = [['under_18', 18], ['18_24', 25], ['25_34', 35], ['35_44', 45], ['45_54', 55], ['55_64', 65], ['65_plus', Infinity]];
+    const age = Object.fromEntries([...bounds.map(([k]) => [k, 0]), ['unknown', 0]]) as Record<string, number>;
+    const gender: Record<string, number> = { female: 0, male: 0, unknown: 0 };
+    for (const r of stays) {
+      age[r.age === null ? 'unknown' : bounds.find(([, hi]) => r.age! < hi)![0]]!++;
+      gender[r.gender === 'female' || r.gender === 'male' ? r.gender : 'unknown']!++;
+    }
+    compare(`${london.name}, ${week.from} to ${week.to}: dwell and bands`, shopWeek, {
+      visits: stays.length,
+      average_dwell_s: secs(sorted.reduce((n, x) => n + x, 0) / Math.max(1, sorted.length)),
+      median_dwell_s: secs(mid),
+      age,
+      gender,
     });
     // The whole company the same week (Diwali), in its first shop's zone.
     const companyRows = sqlite

@@ -192,7 +192,7 @@ describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, pho
     // The reports page shows the same conversion.
     await page.evaluate(`location.hash = '#/reports'`);
     await page.locator('#report-conversion [data-conversion="Purchasers"]').waitFor();
-    expect(await page.locator('#report-conversion [data-conversion="Purchasers"]').innerText()).toBe('2');
+    expect(await page.locator('#report-conversion [data-conversion="Purchasers"] .value').innerText()).toBe('2');
     await done(w);
   });
 

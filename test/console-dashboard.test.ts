@@ -428,7 +428,8 @@ describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
       const csv = fs.readFileSync((await download.path())!, 'utf8');
       const api = await h.request('GET', `/api/reports/footfall?${shown}&format=csv`, { token: s.chain.ownerToken });
       expect(csv).toBe(api.body);
-      expect(csv.split('\r\n')[0]).toBe('bucket,visitors,new,returning,not_identified,entries,exits,capture_rate');
+      // The first columns as before; visits, dwell and bands are additive columns after them (docs/reports.md).
+      expect(csv.split('\r\n')[0]).toMatch(/^bucket,visitors,new,returning,not_identified,entries,exits,capture_rate,visits,average_dwell_s,median_dwell_s,age_under_18,/);
       await done(w);
       const again = await as('staff', PHONE, `/${hash}`);
       await until(again.page, `document.querySelector('#report')?.getAttribute('data-query') === ${JSON.stringify(shown)}`);

@@ -140,7 +140,7 @@ const day = z.string().trim().max(10);
 const footfall = tool({
   name: 'footfall',
   description:
-    'The footfall report of the whole company or one shop: per bucket (hour, day, week or month) the visitors, new (first visit ever) and returning; over the window the unique people (total, not the sum of the buckets), visits (a visit is a stay: a customer seen again in the same shop within 30 minutes, by default, is the same visit), the share of faces too poor to use, the worst shop and the average visit length in seconds (average_dwell_s). Staff are never counted. Omitted dates give a recent window ending today.',
+    'The footfall report of the whole company or one shop: per bucket (hour, day, week or month) the visitors, new (first visit ever) and returning; over the window the unique people (total, not the sum of the buckets), visits (a visit is a stay: a customer seen again in the same shop within 30 minutes, by default, is the same visit), the share of faces too poor to use, the worst shop, the average and median visit length in seconds (average_dwell_s, median_dwell_s), visits per age band and gender over the window and per shop (sites; unknown is a real band: gender is sent only when measured right), and the same figures over the period of the same length just before (previous) with each one\'s change as a ratio (change: 0.12 is +12 %, null when the figure before was 0). Staff are never counted. Omitted dates give a recent window ending today.',
   args: z.strictObject({
     from: day.optional().describe('First day, YYYY-MM-DD.'),
     to: day.optional().describe('Last day, YYYY-MM-DD, inclusive.'),

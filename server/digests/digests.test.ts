@@ -84,7 +84,8 @@ describe('scheduled report e-mails', () => {
     expect(daily.text).toMatch(/1\. Queens: 2\n\s+2\. Brooklyn: 1/);
     const csv = daily.attachments[0]!;
     expect(csv.filename).toBe('footfall-2026-03-07-to-2026-03-07.csv');
-    expect(csv.content.toString('utf8').split('\r\n')[0]).toBe('bucket,visitors,new,returning,not_identified,entries,exits,capture_rate');
+    // The same columns as format=csv: the first eight, then the additive dwell and band columns (docs/reports.md).
+    expect(csv.content.toString('utf8').split('\r\n')[0]).toMatch(/^bucket,visitors,new,returning,not_identified,entries,exits,capture_rate,visits,average_dwell_s,median_dwell_s,/);
     expect(csv.content.toString('utf8')).toContain('2026-03-07T10:00,1,');
 
     // Monday 9 March, 07:00 EDT: the owner's daily and the manager's weekly (the week before: 2 to 8 March); the staff member opted out.

@@ -115,6 +115,12 @@ describe('visit_retention_days', () => {
         }
         return out;
       };
+      // Aged visits keep their count and dwell but no attributes and no single stay: the age and gender bands, the
+      // medians and the changes against the period before (which follow the people counted) are left out of the
+      // comparison (docs/reports.md, "Dwell time"); the CSV's first ten columns (to average_dwell_s) stay the same.
+      const LOST = ['median_dwell_s', 'age', 'gender', 'with_age', 'with_gender', 'change'];
+      const kept = (x: any): any =>
+        typeof x === 'string' ? x.split('\r\n').map((l) => l.split(',').slice(0, 10).join(',')).join('\r\n') : JSON.parse(JSON.stringify(x, (k, v) => (LOST.includes(k) ? undefined : v)));
       const before = await reports();
       const owner = () => h.login(c.ownerEmail, c.ownerPassword).then((e) => e.access_token);
 
@@ -143,7 +149,7 @@ describe('visit_retention_days', () => {
       expect(old()).toBe(8 - cut.visits); // one shop's oldest day aged, nothing else
       // Mid-sweep, the reports already answer the same (one day from counts, the others from rows).
       const mid = await reports();
-      expect(mid.slice(1, 7)).toEqual(before.slice(1, 7));
+      expect(mid.slice(1, 7).map(kept)).toEqual(before.slice(1, 7).map(kept));
       expect((mid[0] as any).points).toEqual((before[0] as any).points);
       await Promise.all(clients.splice(0).map((x) => x.endAsync(true)));
       await h.close();
@@ -169,18 +175,18 @@ describe('visit_retention_days', () => {
       // Exactly the same: every shop's days, every hour, the CSV, the region of one shop. The London shop's window
       // total counts P twice: once on an aged day and once on a day from rows (people are counted once per shop and
       // local day on aged days: the link between two visits of one person is gone, docs/privacy.md).
-      expect(ldnDay).toEqual({ ...was[0], total: was[0].total + 1 });
-      expect(klkDay).toEqual(was[1]);
-      expect(klkLocal).toEqual(was[2]);
-      expect(ldnHour).toEqual(was[3]);
-      expect(klkHour).toEqual(was[4]);
-      expect(east).toEqual(was[5]);
-      expect(csv).toEqual(was[6]);
-      expect(convCsv).toEqual(was[11]);
+      expect(kept(ldnDay)).toEqual(kept({ ...was[0], total: was[0].total + 1 }));
+      expect(kept(klkDay)).toEqual(kept(was[1]));
+      expect(kept(klkLocal)).toEqual(kept(was[2]));
+      expect(kept(ldnHour)).toEqual(kept(was[3]));
+      expect(kept(klkHour)).toEqual(kept(was[4]));
+      expect(kept(east)).toEqual(kept(was[5]));
+      expect(kept(csv)).toEqual(kept(was[6]));
+      expect(kept(convCsv)).toEqual(kept(was[11]));
       // Unique people over several days (or across shops on one day) are counted once per shop and local day on aged
       // days: the link between two visits of one person is gone (docs/privacy.md). Everything else is unchanged.
       const people = ['total', 'visitors', 'visitors_per_open_hour'];
-      const strip = (x: any) => JSON.parse(JSON.stringify(x, (k, v) => (people.includes(k) || k === 'points' ? undefined : v)));
+      const strip = (x: any) => JSON.parse(JSON.stringify(x, (k, v) => (people.includes(k) || LOST.includes(k) || k === 'points' || k === 'previous' ? undefined : v)));
       for (const [i, now] of [[7, week], [8, month], [9, company]] as const) {
         expect(strip(now)).toEqual(strip(was[i]));
         expect(now.points.map((p: any) => [p.entries, p.exits, p.capture_rate])).toEqual(was[i].points.map((p: any) => [p.entries, p.exits, p.capture_rate]));
@@ -188,7 +194,7 @@ describe('visit_retention_days', () => {
       // The company's day report: Q in both shops on one day counts twice; P's two visits of one day once.
       expect(company.points.map((p: any) => p.visitors)).toEqual(was[9].points.map((p: any) => p.visitors + (p.bucket === addDays(today, -9) ? 1 : 0)));
       expect(company.total).toBe(was[9].total + 2); // P on two days, Q in two shops
-      expect(conversion).toEqual({ ...was[10], visitors: was[10].visitors + 2 });
+      expect(kept(conversion)).toEqual(kept({ ...was[10], visitors: was[10].visitors + 2 }));
       expect(regions.regions.map((x: any) => [x.region, x.visits, x.entries])).toEqual(was[12].regions.map((x: any) => [x.region, x.visits, x.entries]));
 
       // Audited and counted; the setting says it is done.

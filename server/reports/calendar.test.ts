@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bucketsOf, isDate, localToUtc, mondayOf, todayIn, windowOf } from './calendar.js';
+import { bucketsOf, isDate, localToUtc, mondayOf, todayIn, windowOf, previousWindow } from './calendar.js';
 
 const iso = (t: number) => new Date(t).toISOString();
 /** [label, UTC start, hours] of each bucket. */
@@ -71,5 +71,21 @@ describe('report calendar (local wall time to UTC with Intl)', () => {
     expect(todayIn('Asia/Kolkata', new Date('2026-03-09T18:30:00Z'))).toBe('2026-03-10');
     expect(todayIn('Asia/Kolkata', new Date('2026-03-09T18:29:59Z'))).toBe('2026-03-09');
     expect(todayIn('America/New_York', new Date('2026-03-09T03:59:59Z'))).toBe('2026-03-08');
+  });
+});
+
+describe('previousWindow: the period a report is compared with', () => {
+  it('whole months compare with as many whole months before; anything else with as many days just before', () => {
+    expect(previousWindow('2026-03-01', '2026-03-31')).toEqual({ from: '2026-02-01', to: '2026-02-28' });
+    expect(previousWindow('2026-02-01', '2026-02-28')).toEqual({ from: '2026-01-01', to: '2026-01-31' });
+    expect(previousWindow('2026-01-01', '2026-12-31')).toEqual({ from: '2025-01-01', to: '2025-12-31' });
+    expect(previousWindow('2026-02-01', '2026-04-30')).toEqual({ from: '2025-11-01', to: '2026-01-31' });
+    // Whole ISO weeks: Monday to Sunday before; seven days; one day; a month so far (28 days before, not October 1-28).
+    expect(previousWindow('2026-03-09', '2026-03-15')).toEqual({ from: '2026-03-02', to: '2026-03-08' });
+    expect(previousWindow('2026-11-22', '2026-11-28')).toEqual({ from: '2026-11-15', to: '2026-11-21' });
+    expect(previousWindow('2026-03-01', '2026-03-01')).toEqual({ from: '2026-02-28', to: '2026-02-28' });
+    expect(previousWindow('2026-11-01', '2026-11-28')).toEqual({ from: '2026-10-04', to: '2026-10-31' });
+    // Before 1970 is still a period (nothing in it).
+    expect(previousWindow('1970-01-01', '1970-01-10')).toEqual({ from: '1969-12-22', to: '1969-12-31' });
   });
 });

@@ -188,3 +188,25 @@ export function bucketsOf(tz: string, from: string, to: string, kind: BucketKind
 export function windowOf(tz: string, from: string, to: string): { lo: number; hi: number } {
   return { lo: localToUtc(tz, from), hi: localToUtc(tz, addDays(to, 1)) };
 }
+
+/** The last day of the month holding the date. */
+function monthEnd(date: string): string {
+  return addDays(monthStart(date, 1), -1);
+}
+
+/**
+ * The period a report is compared with (docs/reports.md, "Compared with the period before"): the same length just
+ * before the window. Whole calendar months (from the 1st to a month's last day) compare with as many whole months
+ * before (March with February, a year of months with the year before); any other window with as many days just
+ * before, so whole ISO weeks (Monday to Sunday) compare with whole weeks, weekday for weekday.
+ */
+export function previousWindow(from: string, to: string): { from: string; to: string } {
+  if (from === monthStart(from) && to === monthEnd(to)) {
+    const a = dateMs(from);
+    const b = dateMs(to);
+    const months = (new Date(b).getUTCFullYear() - new Date(a).getUTCFullYear()) * 12 + new Date(b).getUTCMonth() - new Date(a).getUTCMonth() + 1;
+    return { from: monthStart(from, -months), to: addDays(from, -1) };
+  }
+  const days = daysBetween(from, to) + 1;
+  return { from: addDays(from, -days), to: addDays(from, -1) };
+}

@@ -41,13 +41,22 @@ describe('reports as CSV', () => {
     expect(csv.headers.get('content-disposition')).toBe(`attachment; filename="footfall-${json.body.from}-to-${json.body.to}.csv"`);
     const lines = (csv.body as string).split('\r\n');
     expect(lines.pop()).toBe('');
-    expect(lines[0]).toBe('bucket,visitors,new,returning,not_identified,entries,exits,capture_rate');
+    // The first eight columns as before; then, additive, visits, dwell and the age and gender bands (docs/reports.md).
+    const bands = ['age_under_18', 'age_18_24', 'age_25_34', 'age_35_44', 'age_45_54', 'age_55_64', 'age_65_plus', 'age_unknown', 'gender_female', 'gender_male', 'gender_unknown'];
+    expect(lines[0]).toBe(['bucket,visitors,new,returning,not_identified,entries,exits,capture_rate', 'visits,average_dwell_s,median_dwell_s', ...bands].join(','));
     expect(lines.slice(1)).toEqual(
-      json.body.points.map((p: any) => [p.bucket, p.visitors, p.new, p.returning, p.visitors - p.new - p.returning, p.entries, p.exits, p.capture_rate ?? ''].join(',')),
+      json.body.points.map((p: any) =>
+        [
+          ...[p.bucket, p.visitors, p.new, p.returning, p.visitors - p.new - p.returning, p.entries, p.exits, p.capture_rate ?? ''],
+          ...[p.visits, p.average_dwell_s, p.median_dwell_s],
+          ...Object.values(p.age),
+          ...Object.values(p.gender),
+        ].join(','),
+      ),
     );
     // Today: two visitors (one new, one not identified), one entry, its visit identified. Earlier days: no rate.
-    expect(lines[lines.length - 1]).toMatch(/,2,1,0,1,1,0,1$/);
-    expect(lines[1]).toMatch(/,0,0,0,0,0,0,$/);
+    expect(lines[lines.length - 1]).toMatch(/^[^,]*,2,1,0,1,1,0,1,2,/);
+    expect(lines[1]).toMatch(/^[^,]*,0,0,0,0,0,0,,0,0,0,/);
   });
 
   it('conversion: one row with the window, the shop and the totals', async () => {
@@ -57,9 +66,23 @@ describe('reports as CSV', () => {
     expect(csv.status).toBe(200);
     expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     const lines = (csv.body as string).trimEnd().split('\r\n');
-    expect(lines[0]).toBe('from,to,timezone,site,visitors,purchasers,conversion,revenue,average_basket,currency');
+    expect(lines[0]).toBe(
+      'from,to,timezone,site,visitors,purchasers,conversion,revenue,average_basket,currency,' +
+        'previous_from,previous_to,previous_visitors,previous_purchasers,previous_conversion,previous_revenue,previous_average_basket,previous_currency,' +
+        'change_visitors,change_purchasers,change_conversion,change_revenue,change_average_basket',
+    );
     const ff = await h.request('GET', `/api/reports/footfall?${q}`, { token: staff });
-    expect(lines[1]).toBe([ff.body.from, ff.body.to, ff.body.timezone, pc.shop.slug, json.body.visitors, json.body.purchasers, json.body.conversion, json.body.revenue, json.body.average_basket, json.body.currency].join(','));
+    const b = json.body;
+    const p = b.previous;
+    const c = b.change;
+    expect(lines[1]).toBe(
+      [
+        ...[ff.body.from, ff.body.to, ff.body.timezone, pc.shop.slug, b.visitors, b.purchasers, b.conversion, b.revenue, b.average_basket, b.currency],
+        ...[p.from, p.to, p.visitors, p.purchasers, p.conversion, p.revenue, p.average_basket, p.currency],
+        ...[c.visitors, c.purchasers, c.conversion, c.revenue, c.average_basket].map((x) => x ?? ''),
+      ].join(','),
+    );
+    expect(p).toMatchObject({ from: ff.body.previous.from, to: ff.body.previous.to, visitors: ff.body.previous.total });
     expect(json.body).toMatchObject({ visitors: 2, purchasers: 1, revenue: 120.5, currency: 'INR' });
   });
 

@@ -1,7 +1,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
 import { minorDigits } from '../purchases/service.js';
-import { bucketsOf, windowOf, type Bucket } from './calendar.js';
+import { bucketsOf, previousWindow, windowOf, type Bucket } from './calendar.js';
+import { visitMix, type Mix, type ShopMix } from './mix.js';
 import { agedByBucket, agedBySite, hasAged } from './aged.js';
 import { doorCounts, shopScope, type Scope } from './door.js';
 import { openHoursBetween, type OpeningHours } from '../shops/hours.js';
@@ -31,6 +32,23 @@ export interface FootfallPoint {
   captureRate: number | null;
   /** Hour buckets: whether a shop of the scope was open in it; null for other buckets or without opening hours. */
   open: boolean | null;
+  /** Visits, dwell and bands of the bucket (mix.ts). */
+  mix: Mix;
+}
+
+/** The window figures of the period before (docs/reports.md, "Compared with the period before"). */
+export interface PreviousFootfall {
+  from: string;
+  to: string;
+  total: number;
+  visits: number;
+  belowGate: number;
+  averageDwellMs: number;
+  medianDwellMs: number;
+  entries: number;
+  exits: number;
+  captureRate: number | null;
+  openHours: number | null;
 }
 
 export interface SiteShare {
@@ -61,6 +79,13 @@ export interface FootfallReport {
   captureRate: number | null;
   /** Hours the scope's shops were open over the window (summed over shops); null unless every shop has opening hours. */
   openHours: number | null;
+  /** Median length of a visit, ms; 0 without visits. */
+  medianDwellMs: number;
+  /** Visits, dwell and bands over the window, and per shop of the scope (mix.ts). */
+  mix: Mix;
+  shops: ShopMix[];
+  /** The same figures over the period before. */
+  previous: PreviousFootfall;
 }
 
 export interface CurrencyTotal {
@@ -81,6 +106,17 @@ export interface ConversionReport {
   main: CurrencyTotal | null;
   /** Every currency of the window, main first. */
   currencies: CurrencyTotal[];
+  /** The same figures over the period before (docs/reports.md, "Compared with the period before"). */
+  previous: PreviousConversion;
+}
+
+export interface PreviousConversion {
+  from: string;
+  to: string;
+  visitors: number;
+  purchasers: number;
+  conversion: number;
+  main: CurrencyTotal | null;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -238,12 +274,13 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
     const per = bucketCounts(db, companyId, q, buckets, q.bucket === 'hour');
     const { points: door, total: whole } = doorCounts(db, companyId, q, buckets);
     const hours = scopeHours(db, companyId, q);
+    const mix = visitMix(db, companyId, q, buckets);
     const points = buckets.map((b, i): FootfallPoint => {
       const { known, anon, fresh } = per[i]!;
       const { entries, exits, captureRate } = door[i]!;
       const newVisitors = Math.min(fresh, known);
       const open = q.bucket !== 'hour' || !hours ? null : hours.some((x) => openHoursBetween(x.hours, x.tz, b.lo, b.hi) > 0);
-      return { label: b.label, visitors: known + anon, newVisitors, returning: known - newVisitors, entries, exits, captureRate, open };
+      return { label: b.label, visitors: known + anon, newVisitors, returning: known - newVisitors, entries, exits, captureRate, open, mix: mix.points[i]! };
     });
     return {
       query: q,
@@ -258,8 +295,38 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
       exits: whole.exits,
       captureRate: whole.captureRate,
       openHours: hours ? hours.reduce((n, x) => n + openHoursBetween(x.hours, x.tz, w.lo, w.hi), 0) : null,
+      medianDwellMs: mix.window.medianDwellMs,
+      mix: mix.window,
+      shops: mix.shops,
+      previous: previousFootfall(db, companyId, q, hours),
     };
   });
+}
+
+/**
+ * The footfall report's window figures over the period before (calendar.ts previousWindow): people, visits, faces
+ * below the gate, dwell (mean and median), entries, exits, capture rate and open hours; no points, no bands.
+ */
+function previousFootfall(db: Db, companyId: string, q: ReportQuery, hours: { hours: OpeningHours; tz: string }[] | null): PreviousFootfall {
+  const p = previousWindow(q.from, q.to);
+  const w = windowOf(q.tz, p.from, p.to);
+  const counts = windowCounts(db, companyId, q, iso(w.lo), iso(w.hi));
+  const one = [{ label: '', lo: w.lo, hi: w.hi }];
+  const { total: door } = doorCounts(db, companyId, q, one);
+  const mix = visitMix(db, companyId, q, one, false);
+  return {
+    from: p.from,
+    to: p.to,
+    total: counts.people,
+    visits: counts.visits,
+    belowGate: counts.belowGate,
+    averageDwellMs: counts.visits === 0 ? 0 : counts.dwellMs / counts.visits,
+    medianDwellMs: mix.window.medianDwellMs,
+    entries: door.entries,
+    exits: door.exits,
+    captureRate: door.captureRate,
+    openHours: hours ? hours.reduce((n, x) => n + openHoursBetween(x.hours, x.tz, w.lo, w.hi), 0) : null,
+  };
 }
 
 /** The opening hours of every shop in scope, or null when one of them has none set (or the scope has no shop). */
@@ -274,28 +341,32 @@ function byMain(a: CurrencyTotal & { major: number }, b: CurrencyTotal & { major
   return b.baskets - a.baskets || b.major - a.major || (a.currency < b.currency ? -1 : a.currency > b.currency ? 1 : 0);
 }
 
+/** Visitors, purchasers and the currencies of purchases over [lo, hi) (one read snapshot is the caller's). */
+function conversionWindow(db: Db, companyId: string, q: ReportQuery, lo: string, hi: string) {
+  const visitors = windowCounts(db, companyId, q, lo, hi).people;
+  // Staff's purchases are left out like their visits (customers_company_staff_idx lists them).
+  const scope = sql`p.company_id = ${companyId} and p.created_at >= ${lo} and p.created_at < ${hi} ${q.siteId || q.region !== null ? sql`and p.shop_id in (select s.id from shops s where ${shopScope(companyId, q)})` : sql``}
+    and p.customer_id not in (select c.id from customers c where c.company_id = ${companyId} and c.staff = 1)`;
+  const purchasers = db.get<{ n: number }>(sql`select count(distinct p.customer_id) as n from purchases p where ${scope}`)?.n ?? 0;
+  const currencies = db
+    .all<CurrencyTotal>(sql`select p.currency as currency, count(*) as baskets, sum(p.amount_minor) as amountMinor from purchases p where ${scope} group by p.currency`)
+    .map((c) => ({ ...c, major: c.amountMinor / 10 ** minorDigits(c.currency) }))
+    .sort(byMain)
+    .map(({ currency, baskets, amountMinor }) => ({ currency, baskets, amountMinor }));
+  return { visitors, purchasers, conversion: visitors === 0 ? 0 : purchasers / visitors, main: currencies[0] ?? null, currencies };
+}
+
 export function conversionReport(db: Db, companyId: string, q: ReportQuery): ConversionReport {
   const w = windowOf(q.tz, q.from, q.to);
-  const lo = iso(w.lo);
-  const hi = iso(w.hi);
+  const p = previousWindow(q.from, q.to);
+  const pw = windowOf(q.tz, p.from, p.to);
   return snapshot(db, () => {
-    const visitors = windowCounts(db, companyId, q, lo, hi).people;
-    // Staff's purchases are left out like their visits (customers_company_staff_idx lists them).
-    const scope = sql`p.company_id = ${companyId} and p.created_at >= ${lo} and p.created_at < ${hi} ${q.siteId || q.region !== null ? sql`and p.shop_id in (select s.id from shops s where ${shopScope(companyId, q)})` : sql``}
-      and p.customer_id not in (select c.id from customers c where c.company_id = ${companyId} and c.staff = 1)`;
-    const purchasers = db.get<{ n: number }>(sql`select count(distinct p.customer_id) as n from purchases p where ${scope}`)?.n ?? 0;
-    const currencies = db
-      .all<CurrencyTotal>(sql`select p.currency as currency, count(*) as baskets, sum(p.amount_minor) as amountMinor from purchases p where ${scope} group by p.currency`)
-      .map((c) => ({ ...c, major: c.amountMinor / 10 ** minorDigits(c.currency) }))
-      .sort(byMain)
-      .map(({ currency, baskets, amountMinor }) => ({ currency, baskets, amountMinor }));
+    const now = conversionWindow(db, companyId, q, iso(w.lo), iso(w.hi));
+    const before = conversionWindow(db, companyId, q, iso(pw.lo), iso(pw.hi));
     return {
       query: q,
-      visitors,
-      purchasers,
-      conversion: visitors === 0 ? 0 : purchasers / visitors,
-      main: currencies[0] ?? null,
-      currencies,
+      ...now,
+      previous: { from: p.from, to: p.to, visitors: before.visitors, purchasers: before.purchasers, conversion: before.conversion, main: before.main },
     };
   });
 }

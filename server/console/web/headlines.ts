@@ -47,18 +47,20 @@ const q = (w: { from: string; to: string }, zone: string, extra = '') => `from=$
 const pct = (x: number) => `${(Math.round(x * 1000) / 10).toLocaleString()}%`;
 export const money = (n: number, currency: string) => (currency ? new Intl.NumberFormat(undefined, { style: 'currency', currency, maximumFractionDigits: 0 }).format(n) : '—');
 
-export async function headlines(zone: string, signal: AbortSignal): Promise<HTMLElement | null> {
+/** `region` (docs/reports.md, "Regions"): the overview's region filter; every figure counts only its shops. */
+export async function headlines(zone: string, signal: AbortSignal, region = ''): Promise<HTMLElement | null> {
   const today = localDate(zone);
   const ps = periods(today);
+  const only = region ? `&region=${encodeURIComponent(region)}` : '';
   try {
     const get = <T>(path: string) => api<T>('GET', path, { signal });
     const [series, ...rest] = await Promise.all([
-      get<Footfall>(`/api/reports/footfall?${q({ from: addDays(today, -59), to: today }, zone)}`),
+      get<Footfall>(`/api/reports/footfall?${q({ from: addDays(today, -59), to: today }, zone, only)}`),
       ...ps.flatMap((p) => [
-        get<Footfall>(`/api/reports/footfall?${q(p.now, zone)}`),
-        get<Footfall>(`/api/reports/footfall?${q(p.before, zone)}`),
-        get<Conversion>(`/api/reports/conversion?${q(p.now, zone)}`),
-        get<Conversion>(`/api/reports/conversion?${q(p.before, zone)}`),
+        get<Footfall>(`/api/reports/footfall?${q(p.now, zone, only)}`),
+        get<Footfall>(`/api/reports/footfall?${q(p.before, zone, only)}`),
+        get<Conversion>(`/api/reports/conversion?${q(p.now, zone, only)}`),
+        get<Conversion>(`/api/reports/conversion?${q(p.before, zone, only)}`),
       ]),
     ]);
     const daily = (series as Footfall).points.map((pt) => pt.visitors);
@@ -82,7 +84,7 @@ export async function headlines(zone: string, signal: AbortSignal): Promise<HTML
         sparkline(daily.slice(-p.sparkDays), `Visitors per day, the last ${p.sparkDays} days: ${daily.slice(-p.sparkDays).join(', ')}`),
       );
     });
-    return h('div', { class: 'headlines' }, ...cards, h('p', { class: 'muted small headlines-zone' }, `Days in ${zone}. Visitors are unique people in each period.`));
+    return h('div', { class: 'headlines', 'data-region': region }, ...cards, h('p', { class: 'muted small headlines-zone' }, `${region ? `Shops in ${region} only. ` : ''}Days in ${zone}. Visitors are unique people in each period.`));
   } catch {
     return signal.aborted ? null : h('p', { class: 'notice error', role: 'alert' }, 'The headline figures could not be read. They are tried again in five minutes.');
   }

@@ -84,7 +84,9 @@ export function renderOverview(p: Page): void {
         if (Date.now() - lastHeadlines > 300_000) {
           lastHeadlines = Date.now();
           const zone = companyZone(shops);
-          void headlines(zone, p.signal).then((el) => el && !p.signal.aborted && replace(figures, el));
+          // The headline figures follow the region filter like the cards (an answer for a region left meanwhile is dropped).
+          const asked = regionNow;
+          void headlines(zone, p.signal, asked).then((el) => el && !p.signal.aborted && asked === regionNow && replace(figures, el));
           if (shops.length > 1) void ranking(shops, zone, p.signal).then((el) => el && !p.signal.aborted && replace(ranked, el));
         }
       }

@@ -5,6 +5,7 @@ import { heatmap } from './figures.js';
 import type { Page } from './main.js';
 import { overTime, sideBySide } from './report-extras.js';
 import { doorCard, doorScope, doorTotals } from './door-report.js';
+import { duration, mixCard, previousLabel, versus, withChange } from './report-mix.js';
 import { noPcNotice, withoutPc } from './no-pc.js';
 import { atLeast } from './session.js';
 import type { Conversion, Footfall, Shop } from './types.js';
@@ -136,7 +137,7 @@ function reportForm(shops: Shop[], results: HTMLElement, signal: AbortSignal, as
         // Entries and exits (body counting): absent from a head office without it; a hint where nothing counts them.
         const door = doorScope(footfall, shops, shop.value);
         const doorPart = door === 'absent' ? null : doorCard(footfall, door, shop.value !== '', (b) => bucketLabel(b, footfall.bucket), tickFor(footfall));
-        replace(results, noPc, totals(footfall, name, shop.value !== '', query, door === 'counting'), chartCard(footfall), doorPart, busiest, conversionCard(conversion, query), time, side);
+        replace(results, noPc, totals(footfall, name, shop.value !== '', query, door === 'counting'), chartCard(footfall), mixCard(footfall), doorPart, busiest, conversionCard(conversion, query), time, side);
         void busiestHours(footfall, q, signal).then((el) => el && replace(busiest, el));
         void overTime(footfall, q, signal).then((el) => el && replace(time, el));
         if (!shop.value && shops.length > 1) void sideBySide(region.value ? shops.filter((s) => s.region === region.value) : shops, q, signal).then((el) => el && replace(side, el));
@@ -239,21 +240,23 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string, coun
   const newSum = r.points.reduce((n, pt) => n + pt.new, 0);
   const unidentified = r.points.reduce((n, pt) => n + unidentifiedOf(pt), 0);
   const returning = Math.max(0, r.total - newSum - unidentified);
-  const rows: [string, string][] = [
-    ['Visitors', r.total.toLocaleString()],
+  // Against the period before (docs/reports.md): the API's change of each figure, "+12 % vs previous 7 days".
+  const rows: [string, string | HTMLElement][] = [
+    ['Visitors', withChange(r.total.toLocaleString(), versus(r, 'total', r.total))],
     ['New customers', newSum.toLocaleString()],
     ['Returning customers', returning.toLocaleString()],
     ['Not identified', unidentified.toLocaleString()],
-    ['Visits', r.visits.toLocaleString()],
+    ['Visits', withChange(r.visits.toLocaleString(), versus(r, 'visits', r.visits))],
   ];
   if (r.visits > 0) rows.push(['Faces too poor to use', `${(Math.round(r.fraction_below_gate * 1000) / 10).toLocaleString()}%`]);
   if (counting) rows.push(...doorTotals(r));
-  if (r.visitors_per_open_hour != null) rows.push(['Visitors per open hour', `${r.visitors_per_open_hour.toLocaleString()} (${(r.open_hours ?? 0).toLocaleString()} open hours)`]);
+  if (r.visitors_per_open_hour != null) rows.push(['Visitors per open hour', withChange(`${r.visitors_per_open_hour.toLocaleString()} (${(r.open_hours ?? 0).toLocaleString()} open hours)`, versus(r, 'visitors_per_open_hour', r.visitors_per_open_hour))]);
+  const p = r.previous;
   return h(
     'div',
     { class: 'card', id: 'report-totals' },
     h('h2', {}, `${name}: ${r.from === r.to ? r.from : `${r.from} to ${r.to}`}`),
-    h('p', { class: 'muted small' }, `By ${r.bucket}, in ${r.timezone}`),
+    h('p', { class: 'muted small' }, `By ${r.bucket}, in ${r.timezone}`, p ? `. Compared with the ${previousLabel(p)}, ${p.from === p.to ? p.from : `${p.from} to ${p.to}`}.` : ''),
     facts(rows, { class: 'totals', key: 'data-total' }),
     // A shop's name in the narrow columns of the figures broke mid-word at 1366 px: it gets a line of its own.
     !oneShop && r.worst_site ? facts([['Shop with most poor faces', r.worst_site]], { class: 'named', key: 'data-total' }) : null,
@@ -266,7 +269,8 @@ function totals(r: Footfall, name: string, oneShop: boolean, query: string, coun
  * is left out (the busiest-hours heatmap shows them). The table is folded past 14 rows.
  */
 function chartCard(r: Footfall): HTMLElement {
-  const bars = r.points.map((pt) => ({ label: pt.bucket, visitors: pt.visitors, new: pt.new, returning: pt.returning }));
+  const bars = r.points.map((pt) => ({ label: pt.bucket, visitors: pt.visitors, new: pt.new, returning: pt.returning, visits: pt.visits, median: pt.median_dwell_s }));
+  const dwell = r.points.some((pt) => pt.median_dwell_s !== undefined);
   const tick = tickFor(r);
   const word = r.bucket;
   const phone = window.matchMedia('(max-width: 640px)').matches;
@@ -288,11 +292,11 @@ function chartCard(r: Footfall): HTMLElement {
         'table',
         { id: 'report-table' },
         h('caption', { class: 'visually-hidden' }, `Visitors per ${word}`),
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, word[0]!.toUpperCase() + word.slice(1)), h('th', { scope: 'col' }, 'Visitors'), h('th', { scope: 'col' }, 'New'), h('th', { scope: 'col' }, 'Returning'), h('th', { scope: 'col' }, 'Not identified'))),
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, word[0]!.toUpperCase() + word.slice(1)), h('th', { scope: 'col' }, 'Visitors'), h('th', { scope: 'col' }, 'New'), h('th', { scope: 'col' }, 'Returning'), h('th', { scope: 'col' }, 'Not identified'), dwell ? h('th', { scope: 'col' }, 'Visits') : null, dwell ? h('th', { scope: 'col' }, 'Median visit') : null)),
         h(
           'tbody',
           {},
-          ...bars.map((b) => h('tr', { 'data-bucket': b.label }, h('th', { scope: 'row' }, bucketLabel(b.label, r.bucket)), h('td', {}, b.visitors), h('td', {}, b.new), h('td', {}, b.returning), h('td', {}, unidentifiedOf(b)))),
+          ...bars.map((b) => h('tr', { 'data-bucket': b.label }, h('th', { scope: 'row' }, bucketLabel(b.label, r.bucket)), h('td', {}, b.visitors), h('td', {}, b.new), h('td', {}, b.returning), h('td', {}, unidentifiedOf(b)), dwell ? h('td', {}, b.visits ?? 0) : null, dwell ? h('td', { 'data-seconds': String(b.median ?? 0) }, b.visits ? duration(b.median ?? 0) : '—') : null)),
         ),
       )),
       ),
@@ -318,13 +322,13 @@ function legend(): HTMLElement {
 
 function conversionCard(c: Conversion, query: string): HTMLElement {
   const money = (n: number) => (c.currency ? new Intl.NumberFormat(undefined, { style: 'currency', currency: c.currency }).format(n) : n.toLocaleString());
-  const rows: [string, string][] = [
-    ['Visitors', c.visitors.toLocaleString()],
-    ['Purchasers', c.purchasers.toLocaleString()],
+  const rows: [string, string | HTMLElement][] = [
+    ['Visitors', withChange(c.visitors.toLocaleString(), versus(c, 'visitors', c.visitors))],
+    ['Purchasers', withChange(c.purchasers.toLocaleString(), versus(c, 'purchasers', c.purchasers))],
     // 0 visitors: nobody to convert, not "0%".
-    ['Conversion', c.visitors > 0 ? `${(Math.round(c.conversion * 1000) / 10).toLocaleString()}%` : 'none: no visitors'],
+    ['Conversion', c.visitors > 0 ? withChange(`${(Math.round(c.conversion * 1000) / 10).toLocaleString()}%`, versus(c, 'conversion', c.conversion)) : 'none: no visitors'],
   ];
-  if (c.currency) rows.push(['Revenue', money(c.revenue)], ['Average basket', money(c.average_basket)], ['Currency', c.currency]);
+  if (c.currency) rows.push(['Revenue', withChange(money(c.revenue), versus(c, 'revenue', c.revenue))], ['Average basket', withChange(money(c.average_basket), versus(c, 'average_basket', c.average_basket))], ['Currency', c.currency]);
   return h(
     'div',
     { class: 'card', id: 'report-conversion' },
@@ -346,7 +350,7 @@ async function regionRanking(q: URLSearchParams, signal: AbortSignal): Promise<H
       'section',
       { class: 'card', id: 'regions' },
       h('h2', {}, 'Regions'),
-      h(
+      stacked(h(
         'table',
         {},
         h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, '#'), h('th', { scope: 'col' }, 'Region'), h('th', { scope: 'col' }, 'Shops'), h('th', { scope: 'col' }, 'Visitors'), h('th', { scope: 'col' }, 'Conversion'), h('th', { scope: 'col' }, 'Per open hour'))),
@@ -357,7 +361,7 @@ async function regionRanking(q: URLSearchParams, signal: AbortSignal): Promise<H
             h('tr', { 'data-region': x.region ?? '' }, h('td', { 'data-label': '#' }, String(i + 1)), h('td', { 'data-label': 'Region' }, x.region ?? 'No region'), h('td', { 'data-label': 'Shops' }, String(x.shops)), h('td', { 'data-label': 'Visitors' }, x.visitors.toLocaleString()), h('td', { 'data-label': 'Conversion' }, pct(x.conversion)), h('td', { 'data-label': 'Per open hour' }, x.visitors_per_open_hour == null ? '—' : x.visitors_per_open_hour.toLocaleString())),
           ),
         ),
-      ),
+      )),
     );
   } catch (err) {
     return signal.aborted ? null : h('p', { class: 'notice error' }, errorText(err));

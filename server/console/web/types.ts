@@ -116,12 +116,39 @@ export interface Camera {
   counting?: CountingHealth | null;
 }
 
+/** Additive (docs/reports.md, "Dwell time", "Age and gender bands"): visits, dwell and bands of a point, shop or window. */
+export interface VisitMix {
+  visits: number;
+  average_dwell_s: number;
+  median_dwell_s: number;
+  age: Record<string, number>;
+  gender: Record<string, number>;
+  with_age: number;
+  with_gender: number;
+}
+
+/** Additive (docs/reports.md, "Compared with the period before"): the period before and each figure's change (a ratio). */
+export interface Previous {
+  from: string;
+  to: string;
+  [figure: string]: number | string | null;
+}
+
 export interface Footfall {
   from: string;
   to: string;
   bucket: string;
   timezone: string;
-  points: { bucket: string; visitors: number; new: number; returning: number; entries?: number; exits?: number; capture_rate?: number | null; open?: boolean | null }[];
+  points: ({ bucket: string; visitors: number; new: number; returning: number; entries?: number; exits?: number; capture_rate?: number | null; open?: boolean | null } & Partial<VisitMix>)[];
+  median_dwell_s?: number;
+  age?: Record<string, number>;
+  gender?: Record<string, number>;
+  with_age?: number;
+  with_gender?: number;
+  sites?: ({ site_id: string; slug: string; name: string } & VisitMix)[];
+  previous?: Previous;
+  change?: Record<string, number | null>;
+  average_dwell_s?: number;
   /** Additive (docs/reports.md, "Opening hours" and "Regions"). */
   region?: string | null;
   open_hours?: number | null;
@@ -143,6 +170,9 @@ export interface Conversion {
   revenue: number;
   average_basket: number;
   currency: string;
+  /** Additive (docs/reports.md, "Compared with the period before"). */
+  previous?: Previous;
+  change?: Record<string, number | null>;
 }
 
 export interface Attributes {
