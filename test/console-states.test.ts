@@ -405,6 +405,14 @@ describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () 
       await empty.getByText('No arrivals: no shop PC is installed yet').waitFor();
       expect(await w.page.locator('#arrivals-no-pc').innerText()).toContain('Nariman Point has no shop PC installed yet, so no arrivals come from there');
 
+      // The overview's shop ranking: listed last, saying so, not ranked on zeros.
+      await w.page.goto(`${h.url}/#/`);
+      const ranked = w.page.locator(`#shop-ranking tr[data-rank-shop="${bare.slug}"]`);
+      await ranked.waitFor();
+      expect(await ranked.innerText()).toContain('No shop PC installed yet');
+      expect(await ranked.innerText()).not.toContain('0%');
+      expect(await w.page.locator('#shop-ranking tbody tr').last().getAttribute('data-rank-shop')).toBe(bare.slug);
+
       // The live grid: the way to install one is on the shop's page, not "(below)" where no form is.
       await w.page.goto(`${h.url}/#/live/${bare.slug}`);
       const note = w.page.locator('#no-shop-pc');

@@ -3,6 +3,7 @@ import { h, stackRow } from './dom.js';
 import { change, sparkline } from './figures.js';
 import { localDate } from './reports.js';
 import type { Conversion, Footfall, Shop } from './types.js';
+import { withoutPc } from './no-pc.js';
 
 /**
  * The overview's headline figures and shop ranking (docs/console.md, Overview). Every figure is one of the API's
@@ -96,8 +97,10 @@ export async function ranking(shops: Shop[], zone: string, signal: AbortSignal):
   const today = localDate(zone);
   const w = { from: addDays(today, -6), to: today };
   try {
+    // A shop without a shop PC counts nothing: it is listed last, saying so, not ranked on zeros (issue 28).
+    const noPc = shops.filter(withoutPc);
     const rows = await Promise.all(
-      shops.map(async (s) => {
+      shops.filter((s) => !withoutPc(s)).map(async (s) => {
         const site = `&site=${encodeURIComponent(s.slug)}`;
         const [f, c] = await Promise.all([api<Footfall>('GET', `/api/reports/footfall?${q(w, s.timezone, site)}`, { signal }), api<Conversion>('GET', `/api/reports/conversion?${q(w, s.timezone, site)}`, { signal })]);
         return { shop: s, visitors: f.total, conversion: c.conversion, revenue: c.revenue, currency: c.currency };
@@ -120,9 +123,18 @@ export async function ranking(shops: Shop[], zone: string, signal: AbortSignal):
             h('td', { class: 'bar-cell', 'aria-hidden': 'true' }, h('meter', { min: 0, max: 1, value: Math.round((r[m] / top) * 100) / 100 })),
           ),
         ),
+        ...[...noPc].sort((a, b) => a.name.localeCompare(b.name)).map((s) =>
+          h(
+            'tr',
+            { 'data-rank-shop': s.slug, 'data-no-pc': s.slug },
+            h('td', { class: 'rank' }, '–'),
+            h('th', { scope: 'row', class: 'shop-name' }, h('a', { href: `#/shop/${encodeURIComponent(s.slug)}` }, s.name)),
+            h('td', { colspan: '4', class: 'muted' }, 'No shop PC installed yet'),
+          ),
+        ),
       );
       const table = body.closest('table');
-      if (table) for (const row of Array.from(body.rows)) stackRow(table, row);
+      if (table) for (const row of Array.from(body.rows)) if (!row.dataset.noPc) stackRow(table, row);
       for (const b of buttons) b.setAttribute('aria-pressed', String(b.dataset.metric === m));
     };
     const buttons = (['visitors', 'conversion', 'revenue'] as Metric[]).map((m) => {
