@@ -253,10 +253,12 @@ describe('CameraWorker', () => {
       await until('the live rate', () => worker.stats.fps === 13 && live > 0, 10_000);
       await new Promise((r) => setTimeout(r, 500));
       const [l0, d0] = [live, detect];
-      await new Promise((r) => setTimeout(r, 2000));
-      expect((live - l0) / 2).toBeGreaterThanOrEqual(9);
-      expect((detect - d0) / 2).toBeGreaterThanOrEqual(3.5);
-      expect((detect - d0) / 2).toBeLessThanOrEqual(6.5);
+      // Over 4 s (a loaded 2-core machine delays single frames, not the rates): live near 13 a second, the consumer
+      // near its 5, never the live rate.
+      await new Promise((r) => setTimeout(r, 4000));
+      expect((live - l0) / 4).toBeGreaterThanOrEqual(8);
+      expect((detect - d0) / 4).toBeGreaterThanOrEqual(2.5);
+      expect((detect - d0) / 4).toBeLessThanOrEqual(6.5);
       unwatch();
       await until('the detect rate again', () => worker.stats.fps === 5, 10_000);
       expect(worker.state.connected).toBe(true);
