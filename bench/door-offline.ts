@@ -11,7 +11,7 @@
  *
  * Clips: a manifest (DOOR_CLIPS, default bench/real-footage/clips.json) listing `{ id, file?, line, fps?, scale? }`
  * with `line` a CountingLine; the video at `file` (relative to the manifest's folder) or test/fixtures/real/<id>.mp4
- * beside it; labels at labels/<id>.a.json beside the manifest ({ crossings: [{ t, direction }] }). DOOR_ONLY=id,id
+ * beside it; labels at labels/<id>.json (reconciled) or labels/<id>.a.json beside the manifest ({ crossings: [{ t, direction }] }). DOOR_ONLY=id,id
  * picks clips; DOOR_FPS sets door_fps (default the agent's 3; 0 every frame). Options under test (the agent's
  * defaults when unset): DOOR_BAND, DOOR_FIT, DOOR_SIZE, DOOR_FOLLOW, DOOR_PERSON_PX (0: off), DOOR_NEAR_FPS,
  * DOOR_ROI and DOOR_STILL (1 / 0), DOOR_PER_HEIGHT and DOOR_LINE_MARGIN (the line's hysteresis), DOOR_MAX_LOST (ms),
@@ -69,8 +69,9 @@ export function loadClips(manifest: string): Clip[] {
       .flatMap((f) => [path.resolve(dir, f), path.resolve(root, f)])
       .concat([path.resolve(dir, '../../test/fixtures/real', `${e.id}.mp4`), path.resolve(root, 'test/fixtures/real', `${e.id}.mp4`)]);
     const video = candidates.find((f) => fs.existsSync(f));
-    const labels = path.join(dir, 'labels', `${e.id}.a.json`);
-    if (!video || !fs.existsSync(labels)) continue;
+    // The reconciled labels when there are, else labeller a's (the derived clips': from construction).
+    const labels = [`${e.id}.json`, `${e.id}.a.json`].map((f) => path.join(dir, 'labels', f)).find((f) => fs.existsSync(f));
+    if (!video || !labels) continue;
     const truth = (JSON.parse(fs.readFileSync(labels, 'utf8')) as { crossings: { t: number; direction: 'in' | 'out' }[] }).crossings;
     clips.push({ id: e.id, video, line: e.line, fps: e.fps ?? 10, truth });
   }
