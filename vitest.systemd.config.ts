@@ -1,0 +1,19 @@
+import { defineConfig } from 'vitest/config';
+import SkipSummary from './test/support/skip-summary.js';
+
+/**
+ * The install scripts under a real systemd (test/systemd.test.ts), run by `npm test` beside the main run
+ * (vitest.config.ts): it spends its two to three minutes downloading and unpacking (debootstrap, apt-get, npm) in a
+ * container, so it gets a process of its own rather than one of the main run's two workers. Its own cache folder
+ * keeps the main run's record of file durations (test/support/sequencer.ts) whole.
+ */
+export default defineConfig({
+  cacheDir: 'node_modules/.vite-systemd',
+  test: {
+    include: ['test/systemd.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    reporters: ['default', new SkipSummary()],
+  },
+});
