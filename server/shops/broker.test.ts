@@ -1,15 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { MqttClient } from 'mqtt';
 import { downFilter, upTopic } from '../../shared/topics.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
-import { addCamera, closed, connectPc, enrol, heartbeat, openShop, waitFor } from '../../test/support/shop-pc.js';
+import { addCamera, closed, connectPc, enrol, heartbeat, openShop, pcClients, twoShopPcs, waitFor } from '../../test/support/shop-pc.js';
 
 describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () => {
   let h: Harness;
   let owner: string;
   let company: string;
-  const clients: MqttClient[] = [];
-  const track = (c: MqttClient) => (clients.push(c), c);
+  const { track, endAll } = pcClients();
 
   beforeAll(async () => {
     h = await startHarness({ FOOTFALL_HEARTBEAT_INTERVAL_S: 1 });
@@ -21,7 +19,7 @@ describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () =>
     vi.useRealTimers();
   });
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.endAsync(true).catch(() => {})));
+    await endAll();
     await h.close();
   });
 
@@ -69,12 +67,7 @@ describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () =>
   });
 
   it('ACL: a shop PC cannot subscribe to or publish on another shop’s topics', async () => {
-    const a = await openShop(h, owner, { name: 'Shop A' });
-    const b = await openShop(h, owner, { name: 'Shop B' });
-    const ea = await enrol(h, owner, a.slug);
-    const eb = await enrol(h, owner, b.slug);
-    const pcA = track(await connectPc(h, ea));
-    const pcB = track(await connectPc(h, eb));
+    const { ea, pcA, pcB } = await twoShopPcs(h, owner, track);
 
     // Own notices: granted.
     const own = await pcA.subscribeAsync(downFilter(company, 'shop-a'), { qos: 1 });
