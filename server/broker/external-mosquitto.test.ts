@@ -3,7 +3,7 @@ import type { MqttClient } from 'mqtt';
 import { downFilter, upTopic } from '../../shared/topics.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { dynsecAsAdmin, mosquittoMissing, startMosquitto, type TestMosquitto } from '../../test/support/mosquitto.js';
-import { addCamera, closed, connectPc, enrol, heartbeat, inbox, openShop, pcClients, twoShopPcs, waitFor } from '../../test/support/shop-pc.js';
+import { addCamera, closed, connectPc, enrol, heartbeat, inbox, openShop, pcClients, reEnrolled, twoShopPcs, waitFor } from '../../test/support/shop-pc.js';
 import { noteSkip } from '../../test/support/skips.js';
 import { arrivals, settled } from '../../test/support/visits.js';
 import { visitOf } from '../../test/support/faces.js';
@@ -107,12 +107,7 @@ describe.skipIf(missing !== undefined)('head office on an external Mosquitto 2 (
   });
 
   it('re-enrolment rotates the password: the old connection is ended and the old password refused', async () => {
-    const shop = await openShop(h, owner, { name: 'Rotate' });
-    const first = await enrol(h, owner, shop.slug);
-    const oldPc = track(await connectPc(h, first));
-    const gone = closed(oldPc);
-    const second = await enrol(h, owner, shop.slug);
-    await gone;
+    const { first, second } = await reEnrolled(h, owner, 'Rotate', track);
     expect(second.broker.password).not.toBe(first.broker.password);
     await expect(connectPc(h, first)).rejects.toThrow();
     const pc = track(await connectPc(h, second));

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { downFilter, upTopic } from '../../shared/topics.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
-import { addCamera, closed, connectPc, enrol, heartbeat, openShop, pcClients, twoShopPcs, waitFor } from '../../test/support/shop-pc.js';
+import { addCamera, closed, connectPc, enrol, heartbeat, openShop, pcClients, reEnrolled, twoShopPcs, waitFor } from '../../test/support/shop-pc.js';
 
 describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () => {
   let h: Harness;
@@ -127,12 +127,7 @@ describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () =>
   });
 
   it('re-enrolment: the old token and broker secret stop working and the old connection is closed', async () => {
-    const shop = await openShop(h, owner, { name: 'Again' });
-    const first = await enrol(h, owner, shop.slug);
-    const oldPc = track(await connectPc(h, first));
-    const gone = closed(oldPc);
-    const second = await enrol(h, owner, shop.slug);
-    await gone;
+    const { first, second } = await reEnrolled(h, owner, 'Again', track);
     expect(second.token).not.toBe(first.token);
     expect(second.broker.password).not.toBe(first.broker.password);
     expect((await h.request('GET', '/api/agent/me', { token: first.token })).status).toBe(401);

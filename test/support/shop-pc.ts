@@ -84,6 +84,16 @@ export async function twoShopPcs(h: Harness, token: string, track: (c: MqttClien
   return { ea, eb, pcA, pcB };
 }
 
+/** A shop opened and enrolled, its PC connected (tracked), then enrolled again: resolves once the old connection is closed. */
+export async function reEnrolled(h: Harness, token: string, name: string, track: (c: MqttClient) => MqttClient) {
+  const shop = await openShop(h, token, { name });
+  const first = await enrol(h, token, shop.slug);
+  const gone = closed(track(await connectPc(h, first)));
+  const second = await enrol(h, token, shop.slug);
+  await gone;
+  return { shop, first, second };
+}
+
 export function heartbeat(over: Partial<Heartbeat> = {}): Heartbeat {
   return {
     sent_at: new Date().toISOString(),
