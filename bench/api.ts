@@ -21,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
-import { cpuSeconds, rssBytes } from './proc.js';
+import { cpuSeconds, exited, rssBytes, waitFor } from './proc.js';
 import { BENCH_ADMIN, benchServerSettings, loadAverage, ms, progress, table } from './util.js';
 
 const VISITS = 5_000;
@@ -45,22 +45,8 @@ export interface Proc {
   exit: Promise<void>;
 }
 
-export async function waitFor<T>(what: string, f: () => T | undefined, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = f();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error(`api benchmark: timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-export function exited(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
-  });
-}
+/** In bench/proc.ts with the other process helpers; here too for the benchmarks that import them from here. */
+export { exited, waitFor } from './proc.js';
 
 /** Head office: `node dist/cli/main.js server`, stdout (its JSON log) into a file, the URL read from its ready line. */
 export async function startHeadOffice(dataDir: string, profileDir?: string): Promise<Proc> {

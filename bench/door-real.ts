@@ -24,7 +24,7 @@
  * - Bare reference, same run: ffmpeg alone decoding one clip's stream with capture's arguments.
  * BENCH_DOOR_REAL_CLIPS=id,id runs only those clips.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,7 +38,7 @@ import { serviceEnvironment } from './agent-real.js';
 import { startRtspServer } from '../agent/fixtures/rtsp-server.js';
 import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 import { bareDecode, f1, mean, med, range, startRtsp, stopProcesses, type Rtsp } from './agent-process.js';
-import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
+import { sampleAgent, spawnLogged, type LoggedProcess } from './proc.js';
 import { loadClips, matchCrossings, truthFor, type CrossingLabel, type RealClip } from './real-footage/clips.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
 
@@ -104,7 +104,7 @@ async function streamLatencyMs(clip: RealClip, fps: number, seconds: number): Pr
 
 /** One shop, one enrolled `footfall agent`, one door camera on the clip with its line: the clip once, then SIGTERM. */
 async function session(server: Proc, token: string, clip: RealClip, tmp: string, headOfficeDb: string, latencyMs: number): Promise<Omit<ClipResult, 'which' | 'truth' | 'matched' | 'missed' | 'falses' | 'meanDt'>> {
-  let agent: ChildProcess | undefined;
+  let agent: LoggedProcess | undefined;
   const { rtsp, playing } = await playingRtsp(clip.file, '/door');
   try {
     const shop = await api(server.url, 'POST', '/api/sites', { name: `Real ${clip.id}`, timezone: 'UTC' }, token);
@@ -116,48 +116,17 @@ async function session(server: Proc, token: string, clip: RealClip, tmp: string,
     const models = path.join(tmp, `models-${clip.id}`);
     bodyModelsOnly(models);
 
-    const logFile = path.join(tmp, `agent-${clip.id}.log`);
-    const out = fs.openSync(logFile, 'w');
-    agent = spawn(process.execPath, [cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment() }, stdio: ['ignore', out, out] });
-    fs.closeSync(out);
-    const agentExit = exited(agent);
-    const pid = agent.pid!;
-    await waitFor('the agent to start', () => (/"msg":"agent starting"/.test(fs.readFileSync(logFile, 'utf8')) ? true : undefined), 60_000);
+    agent = spawnLogged(process.execPath, [cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment() }, logFile: path.join(tmp, `agent-${clip.id}.log`) });
+    await agent.waitLog('the agent to start', (l) => (l.includes('"msg":"agent starting"') ? true : undefined));
     await api(server.url, 'POST', `/api/sites/${shop.site_id}/cameras`, { camera_id: 'door', host: '127.0.0.1', port: rtsp.port, path: '/door', max_width: clip.width, tuning: { line: clip.line } }, token);
-    await waitFor(
-      'the door camera to connect',
-      () => {
-        const line = fs.readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('"msg":"camera connected"'));
-        return line ? true : undefined;
-      },
-      60_000,
-    );
-    const ffmpegPid = () => childrenOf(pid).find((p) => commandOf(p).includes('ffmpeg'));
-    const firstFfmpeg = ffmpegPid();
+    await agent.waitLog('the door camera to connect', (l) => (l.includes('"msg":"camera connected"') ? true : undefined));
     const streamAt = await waitFor('the RTSP server to say the stream plays', () => playing[0], 10_000);
-    progress(`${clip.id}: agent pid ${pid}, camera connected; playing the ${clip.duration_s}-s clip once`);
-    const samples: { node: number; ffmpeg: number; rss: number }[] = [];
-    let a0 = cpuSeconds(pid)!;
-    let f = firstFfmpeg;
-    let f0 = f !== undefined ? (cpuSeconds(f) ?? 0) : 0;
-    let t0 = performance.now();
+    progress(`${clip.id}: agent pid ${agent.pid}, camera connected; playing the ${clip.duration_s}-s clip once`);
     // Stop a few frames before the clip would start again.
-    const stopAt = streamAt + clip.duration_s * 1000 - 300;
-    while (Date.now() < stopAt - 1000) {
-      await new Promise((r) => setTimeout(r, 1000));
-      const now = performance.now();
-      const a = cpuSeconds(pid)!;
-      const fNow = ffmpegPid();
-      const fc = fNow !== undefined ? (cpuSeconds(fNow) ?? 0) : 0;
-      const wall = (now - t0) / 1000;
-      samples.push({ node: (100 * (a - a0)) / wall, ffmpeg: fNow === f ? (100 * (fc - f0)) / wall : Number.NaN, rss: (rssBytes(pid) ?? 0) / 2 ** 20 });
-      [a0, f, f0, t0] = [a, fNow, fc, now];
-    }
-    await new Promise((r) => setTimeout(r, Math.max(0, stopAt - Date.now())));
+    const samples = await sampleAgent(agent.pid, streamAt + clip.duration_s * 1000 - 300);
     const restarted = playing.length > 1;
-    agent.kill('SIGTERM');
-    await agentExit;
-    const log = fs.readFileSync(logFile, 'utf8');
+    await agent.stop();
+    const log = agent.log();
     const detectorName = /"detector":"([^"]+)","ms":\d+,"msg":"body counting running"/.exec(log)?.[1] ?? '?';
     const db = new Database(headOfficeDb, { readonly: true, fileMustExist: true });
     const rows = db
@@ -168,10 +137,7 @@ async function session(server: Proc, token: string, clip: RealClip, tmp: string,
     if (restarted) progress(`${clip.id}: the agent's ffmpeg restarted during the clip: the stream started again, times after that are off`);
     return { clip, counted, samples, detectorName, restarted };
   } finally {
-    if (agent && agent.exitCode === null && agent.signalCode === null) {
-      agent.kill('SIGKILL');
-      await exited(agent);
-    }
+    await agent?.kill();
     await stopProcesses([rtsp], undefined);
   }
 }

@@ -15,7 +15,7 @@
  *   % of a core at the rate the headline session looks), and ffmpeg alone decoding the same stream with capture's
  *   arguments.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,10 +24,10 @@ import { loadBodyDetector } from '../agent/bodies/detector.js';
 import { DOOR_LINE, DOOR_VIDEO, doorTruth, ensureDoorVideo, decodeDoorFrames } from '../agent/fixtures/door-video.js';
 import { bodyModelsOnly, ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
 import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
-import { api, cli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
+import { api, cli, root, startHeadOffice, type Proc } from './api.js';
 import { serviceEnvironment } from './agent-real.js';
 import { bareDecode, f1, mean, med, range, startRtsp, stopProcesses, type Rtsp } from './agent-process.js';
-import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
+import { sampleAgent, spawnLogged, type LoggedProcess } from './proc.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
 
 const execFileP = promisify(execFile);
@@ -66,7 +66,7 @@ interface Session {
 
 /** One shop, one enrolled `footfall agent` with `door_fps` doorFps, one door camera at DETECT_FPS: LOOPS runs of the video measured, then SIGTERM. */
 async function session(server: Proc, token: string, rtsp: Rtsp, tmp: string, doorFps: number, trueIn: number, trueOut: number): Promise<Session> {
-  let agent: ChildProcess | undefined;
+  let agent: LoggedProcess | undefined;
   try {
     const shop = await api(server.url, 'POST', '/api/sites', { name: `Door Shop ${doorFps}`, timezone: 'UTC' }, token);
     const code = (await api(server.url, 'POST', `/api/sites/${shop.site_id}/enrolment-code`, {}, token)).code!;
@@ -78,46 +78,16 @@ async function session(server: Proc, token: string, rtsp: Rtsp, tmp: string, doo
     const models = path.join(tmp, `models-${doorFps}`);
     bodyModelsOnly(models);
 
-    const logFile = path.join(tmp, `agent-${doorFps}.log`);
-    const out = fs.openSync(logFile, 'w');
-    agent = spawn(process.execPath, [cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment() }, stdio: ['ignore', out, out] });
-    fs.closeSync(out);
-    const agentExit = exited(agent);
-    const pid = agent.pid!;
-    await waitFor('the agent to start', () => (/"msg":"agent starting"/.test(fs.readFileSync(logFile, 'utf8')) ? true : undefined), 60_000);
+    agent = spawnLogged(process.execPath, [cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment() }, logFile: path.join(tmp, `agent-${doorFps}.log`) });
+    await agent.waitLog('the agent to start', (l) => (l.includes('"msg":"agent starting"') ? true : undefined));
     await api(server.url, 'POST', `/api/sites/${shop.site_id}/cameras`, { camera_id: 'door', host: '127.0.0.1', port: rtsp.port, path: '/door', max_width: W, tuning: { detect_fps: DETECT_FPS, line: DOOR_LINE } }, token);
-    const connectedAt = await waitFor(
-      'the door camera to connect',
-      () => {
-        const line = fs.readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('"msg":"camera connected"'));
-        return line ? (JSON.parse(line) as { time: number }).time : undefined;
-      },
-      60_000,
-    );
+    const connectedAt = await agent.waitLog('the door camera to connect', (l) => (l.includes('"msg":"camera connected"') ? (JSON.parse(l) as { time: number }).time : undefined));
     progress(`agent pid ${agent.pid}: camera connected; detect_fps ${DETECT_FPS}, door_fps ${doorFps}, measuring ${LOOPS} runs of the ${durationS}-s video`);
     const loadBefore = loadAverage();
-    const samples: { node: number; ffmpeg: number; rss: number }[] = [];
-    const ffmpegPid = () => childrenOf(pid).find((p) => commandOf(p).includes('ffmpeg'));
-    let a0 = cpuSeconds(pid)!;
-    let f = ffmpegPid();
-    let f0 = f !== undefined ? (cpuSeconds(f) ?? 0) : 0;
-    let t0 = performance.now();
-    const stopAt = connectedAt + LOOPS * durationS * 1000 + 1000;
-    while (Date.now() < stopAt - 1000) {
-      await new Promise((r) => setTimeout(r, 1000));
-      const now = performance.now();
-      const a = cpuSeconds(pid)!;
-      const fNow = ffmpegPid();
-      const fc = fNow !== undefined ? (cpuSeconds(fNow) ?? 0) : 0;
-      const wall = (now - t0) / 1000;
-      samples.push({ node: (100 * (a - a0)) / wall, ffmpeg: fNow === f ? (100 * (fc - f0)) / wall : Number.NaN, rss: (rssBytes(pid) ?? 0) / 2 ** 20 });
-      [a0, f, f0, t0] = [a, fNow, fc, now];
-    }
-    await new Promise((r) => setTimeout(r, Math.max(0, stopAt - Date.now())));
-    agent.kill('SIGTERM');
-    await agentExit;
+    const samples = await sampleAgent(agent.pid, connectedAt + LOOPS * durationS * 1000 + 1000);
+    await agent.stop();
     const loadAfter = loadAverage();
-    const log = fs.readFileSync(logFile, 'utf8');
+    const log = agent.log();
     const detectorName = /"detector":"([^"]+)","ms":\d+,"msg":"body counting running"/.exec(log)?.[1] ?? '?';
     const sites = (await api(server.url, 'GET', '/api/sites', undefined, token)) as unknown as { id?: string; slug: string; entries_today: number; exits_today: number; occupancy: number }[];
     const row = sites.find((s) => s.slug === shop.slug)!;
@@ -126,10 +96,7 @@ async function session(server: Proc, token: string, rtsp: Rtsp, tmp: string, doo
     return { doorFps, samples, row, detectorName, loadBefore: String(loadBefore), loadAfter: String(loadAfter) };
   } finally {
     // Stopped above on the way through; on a failure, stopped here.
-    if (agent && agent.exitCode === null && agent.signalCode === null) {
-      agent.kill('SIGKILL');
-      await exited(agent);
-    }
+    await agent?.kill();
   }
 }
 

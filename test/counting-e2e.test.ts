@@ -11,43 +11,18 @@
  * retroactive), no unidentified arrival, four customers of whom one is staff, and a footfall report that counts
  * three people and four visits.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadAgentConfig } from '../agent/config/config.js';
-import { enrolShopPc } from '../agent/enrol/enrol.js';
+import { describe, expect, it } from 'vitest';
 import { COUNTING_SCRIPT, COUNTING_VIDEO, ensureCountingVideo } from '../agent/fixtures/counting-video.js';
-import { ensureTestModels, testModelsDir } from '../agent/models/test-cache.js';
-import { AgentRuntime } from '../agent/runtime/runtime.js';
-import { startHarness, type Harness } from './support/harness.js';
-import { startRtspServer, type RtspServer } from './support/rtsp.js';
-import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+import { ensureTestModels } from '../agent/models/test-cache.js';
+import { clipBase, useDoorRig } from './support/door-rig.js';
+import { waitFor } from './support/shop-pc.js';
 
-const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 const report = (...args: unknown[]) => {
   if (process.env.FOOTFALL_TEST_TIMING) console.log(...args);
 };
 const FPS = 5;
-const FRAME_MS = 1000 / FPS;
 
-let h: Harness;
-let rtsp: RtspServer | undefined;
-let runtime: AgentRuntime | undefined;
-let tmp: string;
-
-beforeAll(async () => {
-  tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-counting-'));
-  [h] = await Promise.all([startHarness({ FOOTFALL_VISIT_GAP_S: 5 }), ensureTestModels(), ensureCountingVideo()]);
-}, 120_000);
-
-afterAll(async () => {
-  await runtime?.stop().catch(() => undefined);
-  await rtsp?.stop().catch(() => undefined);
-  await h?.close();
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+const rig = useDoorRig({ name: 'counting', env: { FOOTFALL_VISIT_GAP_S: 5 }, prepare: () => [ensureTestModels(), ensureCountingVideo()] });
 
 /** Which stay of which person began at stream second `t` (a visit's occurred_at is its first sighting). */
 function stayAt(t: number): { person: string; stay: number } | undefined {
@@ -65,26 +40,12 @@ describe('counting on video: one arrival per stay, staff left out', () => {
   it('counts each customer stay once through turning away and returning, and never the staff member once marked', { timeout: 150_000 }, async () => {
     const { video } = await ensureCountingVideo();
     const started = Date.now();
-    rtsp = await startRtspServer({ file: video, mounts: ['/counter'] });
-    const company = await h.company('Counting Co');
-    const owner = company.ownerToken;
-    const shop = await openShop(h, owner, { name: 'High Street' });
-    const configPath = path.join(tmp, 'agent.json');
-    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath, local: { data_dir: path.join(tmp, 'data') } });
-    const config = { ...(await loadAgentConfig(configPath)), log_level: 'silent' as const };
-    runtime = await AgentRuntime.start({
-      config,
-      log,
-      modelsDir: testModelsDir(),
-      visionWorkers: 1,
-      drainMs: 10_000,
-      capture: { backoff: { initialMs: 300, maxMs: 2000 }, firstFrameTimeoutMs: 8000, stallTimeoutMs: 5000, stopGraceMs: 1000 },
-    });
-    await waitFor(() => runtime!.broker.connected, 10_000);
-    const frameAt: number[] = [];
-    const untap = runtime.tap('counter', (frame) => void frameAt.push(frame.at.getTime()));
-    const camera = await addCamera(h, owner, shop.site_id, { camera_id: 'counter', host: '127.0.0.1', port: rtsp.port, path: '/counter', max_width: 640, tuning: { detect_fps: FPS } });
-    await waitFor(() => frameAt.length > 0, 20_000, 50);
+    const pc = await rig.shopPc({ company: 'Counting Co', shop: { name: 'High Street' }, file: video, mounts: ['/counter'], recognition: true });
+    const { h } = rig;
+    const { owner, shop, runtime } = pc;
+    const frames = pc.frames('counter');
+    const camera = await pc.addCamera({ camera_id: 'counter', path: '/counter', max_width: 640, tuning: { detect_fps: FPS } });
+    await waitFor(() => frames.at.length > 0, 20_000, 50);
 
     const feed = async (): Promise<any[]> => {
       const r = await h.request('GET', `/api/visits?limit=1000&site=${shop.slug}`, { token: owner });
@@ -99,18 +60,15 @@ describe('counting on video: one arrival per stay, staff left out', () => {
     expect(marked.body).toMatchObject({ id: first.visitor_id, staff: true });
     const markedAt = Date.now() - started;
 
-    // One whole run of the video, stopping two frames short of its loop.
-    const lastFrame = Math.floor((COUNTING_VIDEO.durationS * 1000) / FRAME_MS) - 2;
-    await waitFor(() => frameAt.length >= lastFrame, 90_000, 100);
-    const runs = runtime.capture.worker(camera.id)!.stats.runs;
-    await runtime.stop();
-    untap();
+    // One whole run of the video.
+    const { runs } = await pc.oneRun(camera, frames, { durationS: COUNTING_VIDEO.durationS, fps: FPS, timeoutMs: 90_000 });
+    await pc.stop();
+    frames.untap();
     const produced = runtime.visits.stats.queued;
-    runtime = undefined;
     expect(runs).toBe(1);
     await h.server.ingest.drained();
 
-    const base = Math.min(...frameAt.map((t, n) => t - n * FRAME_MS));
+    const base = clipBase(frames.at, FPS);
     const arrivals = (await feed()).map((a) => ({ ...a, t: (Date.parse(a.occurred_at) - base) / 1000 }));
     arrivals.sort((a, b) => a.t - b.t);
     report(

@@ -12,109 +12,52 @@
  * each once; GET /api/sites and GET /api/sites/{site} show the shop's entries_today, exits_today and occupancy to
  * match, and the footfall report the same entries and exits (capture rate 0: no face was identified).
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { AedesPublishPacket } from 'aedes';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CrossingMessage } from '../shared/messages.js';
-import { upFilterAllShops } from '../shared/topics.js';
-import { loadAgentConfig } from '../agent/config/config.js';
-import { enrolShopPc } from '../agent/enrol/enrol.js';
+import { describe, expect, it } from 'vitest';
 import { DOOR_LINE, DOOR_VIDEO, doorTruth, ensureDoorVideo } from '../agent/fixtures/door-video.js';
-import { bodyModelsOnly, ensureTestBodyModels } from '../agent/models/test-cache.js';
-import { AgentRuntime } from '../agent/runtime/runtime.js';
-import { startHarness, type Harness } from './support/harness.js';
-import { startRtspServer, type RtspServer } from './support/rtsp.js';
-import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
-import { embeddedOf } from '../server/broker/embedded.js';
+import { ensureTestBodyModels } from '../agent/models/test-cache.js';
+import { clipBase, onClip, timeline, useDoorRig } from './support/door-rig.js';
 
-const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 const report = (...args: unknown[]) => {
   if (process.env.FOOTFALL_TEST_TIMING) console.log(...args);
 };
 const FPS = 5;
-const FRAME_MS = 1000 / FPS;
 
-let h: Harness;
-let rtsp: RtspServer | undefined;
-let runtime: AgentRuntime | undefined;
-let tmp: string;
-const delivered: CrossingMessage[] = [];
-
-beforeAll(async () => {
-  tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-door-'));
-  [h] = await Promise.all([startHarness(), ensureTestBodyModels(), ensureDoorVideo()]);
-  const record = (packet: AedesPublishPacket, done: () => void) => {
-    delivered.push(CrossingMessage.parse(JSON.parse(packet.payload.toString())));
-    done();
-  };
-  await new Promise<void>((resolve) => embeddedOf(h.server.broker).aedes.subscribe(upFilterAllShops('crossing'), record, resolve));
-}, 120_000);
-
-afterAll(async () => {
-  await runtime?.stop().catch(() => undefined);
-  await rtsp?.stop().catch(() => undefined);
-  await h?.close();
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+const rig = useDoorRig({ name: 'door', prepare: () => [ensureTestBodyModels(), ensureDoorVideo()] });
 
 describe('door counting on video: entries, exits and occupancy', () => {
   it('counts entries and exits within one of the truth with recognition off and no face models, and head office agrees', { timeout: 180_000 }, async () => {
+    const { h } = rig;
     const { video } = await ensureDoorVideo();
     const truth = doorTruth();
     const trueIn = truth.filter((c) => c.direction === 'in').length;
     const trueOut = truth.length - trueIn;
     const started = Date.now();
-    rtsp = await startRtspServer({ file: video, mounts: ['/door'] });
-    const company = await h.company('Door Co');
-    const owner = company.ownerToken;
-    const shop = await openShop(h, owner, { name: 'Market Street', timezone: 'UTC' });
-    const configPath = path.join(tmp, 'agent.json');
-    const dataDir = path.join(tmp, 'data');
-    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath, local: { data_dir: dataDir } });
+    // Recognition switched off: no face models are looked for.
+    const pc = await rig.shopPc({ company: 'Door Co', shop: { name: 'Market Street', timezone: 'UTC' }, file: video, mounts: ['/door'], recognition: false });
+    const { owner, shop, runtime } = pc;
     // The shop PC's own models folder holds the person model and no face models.
-    bodyModelsOnly(path.join(dataDir, 'models'));
-    expect(existsSync(path.join(dataDir, 'models', 'manifest.json'))).toBe(false);
-    const config = { ...(await loadAgentConfig(configPath)), log_level: 'silent' as const };
-    runtime = await AgentRuntime.start({
-      config,
-      log,
-      // Recognition switched off: no face models are looked for.
-      modelsDir: false,
-      drainMs: 10_000,
-      capture: { backoff: { initialMs: 300, maxMs: 2000 }, firstFrameTimeoutMs: 8000, stallTimeoutMs: 5000, stopGraceMs: 1000 },
-    });
+    expect(existsSync(path.join(pc.dataDir, 'models', 'manifest.json'))).toBe(false);
     expect(runtime.recognition.running).toBe(false);
-    await waitFor(() => runtime!.broker.connected, 10_000);
 
     // The camera with its counting line, as the console sends it.
-    const camera = await addCamera(h, owner, shop.site_id, { camera_id: 'door', host: '127.0.0.1', port: rtsp.port, path: '/door', max_width: 640, tuning: { detect_fps: FPS, line: DOOR_LINE } });
+    const frames = pc.frames('door');
+    const camera = await pc.addCamera({ camera_id: 'door', path: '/door', max_width: 640, tuning: { detect_fps: FPS, line: DOOR_LINE } });
     expect(camera.tuning.line).toEqual(DOOR_LINE);
-    const frameAt: number[] = [];
-    const untap = runtime.tap('door', (frame) => void frameAt.push(frame.at.getTime()));
-    await waitFor(() => frameAt.length > 0, 20_000, 50);
-
-    // One whole run of the video, stopping two frames short of its loop.
-    const lastFrame = Math.floor((DOOR_VIDEO.durationS * 1000) / FRAME_MS) - 2;
-    await waitFor(() => frameAt.length >= lastFrame, 100_000, 100);
-    const runs = runtime.capture.worker(camera.id)!.stats.runs;
+    const { runs } = await pc.oneRun(camera, frames, { durationS: DOOR_VIDEO.durationS, fps: FPS, timeoutMs: 100_000 });
     const doorStats = runtime.doors.stats().door!;
     const detector = runtime.doors.detectorName;
-    await runtime.stop();
-    untap();
+    await pc.stop();
+    frames.untap();
     const queued = runtime.crossings.stats;
-    runtime = undefined;
     expect(runs).toBe(1);
     expect(detector).toBeDefined();
 
-    const base = Math.min(...frameAt.map((t, n) => t - n * FRAME_MS));
-    const seen = [...new Map(delivered.map((c) => [c.crossing_id, c])).values()].map((c) => ({ ...c, t: (Date.parse(c.occurred_at) - base) / 1000 }));
-    seen.sort((a, b) => a.t - b.t);
+    const seen = onClip(rig.crossings, clipBase(frames.at, FPS));
     report(
       `door e2e (${detector}): ${queued.in} in / ${queued.out} out queued, truth ${trueIn} / ${trueOut}; ${JSON.stringify(doorStats)}; ${Date.now() - started} ms\n` +
-        `  counted ${seen.map((c) => `${c.t.toFixed(1)}${c.direction}`).join(' ')}\n  truth   ${truth.map((c) => `${c.t.toFixed(1)}${c.direction}`).join(' ')}`,
+        `  counted ${timeline(seen)}\n  truth   ${timeline(truth)}`,
     );
 
     // What the shop PC counted: each direction within one of the truth, every crossing near a true one.

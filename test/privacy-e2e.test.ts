@@ -9,7 +9,6 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAgentConfig } from '../agent/config/config.js';
@@ -19,7 +18,7 @@ import { AgentRuntime } from '../agent/runtime/runtime.js';
 import type { Visit } from '../agent/vision/types.js';
 import { upFilterAllShops } from '../shared/topics.js';
 import { realFaces, type RealFace, type RealFaces } from './support/faces.js';
-import { startHarness, type Harness } from './support/harness.js';
+import { onDisk, startHarness, type Harness } from './support/harness.js';
 import { addCamera, jpeg, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
 import { testClip } from './support/clips.js';
 import { startRtspServer } from './support/rtsp.js';
@@ -66,12 +65,7 @@ async function through(face: RealFace, at?: Date) {
 
 /** Reads the database file (its own connection). */
 function sql<T>(query: string, ...args: unknown[]): T[] {
-  const db = new Database(path.join(h.dataDir, 'footfall.db'), { readonly: true });
-  try {
-    return db.prepare(query).all(...args) as T[];
-  } finally {
-    db.close();
-  }
+  return onDisk(h, (db) => db.prepare(query).all(...args) as T[]);
 }
 
 async function setRecognition(mode: 'all' | 'consented' | 'off') {

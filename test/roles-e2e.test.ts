@@ -11,80 +11,33 @@
  * the shop PC's heartbeat (people counted in the last hour, last crossing, the detector's frames) and none for the
  * faces camera; the footfall report's entries are the door camera's.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { AedesPublishPacket } from 'aedes';
 import { eq } from 'drizzle-orm';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadAgentConfig } from '../agent/config/config.js';
-import { enrolShopPc } from '../agent/enrol/enrol.js';
+import { describe, expect, it } from 'vitest';
 import { DOOR_LINE, ensureDoorVideo } from '../agent/fixtures/door-video.js';
-import { ensureTestBodyModels, ensureTestModels, testModelsDir } from '../agent/models/test-cache.js';
-import { AgentRuntime } from '../agent/runtime/runtime.js';
+import { ensureTestBodyModels, ensureTestModels } from '../agent/models/test-cache.js';
 import { visits } from '../server/visits/schema.js';
-import { CrossingMessage, VisitMessage } from '../shared/messages.js';
-import { upFilterAllShops } from '../shared/topics.js';
-import { startHarness, type Harness } from './support/harness.js';
-import { startRtspServer, type RtspServer } from './support/rtsp.js';
-import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
-import { embeddedOf } from '../server/broker/embedded.js';
+import { useDoorRig } from './support/door-rig.js';
+import { waitFor } from './support/shop-pc.js';
 
-const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
-
-let h: Harness;
-let rtsp: RtspServer | undefined;
-let runtime: AgentRuntime | undefined;
-let tmp: string;
-const crossingsSent: CrossingMessage[] = [];
-const visitsSent: VisitMessage[] = [];
-
-beforeAll(async () => {
-  tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-roles-'));
-  [h] = await Promise.all([startHarness(), ensureTestModels().then(() => ensureTestBodyModels()), ensureDoorVideo()]);
-  const collect =
-    <T>(into: T[], parse: (v: unknown) => T) =>
-    (packet: AedesPublishPacket, done: () => void) => {
-      into.push(parse(JSON.parse(packet.payload.toString())));
-      done();
-    };
-  await new Promise<void>((resolve) => embeddedOf(h.server.broker).aedes.subscribe(upFilterAllShops('crossing'), collect(crossingsSent, (v) => CrossingMessage.parse(v)), resolve));
-  await new Promise<void>((resolve) => embeddedOf(h.server.broker).aedes.subscribe(upFilterAllShops('visit'), collect(visitsSent, (v) => VisitMessage.parse(v)), resolve));
-}, 120_000);
-
-afterAll(async () => {
-  await runtime?.stop().catch(() => undefined);
-  await rtsp?.stop().catch(() => undefined);
-  await h?.close();
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+const rig = useDoorRig({ name: 'roles', prepare: () => [ensureTestModels().then(() => ensureTestBodyModels()), ensureDoorVideo()] });
 
 describe('camera roles: a door camera counts, a faces camera recognises', () => {
   it('a door-only camera adds entries and exits and no visitors; its counting health shows in GET /api/cameras', { timeout: 150_000 }, async () => {
+    const { h, crossings: crossingsSent, visits: visitsSent } = rig;
     const { video } = await ensureDoorVideo();
-    rtsp = await startRtspServer({ file: video, mounts: ['/door', '/entrance'] });
-    const company = await h.company('Roles E2E');
-    const owner = company.ownerToken;
-    const shop = await openShop(h, owner, { name: 'Linking Road', timezone: 'UTC' });
-    const configPath = path.join(tmp, 'agent.json');
-    await enrolShopPc({ server: h.url, code: await enrolmentCode(h, owner, shop.site_id), configPath, local: { data_dir: path.join(tmp, 'data') } });
-    const config = { ...(await loadAgentConfig(configPath)), log_level: 'silent' as const };
-    runtime = await AgentRuntime.start({
-      config,
-      log,
-      modelsDir: testModelsDir(),
-      visionWorkers: 1,
-      drainMs: 10_000,
+    const pc = await rig.shopPc({
+      company: 'Roles E2E',
+      shop: { name: 'Linking Road', timezone: 'UTC' },
+      file: video,
+      mounts: ['/door', '/entrance'],
+      recognition: true,
       timing: { heartbeat_interval_s: 1 },
-      capture: { backoff: { initialMs: 300, maxMs: 2000 }, firstFrameTimeoutMs: 8000, stallTimeoutMs: 5000, stopGraceMs: 1000 },
     });
+    const { owner, shop, runtime } = pc;
     expect(runtime.recognition.running).toBe(true);
-    await waitFor(() => runtime!.broker.connected, 10_000);
 
-    const camera = { host: '127.0.0.1', port: rtsp.port, max_width: 640 };
-    const door = await addCamera(h, owner, shop.site_id, { ...camera, camera_id: 'door', path: '/door', tuning: { detect_fps: 5, line: DOOR_LINE, role: 'door' } });
-    const entrance = await addCamera(h, owner, shop.site_id, { ...camera, camera_id: 'entrance', path: '/entrance', tuning: { detect_fps: 5, line: DOOR_LINE, role: 'faces' } });
+    const door = await pc.addCamera({ camera_id: 'door', path: '/door', max_width: 640, tuning: { detect_fps: 5, line: DOOR_LINE, role: 'door' } });
+    const entrance = await pc.addCamera({ camera_id: 'entrance', path: '/entrance', max_width: 640, tuning: { detect_fps: 5, line: DOOR_LINE, role: 'faces' } });
     expect([door.tuning.role, entrance.tuning.role]).toEqual(['door', 'faces']);
 
     // People cross the door (four entries in the video's first 16 s) and show their faces to the entrance camera.
@@ -95,8 +48,7 @@ describe('camera roles: a door camera counts, a faces camera recognises', () => 
       return d?.counting?.stats?.analysed > 0 && d.counting.counted_last_hour >= 3 ? list : undefined;
     }, 20_000, 250).then((x) => x!);
     const doorStats = runtime.doors.stats();
-    await runtime.stop();
-    runtime = undefined;
+    await pc.stop();
     await h.server.ingest.drained();
 
     // The door camera: entries and exits, no visitor. The faces camera: visitors, no entry although it has a line.

@@ -3,7 +3,7 @@ import type { MqttClient } from 'mqtt';
 import { downFilter, upTopic } from '../../shared/topics.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { dynsecAsAdmin, mosquittoMissing, startMosquitto, type TestMosquitto } from '../../test/support/mosquitto.js';
-import { addCamera, closed, connectPc, enrol, heartbeat, inbox, openShop, waitFor } from '../../test/support/shop-pc.js';
+import { addCamera, closed, connectPc, enrol, heartbeat, inbox, openShop, pcClients, reEnrolled, twoShopPcs, waitFor } from '../../test/support/shop-pc.js';
 import { noteSkip } from '../../test/support/skips.js';
 import { arrivals, settled } from '../../test/support/visits.js';
 import { visitOf } from '../../test/support/faces.js';
@@ -29,8 +29,7 @@ describe.skipIf(missing !== undefined)('head office on an external Mosquitto 2 (
   let h: Harness;
   let owner: string;
   let company: string;
-  const clients: MqttClient[] = [];
-  const track = (c: MqttClient) => (clients.push(c), c);
+  const { track, endAll } = pcClients();
   const overrides = () => ({ FOOTFALL_MQTT_URL: mq.url, FOOTFALL_MQTT_USERNAME: mq.admin.username, FOOTFALL_MQTT_PASSWORD: mq.admin.password, FOOTFALL_HEARTBEAT_INTERVAL_S: 1 });
   const shopRow = async (slug: string) => (await h.request('GET', '/api/sites', { token: owner })).body.find((s: any) => s.slug === slug);
 
@@ -42,7 +41,7 @@ describe.skipIf(missing !== undefined)('head office on an external Mosquitto 2 (
     company = c.slug;
   });
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.endAsync(true).catch(() => {})));
+    await endAll();
     await h?.close();
     await mq?.close();
   });
@@ -82,12 +81,7 @@ describe.skipIf(missing !== undefined)('head office on an external Mosquitto 2 (
   });
 
   it('ACL: a shop PC can neither read nor write another shop’s topics (refused by Mosquitto)', async () => {
-    const a = await openShop(h, owner, { name: 'Shop A' });
-    const b = await openShop(h, owner, { name: 'Shop B' });
-    const ea = await enrol(h, owner, a.slug);
-    const eb = await enrol(h, owner, b.slug);
-    const pcA = track(await connectPc(h, ea));
-    const pcB = track(await connectPc(h, eb));
+    const { ea, eb, pcA, pcB } = await twoShopPcs(h, owner, track);
 
     for (const filter of [downFilter(company, 'shop-b'), `ff/${company}/+/down/#`, '#', `ff/${company}/shop-b/up/#`, `ff/${company}/shop-a/up/#`, '$CONTROL/dynamic-security/#', '$SYS/#']) {
       expect(await granted(pcA, filter), filter).toBe(128);
@@ -113,12 +107,7 @@ describe.skipIf(missing !== undefined)('head office on an external Mosquitto 2 (
   });
 
   it('re-enrolment rotates the password: the old connection is ended and the old password refused', async () => {
-    const shop = await openShop(h, owner, { name: 'Rotate' });
-    const first = await enrol(h, owner, shop.slug);
-    const oldPc = track(await connectPc(h, first));
-    const gone = closed(oldPc);
-    const second = await enrol(h, owner, shop.slug);
-    await gone;
+    const { first, second } = await reEnrolled(h, owner, 'Rotate', track);
     expect(second.broker.password).not.toBe(first.broker.password);
     await expect(connectPc(h, first)).rejects.toThrow();
     const pc = track(await connectPc(h, second));

@@ -1,24 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
+import { onDisk, startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { realFaces, visitOf, type RealFaces } from '../../test/support/faces.js';
 import { memberToken } from '../../test/support/shop-pc.js';
 import { arrivals, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
 import { customers, faceImages } from '../customers/schema.js';
 import { sweepPrivacy } from './sweep.js';
-
-/** Reads the database file itself (a second connection), not the API: what is really stored. */
-function onDisk<T>(h: Harness, fn: (db: Database.Database) => T): T {
-  const db = new Database(path.join(h.dataDir, 'footfall.db'), { readonly: true });
-  try {
-    return fn(db);
-  } finally {
-    db.close();
-  }
-}
 
 interface Stored {
   template: number;

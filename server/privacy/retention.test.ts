@@ -1,11 +1,9 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
 import type { MqttClient } from 'mqtt';
 import { describe, expect, it } from 'vitest';
 import { upTopic } from '../../shared/topics.js';
-import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
+import { onDisk, startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { realFaces, visitOf, type RealFace } from '../../test/support/faces.js';
 import { connectPc, enrol, memberToken, openShop } from '../../test/support/shop-pc.js';
 import { settled } from '../../test/support/visits.js';
@@ -16,15 +14,6 @@ import { sweepPrivacy, type PrivacySweeper } from './sweep.js';
  * visit_retention_days (docs/privacy.md): old visits and crossings aged into footfall_counts by the privacy sweep, over
  * real ingest (the broker), a real database file and real HTTP; the reports over the whole period before and after.
  */
-
-function onDisk<T>(h: Harness, fn: (db: Database.Database) => T): T {
-  const db = new Database(path.join(h.dataDir, 'footfall.db'), { readonly: true });
-  try {
-    return fn(db);
-  } finally {
-    db.close();
-  }
-}
 
 const count = (h: Harness, table: 'visits' | 'crossings', shopId: string, before?: string, after?: string) =>
   onDisk(h, (db) => {

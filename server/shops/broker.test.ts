@@ -1,15 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { MqttClient } from 'mqtt';
 import { downFilter, upTopic } from '../../shared/topics.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
-import { addCamera, closed, connectPc, enrol, heartbeat, openShop, waitFor } from '../../test/support/shop-pc.js';
+import { addCamera, closed, connectPc, enrol, heartbeat, openShop, pcClients, reEnrolled, twoShopPcs, waitFor } from '../../test/support/shop-pc.js';
 
 describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () => {
   let h: Harness;
   let owner: string;
   let company: string;
-  const clients: MqttClient[] = [];
-  const track = (c: MqttClient) => (clients.push(c), c);
+  const { track, endAll } = pcClients();
 
   beforeAll(async () => {
     h = await startHarness({ FOOTFALL_HEARTBEAT_INTERVAL_S: 1 });
@@ -21,7 +19,7 @@ describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () =>
     vi.useRealTimers();
   });
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.endAsync(true).catch(() => {})));
+    await endAll();
     await h.close();
   });
 
@@ -69,12 +67,7 @@ describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () =>
   });
 
   it('ACL: a shop PC cannot subscribe to or publish on another shop’s topics', async () => {
-    const a = await openShop(h, owner, { name: 'Shop A' });
-    const b = await openShop(h, owner, { name: 'Shop B' });
-    const ea = await enrol(h, owner, a.slug);
-    const eb = await enrol(h, owner, b.slug);
-    const pcA = track(await connectPc(h, ea));
-    const pcB = track(await connectPc(h, eb));
+    const { ea, pcA, pcB } = await twoShopPcs(h, owner, track);
 
     // Own notices: granted.
     const own = await pcA.subscribeAsync(downFilter(company, 'shop-a'), { qos: 1 });
@@ -134,12 +127,7 @@ describe('shop PCs on the broker (real aedes over TCP, real mqtt client)', () =>
   });
 
   it('re-enrolment: the old token and broker secret stop working and the old connection is closed', async () => {
-    const shop = await openShop(h, owner, { name: 'Again' });
-    const first = await enrol(h, owner, shop.slug);
-    const oldPc = track(await connectPc(h, first));
-    const gone = closed(oldPc);
-    const second = await enrol(h, owner, shop.slug);
-    await gone;
+    const { first, second } = await reEnrolled(h, owner, 'Again', track);
     expect(second.token).not.toBe(first.token);
     expect(second.broker.password).not.toBe(first.broker.password);
     expect((await h.request('GET', '/api/agent/me', { token: first.token })).status).toBe(401);

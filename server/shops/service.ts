@@ -10,6 +10,7 @@ import type { Db } from '../db/open.js';
 import { conflict } from '../http/errors.js';
 import { shopVisitCount } from '../visits/service.js';
 import { crossings } from '../crossings/schema.js';
+import { IANA_NAMES } from '../console/web/zones-data.js';
 import { enrolmentCodes, shops } from './schema.js';
 
 export type ShopRow = typeof shops.$inferSelect;
@@ -17,19 +18,8 @@ export type EnrolmentCodeRow = typeof enrolmentCodes.$inferSelect;
 
 export const DEFAULT_TIMEZONE = 'Asia/Kolkata';
 
-/**
- * ICU (Node's and Chromium's Intl) lists these zones under old names that IANA keeps only as links: the IANA name
- * is the one shown and stored; the old one is still accepted and normalised (Asia/Calcutta becomes Asia/Kolkata).
- * Keep in step with server/console/web/zones.ts.
- */
-export const IANA_NAMES: Readonly<Record<string, string>> = {
-  'Africa/Asmera': 'Africa/Asmara', 'America/Buenos_Aires': 'America/Argentina/Buenos_Aires', 'America/Catamarca': 'America/Argentina/Catamarca',
-  'America/Coral_Harbour': 'America/Atikokan', 'America/Cordoba': 'America/Argentina/Cordoba', 'America/Godthab': 'America/Nuuk',
-  'America/Indianapolis': 'America/Indiana/Indianapolis', 'America/Jujuy': 'America/Argentina/Jujuy', 'America/Louisville': 'America/Kentucky/Louisville',
-  'America/Mendoza': 'America/Argentina/Mendoza', 'Asia/Calcutta': 'Asia/Kolkata', 'Asia/Katmandu': 'Asia/Kathmandu', 'Asia/Rangoon': 'Asia/Yangon',
-  'Asia/Saigon': 'Asia/Ho_Chi_Minh', 'Atlantic/Faeroe': 'Atlantic/Faroe', 'Europe/Kiev': 'Europe/Kyiv', 'Pacific/Enderbury': 'Pacific/Kanton',
-  'Pacific/Ponape': 'Pacific/Pohnpei', 'Pacific/Truk': 'Pacific/Chuuk',
-};
+/** Old zone names ICU lists and their IANA names: one table with the console's (server/console/web/zones-data.ts). */
+export { IANA_NAMES };
 
 /** Zone names ICU lists and their IANA names, by lower-case spelling. */
 const listedZones = new Map<string, string>();

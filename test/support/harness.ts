@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { pino, type Logger } from 'pino';
 import { loadConfig, type RawConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/start.js';
@@ -164,4 +165,14 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
       if (!keepDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Reads head office's database file itself (a second, read-only connection), not the API: what is really stored. */
+export function onDisk<T>(h: Pick<Harness, 'dataDir'>, fn: (db: Database.Database) => T): T {
+  const db = new Database(path.join(h.dataDir, 'footfall.db'), { readonly: true });
+  try {
+    return fn(db);
+  } finally {
+    db.close();
+  }
 }

@@ -64,6 +64,36 @@ export function connectPc(h: Harness, e: Pick<EnrolResponse, 'broker'>, over: Pa
   });
 }
 
+/** The shop PCs' broker connections a test file opens: `track` each, `endAll` in afterAll. */
+export function pcClients() {
+  const clients: MqttClient[] = [];
+  return {
+    track: (c: MqttClient) => (clients.push(c), c),
+    endAll: () => Promise.all(clients.map((c) => c.endAsync(true).catch(() => {}))),
+  };
+}
+
+/** Shops "Shop A" and "Shop B" opened (slugs shop-a, shop-b), each enrolled and its shop PC connected (tracked): the ACL tests' set-up. */
+export async function twoShopPcs(h: Harness, token: string, track: (c: MqttClient) => MqttClient) {
+  const a = await openShop(h, token, { name: 'Shop A' });
+  const b = await openShop(h, token, { name: 'Shop B' });
+  const ea = await enrol(h, token, a.slug);
+  const eb = await enrol(h, token, b.slug);
+  const pcA = track(await connectPc(h, ea));
+  const pcB = track(await connectPc(h, eb));
+  return { ea, eb, pcA, pcB };
+}
+
+/** A shop opened and enrolled, its PC connected (tracked), then enrolled again: resolves once the old connection is closed. */
+export async function reEnrolled(h: Harness, token: string, name: string, track: (c: MqttClient) => MqttClient) {
+  const shop = await openShop(h, token, { name });
+  const first = await enrol(h, token, shop.slug);
+  const gone = closed(track(await connectPc(h, first)));
+  const second = await enrol(h, token, shop.slug);
+  await gone;
+  return { shop, first, second };
+}
+
 export function heartbeat(over: Partial<Heartbeat> = {}): Heartbeat {
   return {
     sent_at: new Date().toISOString(),

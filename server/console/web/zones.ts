@@ -1,4 +1,5 @@
 import type { Shop } from './types.js';
+import { IANA_NAMES } from './zones-data.js';
 
 /**
  * Time zones and phone countries of the console. The company has no zone of its own: "the company's zone" is the
@@ -9,19 +10,8 @@ import type { Shop } from './types.js';
 
 export const DEFAULT_ZONE = 'Asia/Kolkata';
 
-/**
- * ICU lists some zones under old names that IANA keeps only as links; the console shows and sends the IANA ones
- * (head office accepts both and stores the IANA one). Keep in step with server/shops/service.ts IANA_NAMES.
- */
-const MODERN: Record<string, string> = {
-  'Africa/Asmera': 'Africa/Asmara', 'America/Buenos_Aires': 'America/Argentina/Buenos_Aires', 'America/Catamarca': 'America/Argentina/Catamarca',
-  'America/Coral_Harbour': 'America/Atikokan', 'America/Cordoba': 'America/Argentina/Cordoba', 'America/Godthab': 'America/Nuuk',
-  'America/Indianapolis': 'America/Indiana/Indianapolis', 'America/Jujuy': 'America/Argentina/Jujuy', 'America/Louisville': 'America/Kentucky/Louisville',
-  'America/Mendoza': 'America/Argentina/Mendoza', 'Asia/Calcutta': 'Asia/Kolkata', 'Asia/Katmandu': 'Asia/Kathmandu', 'Asia/Rangoon': 'Asia/Yangon',
-  'Asia/Saigon': 'Asia/Ho_Chi_Minh', 'Atlantic/Faeroe': 'Atlantic/Faroe', 'Europe/Kiev': 'Europe/Kyiv', 'Pacific/Enderbury': 'Pacific/Kanton',
-  'Pacific/Ponape': 'Pacific/Pohnpei', 'Pacific/Truk': 'Pacific/Chuuk',
-};
-export const modernZone = (z: string): string => MODERN[z] ?? z;
+/** The console shows and sends the IANA name of a zone ICU lists under an old one (head office accepts both, stores the IANA one). */
+export const modernZone = (z: string): string => IANA_NAMES[z] ?? z;
 
 export function companyZone(shops: readonly Pick<Shop, 'timezone'>[]): string {
   if (shops.length === 0) return DEFAULT_ZONE;
