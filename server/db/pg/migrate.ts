@@ -77,6 +77,12 @@ function keyColumns<C extends { name: string; primary: boolean }>(cols: C[], com
   return composite[0] ? composite[0].columns.map((c) => c.name) : cols.filter((c) => c.primary).map((c) => c.name);
 }
 
+/** PostgreSQL's own words (drizzle wraps them in a message holding the whole statement and its parameters). */
+const reason = (err: unknown): string => {
+  const cause = (err as { cause?: unknown }).cause;
+  return cause instanceof Error ? cause.message : (err as Error).message;
+};
+
 const keyHash = (text: string): number => parseInt(createHash('md5').update(text, 'utf8').digest('hex').slice(0, 7), 16);
 
 /** Without the password, for messages. */
@@ -165,14 +171,30 @@ async function copyTable(sqlite: Database.Database, tx: PgDb, st: SQLiteTable, p
   // PostgreSQL takes at most 65,535 parameters a statement.
   const perBatch = Math.max(1, Math.min(1000, Math.floor(30_000 / keys.length)));
   let batch: Record<string, unknown>[] = [];
+  const pkCols = keyColumns(Object.values(getTableColumns(pt)) as PgColumn[], pgConfig(pt).primaryKeys);
+  const keyProps = pkCols.map((c) => keys.find((k) => sCols[k]!.name === c)!);
   const flush = async () => {
     if (!batch.length) return;
-    try {
-      await tx.insert(pt).values(batch as never);
-    } catch (err) {
-      throw new MigrateError(`Copying ${name} failed: ${(err as Error).message}`);
-    }
+    const rows = batch;
     batch = [];
+    try {
+      // In a savepoint, so that a refused batch can be tried row by row to name the row PostgreSQL refuses.
+      await tx.transaction(async (sp) => {
+        await sp.insert(pt).values(rows as never);
+      });
+    } catch (err) {
+      for (const row of rows) {
+        try {
+          await tx.transaction(async (sp) => {
+            await sp.insert(pt).values(row as never);
+          });
+        } catch (rowErr) {
+          const key = keyProps.map((k, i) => `${pkCols[i]} ${String(row[k])}`).join(', ');
+          throw new MigrateError(`Copying ${name} failed at the row with ${key}: ${reason(rowErr)}. Nothing was kept.`);
+        }
+      }
+      throw new MigrateError(`Copying ${name} failed: ${reason(err)}. Nothing was kept.`);
+    }
   };
   for (const raw of stmt.iterate() as Iterable<unknown[]>) {
     const row: Record<string, unknown> = {};
