@@ -205,6 +205,27 @@ describe.skipIf(missing !== undefined)('footfall migrate --to postgres://... (re
       expect(inDb).toEqual(inSchema);
     });
 
+    it('refuses a database file at an older schema than this version, before touching PostgreSQL', async () => {
+      const old = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-migrate-old-'));
+      try {
+        fs.copyFileSync(path.join(dataDir, 'footfall.db'), path.join(old, 'footfall.db'));
+        const db = new Database(path.join(old, 'footfall.db'));
+        db.prepare('delete from __drizzle_migrations where created_at = (select max(created_at) from __drizzle_migrations)').run();
+        db.close();
+        const target = await pgServer.createDatabase('older_schema');
+        const r = await cli(['migrate', '--to', target], old);
+        expect(r.code).toBe(1);
+        expect(r.stderr).toMatch(/is at an older schema than this footfall: start head office of this version on it once/);
+        const c = new pg.Client({ connectionString: target });
+        await c.connect();
+        const left = await c.query(`select schema_name from information_schema.schemata where schema_name = 'drizzle'`);
+        await c.end();
+        expect(left.rows).toEqual([]);
+      } finally {
+        fs.rmSync(old, { recursive: true, force: true });
+      }
+    });
+
     it('rolls everything back when a row cannot be copied: the database stays empty', async () => {
       const broken = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-migrate-broken-'));
       try {

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { getTableColumns, is } from 'drizzle-orm';
 import { getTableConfig as pgConfig, PgTable, type PgColumn } from 'drizzle-orm/pg-core';
 import { getTableConfig as sqliteConfig, SQLiteTable, type SQLiteColumn } from 'drizzle-orm/sqlite-core';
+import { copyOrder } from './migrate.js';
 import * as pg from './schema.js';
 import * as sqlite from '../schema.js';
 import { packageRoot } from '../../paths.js';
@@ -138,5 +139,18 @@ describe('the PostgreSQL migrations are generated from the PostgreSQL schema', (
       }),
     );
     expect(fromSnapshot).toEqual(fromSchema);
+  });
+});
+
+describe('migrate --to copies the tables in foreign-key order', () => {
+  it('puts every table after the tables its foreign keys name', () => {
+    const order = copyOrder().map((t) => pgConfig(t).name);
+    expect(order.length).toBe(pgTables.size);
+    for (const [name, t] of pgTables) {
+      for (const fk of pgConfig(t).foreignKeys) {
+        const target = pgConfig(fk.reference().foreignTable as PgTable).name;
+        if (target !== name) expect(order.indexOf(target), `${name} -> ${target}`).toBeLessThan(order.indexOf(name));
+      }
+    }
   });
 });
