@@ -11,6 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import Database from 'better-sqlite3';
 import { getTableColumns, is, sql } from 'drizzle-orm';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
@@ -18,7 +19,6 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { getTableConfig as pgConfig, PgTable, type PgColumn } from 'drizzle-orm/pg-core';
 import { getTableConfig as sqliteConfig, SQLiteTable, type SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import pg from 'pg';
-import path from 'node:path';
 import { packageRoot } from '../../paths.js';
 import * as sqliteSchema from '../schema.js';
 import { applyPgMigrations, type PgDb } from './open.js';
