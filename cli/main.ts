@@ -10,6 +10,7 @@ const commands: Record<string, () => Promise<Command>> = {
   admin: async () => (await import('./server.js')).adminCommand(),
   backup: async () => (await import('./backup.js')).backupCommand(),
   restore: async () => (await import('./backup.js')).restoreCommand(),
+  migrate: async () => (await import('./migrate.js')).migrateCommand(),
   models: async () => (await import('./models.js')).modelsCommand(),
   enrol: async () => (await import('./agent.js')).enrolCommand(),
   agent: async () => (await import('./agent.js')).agentCommand(),
