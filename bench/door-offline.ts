@@ -15,8 +15,9 @@
  * picks clips; DOOR_FPS sets door_fps (default the agent's 3; 0 every frame). Options under test (the agent's
  * defaults when unset): DOOR_BAND, DOOR_FIT, DOOR_SIZE, DOOR_FOLLOW, DOOR_PERSON_PX (0: off), DOOR_NEAR_FPS,
  * DOOR_ROI and DOOR_STILL (1 / 0), DOOR_PER_HEIGHT and DOOR_LINE_MARGIN (the line's hysteresis), DOOR_BORN_SIDE and
- * DOOR_LOST_PAST (the line's rule for tracks born in its band or lost past it; 0: off), DOOR_MAX_LOST (ms),
- * DOOR_MIN_SCORE and DOOR_MODEL (the detector's). DOOR_VERBOSE prints truth and counted crossings; DOOR_TRACE every
+ * DOOR_LOST_PAST, DOOR_EMERGED (the line's rules for tracks born in its band, lost past it, or first seen beside
+ * another just past it; 0: off), DOOR_MAX_LOST (ms),
+ * DOOR_MIN_SCORE, DOOR_MAX_IOU (its NMS) and DOOR_MODEL (the detector's). DOOR_VERBOSE prints truth and counted crossings; DOOR_TRACE every
  * look (its region and boxes, per mille of the picture) and crossing. Hard cases derived from a real clip:
  * DOOR_CLIPS=bench/real-footage/derived/clips.json after its make.sh. DOOR_DUMP=dir writes every look (region, boxes)
  * to <dir>/<clip>.looks.json, which bench/door-replay.ts replays through the tracker and the line without the detector.
@@ -151,6 +152,7 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
         fit: FIT,
         ...(SIZE ? { inputSize: SIZE } : {}),
         ...(process.env.DOOR_MIN_SCORE ? { minScore: Number(process.env.DOOR_MIN_SCORE) } : {}),
+        ...(process.env.DOOR_MAX_IOU ? { maxIou: Number(process.env.DOOR_MAX_IOU) } : {}),
         ...(process.env.DOOR_MODEL ? { model: process.env.DOOR_MODEL as BodyModelId } : {}),
       }),
     onCrossing: (_camera, c) => {
@@ -176,13 +178,14 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
     ...(process.env.DOOR_NEAR_FPS !== undefined ? { nearFps: Number(process.env.DOOR_NEAR_FPS) } : {}),
     ...(process.env.DOOR_ROI !== undefined ? { roi: process.env.DOOR_ROI === '1' } : {}),
     ...(process.env.DOOR_STILL !== undefined ? { stillTracks: process.env.DOOR_STILL === '1' } : {}),
-    ...(process.env.DOOR_LINE_MARGIN !== undefined || process.env.DOOR_PER_HEIGHT !== undefined || process.env.DOOR_BORN_SIDE !== undefined || process.env.DOOR_LOST_PAST !== undefined
+    ...(process.env.DOOR_LINE_MARGIN !== undefined || process.env.DOOR_PER_HEIGHT !== undefined || process.env.DOOR_BORN_SIDE !== undefined || process.env.DOOR_LOST_PAST !== undefined || process.env.DOOR_EMERGED !== undefined
       ? {
           line: {
             ...(process.env.DOOR_LINE_MARGIN ? { margin: Number(process.env.DOOR_LINE_MARGIN) } : {}),
             ...(process.env.DOOR_PER_HEIGHT ? { perHeight: Number(process.env.DOOR_PER_HEIGHT) } : {}),
             ...(process.env.DOOR_BORN_SIDE ? { bornSide: Number(process.env.DOOR_BORN_SIDE) } : {}),
             ...(process.env.DOOR_LOST_PAST ? { lostPast: Number(process.env.DOOR_LOST_PAST) } : {}),
+            ...(process.env.DOOR_EMERGED ? { emerged: Number(process.env.DOOR_EMERGED) } : {}),
           },
         }
       : {}),

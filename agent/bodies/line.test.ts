@@ -143,6 +143,21 @@ describe('LineCounter with BodyTracker', () => {
     expect(count(VERTICAL, [...onLine, ...gone], { lostPast: 0.25 })).toEqual([]);
   });
 
+  it('with emerged, someone hidden behind their neighbour until just past the line, then walking on, is counted', () => {
+    // A walks in from 0.8 to 0.2; B beside and a step behind, hidden until 0.06 past the line (boxes overlapping).
+    const past = 0.5 - 0.06 * (9 / 16);
+    const frames = walk([0.8, 0.5], [0.2, 0.5], 15).map(([x, y]) => [body(x, y), ...(x + 0.03 <= past ? [body(x + 0.03, y + 0.06)] : [])]);
+    expect(dirs(count(VERTICAL, frames))).toEqual(['in']);
+    const c = count(VERTICAL, frames, { emerged: 0.5 });
+    expect(dirs(c)).toEqual(['in', 'in']);
+    expect(new Set(c.map((x) => x.trackId)).size).toBe(2);
+    // C stands there instead, seen once A is beside them: not counted; nor someone first seen there alone, walking on.
+    const standing = walk([0.8, 0.5], [0.2, 0.5], 15).map(([x, y]) => [body(x, y), ...(x <= past + 0.05 ? [body(past, y + 0.06)] : [])]);
+    expect(dirs(count(VERTICAL, standing, { emerged: 0.5 }))).toEqual(['in']);
+    const alone = walk([past, 0.5], [0.2, 0.5], 8).map(([x, y]) => [body(x, y)]);
+    expect(count(VERTICAL, alone, { emerged: 0.5 })).toEqual([]);
+  });
+
   it('keeps separate tracks apart: one person waiting outside while another walks in', () => {
     const frames = walk([0.8, 0.3], [0.2, 0.3], 15).map(([x, y]) => [body(0.85, 0.7), body(x, y)]);
     const c = count(VERTICAL, frames);

@@ -48,6 +48,12 @@ export interface LineCounterOptions {
    * leaves the picture, or is hidden, just past the line); default 0: off.
    */
   lostPast?: number;
+  /**
+   * A track first seen clearly on a side but within this many of its own heights of the line, beside another track
+   * (their boxes overlap), that then steps further away from the line, is counted as having come over it (someone
+   * hidden behind their neighbour while crossing); default 0: off.
+   */
+  emerged?: number;
 }
 
 type Side = 'in' | 'out';
@@ -64,6 +70,8 @@ interface TrackState {
   at: Date;
   before: number;
   margin: number;
+  /** `emerged`: first seen beside another track near the line, not yet known to have walked on. */
+  emerged?: boolean;
 }
 
 export class LineCounter {
@@ -73,6 +81,7 @@ export class LineCounter {
   readonly perHeight: number;
   readonly bornSide: number;
   readonly lostPast: number;
+  readonly emerged: number;
   private readonly aspect: number;
   private readonly a: [number, number];
   private readonly d: [number, number];
@@ -94,6 +103,7 @@ export class LineCounter {
     this.perHeight = options.perHeight ?? 0;
     this.bornSide = options.bornSide ?? 0;
     this.lostPast = options.lostPast ?? 0;
+    this.emerged = options.emerged ?? 0;
     this.a = [line.a[0] * this.aspect, line.a[1]];
     this.d = [(line.b[0] - line.a[0]) * this.aspect, line.b[1] - line.a[1]];
     this.len = Math.hypot(this.d[0], this.d[1]);
@@ -134,7 +144,26 @@ export class LineCounter {
         // bornSide: first seen in the band but off the line, it takes the side it is on.
         const born: Side | undefined = this.bornSide > 0 && Math.abs(s) >= this.bornSide * margin ? (s > 0 ? 'in' : 'out') : undefined;
         state = { side: born, s, p, overAt: undefined, at, before: s, margin };
+        if (this.emerged > 0 && Math.abs(s) > margin && Math.abs(s) <= this.emerged * track.box.h && tracks.some((o) => o !== track && o.seen && overlaps(o.box, track.box))) {
+          state.emerged = true;
+          state.side = s > 0 ? 'in' : 'out';
+        }
         this.states.set(track.id, state);
+        continue;
+      } else if (state.emerged) {
+        state.emerged = false;
+        const side = state.side!;
+        const further = side === 'in' ? s - state.s : state.s - s;
+        if (further >= margin * 0.5 && (side === 'in' ? s : -s) > margin) {
+          this.counts[side]++;
+          crossings.push({ direction: side, at: state.at, trackId: track.id });
+        }
+        state.before = state.s;
+        state.s = s;
+        state.p = p;
+        state.at = at;
+        state.margin = margin;
+        continue;
       } else if (s >= 0 !== state.s >= 0) {
         // The path went over the line between the last observation and this one: where?
         const f = state.s / (state.s - s);
@@ -176,4 +205,9 @@ export class LineCounter {
   reset(): void {
     this.states.clear();
   }
+}
+
+/** Whether two boxes overlap at all. */
+function overlaps(a: BodyBox, b: BodyBox): boolean {
+  return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 }
