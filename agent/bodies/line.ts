@@ -149,7 +149,7 @@ export class LineCounter {
           state.side = s > 0 ? 'in' : 'out';
         }
         this.states.set(track.id, state);
-        continue;
+        if (state.emerged) continue;
       } else if (state.emerged) {
         state.emerged = false;
         const side = state.side!;
