@@ -14,10 +14,13 @@
  * beside it; labels at labels/<id>.json (reconciled) or labels/<id>.a.json beside the manifest ({ crossings: [{ t, direction }] }). DOOR_ONLY=id,id
  * picks clips; DOOR_FPS sets door_fps (default the agent's 3; 0 every frame). Options under test (the agent's
  * defaults when unset): DOOR_BAND, DOOR_FIT, DOOR_SIZE, DOOR_FOLLOW, DOOR_PERSON_PX (0: off), DOOR_NEAR_FPS,
- * DOOR_ROI and DOOR_STILL (1 / 0), DOOR_PER_HEIGHT and DOOR_LINE_MARGIN (the line's hysteresis), DOOR_MAX_LOST (ms),
- * DOOR_MIN_SCORE and DOOR_MODEL (the detector's). DOOR_VERBOSE prints truth and counted crossings; DOOR_TRACE every
+ * DOOR_ROI and DOOR_STILL (1 / 0), DOOR_PER_HEIGHT and DOOR_LINE_MARGIN (the line's hysteresis), DOOR_BORN_SIDE and
+ * DOOR_LOST_PAST, DOOR_EMERGED (the line's rules for tracks born in its band, lost past it, or first seen beside
+ * another just past it; 0: off), DOOR_MAX_LOST (ms),
+ * DOOR_MIN_SCORE, DOOR_MAX_IOU (its NMS) and DOOR_MODEL (the detector's). DOOR_VERBOSE prints truth and counted crossings; DOOR_TRACE every
  * look (its region and boxes, per mille of the picture) and crossing. Hard cases derived from a real clip:
- * DOOR_CLIPS=bench/real-footage/derived/clips.json after its make.sh.
+ * DOOR_CLIPS=bench/real-footage/derived/clips.json after its make.sh. DOOR_DUMP=dir writes every look (region, boxes)
+ * to <dir>/<clip>.looks.json, which bench/door-replay.ts replays through the tracker and the line without the detector.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -138,6 +141,9 @@ export interface ClipResult {
 /** One clip through a fresh DoorCounting (its own detector thread). */
 export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> = {}): Promise<ClipResult> {
   const crossings: { t: number; direction: 'in' | 'out' }[] = [];
+  /** Every look (DOOR_DUMP: written to <DOOR_DUMP>/<clip>.looks.json for bench/door-replay.ts). */
+  const looks: { t: number; region: { x: number; y: number; w: number; h: number }; boxes: { x: number; y: number; w: number; h: number; score: number }[] }[] = [];
+  let size = { width: 0, height: 0 };
   const start = Date.UTC(2026, 0, 1);
   const log = { debug() {}, info() {}, warn: console.warn, error: console.error };
   const doors = new DoorCounting({
@@ -147,19 +153,23 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
         fit: FIT,
         ...(SIZE ? { inputSize: SIZE } : {}),
         ...(process.env.DOOR_MIN_SCORE ? { minScore: Number(process.env.DOOR_MIN_SCORE) } : {}),
+        ...(process.env.DOOR_MAX_IOU ? { maxIou: Number(process.env.DOOR_MAX_IOU) } : {}),
         ...(process.env.DOOR_MODEL ? { model: process.env.DOOR_MODEL as BodyModelId } : {}),
       }),
     onCrossing: (_camera, c) => {
       crossings.push({ t: (c.at.getTime() - start) / 1000, direction: c.direction });
       if (process.env.DOOR_TRACE) console.error(`  ${((c.at.getTime() - start) / 1000).toFixed(1)} CROSSING ${c.direction} ${c.trackId}`);
     },
-    ...(process.env.DOOR_TRACE
+    ...(process.env.DOOR_TRACE || process.env.DOOR_DUMP
       ? {
-          onLook: (_camera: string, at: Date, r: { x: number; y: number; w: number; h: number }, boxes: readonly { x: number; y: number; w: number; h: number; score: number }[]) =>
+          onLook: (_camera: string, at: Date, r: { x: number; y: number; w: number; h: number }, boxes: readonly { x: number; y: number; w: number; h: number; score: number }[]) => {
+            looks.push({ t: (at.getTime() - start) / 1000, region: { ...r }, boxes: boxes.map((b) => ({ ...b })) });
+            if (!process.env.DOOR_TRACE) return;
             console.error(
               `  ${((at.getTime() - start) / 1000).toFixed(1)} look ${r.w}x${r.h}+${r.x}+${r.y}: ` +
                 boxes.map((b) => `x${Math.round((b.x + b.w / 2) * 1000)} y${Math.round((b.y + b.h / 2) * 1000)} h${Math.round(b.h * 1000)} s${b.score.toFixed(2)}`).join(' | '),
-            ),
+            );
+          },
         }
       : {}),
     log,
@@ -169,8 +179,16 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
     ...(process.env.DOOR_NEAR_FPS !== undefined ? { nearFps: Number(process.env.DOOR_NEAR_FPS) } : {}),
     ...(process.env.DOOR_ROI !== undefined ? { roi: process.env.DOOR_ROI === '1' } : {}),
     ...(process.env.DOOR_STILL !== undefined ? { stillTracks: process.env.DOOR_STILL === '1' } : {}),
-    ...(process.env.DOOR_LINE_MARGIN !== undefined || process.env.DOOR_PER_HEIGHT !== undefined
-      ? { line: { ...(process.env.DOOR_LINE_MARGIN ? { margin: Number(process.env.DOOR_LINE_MARGIN) } : {}), ...(process.env.DOOR_PER_HEIGHT ? { perHeight: Number(process.env.DOOR_PER_HEIGHT) } : {}) } }
+    ...(process.env.DOOR_LINE_MARGIN !== undefined || process.env.DOOR_PER_HEIGHT !== undefined || process.env.DOOR_BORN_SIDE !== undefined || process.env.DOOR_LOST_PAST !== undefined || process.env.DOOR_EMERGED !== undefined
+      ? {
+          line: {
+            ...(process.env.DOOR_LINE_MARGIN ? { margin: Number(process.env.DOOR_LINE_MARGIN) } : {}),
+            ...(process.env.DOOR_PER_HEIGHT ? { perHeight: Number(process.env.DOOR_PER_HEIGHT) } : {}),
+            ...(process.env.DOOR_BORN_SIDE ? { bornSide: Number(process.env.DOOR_BORN_SIDE) } : {}),
+            ...(process.env.DOOR_LOST_PAST ? { lostPast: Number(process.env.DOOR_LOST_PAST) } : {}),
+            ...(process.env.DOOR_EMERGED ? { emerged: Number(process.env.DOOR_EMERGED) } : {}),
+          },
+        }
       : {}),
     ...(process.env.DOOR_MAX_LOST !== undefined ? { tracker: { maxLostMs: Number(process.env.DOOR_MAX_LOST) } } : {}),
     ...(BAND !== undefined ? { band: BAND > 0 ? { margin: BAND } : false } : {}),
@@ -186,6 +204,7 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
   await decodeClip(clip.video, clip.fps, async (data, width, height, t) => {
     const frame: Frame = { cameraId: clip.id, at: new Date(start + Math.round(t * 1000)), width, height, data };
     frames++;
+    size = { width, height };
     doors.consume(frame);
     await doors.idle();
   });
@@ -195,6 +214,10 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
   const wall = doors.detectorTime.ms;
   await doors.close();
   clearInterval(alive);
+  if (process.env.DOOR_DUMP) {
+    fs.mkdirSync(process.env.DOOR_DUMP, { recursive: true });
+    fs.writeFileSync(path.join(process.env.DOOR_DUMP, `${clip.id}.looks.json`), JSON.stringify({ id: clip.id, line: clip.line, ...size, truth: clip.truth, looks }));
+  }
   const durationS = frames / clip.fps;
   const truthIn = clip.truth.filter((c) => c.direction === 'in').length;
   const { tp, fp, fn } = matchCrossings(clip.truth, crossings);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CountingLine } from '../../shared/agent-api.js';
-import { LineCounter } from './line.js';
+import { LineCounter, type LineCounterOptions } from './line.js';
 import { BodyTracker } from './tracker.js';
 import type { BodyBox, Crossing } from './types.js';
 
@@ -22,7 +22,7 @@ function walk(p: [number, number], q: [number, number], frames: number): [number
 }
 
 /** Runs frames of boxes through a tracker and a counter; returns every crossing. */
-function count(line: CountingLine, frames: BodyBox[][], options: { margin?: number; reference?: 'centre' | 'bottom' } = {}): Crossing[] {
+function count(line: CountingLine, frames: BodyBox[][], options: Omit<LineCounterOptions, 'aspect'> = {}): Crossing[] {
   const tracker = new BodyTracker({}, 16 / 9);
   const counter = new LineCounter(line, { aspect: 16 / 9, ...options });
   const out: Crossing[] = [];
@@ -115,6 +115,47 @@ describe('LineCounter with BodyTracker', () => {
   it('gives a track first seen in the band a side without counting a crossing', () => {
     const frames = walk([0.5, 0.5], [0.2, 0.5], 10).map(([x, y]) => [body(x, y)]);
     expect(count(VERTICAL, frames)).toEqual([]);
+  });
+
+  it('with bornSide, a track first seen in the band off the line (hidden in a group until then) keeps that side', () => {
+    // First seen 0.02 outside the line (half the 0.04 band), then walks in; and one first seen on the line itself.
+    const off = walk([0.5 + 0.02 * (9 / 16), 0.5], [0.2, 0.5], 10).map(([x, y]) => [body(x, y)]);
+    expect(count(VERTICAL, off)).toEqual([]);
+    expect(dirs(count(VERTICAL, off, { bornSide: 0.25 }))).toEqual(['in']);
+    const on = walk([0.5, 0.5], [0.2, 0.5], 10).map(([x, y]) => [body(x, y)]);
+    expect(count(VERTICAL, on, { bornSide: 0.25 })).toEqual([]);
+    // Seen once only: never counted.
+    expect(count(VERTICAL, [[body(0.5 + 0.02 * (9 / 16), 0.5)], [], [], [], [], [], [], [], [], []], { bornSide: 0.25 })).toEqual([]);
+  });
+
+  it('with lostPast, a track lost just past the line walking away is counted at its last sighting; one turning back is not', () => {
+    // From 0.2 inside to 0.03 outside (within the 0.04 band), then gone for longer than the tracker remembers.
+    const gone = Array.from({ length: 10 }, (): BodyBox[] => []);
+    const away = walk([0.5 - 0.2 * (9 / 16), 0.5], [0.5 + 0.03 * (9 / 16), 0.5], 8).map(([x, y]) => [body(x, y)]);
+    expect(count(VERTICAL, [...away, ...gone])).toEqual([]);
+    const c = count(VERTICAL, [...away, ...gone], { lostPast: 0.25 });
+    expect(dirs(c)).toEqual(['out']);
+    expect(c[0]!.at.getTime()).toBe(T0 + 7 * STEP);
+    const back = [...away, [body(0.5 + 0.02 * (9 / 16), 0.5)]];
+    expect(count(VERTICAL, [...back, ...gone], { lostPast: 0.25 })).toEqual([]);
+    // Lost on the line itself: not counted.
+    const onLine = walk([0.5 - 0.2 * (9 / 16), 0.5], [0.5 + 0.005 * (9 / 16), 0.5], 8).map(([x, y]) => [body(x, y)]);
+    expect(count(VERTICAL, [...onLine, ...gone], { lostPast: 0.25 })).toEqual([]);
+  });
+
+  it('with emerged, someone hidden behind their neighbour until just past the line, then walking on, is counted', () => {
+    // A walks in from 0.8 to 0.2; B beside and a step behind, hidden until 0.06 past the line (boxes overlapping).
+    const past = 0.5 - 0.06 * (9 / 16);
+    const frames = walk([0.8, 0.5], [0.2, 0.5], 15).map(([x, y]) => [body(x, y), ...(x + 0.03 <= past ? [body(x + 0.03, y + 0.06)] : [])]);
+    expect(dirs(count(VERTICAL, frames))).toEqual(['in']);
+    const c = count(VERTICAL, frames, { emerged: 0.5 });
+    expect(dirs(c)).toEqual(['in', 'in']);
+    expect(new Set(c.map((x) => x.trackId)).size).toBe(2);
+    // C stands there instead, seen once A is beside them: not counted; nor someone first seen there alone, walking on.
+    const standing = walk([0.8, 0.5], [0.2, 0.5], 15).map(([x, y]) => [body(x, y), ...(x <= past + 0.05 ? [body(past, y + 0.06)] : [])]);
+    expect(dirs(count(VERTICAL, standing, { emerged: 0.5 }))).toEqual(['in']);
+    const alone = walk([past, 0.5], [0.2, 0.5], 8).map(([x, y]) => [body(x, y)]);
+    expect(count(VERTICAL, alone, { emerged: 0.5 })).toEqual([]);
   });
 
   it('keeps separate tracks apart: one person waiting outside while another walks in', () => {

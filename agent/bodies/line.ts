@@ -36,6 +36,24 @@ export interface LineCounterOptions {
    * less than `margin` in a step and may leave the picture before they are that far past the line); default 0: off.
    */
   perHeight?: number;
+  /**
+   * A track first seen inside the hysteresis band, at least this share of the band's half-width from the line, takes
+   * that side at once (someone in a group, hidden behind another until they are on the line); default 0: off, such a
+   * track takes a side only when it leaves the band, without a crossing.
+   */
+  bornSide?: number;
+  /**
+   * A track that ends (the tracker lost it) after its path went over the line, last seen at least this share of the
+   * band's half-width past it and moving away from it, is counted, stamped with its last sighting (someone who
+   * leaves the picture, or is hidden, just past the line); default 0: off.
+   */
+  lostPast?: number;
+  /**
+   * A track first seen clearly on a side but within this many of its own heights of the line, beside another track
+   * (their boxes overlap), that then steps further away from the line, is counted as having come over it (someone
+   * hidden behind their neighbour while crossing); default 0: off.
+   */
+  emerged?: number;
 }
 
 type Side = 'in' | 'out';
@@ -48,6 +66,12 @@ interface TrackState {
   p: [number, number];
   /** Position along the line (0 at a, 1 at b) where the path last went over the line; undefined: not since `side`. */
   overAt: number | undefined;
+  /** When it was last seen, its signed distance the observation before, and the band's half-width for it. */
+  at: Date;
+  before: number;
+  margin: number;
+  /** `emerged`: first seen beside another track near the line, not yet known to have walked on. */
+  emerged?: boolean;
 }
 
 export class LineCounter {
@@ -55,6 +79,9 @@ export class LineCounter {
   readonly extent: number;
   readonly reference: ReferencePoint;
   readonly perHeight: number;
+  readonly bornSide: number;
+  readonly lostPast: number;
+  readonly emerged: number;
   private readonly aspect: number;
   private readonly a: [number, number];
   private readonly d: [number, number];
@@ -74,6 +101,9 @@ export class LineCounter {
     this.reference = options.reference ?? 'centre';
     this.aspect = options.aspect ?? 16 / 9;
     this.perHeight = options.perHeight ?? 0;
+    this.bornSide = options.bornSide ?? 0;
+    this.lostPast = options.lostPast ?? 0;
+    this.emerged = options.emerged ?? 0;
     this.a = [line.a[0] * this.aspect, line.a[1]];
     this.d = [(line.b[0] - line.a[0]) * this.aspect, line.b[1] - line.a[1]];
     this.len = Math.hypot(this.d[0], this.d[1]);
@@ -108,18 +138,42 @@ export class LineCounter {
       if (!track.seen) continue;
       const p = this.point(track.box);
       const s = this.signed(p);
+      const margin = this.perHeight > 0 ? Math.min(this.margin, this.perHeight * track.box.h) : this.margin;
       let state = this.states.get(track.id);
       if (!state) {
-        state = { side: undefined, s, p, overAt: undefined };
+        // bornSide: first seen in the band but off the line, it takes the side it is on.
+        const born: Side | undefined = this.bornSide > 0 && Math.abs(s) >= this.bornSide * margin ? (s > 0 ? 'in' : 'out') : undefined;
+        state = { side: born, s, p, overAt: undefined, at, before: s, margin };
+        if (this.emerged > 0 && Math.abs(s) > margin && Math.abs(s) <= this.emerged * track.box.h && tracks.some((o) => o !== track && o.seen && overlaps(o.box, track.box))) {
+          state.emerged = true;
+          state.side = s > 0 ? 'in' : 'out';
+        }
         this.states.set(track.id, state);
+        if (state.emerged) continue;
+      } else if (state.emerged) {
+        state.emerged = false;
+        const side = state.side!;
+        const further = side === 'in' ? s - state.s : state.s - s;
+        if (further >= margin * 0.5 && (side === 'in' ? s : -s) > margin) {
+          this.counts[side]++;
+          crossings.push({ direction: side, at: state.at, trackId: track.id });
+        }
+        state.before = state.s;
+        state.s = s;
+        state.p = p;
+        state.at = at;
+        state.margin = margin;
+        continue;
       } else if (s >= 0 !== state.s >= 0) {
         // The path went over the line between the last observation and this one: where?
         const f = state.s / (state.s - s);
         state.overAt = this.along([state.p[0] + f * (p[0] - state.p[0]), state.p[1] + f * (p[1] - state.p[1])]);
       }
+      state.before = state.s;
       state.s = s;
       state.p = p;
-      const margin = this.perHeight > 0 ? Math.min(this.margin, this.perHeight * track.box.h) : this.margin;
+      state.at = at;
+      state.margin = margin;
       const clearly: Side | undefined = s > margin ? 'in' : s < -margin ? 'out' : undefined;
       if (!clearly || clearly === state.side) {
         if (clearly) state.overAt = undefined;
@@ -134,11 +188,26 @@ export class LineCounter {
       this.counts[clearly]++;
       crossings.push({ direction: clearly, at, trackId: track.id });
     }
-    for (const id of [...this.states.keys()]) if (!live.has(id)) this.states.delete(id);
+    for (const [id, state] of [...this.states]) {
+      if (live.has(id)) continue;
+      this.states.delete(id);
+      // lostPast: gone just past the line, walking away from it.
+      if (this.lostPast <= 0 || state.side === undefined || state.overAt === undefined) continue;
+      if (state.overAt < -this.extent || state.overAt > 1 + this.extent) continue;
+      const past: Side = state.s > 0 ? 'in' : 'out';
+      if (past === state.side || Math.abs(state.s) < this.lostPast * state.margin || (past === 'in' ? state.s - state.before : state.before - state.s) <= 0) continue;
+      this.counts[past]++;
+      crossings.push({ direction: past, at: state.at, trackId: id });
+    }
     return crossings;
   }
 
   reset(): void {
     this.states.clear();
   }
+}
+
+/** Whether two boxes overlap at all. */
+function overlaps(a: BodyBox, b: BodyBox): boolean {
+  return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 }

@@ -78,6 +78,12 @@ export interface DoorCountingOptions {
 
 /** The line's hysteresis band is at most this share of a track's height (LineCounterOptions.perHeight; measured: docs/decisions.md). */
 export const DEFAULT_LINE_PER_HEIGHT = 0.2;
+/** A track first seen in the hysteresis band this share of it off the line takes that side (LineCounterOptions.bornSide; measured: docs/decisions.md). */
+export const DEFAULT_LINE_BORN_SIDE = 0.25;
+/** A track lost this share of the hysteresis band past the line, walking away, is counted (LineCounterOptions.lostPast; measured: docs/decisions.md). */
+export const DEFAULT_LINE_LOST_PAST = 0.25;
+/** A track first seen beside another within this many of its heights past the line, walking on, is counted (LineCounterOptions.emerged; measured: docs/decisions.md). */
+export const DEFAULT_LINE_EMERGED = 0.5;
 
 /** Default of `roi` (measured: docs/decisions.md). */
 export const DEFAULT_ROI = true;
@@ -272,7 +278,7 @@ export class DoorCounting {
       personHeight: START_PERSON_HEIGHT,
       seenHeight: undefined,
       tracker: new BodyTracker(this.opts.tracker ?? {}, aspect),
-      counter: new LineCounter(line, { perHeight: DEFAULT_LINE_PER_HEIGHT, ...this.opts.line, aspect }),
+      counter: new LineCounter(line, { perHeight: DEFAULT_LINE_PER_HEIGHT, bornSide: DEFAULT_LINE_BORN_SIDE, lostPast: DEFAULT_LINE_LOST_PAST, emerged: DEFAULT_LINE_EMERGED, ...this.opts.line, aspect }),
       lastTaken: Number.NEGATIVE_INFINITY,
       stats: camera?.stats ?? { frames: 0, paced: 0, held: 0, skipped: 0, analysed: 0, bodies: 0, tracks: 0, in: 0, out: 0 },
     };
