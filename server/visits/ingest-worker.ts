@@ -22,7 +22,12 @@ function main(): void {
   const log = createLogger(config.FOOTFALL_LOG_LEVEL).child({ thread: 'ingest' });
   const store = openDatabase(path.join(config.dataDir, 'footfall.db'));
   // Head office's WAL checkpoints, off the main thread (whose connection has them off).
-  const stopCheckpoints = checkpointEvery(store.sqlite, 250, (err) => log.error({ err }, 'WAL checkpoint failed'));
+  const stopCheckpoints = checkpointEvery(
+    store.sqlite,
+    250,
+    (err) => log.error({ err }, 'WAL checkpoint failed'),
+    (ms, pages) => log.warn({ ms: Math.round(ms), pages }, 'slow WAL checkpoint (visit ingest waited for it)'),
+  );
   let keys: Keys;
   try {
     keys = loadKeys(config);
