@@ -32,6 +32,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   'door-offline': () => import('./door-offline.js'),
   'door-real': () => import('./door-real.js'),
   occupancy: () => import('./occupancy.js'),
+  scale: () => import('./scale.js'),
 };
 
 const docs = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));

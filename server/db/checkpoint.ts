@@ -1,5 +1,8 @@
 import type Database from 'better-sqlite3';
 
+/** A checkpoint at least this long is reported (onSlow). */
+const SLOW_MS = 50;
+
 /**
  * WAL checkpoints off the request thread.
  *
@@ -11,10 +14,19 @@ import type Database from 'better-sqlite3';
  * `everyMs` instead: PASSIVE, so it never waits for, or blocks, a reader or a writer on another connection.
  * Returns the function that stops it.
  */
-export function checkpointEvery(sqlite: Database.Database, everyMs: number, onError: (err: unknown) => void): () => void {
+export function checkpointEvery(
+  sqlite: Database.Database,
+  everyMs: number,
+  onError: (err: unknown) => void,
+  onSlow?: (ms: number, pages: number) => void,
+): () => void {
   const timer = setInterval(() => {
     try {
-      sqlite.pragma('wal_checkpoint(PASSIVE)');
+      const t = performance.now();
+      const r = sqlite.pragma('wal_checkpoint(PASSIVE)') as { checkpointed: number }[];
+      const took = performance.now() - t;
+      // A checkpoint syncs the database file: a slow disk makes the thread that runs it wait (reported, not hidden).
+      if (took >= SLOW_MS) onSlow?.(took, r[0]?.checkpointed ?? 0);
     } catch (err) {
       onError(err);
     }

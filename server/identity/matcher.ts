@@ -109,10 +109,10 @@ export class Matcher {
     return visits.map((v, i) => {
       const best = found[i]![0];
       // Re-score against the current template: an earlier visit of the batch may have updated it or merged it away.
-      const sim = best && this.gallery.similarity(best.customerId, qs[i]!);
+      const sim = best && this.gallery.similarityUnit(best.customerId, qs[i]!);
       let match: Match | undefined = sim === undefined ? undefined : { customerId: best!.customerId, similarity: sim };
       for (const id of enrolled) {
-        const s = this.gallery.similarity(id, qs[i]!);
+        const s = this.gallery.similarityUnit(id, qs[i]!);
         if (s !== undefined && s >= this.options.matchThreshold && (!match || s > match.similarity)) match = { customerId: id, similarity: s };
       }
       const d = this.resolve(v, i, qs[i]!, match, enrol);
@@ -181,7 +181,7 @@ export class Matcher {
     let best: Match | undefined;
     for (const r of this.recent) {
       if (Math.abs(at - r.at) > this.options.burstWindowMs) continue;
-      const similarity = this.gallery.similarity(r.customerId, q);
+      const similarity = this.gallery.similarityUnit(r.customerId, q);
       if (similarity !== undefined && (!best || similarity > best.similarity)) best = { customerId: r.customerId, similarity };
     }
     return best;

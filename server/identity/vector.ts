@@ -24,11 +24,32 @@ export function normalizeInto(v: ArrayLike<number>, out: Float32Array, o = 0): F
   return out;
 }
 
-/** Dot product of `a` and `b[bo .. bo+512)`, accumulated in float64. */
+/**
+ * Dot product of `a` and `b[bo .. bo+512)`, accumulated in float64. Eight partial sums: the loop's additions no
+ * longer wait on each other, which measured about 3x faster than one running sum (the gallery's re-rank and the
+ * matcher's burst list are most of ingest's matching; docs/decisions.md, "Ingest CPU per visit").
+ */
 export function dot(a: Float32Array, b: Float32Array, bo = 0): number {
-  let s = 0;
-  for (let i = 0; i < DIM; i++) s += a[i]! * b[bo + i]!;
-  return s;
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  let s4 = 0;
+  let s5 = 0;
+  let s6 = 0;
+  let s7 = 0;
+  for (let i = 0; i < DIM; i += 8) {
+    const j = bo + i;
+    s0 += a[i]! * b[j]!;
+    s1 += a[i + 1]! * b[j + 1]!;
+    s2 += a[i + 2]! * b[j + 2]!;
+    s3 += a[i + 3]! * b[j + 3]!;
+    s4 += a[i + 4]! * b[j + 4]!;
+    s5 += a[i + 5]! * b[j + 5]!;
+    s6 += a[i + 6]! * b[j + 6]!;
+    s7 += a[i + 7]! * b[j + 7]!;
+  }
+  return s0 + s1 + (s2 + s3) + (s4 + s5 + (s6 + s7));
 }
 
 /**

@@ -7,6 +7,9 @@ import { cameras } from '../cameras/schema.js';
 import type { Store } from '../db/open.js';
 import { shops } from './schema.js';
 
+/** Heartbeats are written at most this long after they arrive. */
+const FLUSH_MS = 500;
+
 /**
  * Heartbeat ingest: head office listens on the broker (Broker.listen) to `ff/+/+/up/heartbeat`. The broker's topic rule
  * guarantees that only the shop's own login can publish there, so the topic names the shop. A heartbeat that does
@@ -37,41 +40,65 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
       log.warn({ topic: packet.topic, issues: hb.error.issues.slice(0, 3) }, 'heartbeat does not match the contract');
       return;
     }
-    const h = hb.data;
-    const now = new Date().toISOString();
-    store.tx(() => {
-      const shop = store.db
-        .update(shops)
-        .set({
-          lastHeartbeatAt: now,
-          offlineSince: null,
-          agentVersion: h.agent_version,
-          recognitionModel: h.recognition_model,
-          recognitionRunning: h.recognition_running,
-          recognitionProblem: h.recognition_problem ?? null,
-          doorCountingProblem: h.door_counting_problem ?? null,
-          camerasUp: h.cameras_up,
-          camerasTotal: h.cameras_total,
-          queued: h.queued,
-          dropped: h.dropped,
-          fractionBelowGate: h.fraction_below_gate,
-          worstCameraId: h.worst_camera_id ?? null,
-        })
-        .where(eq(shops.brokerUsername, brokerUsername(parsed.companySlug, parsed.shopSlug)))
-        .returning({ id: shops.id })
-        .get();
-      // Each door camera's counting over the last minutes (GET /api/cameras `counting`); a camera_id the shop does not
-      // have is ignored (removed meanwhile).
-      if (shop && h.doors) {
-        for (const d of h.doors) {
-          store.db
-            .update(cameras)
-            .set({ doorStats: d, doorStatsAt: now })
-            .where(and(eq(cameras.shopId, shop.id), eq(cameras.cameraId, d.camera_id), isNull(cameras.deletedAt)))
-            .run();
-        }
+    // Kept until the next write (the latest heartbeat of each shop wins): see `flush`.
+    pending.set(brokerUsername(parsed.companySlug, parsed.shopSlug), { h: hb.data, at: new Date().toISOString() });
+    timer ??= setTimeout(flush, FLUSH_MS);
+  };
+  /**
+   * The heartbeats received since the last write, in one transaction. One transaction per heartbeat (2,000 shop PCs:
+   * 67 a second) made this thread wait for the ingest thread's write lock 67 times a second, and every PUBACK and
+   * HTTP answer waited with it (docs/decisions.md, "Ingest CPU per visit").
+   */
+  const pending = new Map<string, { h: Heartbeat; at: string }>();
+  let timer: NodeJS.Timeout | undefined;
+  const update = store.sqlite.prepare(
+    `update shops set last_heartbeat_at = @at, offline_since = null, agent_version = @agentVersion, recognition_model = @recognitionModel,
+       recognition_running = @recognitionRunning, recognition_problem = @recognitionProblem, door_counting_problem = @doorCountingProblem,
+       cameras_up = @camerasUp, cameras_total = @camerasTotal, queued = @queued, dropped = @dropped,
+       fraction_below_gate = @fractionBelowGate, worst_camera_id = @worstCameraId
+     where broker_username = @username returning id`,
+  );
+  const flush = () => {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    if (pending.size === 0) return;
+    const beats = [...pending];
+    pending.clear();
+    try {
+      store.tx(() => {
+        for (const [username, { h, at }] of beats) write(username, h, at);
+      });
+    } catch (err) {
+      log.error({ err, heartbeats: beats.length }, 'heartbeats not recorded');
+    }
+  };
+  const write = (username: string, h: Heartbeat, now: string) => {
+    const shop = update.get({
+      username,
+      at: now,
+      agentVersion: h.agent_version,
+      recognitionModel: h.recognition_model,
+      recognitionRunning: h.recognition_running ? 1 : 0,
+      recognitionProblem: h.recognition_problem ?? null,
+      doorCountingProblem: h.door_counting_problem ?? null,
+      camerasUp: h.cameras_up,
+      camerasTotal: h.cameras_total,
+      queued: h.queued,
+      dropped: h.dropped,
+      fractionBelowGate: h.fraction_below_gate,
+      worstCameraId: h.worst_camera_id ?? null,
+    }) as { id: string } | undefined;
+    // Each door camera's counting over the last minutes (GET /api/cameras `counting`); a camera_id the shop does not
+    // have is ignored (removed meanwhile).
+    if (shop && h.doors) {
+      for (const d of h.doors) {
+        store.db
+          .update(cameras)
+          .set({ doorStats: d, doorStatsAt: now })
+          .where(and(eq(cameras.shopId, shop.id), eq(cameras.cameraId, d.camera_id), isNull(cameras.deletedAt)))
+          .run();
       }
-    });
+    }
   };
   // Goodbye (a clean stop) and the last will (a lost connection): offline at once. A will published because the
   // same shop PC reconnected and took its session over is ignored: another connection of the login is still there
@@ -92,6 +119,8 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
         return;
       }
       const username = brokerUsername(parsed.companySlug, parsed.shopSlug);
+      // A heartbeat received before the goodbye is written first, so it cannot undo the offline mark.
+      if (pending.has(username)) flush();
       if (msg.data.reason === 'connection_lost' && (broker.connections(username) ?? 0) > 1) return;
       store.db.update(shops).set({ offlineSince: new Date().toISOString() }).where(eq(shops.brokerUsername, username)).run();
       log.info({ shop: username, reason: msg.data.reason }, 'shop PC went offline');
@@ -104,5 +133,6 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
   return async () => {
     await stopHeartbeats();
     await stopBye();
+    flush();
   };
 }

@@ -13,20 +13,31 @@ export type ControlMessage =
 
 export type ToWorker =
   | ControlMessage
-  /** One MQTT message of `ff/<company>/<shop>/up/visit`, numbered (the payload's bytes are transferred). */
-  | { t: 'visit'; id: number; topic: string; payload: Uint8Array; at: string }
+  /**
+   * MQTT messages of `ff/<company>/<shop>/up/visit`, numbered (ascending), handed over in the same turn of the main
+   * thread's event loop: one message per turn, not per visit (the payloads' bytes are transferred).
+   */
+  | { t: 'visits'; list: VisitHandOver[] }
   | { t: 'drain'; id: number }
   | { t: 'stop' };
 
 export type FromWorker =
   | { t: 'ready'; galleries: number; customers: number; ms: number }
-  /** Rows of one committed batch, for the arrival streams. */
-  | { t: 'committed'; items: [string, FeedItem[]][] }
-  /** Every visit message numbered up to `doneUpTo` is finished with (written, dropped or refused); the counters. */
-  | { t: 'ack'; doneUpTo: number; stats: IngestStats }
+  /**
+   * Every visit message numbered up to `doneUpTo` is finished with (written, dropped or refused); the counters; and
+   * the rows of the batches committed since the last one, for the arrival streams (published before the PUBACKs).
+   */
+  | { t: 'ack'; doneUpTo: number; stats: IngestStats; committed: [string, FeedItem[]][][] }
   | { t: 'drained'; id: number; stats: IngestStats }
   | { t: 'stopped'; stats: IngestStats }
   | { t: 'failed'; error: string };
+
+export interface VisitHandOver {
+  id: number;
+  topic: string;
+  payload: Uint8Array;
+  at: string;
+}
 
 export interface WorkerInit {
   config: Config;

@@ -6,6 +6,7 @@ import { checkpointEvery } from '../db/checkpoint.js';
 import { createLogger } from '../logger.js';
 import { Identities } from './identities.js';
 import { IngestCore } from './ingest-core.js';
+import type { FeedItem } from './hub.js';
 import type { FromWorker, ToWorker, WorkerInit } from './ingest-protocol.js';
 
 /**
@@ -21,7 +22,12 @@ function main(): void {
   const log = createLogger(config.FOOTFALL_LOG_LEVEL).child({ thread: 'ingest' });
   const store = openDatabase(path.join(config.dataDir, 'footfall.db'));
   // Head office's WAL checkpoints, off the main thread (whose connection has them off).
-  const stopCheckpoints = checkpointEvery(store.sqlite, 250, (err) => log.error({ err }, 'WAL checkpoint failed'));
+  const stopCheckpoints = checkpointEvery(
+    store.sqlite,
+    250,
+    (err) => log.error({ err }, 'WAL checkpoint failed'),
+    (ms, pages) => log.warn({ ms: Math.round(ms), pages }, 'slow WAL checkpoint (visit ingest waited for it)'),
+  );
   let keys: Keys;
   try {
     keys = loadKeys(config);
@@ -31,12 +37,15 @@ function main(): void {
   const identities = new Identities({ store, keys, log }, { matchThreshold: config.FOOTFALL_MATCH_THRESHOLD, burstThreshold: config.FOOTFALL_BURST_THRESHOLD });
   let acked = -1;
   let ackQueued = false;
+  // Committed rows wait for the next ack: one message back per turn, not two per batch.
+  let committed: [string, FeedItem[]][][] = [];
   const ack = () => {
     ackQueued = false;
     const doneUpTo = core.doneUpTo;
-    if (doneUpTo === acked) return;
+    if (doneUpTo === acked && committed.length === 0) return;
     acked = doneUpTo;
-    send({ t: 'ack', doneUpTo, stats: { ...core.stats } });
+    send({ t: 'ack', doneUpTo, stats: { ...core.stats }, committed });
+    committed = [];
   };
   const queueAck = () => {
     if (ackQueued) return;
@@ -48,14 +57,17 @@ function main(): void {
     config,
     log,
     identities,
-    emit: (c) => send({ t: 'committed', items: c.items }),
+    emit: (c) => {
+      committed.push(c.items);
+      queueAck();
+    },
     onTick: queueAck,
   });
 
   port.on('message', (m: ToWorker) => {
     switch (m.t) {
-      case 'visit':
-        core.accept(m.id, m.topic, m.payload, m.at);
+      case 'visits':
+        for (const v of m.list) core.accept(v.id, v.topic, v.payload, v.at);
         queueAck();
         break;
       case 'erased':

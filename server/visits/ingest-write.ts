@@ -1,22 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { and, eq, inArray } from 'drizzle-orm';
 import type { VisitMessage } from '../../shared/messages.js';
-import { companies } from '../clients/schema.js';
 import type { Config } from '../config.js';
 import { linkFace, unlinkedFaces, type FaceImageRow } from '../customers/faces.js';
-import { customers } from '../customers/schema.js';
 import type { Store } from '../db/open.js';
 import type { Decision, Visit } from '../identity/matcher.js';
 import { templateToBlob, unitCopy } from '../identity/vector.js';
-import { shops } from '../shops/schema.js';
 import type { FeedItem } from './hub.js';
 import type { Identities } from './identities.js';
 import type { IngestStats } from './ingest-core.js';
 import { presentArrival } from './presenter.js';
-import { sightings } from './schema.js';
 import { feedRange } from './service.js';
 import { Stays, spanOf } from './stays.js';
-import { recognitionOf } from '../privacy/service.js';
 
 /** One visit message waiting for the next batch. */
 export interface Pending {
@@ -52,14 +46,11 @@ export function writeBatch(deps: { store: Store; config: Config; identities: Ide
   const count = (k: keyof IngestStats, n = 1) => (out.counts[k] = (out.counts[k] ?? 0) + n);
 
   // Shops (and whether their company is active), by broker username.
-  const usernames = [...new Set(batch.map((b) => b.username))];
-  const shopRows = db
-    .select({ username: shops.brokerUsername, id: shops.id, companyId: shops.companyId, active: companies.active })
-    .from(shops)
-    .innerJoin(companies, eq(companies.id, shops.companyId))
-    .where(inArray(shops.brokerUsername, usernames))
-    .all();
-  const shopOf = new Map<string, Shop>(shopRows.map((s) => [s.username, s]));
+  const shopOf = new Map<string, Shop>();
+  for (const username of new Set(batch.map((b) => b.username))) {
+    const r = q.shopByUsername.get(username) as { id: string; companyId: string; active: number } | undefined;
+    if (r) shopOf.set(username, { id: r.id, companyId: r.companyId, active: r.active === 1 });
+  }
 
   // Keep what may be stored: a live shop, an active company, a visit_id not seen before.
   const accepted: { item: Pending; shop: Shop }[] = [];
@@ -87,18 +78,12 @@ export function writeBatch(deps: { store: Store; config: Config; identities: Ide
     list.push(item);
     byCompany.set(shop.companyId, list);
   }
+  // Visit ids seen before (one prepared lookup each: the batch is small at a steady rate, where building an
+  // `in (...)` query cost more than running it).
   const seen = new Map<string, Set<string>>();
   for (const [companyId, items] of byCompany) {
-    const ids = [...new Set(items.map((i) => i.msg.visit_id))];
     const existing = new Set<string>();
-    for (let i = 0; i < ids.length; i += 500) {
-      for (const r of db
-        .select({ visitId: sightings.visitId })
-        .from(sightings)
-        .where(and(eq(sightings.companyId, companyId), inArray(sightings.visitId, ids.slice(i, i + 500))))
-        .all())
-        existing.add(r.visitId);
-    }
+    for (const i of items) if (q.sightingExists.get(companyId, i.msg.visit_id) !== undefined) existing.add(i.msg.visit_id);
     seen.set(companyId, existing);
   }
   const fresh = accepted.filter(({ item, shop }) => {
@@ -120,7 +105,7 @@ export function writeBatch(deps: { store: Store; config: Config; identities: Ide
   for (const { item, shop } of fresh) {
     if (!item.embedding) continue;
     let off = countOnly.get(shop.companyId);
-    if (off === undefined) countOnly.set(shop.companyId, (off = recognitionOf(db, shop.companyId) === 'off'));
+    if (off === undefined) countOnly.set(shop.companyId, (off = ((q.recognition.get(shop.companyId) as { r: string } | undefined)?.r ?? 'all') === 'off'));
     if (off) {
       item.embedding = undefined;
       continue;
@@ -163,21 +148,11 @@ export function writeBatch(deps: { store: Store; config: Config; identities: Ide
     const seen = before.get(d.customerId);
     if (!before.has(d.customerId) || (had !== undefined && (seen === undefined || had < seen))) before.set(d.customerId, had);
   }
-  const matchedIds = [...before.keys()];
   const staffIds = new Set<string>();
-  for (let i = 0; i < matchedIds.length; i += 500) {
-    const rows = db
-      .select({ id: customers.id, count: customers.templateCount, erasedAt: customers.erasedAt, mergedInto: customers.mergedInto, staff: customers.staff })
-      .from(customers)
-      .where(inArray(customers.id, matchedIds.slice(i, i + 500)))
-      .all();
-    const live = new Map(rows.map((r) => [r.id, r]));
-    for (const id of matchedIds.slice(i, i + 500)) {
-      const r = live.get(id);
-      const had = before.get(id);
-      if (!r || r.erasedAt || r.mergedInto || (had !== undefined && r.count !== had)) throw new StaleGallery(`customer ${id} changed`);
-      if (r.staff) staffIds.add(id);
-    }
+  for (const [id, had] of before) {
+    const r = q.customerState.get(id) as { count: number; erasedAt: string | null; mergedInto: string | null; staff: number } | undefined;
+    if (!r || r.erasedAt || r.mergedInto || (had !== undefined && r.count !== had)) throw new StaleGallery(`customer ${id} changed`);
+    if (r.staff) staffIds.add(id);
   }
 
   // Face images: linked to an identified visit's customer; otherwise (or with photos off) discarded.
@@ -283,6 +258,12 @@ function prepare(sqlite: Store['sqlite']) {
        where id = @id`,
     ),
     touchShop: sqlite.prepare('update shops set last_event_at = ? where id = ?'),
+    shopByUsername: sqlite.prepare(
+      'select s.id as id, s.company_id as companyId, c.active as active from shops s join companies c on c.id = s.company_id where s.broker_username = ?',
+    ),
+    sightingExists: sqlite.prepare('select 1 from sightings where company_id = ? and visit_id = ?').pluck(),
+    recognition: sqlite.prepare('select recognition as r from company_privacy where company_id = ?'),
+    customerState: sqlite.prepare('select template_count as count, erased_at as erasedAt, merged_into as mergedInto, staff from customers where id = ?'),
   };
 }
 function statements(store: Store): ReturnType<typeof prepare> {

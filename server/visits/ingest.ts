@@ -6,7 +6,7 @@ import { spawnWorker } from '../thread.js';
 import type { ArrivalsHub } from './hub.js';
 import type { IdentityControl } from './identity-control.js';
 import { EMPTY_STATS, type IngestStats } from './ingest-core.js';
-import type { FromWorker, ToWorker, WorkerInit } from './ingest-protocol.js';
+import type { FromWorker, ToWorker, VisitHandOver, WorkerInit } from './ingest-protocol.js';
 
 export type { IngestStats } from './ingest-core.js';
 
@@ -70,6 +70,7 @@ export class VisitIngest {
           clearTimeout(timer);
           resolve();
         };
+        this.sendOutbox(); // what was handed over before the stop is written before it
         w.postMessage({ t: 'stop' } satisfies ToWorker);
       });
       await w.terminate();
@@ -88,8 +89,10 @@ export class VisitIngest {
     });
   }
 
-  private post(m: ToWorker, transfer?: ArrayBuffer[]): void {
-    this.worker?.postMessage(m, transfer);
+  /** Every other message goes after the visits handed over before it (drain, stop and identity notices keep their order). */
+  private post(m: ToWorker): void {
+    this.sendOutbox();
+    this.worker?.postMessage(m);
   }
 
   /** One visit publish: handed over; resolves (PUBACK) once written, rejects (connection closed) if it cannot be. */
@@ -100,9 +103,20 @@ export class VisitIngest {
     const payload = new Uint8Array(packet.payload);
     return new Promise<void>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.post({ t: 'visit', id, topic: packet.topic, payload, at: new Date().toISOString() }, [payload.buffer]);
+      this.outbox.push({ id, topic: packet.topic, payload, at: new Date().toISOString() });
+      if (this.outbox.length === 1) setImmediate(this.sendOutbox);
     });
   }
+
+  /** The visits handed over in this turn of the event loop, in one message (a postMessage per visit cost more). */
+  private outbox: VisitHandOver[] = [];
+  private readonly sendOutbox = () => {
+    const list = this.outbox;
+    if (list.length === 0) return;
+    this.outbox = [];
+    const m: ToWorker = { t: 'visits', list };
+    this.worker?.postMessage(m, list.map((v) => v.payload.buffer as ArrayBuffer));
+  };
 
   private failWaiting(why: string): void {
     const err = new Error(why);
@@ -121,6 +135,7 @@ export class VisitIngest {
       this.deps.log.error({ code }, 'visit ingest thread ended; starting it again (the shop PCs send what it held again)');
       this.earlier = this.stats;
       this.counters = { ...EMPTY_STATS };
+      this.outbox = []; // their publishes are refused just below
       this.failWaiting('visit ingest restarted');
       this.spawn();
     });
@@ -128,16 +143,16 @@ export class VisitIngest {
 
   private onMessage(m: FromWorker): void {
     switch (m.t) {
-      case 'committed':
-        for (const [companyId, items] of m.items) {
-          try {
-            this.deps.arrivals.publish(companyId, items);
-          } catch (err) {
-            this.deps.log.error({ err }, 'arrival stream push failed');
+      case 'ack':
+        for (const batch of m.committed) {
+          for (const [companyId, items] of batch) {
+            try {
+              this.deps.arrivals.publish(companyId, items);
+            } catch (err) {
+              this.deps.log.error({ err }, 'arrival stream push failed');
+            }
           }
         }
-        break;
-      case 'ack':
         this.counters = m.stats;
         for (const [id, w] of this.waiting) {
           if (id > m.doneUpTo) break;

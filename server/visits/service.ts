@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, gte, inArray, lte, max, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, gte, lte, max, sql, type SQL } from 'drizzle-orm';
 import { customers } from '../customers/schema.js';
 import type { Db } from '../db/open.js';
 import { shops } from '../shops/schema.js';
@@ -55,6 +55,9 @@ function feedStatements(db: Db) {
     afterInShop: feedQuery(db, and(inShop, gt(visits.seq, after))).orderBy(asc(visits.seq)).limit(limit).prepare(),
     tail: feedQuery(db, inCompany).orderBy(desc(visits.seq)).limit(limit).prepare(),
     tailInShop: feedQuery(db, inShop).orderBy(desc(visits.seq)).limit(limit).prepare(),
+    range: feedQuery(db, and(inCompany, gte(visits.seq, sql.placeholder('from')), lte(visits.seq, sql.placeholder('to'))))
+      .orderBy(asc(visits.seq))
+      .prepare(),
   };
 }
 
@@ -81,9 +84,10 @@ export function feedTail(db: Db, companyId: string, limit: number, shopId?: stri
 /** Rows of a seq range for some companies (ingest's fan-out of one committed batch). */
 export function feedRange(db: Db, companyIds: string[], from: number, to: number): FeedRow[] {
   if (companyIds.length === 0) return [];
-  return feedQuery(db, and(inArray(visits.companyId, companyIds), gte(visits.seq, from), lte(visits.seq, to)))
-    .orderBy(asc(visits.seq))
-    .all();
+  // One prepared statement per company (ingest calls this for every batch; building the query cost more than running it).
+  const s = statements(db);
+  if (companyIds.length === 1) return s.range.all({ company: companyIds[0]!, from, to });
+  return companyIds.flatMap((company) => s.range.all({ company, from, to })).sort((a, b) => a.seq - b.seq);
 }
 
 /** The company's newest position (0 when it has no visit): an empty poll without a cursor answers it. */
