@@ -14,7 +14,7 @@ export default defineConfig({
     fileParallelism: true,
     // Two test files at a time whatever the machine (vitest's default on 2 cores is one): most files wait on servers,
     // ffmpeg or Chromium rather than compute. The suite is written to pass on a loaded 2-core machine.
-    maxWorkers: 2,
+    maxWorkers: 3,
     sequence: { sequencer: LongestFirst },
     // After vitest's own summary: how many tests were skipped and why, one line per missing tool (test/support/skips.ts).
     reporters: ['default', new SkipSummary()],
