@@ -388,7 +388,8 @@ describe('footfall agent', () => {
       const started = Date.now();
       await runtime?.stop();
       mark('stopped');
-      expect(Date.now() - started).toBeLessThan(8000);
+      // A bound that catches a hang, not a speed figure (a busy machine stretches the stop's few hundred milliseconds).
+      expect(Date.now() - started).toBeLessThan(20_000);
     }
     expect(ffmpegs(rtsp.port)).toEqual([]);
     expect(runtime!.queue.open).toBe(false);
@@ -450,7 +451,7 @@ describe('footfall agent', () => {
     const sent = Date.now();
     const { code, signal } = await exited;
     expect({ code, signal, err }).toEqual({ code: 0, signal: null, err: '' });
-    expect(Date.now() - sent).toBeLessThan(8000);
+    expect(Date.now() - sent).toBeLessThan(20_000); // a hang, not a speed figure
     expect(out).toContain('"msg":"agent stopped"');
     expect(ffmpegs(rtsp.port)).toEqual([]);
     mark('cli agent stopped');

@@ -41,7 +41,8 @@ describe('camera roles: a door camera counts, a faces camera recognises', () => 
     expect([door.tuning.role, entrance.tuning.role]).toEqual(['door', 'faces']);
 
     // People cross the door (four entries in the video's first 16 s) and show their faces to the entrance camera.
-    await waitFor(() => crossingsSent.length >= 3 && visitsSent.length >= 1, 90_000, 200);
+    // Three entries, whichever pass of the looping video they come from (a busy machine may make the detector miss one).
+    await waitFor(() => crossingsSent.filter((c) => c.direction === 'in').length >= 3 && visitsSent.length >= 1, 90_000, 200);
     const health = await waitFor(async () => {
       const list = (await h.request('GET', '/api/cameras', { token: owner })).body as any[];
       const d = list.find((c) => c.camera_id === 'door');

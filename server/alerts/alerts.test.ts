@@ -21,9 +21,16 @@ describe('alert rules', () => {
   const LINE = { a: [0.5, 0.95], b: [0.5, 0.05], inside: 'right' };
 
   const beat = async (over: Partial<Heartbeat>) => {
+    // Head office writes heartbeats together every 500 ms: wait for this one to be stored (its time), not only for a
+    // value that the one before may already have had.
+    const site = async () => (await h.request('GET', `/api/sites/${shop.slug}`, { token: c.ownerToken })).body;
+    const before = (await site()).last_heartbeat_at;
     const sent = new Date().toISOString();
     await pc.publishAsync(upTopic(c.slug, shop.slug, 'heartbeat'), JSON.stringify(heartbeat({ sent_at: sent, ...over })), { qos: 1 });
-    await waitFor(async () => (await h.request('GET', `/api/sites/${shop.slug}`, { token: c.ownerToken })).body.fraction_below_gate === (over.fraction_below_gate ?? 0.1), 5000);
+    await waitFor(async () => {
+      const now = await site();
+      return now.last_heartbeat_at !== before && now.fraction_below_gate === (over.fraction_below_gate ?? 0.1);
+    }, 5000);
   };
   const cross = async (direction: 'in' | 'out') => {
     const before = h.server.crossings.stats.stored;
