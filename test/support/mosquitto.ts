@@ -8,24 +8,12 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { onPath } from '../../agent/capture/ffmpeg-bin.js'; // PATH only: scripts/bare-path.sh hides tools that way
 import { closedPort } from './ports.js';
 
 const PLUGIN_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib/arm-linux-gnueabihf', '/usr/lib', '/usr/local/lib', '/usr/lib64'];
 const PLUGIN = 'mosquitto_dynamic_security.so';
 
-function onPath(cmd: string): string | undefined {
-  // PATH only (scripts/bare-path.sh hides tools that way); Debian puts mosquitto in /usr/sbin.
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    const p = path.join(dir, cmd);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      return p;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
 
 const pluginPath = (): string | undefined => PLUGIN_DIRS.map((d) => path.join(d, PLUGIN)).find((p) => fs.existsSync(p));
 

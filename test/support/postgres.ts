@@ -13,22 +13,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { onPath } from '../../agent/capture/ffmpeg-bin.js'; // PATH only: scripts/bare-path.sh hides tools that way
 import { closedPort } from './ports.js';
 
 const MIN_VERSION = 15;
 
-function onPath(cmd: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    const p = path.join(dir, cmd);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      return p;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
 
 interface Binaries {
   initdb: string;
