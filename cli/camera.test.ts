@@ -2,7 +2,8 @@
  * `footfall camera test` as an installer runs it: the built CLI in its own process against a real RTSP server
  * (test/support/rtsp.ts), real ffmpeg and, for the faces, the real test models.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { runFootfall } from '../test/support/command-output.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,7 +17,6 @@ import { startRtspServer, type RtspServer } from '../test/support/rtsp.js';
 import type { CameraTestReport } from './camera.js';
 
 const root = packageRoot();
-const cli = path.join(root, 'dist/cli/main.js');
 
 /** Builds dist/ when a source these commands run is newer than its JavaScript (npm test builds first anyway). */
 function ensureCliBuilt(): void {
@@ -39,17 +39,7 @@ interface Run {
   stderr: string;
 }
 
-function footfall(args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const footfall = (args: string[]): Promise<Run> => runFootfall(args);
 
 const PASSWORD = 'Sekr3t-pass!';
 let tmp: string;

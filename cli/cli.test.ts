@@ -1,4 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { runFootfall } from '../test/support/command-output.js';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -27,17 +28,7 @@ function envWith(vars: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...vars };
 }
 
-function run(args: string[], vars: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main, ...args], { cwd: root, env: envWith(vars), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
+const run = (args: string[], vars: Record<string, string> = {}): Promise<Run> => runFootfall(args, envWith(vars));
 
 interface Started {
   child: ChildProcess;

@@ -3,7 +3,8 @@
  * in-process harness) with a PC enrolled by a real installation code, and a queue file held by a DurableQueue as a
  * running agent holds it.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { runFootfall } from '../test/support/command-output.js';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,7 +19,6 @@ import { npmFfmpeg, resolveFfmpeg } from '../agent/capture/ffmpeg-bin.js';
 import type { StatusReport } from './status.js';
 
 const root = packageRoot();
-const cli = path.join(root, 'dist/cli/main.js');
 
 /** Builds dist/ when a source this command runs is newer than its JavaScript (npm test builds first anyway). */
 function ensureCliBuilt(): void {
@@ -35,17 +35,7 @@ function ensureCliBuilt(): void {
   }
 }
 
-function footfall(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const footfall = runFootfall;
 
 let h: Harness | undefined;
 let tmp: string;

@@ -4,7 +4,8 @@
  * stopped; every row of every table compared through both schemas, the sealed secrets opened with the key file,
  * a non-empty target refused, a failed copy leaving nothing behind.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { runFootfall, type FootfallRun } from './support/command-output.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,20 +33,11 @@ const missing = postgresMissing();
 if (missing) noteSkip(FILE, missing);
 
 const root = packageRoot();
-const main = path.join(root, 'dist/cli/main.js');
 
-function cli(args: string[], dataDir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function cli(args: string[], dataDir: string): Promise<FootfallRun> {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('FOOTFALL_')) env[k] = v;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main, ...args], { cwd: root, env: { ...env, FOOTFALL_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runFootfall(args, { ...env, FOOTFALL_DATA_DIR: dataDir });
 }
 
 const sqliteTables = Object.values(sqliteSchema as Record<string, unknown>).filter((t): t is SQLiteTable => is(t, SQLiteTable));
