@@ -27,7 +27,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { assign } from '../agent/bodies/assign.js';
 import { startBodyDetectorThread } from '../agent/bodies/detector-thread.js';
-import type { Fit } from '../agent/bodies/image.js';
+import { shapeInput, type Fit } from '../agent/bodies/image.js';
+import { MOVENET_SIZE } from '../agent/bodies/movenet.js';
+import type { DetectHint } from '../agent/bodies/types.js';
+import type { RawImage } from '../agent/capture/ppm.js';
 import type { Frame } from '../agent/capture/frame.js';
 import type { BodyModelId } from '../agent/models/catalogue.js';
 import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
@@ -133,6 +136,8 @@ export interface ClipResult {
   frames: number;
   calls: number;
   detectorMsPerCall: number;
+  /** Detector input pixels per second of video, thousands. */
+  kpxPerSecond: number;
   detectorCpuPct: number;
   processCpuPct: number;
   crossings: { t: number; direction: 'in' | 'out' }[];
@@ -144,18 +149,31 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
   /** Every look (DOOR_DUMP: written to <DOOR_DUMP>/<clip>.looks.json for bench/door-replay.ts). */
   const looks: { t: number; region: { x: number; y: number; w: number; h: number }; boxes: { x: number; y: number; w: number; h: number; score: number }[] }[] = [];
   let size = { width: 0, height: 0 };
+  let inputPixels = 0;
   const start = Date.UTC(2026, 0, 1);
   const log = { debug() {}, info() {}, warn: console.warn, error: console.error };
   const doors = new DoorCounting({
     lineOf: () => clip.line,
-    loadDetector: () =>
-      startBodyDetectorThread(testModelsDir(), {
+    loadDetector: async () => {
+      const detector = await startBodyDetectorThread(testModelsDir(), {
         fit: FIT,
         ...(SIZE ? { inputSize: SIZE } : {}),
         ...(process.env.DOOR_MIN_SCORE ? { minScore: Number(process.env.DOOR_MIN_SCORE) } : {}),
         ...(process.env.DOOR_MAX_IOU ? { maxIou: Number(process.env.DOOR_MAX_IOU) } : {}),
         ...(process.env.DOOR_MODEL ? { model: process.env.DOOR_MODEL as BodyModelId } : {}),
-      }),
+      });
+      // The input pixels of each look (MoveNet, `shape` fit): the detector's cost, whatever the machine's load.
+      return {
+        name: detector.name,
+        close: () => detector.close(),
+        detect: (image: RawImage, hint?: DetectHint) => {
+          const side = SIZE ?? MOVENET_SIZE;
+          const input = FIT === 'shape' ? shapeInput(image.width, image.height, side, hint?.maxScale) : { width: side, height: side };
+          inputPixels += input.width * input.height;
+          return detector.detect(image, hint);
+        },
+      };
+    },
     onCrossing: (_camera, c) => {
       crossings.push({ t: (c.at.getTime() - start) / 1000, direction: c.direction });
       if (process.env.DOOR_TRACE) console.error(`  ${((c.at.getTime() - start) / 1000).toFixed(1)} CROSSING ${c.direction} ${c.trackId}`);
@@ -176,6 +194,7 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
     maxFps: Number(process.env.DOOR_FPS ?? 3),
     ...(process.env.DOOR_FOLLOW !== undefined ? { follow: process.env.DOOR_FOLLOW === '1' } : {}),
     ...(process.env.DOOR_PERSON_PX !== undefined ? { personPx: Number(process.env.DOOR_PERSON_PX) || false } : {}),
+    ...(process.env.DOOR_CROWD_PX !== undefined ? { crowdPx: Number(process.env.DOOR_CROWD_PX) || false } : {}),
     ...(process.env.DOOR_NEAR_FPS !== undefined ? { nearFps: Number(process.env.DOOR_NEAR_FPS) } : {}),
     ...(process.env.DOOR_ROI !== undefined ? { roi: process.env.DOOR_ROI === '1' } : {}),
     ...(process.env.DOOR_STILL !== undefined ? { stillTracks: process.env.DOOR_STILL === '1' } : {}),
@@ -211,6 +230,7 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
   const processMs = processCpuMs() - p0;
   const mainMs = (threadCpuMs() ?? 0) - m0;
   const calls = doors.detectorTime.calls;
+  const pixels = inputPixels;
   const wall = doors.detectorTime.ms;
   await doors.close();
   clearInterval(alive);
@@ -234,6 +254,7 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
     frames,
     calls,
     detectorMsPerCall: calls ? wall / calls : 0,
+    kpxPerSecond: pixels / 1000 / durationS,
     detectorCpuPct: ((processMs - mainMs) / 1000 / durationS) * 100,
     processCpuPct: (processMs / 1000 / durationS) * 100,
     crossings,
@@ -260,7 +281,7 @@ export async function run(): Promise<string | undefined> {
     if (process.env.DOOR_VERBOSE) console.error(JSON.stringify({ truth: clip.truth, counted: r.crossings }));
     console.error(
       `${r.id}: in ${r.countedIn}/${r.truthIn} out ${r.countedOut}/${r.truthOut} P ${r.precision.toFixed(2)} R ${r.recall.toFixed(2)} ` +
-        `calls ${r.calls}/${r.frames} det ${r.detectorMsPerCall.toFixed(0)} ms/call det CPU ${r.detectorCpuPct.toFixed(1)} % proc ${r.processCpuPct.toFixed(1)} %`,
+        `calls ${r.calls}/${r.frames} input ${r.kpxPerSecond.toFixed(0)} kpx/s det ${r.detectorMsPerCall.toFixed(0)} ms/call det CPU ${r.detectorCpuPct.toFixed(1)} % proc ${r.processCpuPct.toFixed(1)} %`,
     );
     rows.push([
       r.id,
@@ -269,6 +290,7 @@ export async function run(): Promise<string | undefined> {
       r.precision.toFixed(2),
       r.recall.toFixed(2),
       `${r.calls} / ${r.frames}`,
+      r.kpxPerSecond.toFixed(0),
       r.detectorMsPerCall.toFixed(0),
       `${r.detectorCpuPct.toFixed(1)} %`,
       `${r.processCpuPct.toFixed(1)} %`,
@@ -277,8 +299,8 @@ export async function run(): Promise<string | undefined> {
   return [
     '## Door counting on real clips, offline (door-offline)',
     '',
-    `Each labelled clip decoded at its camera rate and fed through the agent's DoorCounting (door_fps ${process.env.DOOR_FPS ?? 3}, real detector in its thread), the next frame once the detector is idle. CPU: share of one core at real time (process: all threads of this process; detector: the process less its main thread); ffmpeg's decoding not included.`,
+    `Each labelled clip decoded at its camera rate and fed through the agent's DoorCounting (door_fps ${process.env.DOOR_FPS ?? 3}, real detector in its thread), the next frame once the detector is idle. Input kpx / s: the detector's input pixels per second of video (thousands), its cost whatever the load (a 256x256 look is 66 kpx). CPU: share of one core at real time (process: all threads of this process; detector: the process less its main thread); ffmpeg's decoding not included.`,
     '',
-    table(['clip', 'truth in / out', 'counted in / out', 'precision', 'recall', 'detector calls / frames', 'ms per call', 'detector CPU', 'process CPU'], rows),
+    table(['clip', 'truth in / out', 'counted in / out', 'precision', 'recall', 'detector calls / frames', 'input kpx / s', 'ms per call', 'detector CPU', 'process CPU'], rows),
   ].join('\n');
 }

@@ -98,6 +98,50 @@ describe('DoorCounting', () => {
     await doors.close();
   });
 
+  it('gives a look more pixels (crowdPx) while two people are near the line, and the same counts', { timeout: 120_000 }, async () => {
+    // The same frames twice with the real detector, recording the hint each look was given: without crowdPx and
+    // with the default (140 px a person against personPx's 100). Looks are the same until two tracks are near the
+    // line at once; that look is enlarged 1.4x more.
+    const run = async (crowdPx: number | false) => {
+      const hints: (number | undefined)[] = [];
+      const crossings: Crossing[] = [];
+      const doors = new DoorCounting({
+        lineOf: () => DOOR_LINE,
+        loadDetector: async () => {
+          const real = await startBodyDetectorThread(testModelsDir());
+          return {
+            name: real.name,
+            close: () => real.close(),
+            detect: (image, hint) => {
+              hints.push(hint?.maxScale);
+              return real.detect(image, hint);
+            },
+          };
+        },
+        onCrossing: (_id, c) => void crossings.push(c),
+        log,
+        personPx: 100,
+        crowdPx,
+      });
+      doors.prepare();
+      await doors.idle();
+      for (let n = 0; n < frames.length; n++) {
+        doors.consume(frame(n));
+        await doors.idle();
+      }
+      await doors.close();
+      return { hints, directions: crossings.map((c) => c.direction) };
+    };
+    const plain = await run(false);
+    const crowd = await run(140);
+    const first = crowd.hints.findIndex((h, i) => h !== plain.hints[i]);
+    expect(first).toBeGreaterThan(0);
+    expect(crowd.hints.slice(0, first)).toEqual(plain.hints.slice(0, first));
+    expect(crowd.hints[first]! / plain.hints[first]!).toBeCloseTo(1.4, 5);
+    expect(crowd.directions).toEqual(plain.directions);
+    expect(crowd.directions).toEqual(['in', 'in']);
+  });
+
   it('holds back an empty doorway (motion gating) and runs no detector for a camera without a line', { timeout: 60_000 }, async () => {
     const crossings: { camera: string; c: Crossing }[] = [];
     const loads = { n: 0 };

@@ -57,6 +57,11 @@ export interface DoorCountingOptions {
    */
   personPx?: number | false;
   /**
+   * `personPx` while two or more live tracks are within one body height of the line (a group at the door: people
+   * beside and behind one another need more pixels to be told apart); default DEFAULT_CROWD_PX; false: personPx.
+   */
+  crowdPx?: number | false;
+  /**
    * Looks a second per camera while a live track is within one body height of the line (a fast walker crosses and
    * leaves in a few looks); default DEFAULT_NEAR_FPS; 0 or absent with maxFps 0: every frame.
    */
@@ -95,6 +100,8 @@ export const DEFAULT_STILL_TRACKS = true;
 
 /** Default of `personPx` (measured on the real set and the drawn door video: docs/decisions.md, third pass). */
 export const DEFAULT_PERSON_PX: number | false = 100;
+/** Default of `crowdPx` (measured on the real set: docs/decisions.md, fifth pass). */
+export const DEFAULT_CROWD_PX: number | false = 140;
 /** Default of `nearFps` (measured: docs/decisions.md). */
 export const DEFAULT_NEAR_FPS = 0;
 
@@ -224,7 +231,9 @@ export class DoorCounting {
     const region = this.lookRegion(camera, frame);
     // Our own copy of the region: capture fills the frame's buffer again with a later picture.
     const picture = cropPicture(frame, region);
-    const personPx = this.opts.personPx ?? DEFAULT_PERSON_PX;
+    const basePx = this.opts.personPx ?? DEFAULT_PERSON_PX;
+    const crowdPx = this.opts.crowdPx ?? DEFAULT_CROWD_PX;
+    const personPx = basePx && crowdPx && this.crowded(camera) ? Math.max(basePx, crowdPx) : basePx;
     const maxScale = personPx && camera.seenHeight ? personPx / (camera.seenHeight * frame.height) : undefined;
     this.pending.set(frame.cameraId, { picture, region, at: frame.at, width: frame.width, height: frame.height, camera, maxScale });
     this.draining ??= this.drain().finally(() => {
@@ -334,6 +343,13 @@ export class DoorCounting {
     const h = Math.min(band.y + band.h, Math.ceil(y1)) - y;
     if (w < 32 || h < 32 || w * h >= ROI_MOST * band.w * band.h) return band;
     return { x, y, w, h };
+  }
+
+  /** Whether two or more live tracks' points are within one body height of the line (a group at the door). */
+  private crowded(camera: DoorCamera): boolean {
+    let near = 0;
+    for (const t of camera.tracker.tracks()) if (Math.abs(camera.counter.signed(camera.counter.point(t.box))) <= t.box.h && ++near >= 2) return true;
+    return false;
   }
 
   /** Whether a live track's point is within one body height of the line (about to cross, or crossing). */
