@@ -32,7 +32,7 @@ import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { decodeArgs } from '../agent/capture/ffmpeg.js';
 import { DEFAULT_TUNING } from '../shared/agent-api.js';
-import { bodyModelsOnly, ensureTestBodyModels } from '../agent/models/test-cache.js';
+import { bodyModelsOnly, ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
 import { api, cli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
 import { serviceEnvironment } from './agent-real.js';
 import { startRtspServer } from '../agent/fixtures/rtsp-server.js';
@@ -78,7 +78,7 @@ async function playingRtsp(file: string, mount: string): Promise<{ rtsp: Rtsp; p
  * The stream's latency to a client with capture's ffmpeg arguments (ms): ffmpeg alone reads `clip` at `fps` for
  * `seconds`, each frame's arrival on its stdout is timed, and L = min over frames n of (arrival - n / fps) - PLAYING.
  */
-async function streamLatencyMs(clip: RealClip, fps: number, seconds: number): Promise<number> {
+export async function streamLatencyMs(clip: RealClip, fps: number, seconds: number): Promise<number> {
   const { rtsp, playing } = await playingRtsp(clip.file, '/door');
   try {
     const args = decodeArgs(`rtsp://127.0.0.1:${rtsp.port}/door`, { fps, maxWidth: clip.width });
@@ -102,10 +102,23 @@ async function streamLatencyMs(clip: RealClip, fps: number, seconds: number): Pr
   }
 }
 
-/** One shop, one enrolled `footfall agent`, one door camera on the clip with its line: the clip once, then SIGTERM. */
-async function session(server: Proc, token: string, clip: RealClip, tmp: string, headOfficeDb: string, latencyMs: number): Promise<Omit<ClipResult, 'which' | 'truth' | 'matched' | 'missed' | 'falses' | 'meanDt'>> {
+/**
+ * One shop, one enrolled `footfall agent`, one door camera on the clip with its line: the clip once, then SIGTERM.
+ * `faceVideo`: a second camera (role `faces`) on that video beside it, and the agent gets the face models too (the
+ * door camera's role is then `door`: it counts, its faces are not visitors); the visits head office stored are returned.
+ */
+export async function session(
+  server: Proc,
+  token: string,
+  clip: RealClip,
+  tmp: string,
+  headOfficeDb: string,
+  latencyMs: number,
+  faceVideo?: string,
+): Promise<Omit<ClipResult, 'which' | 'truth' | 'matched' | 'missed' | 'falses' | 'meanDt'> & { visits: number }> {
   let agent: LoggedProcess | undefined;
   const { rtsp, playing } = await playingRtsp(clip.file, '/door');
+  const faceRtsp = faceVideo ? await startRtsp(faceVideo, '/faces') : undefined;
   try {
     const shop = await api(server.url, 'POST', '/api/sites', { name: `Real ${clip.id}`, timezone: 'UTC' }, token);
     const code = (await api(server.url, 'POST', `/api/sites/${shop.site_id}/enrolment-code`, {}, token)).code!;
@@ -113,13 +126,17 @@ async function session(server: Proc, token: string, clip: RealClip, tmp: string,
     const dataDir = path.join(tmp, `agent-data-${clip.id}`);
     await execFileP(process.execPath, [cli, 'enrol', '--server', server.url, '--code', code, '--config', configFile, '--data-dir', dataDir], { cwd: root });
     if (DOOR_FPS !== undefined) fs.writeFileSync(configFile, JSON.stringify({ ...JSON.parse(fs.readFileSync(configFile, 'utf8')), door_fps: DOOR_FPS }, null, 2), { mode: 0o600 });
-    const models = path.join(tmp, `models-${clip.id}`);
-    bodyModelsOnly(models);
+    const models = faceVideo ? testModelsDir() : path.join(tmp, `models-${clip.id}`);
+    if (!faceVideo) bodyModelsOnly(models);
 
-    agent = spawnLogged(process.execPath, [cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment() }, logFile: path.join(tmp, `agent-${clip.id}.log`) });
+    agent = spawnLogged(process.execPath, [cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment(), ...(process.env.BENCH_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_AGENT_NODE_OPTIONS } : {}) }, logFile: path.join(tmp, `agent-${clip.id}.log`) });
     await agent.waitLog('the agent to start', (l) => (l.includes('"msg":"agent starting"') ? true : undefined));
-    await api(server.url, 'POST', `/api/sites/${shop.site_id}/cameras`, { camera_id: 'door', host: '127.0.0.1', port: rtsp.port, path: '/door', max_width: clip.width, tuning: { line: clip.line } }, token);
-    await agent.waitLog('the door camera to connect', (l) => (l.includes('"msg":"camera connected"') ? true : undefined));
+    if (faceRtsp) {
+      await api(server.url, 'POST', `/api/sites/${shop.site_id}/cameras`, { camera_id: 'faces', host: '127.0.0.1', port: faceRtsp.port, path: '/faces', tuning: { role: 'faces' } }, token);
+      await agent.waitLog('the face camera to connect', (l) => (l.includes('"msg":"camera connected"') && l.includes('"faces"') ? true : undefined));
+    }
+    await api(server.url, 'POST', `/api/sites/${shop.site_id}/cameras`, { camera_id: 'door', host: '127.0.0.1', port: rtsp.port, path: '/door', max_width: clip.width, tuning: { line: clip.line, ...(faceRtsp ? { role: 'door' } : {}) } }, token);
+    await agent.waitLog('the door camera to connect', (l) => (l.includes('"msg":"camera connected"') && (!faceRtsp || l.includes('"door"')) ? true : undefined));
     const streamAt = await waitFor('the RTSP server to say the stream plays', () => playing[0], 10_000);
     progress(`${clip.id}: agent pid ${agent.pid}, camera connected; playing the ${clip.duration_s}-s clip once`);
     // Stop a few frames before the clip would start again.
@@ -132,13 +149,14 @@ async function session(server: Proc, token: string, clip: RealClip, tmp: string,
     const rows = db
       .prepare('SELECT c.direction AS direction, c.occurred_at AS occurred_at FROM crossings c JOIN shops s ON s.id = c.shop_id WHERE s.id = ? OR s.slug = ? ORDER BY c.occurred_at')
       .all(shop.site_id, shop.slug) as { direction: 'in' | 'out'; occurred_at: string }[];
+    const visits = (db.prepare('SELECT count(*) AS n FROM visits v JOIN shops s ON s.id = v.shop_id WHERE s.id = ? OR s.slug = ?').get(shop.site_id, shop.slug) as { n: number }).n;
     db.close();
     const counted = rows.map((r) => ({ direction: r.direction, t: (Date.parse(r.occurred_at) - streamAt - latencyMs) / 1000 })).filter((c) => c.t > -1 && c.t < clip.duration_s + 1);
     if (restarted) progress(`${clip.id}: the agent's ffmpeg restarted during the clip: the stream started again, times after that are off`);
-    return { clip, counted, samples, detectorName, restarted };
+    return { clip, counted, samples, detectorName, restarted, visits };
   } finally {
     await agent?.kill();
-    await stopProcesses([rtsp], undefined);
+    await stopProcesses(faceRtsp ? [rtsp, faceRtsp] : [rtsp], undefined);
   }
 }
 

@@ -31,6 +31,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   door: () => import('./door.js'),
   'door-offline': () => import('./door-offline.js'),
   'door-real': () => import('./door-real.js'),
+  'door-face': () => import('./door-face.js'),
   occupancy: () => import('./occupancy.js'),
   scale: () => import('./scale.js'),
 };
