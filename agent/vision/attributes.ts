@@ -3,6 +3,7 @@
  * expression model. See docs/recognition.md for the derivation.
  */
 import type { Outputs } from './models.js';
+import type { GenderModel } from './types.js';
 
 /** FER-2013 class order, which fits the expression model's answers (docs/models.md). */
 export const EMOTIONS = ['angry', 'disgust', 'fear', 'happy', 'sad', 'surprise', 'neutral'] as const;
@@ -59,10 +60,16 @@ export interface GenderRule {
  *   (a broad smile "fear", stern or lowered faces "sad"), so those and the classes never seen right are not sent;
  * - age: the model gives no confidence; sent as it is (docs/recognition.md has its error on the held-out photos).
  */
-export const ATTRIBUTE_CONFIDENCE: { gender: GenderRule; emotions: Readonly<Record<string, number>> } = {
+export const ATTRIBUTE_CONFIDENCE: { gender: GenderRule; genderFaceres: GenderRule; emotions: Readonly<Record<string, number>> } = {
   gender: { femaleAtMost: 0.05 },
+  genderFaceres: { femaleAtMost: 0.2, maleAtLeast: 0.93 },
   emotions: { happy: 0.9, neutral: 0.6 },
 };
+
+/** The gender rule of the model that gave the score (FaceRes when installed, else SSR-Net). */
+export function genderRuleFor(model: GenderModel | undefined): GenderRule {
+  return model === 'faceres' ? ATTRIBUTE_CONFIDENCE.genderFaceres : ATTRIBUTE_CONFIDENCE.gender;
+}
 
 /** A symmetric band about 0.5 (`margin` 0: the plain 0.5 cut), for the benchmarks' tables. */
 export function genderBand(margin: number): GenderRule {

@@ -11,6 +11,9 @@ export interface RgbImage {
   data: Uint8Array;
 }
 
+/** Which model gave a gender score (their scores differ: each has its own rule, agent/vision/attributes.ts). */
+export type GenderModel = 'faceres' | 'ssr-net';
+
 /** A frame as the capture worker (agent/capture) emits it: RGB24, one per decoded picture. */
 export interface Frame {
   cameraId: string;
@@ -87,7 +90,7 @@ export interface FaceAttributes {
   /** FER-2013 class with the highest probability, on the visit's best face. */
   emotion?: string;
   /** Raw values for diagnostics. */
-  raw?: { genderScore?: number; age?: number; emotionProbabilities?: Record<string, number> };
+  raw?: { genderScore?: number; genderModel?: GenderModel; age?: number; emotionProbabilities?: Record<string, number> };
 }
 
 /** One person passing one camera. */
