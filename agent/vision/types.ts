@@ -83,7 +83,7 @@ export interface FaceObservation extends FaceFound {
 }
 
 export interface FaceAttributes {
-  /** 'male' | 'female', from the SSR-Net gender score (see docs/recognition.md); a visit averages the score over its best faces. */
+  /** 'male' | 'female', from the FaceRes (else SSR-Net) gender score, only when sure (docs/recognition.md); a visit averages the score over its best faces. */
   gender?: string;
   /** Years, SSR-Net age, rounded to one decimal; a visit averages it over its best faces. */
   age?: number;
