@@ -10,7 +10,8 @@ import { ATTRIBUTE_LABELS } from '../agent/fixtures/attribute-labels.js';
 import type { AttributeLabel } from '../agent/fixtures/attribute-labels.js';
 import { ensureTestPhotos } from '../agent/fixtures/registry-photos.js';
 import { ensureTestModels, testModelsDir } from '../agent/models/test-cache.js';
-import { ATTRIBUTE_CONFIDENCE, emotionFromProbabilities, genderBand, genderFromScore } from '../agent/vision/attributes.js';
+import { ATTRIBUTE_CONFIDENCE, emotionFromProbabilities, genderBand, genderFromScore, genderRuleFor, type GenderRule } from '../agent/vision/attributes.js';
+import type { GenderModel } from '../agent/vision/types.js';
 import { iou } from '../agent/vision/detect.js';
 import { createVisionEngine } from '../agent/vision/engine.js';
 import { sharedFacesDir } from '../agent/vision/fixtures.js';
@@ -26,13 +27,14 @@ export interface Measured {
 }
 
 /** Runs the models on every labelled face found (detections matched to labels by overlap). */
-export async function measure(): Promise<{ measured: Measured[]; missing: AttributeLabel[]; shared: boolean }> {
+export async function measure(): Promise<{ measured: Measured[]; missing: AttributeLabel[]; shared: boolean; genderModel: GenderModel | undefined }> {
   await ensureTestModels();
   const { dir: registry } = await ensureTestPhotos();
   const shared = sharedFacesDir();
   const labels = ATTRIBUTE_LABELS.filter((l) => l.source === 'registry' || shared);
   const engine = await createVisionEngine({ modelsDir: testModelsDir(), workers: 1, intraOpThreads: 1 });
   const measured: Measured[] = [];
+  let genderModel: GenderModel | undefined;
   const missing: AttributeLabel[] = [];
   try {
     const files = [...new Set(labels.map((l) => `${l.source}:${l.file}`))];
@@ -48,13 +50,14 @@ export async function measure(): Promise<{ measured: Measured[]; missing: Attrib
           continue;
         }
         const a = await engine.attributes(face.context, (face as unknown as { regions: Parameters<typeof engine.attributes>[1] }).regions);
+        genderModel = a.raw!.genderModel ?? genderModel;
         measured.push({ label, genderScore: a.raw!.genderScore!, age: a.raw!.age!, probabilities: a.raw!.emotionProbabilities!, quality: face.quality });
       }
     }
   } finally {
     await engine.close();
   }
-  return { measured, missing, shared: shared !== undefined };
+  return { measured, missing, shared: shared !== undefined, genderModel };
 }
 
 /** Years outside the labelled range (0 inside it). */
@@ -68,7 +71,8 @@ function topEmotion(p: Record<string, number>): [string, number] {
 }
 
 export async function run(): Promise<string> {
-  const { measured, missing, shared } = await measure();
+  const { measured, missing, shared, genderModel } = await measure();
+  const modelName = genderModel === 'faceres' ? 'FaceRes' : 'SSR-Net';
   progress(`${measured.length} labelled faces measured, ${missing.length} not found`);
   const men = measured.filter((m) => m.label.gender === 'male').length;
   const lines: string[] = [
@@ -80,17 +84,20 @@ export async function run(): Promise<string> {
 
   // Gender: a band around 0.5 where no gender is sent.
   const grows: (string | number)[][] = [];
-  for (const margin of [0, 0.05, 0.1, 0.15, 0.2, 0.25]) {
-    const decided = measured.map((m) => ({ m, g: genderFromScore(m.genderScore, genderBand(margin)) })).filter((x) => x.g !== undefined);
+  const used = genderRuleFor(genderModel);
+  const bands: [string, GenderRule][] = [0, 0.05, 0.1, 0.15, 0.2, 0.25].map((margin) => [`${(0.5 - margin).toFixed(2)} / ${(0.5 + margin).toFixed(2)}`, genderBand(margin)]);
+  bands.push([`${used.femaleAtMost ?? '-'} / ${used.maleAtLeast ?? 'never'} (used)`, used]);
+  for (const [bandName, rule] of bands) {
+    const decided = measured.map((m) => ({ m, g: genderFromScore(m.genderScore, rule) })).filter((x) => x.g !== undefined);
     const right = decided.filter((x) => x.g === x.m.label.gender);
     const per = (g: 'male' | 'female') => {
       const said = decided.filter((x) => x.g === g);
       return said.length ? `${pct(said.filter((x) => x.m.label.gender === g).length / said.length)} of ${said.length}` : '-';
     };
-    grows.push([`${(0.5 - margin).toFixed(2)} / ${(0.5 + margin).toFixed(2)}`, pct(decided.length / measured.length), pct(decided.length ? right.length / decided.length : 0), per('female'), per('male')]);
+    grows.push([bandName, pct(decided.length / measured.length), pct(decided.length ? right.length / decided.length : 0), per('female'), per('male')]);
   }
   lines.push(
-    'Gender (SSR-Net score: 1 = male; female at or below the low bound, male at or above the high bound, nothing between):',
+    `Gender (${modelName} score: 1 = male; female at or below the low bound, male at or above the high bound, nothing between):`,
     '',
     table(['female ≤ / male ≥', 'faces given a gender', 'right', '"female" right', '"male" right'], grows),
     '',
@@ -108,7 +115,7 @@ export async function run(): Promise<string> {
     arows.push([name, set.length, pct(errs.filter((e) => e === 0).length / set.length), pct(errs.filter((e) => e <= 5).length / set.length), pct(errs.filter((e) => e <= 10).length / set.length), (errs.reduce((a, b) => a + b, 0) / set.length).toFixed(1), Math.max(...errs).toFixed(0)]);
   }
   lines.push(
-    'Age (SSR-Net years against the labelled range; the model gives no confidence):',
+    `Age (${modelName} years against the labelled range; the model gives no confidence):`,
     '',
     table(['faces', 'n', 'inside the range', 'within 5 years of it', 'within 10 years', 'mean years outside', 'worst'], arows),
     '',

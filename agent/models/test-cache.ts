@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BodyModelId } from './catalogue.js';
 import { fetchBodyModels } from './fetch-bodies.js';
+import { fetchDescriptionModel } from './fetch-description.js';
 import type { BodyManifest } from './fetch-bodies.js';
 import { fetchModels } from './fetch.js';
 import type { Manifest } from './fetch.js';
@@ -42,16 +43,22 @@ export function testTarballCacheDir(): string {
 
 let pending: Promise<Manifest> | undefined;
 
-/** Install (once) and verify the default model set in testModelsDir(); returns its manifest. */
+/** Install (once) and verify the default model set and the gender and age model in testModelsDir(); returns the set's manifest. */
 export function ensureTestModels(log?: Log): Promise<Manifest> {
   pending ??= fetchModels({
     dir: testModelsDir(),
     tarballCacheDir: testTarballCacheDir(),
     ...(log ? { log } : {}),
-  }).catch((err: unknown) => {
-    pending = undefined;
-    throw err;
-  });
+  })
+    .then(async (manifest) => {
+      // The gender and age model beside the face set, as `footfall models fetch` installs it.
+      await fetchDescriptionModel({ dir: testModelsDir(), tarballCacheDir: testTarballCacheDir(), ...(log ? { log } : {}) });
+      return manifest;
+    })
+    .catch((err: unknown) => {
+      pending = undefined;
+      throw err;
+    });
   return pending;
 }
 

@@ -7,8 +7,9 @@
 import type { ModelId } from '../models/catalogue.js';
 import type { ManifestModel } from '../models/fetch.js';
 import { alignmentTransform, fivePointsFrom68 } from './align.js';
-import { decodeExpression, decodeSsrNet, emotionFromProbabilities, genderFromScore } from './attributes.js';
+import { decodeExpression, decodeSsrNet, emotionFromProbabilities, genderFromScore, genderRuleFor } from './attributes.js';
 import { processCpuMs } from './cpu.js';
+import { DescriptionModel, descriptionSquare } from './description.js';
 import { DEFAULT_DETECT_OPTIONS, decodeDetections } from './detect.js';
 import type { DetectOptions } from './detect.js';
 import { clampRect, cropRgb, cropToTensor, imageToTensor, resizeToTensor, shiftInside, warpAffine, warpFootprint, warpFromRegion, wholePixels } from './image.js';
@@ -47,6 +48,8 @@ export interface ContextRegions {
   expression: Rect;
   /** Face image: box x1.5 about its centre, clamped to the frame. */
   image: Rect;
+  /** Gender and age model's face square (description.ts), not clamped: outside the frame is black. */
+  description?: Rect;
 }
 
 /** A face found in a frame, with its context regions (relative to its crop). */
@@ -321,8 +324,9 @@ export class FaceAnalyzer {
     const bh = box.y2 - box.y1;
     const expression = clampRect({ x: box.x1, y: box.y1, w: bw * 1.2, h: bh * 1.2 }, img.width, img.height);
     const image = clampRect(scaledAbout(box, 1.5), img.width, img.height);
+    const description = descriptionSquare(box);
     const fp = warpFootprint(toFrame, { u0: 0, v0: 0, u1: size, v1: size }, img.width - 1, img.height - 1);
-    const crop = wholePixels(union([ssr, expression, image, { x: fp.x0, y: fp.y0, w: fp.x1 + 1 - fp.x0, h: fp.y1 + 1 - fp.y0 }]), img.width, img.height);
+    const crop = wholePixels(union([ssr, expression, image, clampRect(description, img.width, img.height), { x: fp.x0, y: fp.y0, w: fp.x1 + 1 - fp.x0, h: fp.y1 + 1 - fp.y0 }]), img.width, img.height);
     const rel = (r: Rect): Rect => ({ x: r.x - crop.x, y: r.y - crop.y, w: r.w, h: r.h });
     times.quality += this.clock() - t;
     return {
@@ -333,7 +337,7 @@ export class FaceAnalyzer {
       qualityParts: q.parts,
       passesGate: q.quality >= this.config.quality.gate,
       crop,
-      regions: { ssr: rel(ssr), expression: rel(expression), image: rel(image) },
+      regions: { ssr: rel(ssr), expression: rel(expression), image: rel(image), description: rel(description) },
     };
   }
 
@@ -363,12 +367,32 @@ export class FaceAnalyzer {
     return e;
   }
 
-  /** Gender, age and emotion from a face's context crop (`parts` picks the models). */
+  private description?: Promise<DescriptionModel | undefined>;
+
+  /** The gender and age model beside the ONNX set, loaded once (undefined when it is not installed: SSR-Net then). */
+  private descriptionModel(): Promise<DescriptionModel | undefined> {
+    this.description ??= DescriptionModel.load(this.models.dir);
+    return this.description;
+  }
+
+  /**
+   * Gender, age and emotion from a face's context crop (`parts` picks the models). Gender and age come from the
+   * description model (HSE FaceRes) when it is installed beside the face set, else from SSR-Net.
+   */
   async attributes(context: RgbImage, regions: ContextRegions, parts: AttributeParts = {}): Promise<FaceAttributes> {
     const t = this.clock();
     const result: FaceAttributes = {};
     const raw: NonNullable<FaceAttributes['raw']> = {};
-    if (parts.ageGender !== false) {
+    const description = parts.ageGender !== false && regions.description ? await this.descriptionModel() : undefined;
+    if (description && regions.description) {
+      const d = await description.describe(context, regions.description);
+      const gender = genderFromScore(d.maleScore, genderRuleFor('faceres'));
+      if (gender) result.gender = gender;
+      result.age = Math.round(Math.min(130, Math.max(0, d.age)) * 10) / 10;
+      raw.genderScore = d.maleScore;
+      raw.genderModel = 'faceres';
+      raw.age = d.age;
+    } else if (parts.ageGender !== false) {
       const ap = this.spec('age').preprocessing;
       const af = this.inputFormat('age');
       const ssrTensor = this.takeTensor('age');
@@ -390,6 +414,7 @@ export class FaceAnalyzer {
       if (gender) result.gender = gender;
       result.age = Math.round(Math.min(130, Math.max(0, age)) * 10) / 10;
       raw.genderScore = genderScore;
+      raw.genderModel = 'ssr-net';
       raw.age = age;
     }
     if (parts.expression !== false) {

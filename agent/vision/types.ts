@@ -11,6 +11,9 @@ export interface RgbImage {
   data: Uint8Array;
 }
 
+/** Which model gave a gender score (their scores differ: each has its own rule, agent/vision/attributes.ts). */
+export type GenderModel = 'faceres' | 'ssr-net';
+
 /** A frame as the capture worker (agent/capture) emits it: RGB24, one per decoded picture. */
 export interface Frame {
   cameraId: string;
@@ -80,14 +83,14 @@ export interface FaceObservation extends FaceFound {
 }
 
 export interface FaceAttributes {
-  /** 'male' | 'female', from the SSR-Net gender score (see docs/recognition.md); a visit averages the score over its best faces. */
+  /** 'male' | 'female', from the FaceRes (else SSR-Net) gender score, only when sure (docs/recognition.md); a visit averages the score over its best faces. */
   gender?: string;
   /** Years, SSR-Net age, rounded to one decimal; a visit averages it over its best faces. */
   age?: number;
   /** FER-2013 class with the highest probability, on the visit's best face. */
   emotion?: string;
   /** Raw values for diagnostics. */
-  raw?: { genderScore?: number; age?: number; emotionProbabilities?: Record<string, number> };
+  raw?: { genderScore?: number; genderModel?: GenderModel; age?: number; emotionProbabilities?: Record<string, number> };
 }
 
 /** One person passing one camera. */

@@ -3,7 +3,7 @@
  * attributes, the best face's JPEG, and the closing sighting of an identified pass reported at the time cap.
  */
 import { randomUUID } from 'node:crypto';
-import { genderFromScore } from './attributes.js';
+import { genderFromScore, genderRuleFor } from './attributes.js';
 import { averageEmbeddings, consensus } from './embeddings.js';
 import type { VisionEngine } from './engine.js';
 import { encodeJpeg } from './io.js';
@@ -11,6 +11,9 @@ import { wireSegments } from './passes.js';
 import type { CameraState, FaceKeep, Pass, PassSnapshot } from './passes.js';
 import type { PipelineConfig } from './pipeline-config.js';
 import type { FaceAttributes, Visit } from './types.js';
+
+/** How many of a visit's faces (the best by quality) its gender and age are taken from. */
+export const ATTRIBUTE_FACES = 3;
 
 export class VisitMaker {
   constructor(
@@ -119,13 +122,15 @@ export class VisitMaker {
   }
 
   /**
-   * Age and gender are cheap and noisy from one frame: averaged over `faces` (the embedded ones, or the best face
-   * alone). Expression (~30 ms) runs once, on the best face.
+   * Age and gender are noisy from one frame: averaged over the ATTRIBUTE_FACES best of `faces` (the embedded ones,
+   * or the best face alone); the gender model (~150 ms of CPU) runs on those only. Expression (~30 ms) runs once, on
+   * the best face.
    */
   private async attributes(faces: FaceKeep[], best: FaceKeep): Promise<FaceAttributes> {
+    const some = [...faces].sort((a, b) => b.quality - a.quality).slice(0, ATTRIBUTE_FACES);
     const [expr, ...ag] = await Promise.all([
       this.engine.attributes(best.region, best.regions, { ageGender: false }),
-      ...faces.map((f) => this.engine.attributes(f.region, f.regions, { expression: false })),
+      ...some.map((f) => this.engine.attributes(f.region, f.regions, { expression: false })),
     ]);
     const mean = (xs: (number | undefined)[]): number | undefined => {
       const v = xs.filter((x): x is number => x !== undefined);
@@ -134,7 +139,8 @@ export class VisitMaker {
     const genderScore = mean(ag.map((a) => a.raw?.genderScore));
     const age = mean(ag.map((a) => a.raw?.age));
     const attributes: FaceAttributes = {};
-    const gender = genderScore === undefined ? undefined : genderFromScore(genderScore);
+    const model = ag.find((a) => a.raw?.genderModel)?.raw?.genderModel;
+    const gender = genderScore === undefined ? undefined : genderFromScore(genderScore, genderRuleFor(model));
     if (gender) attributes.gender = gender;
     if (age !== undefined) attributes.age = Math.round(Math.min(130, Math.max(0, age)) * 10) / 10;
     if (expr?.emotion) attributes.emotion = expr.emotion;
