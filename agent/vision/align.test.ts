@@ -305,6 +305,21 @@ describe('the fast pixel paths give exactly the results of the plain ones', () =
     }
   });
 
+  it('the 4 x 3 block shrink read by words (1280x720 into 320x240) against the byte-by-byte one', () => {
+    for (const [w, h, ow, oh] of [[1280, 720, 320, 240], [16, 9, 4, 3], [40, 6, 10, 2]] as const) {
+      const frame = noiseImage(w, h, rand);
+      // A copy one byte into its buffer cannot be read as 32-bit words: the byte-by-byte sums.
+      const unaligned = new Uint8Array(frame.data.length + 1).subarray(1);
+      unaligned.set(frame.data);
+      for (const fmt of formats.slice(1)) {
+        sameBits(resizeToTensor(frame, ow, oh, fmt), resizeToTensor({ width: w, height: h, data: unaligned }, ow, oh, fmt));
+      }
+    }
+    // White pixels: every 16-bit lane at its largest (3 x 255), no carry into the next lane.
+    const white = { width: 8, height: 3, data: new Uint8Array(8 * 3 * 3).fill(255) };
+    expect([...resizeToTensor(white, 2, 1, { colour: 'RGB', mean: [0, 0, 0], std: [1, 1, 1] })]).toEqual([255, 255, 255, 255, 255, 255]);
+  });
+
   const simd = SimdTensors.create();
   it.skipIf(!simd)('the WebAssembly SIMD detector tensor against resizeToTensor', () => {
     for (const [w, h] of [[640, 360], [640, 480], [640, 240], [16, 7]] as const) {
