@@ -240,7 +240,7 @@ function referenceSupersampled(img: RgbImage, m: Affine, k: number, outW: number
           const dy = y0 < maxY ? stride : 0;
           const p = y0 * stride + x0 * 3;
           const w = [(1 - fx) * (1 - fy), fx * (1 - fy), (1 - fx) * fy, fx * fy] as const;
-          for (let ch = 0; ch < 3; ch++) sum[ch] = sum[ch]! + src[p + ch]! * w[0] + src[p + dx + ch]! * w[1] + src[p + dy + ch]! * w[2] + src[p + dy + dx + ch]! * w[3];
+          for (let ch = 0; ch < 3; ch++) sum[ch] = sum[ch]! + (src[p + ch]! * w[0] + src[p + dx + ch]! * w[1] + src[p + dy + ch]! * w[2] + src[p + dy + dx + ch]! * w[3]);
         }
       }
       for (let ch = 0; ch < 3; ch++) out[(v * outW + u) * 3 + ch] = sum[ch]! * (1 / (k * k)) + 0.5;
