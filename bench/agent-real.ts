@@ -25,7 +25,7 @@ import { ensureTestModels, testCacheRoot, testModelsDir } from '../agent/models/
 import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
 import { ModelSessions } from '../agent/vision/models.js';
 import { api, cli as ownCli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
-import { bareDecode, f1, med, range, startRtsp, stopProcesses } from './agent-process.js';
+import { bareDecode, f1, mean, med, range, startRtsp, stopProcesses } from './agent-process.js';
 import { childrenOf, commandOf, cpuSeconds, rssBytes } from './proc.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
 import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
@@ -227,7 +227,7 @@ export async function run(): Promise<string | undefined> {
         await new Promise((r) => setTimeout(r, SETTLE_S * 1000));
         const s = await sample(agent.pid!, SAMPLE_S);
         phases[which].push(s);
-        progress(`round ${round + 1}/${ROUNDS} ${which}: node ${f1(med(s.map((x) => x.nodePct)))} % (${range(s.map((x) => x.nodePct))}), ffmpeg ${f1(med(s.map((x) => x.ffmpegPct)))} %, RSS ${f1(med(s.map((x) => x.rssMiB)))} MiB`);
+        progress(`round ${round + 1}/${ROUNDS} ${which}: node ${f1(med(s.map((x) => x.nodePct)))} % (mean ${f1(mean(s.map((x) => x.nodePct)))}, ${range(s.map((x) => x.nodePct))}), ffmpeg ${f1(med(s.map((x) => x.ffmpegPct)))} %, RSS ${f1(med(s.map((x) => x.rssMiB)))} MiB`);
         const bare = await bareDecode(`rtsp://127.0.0.1:${rtsp.port}/${which}`, Math.min(15, SAMPLE_S), { fps: DETECT_FPS, maxWidth: WIDTH, warmupMs: 4000 });
         decode[which].push(...bare);
         progress(`round ${round + 1}/${ROUNDS} ${which}: bare ffmpeg decode ${f1(med(bare))} %`);
@@ -255,8 +255,8 @@ export async function run(): Promise<string | undefined> {
       const bare = bareModelPct[which] + med(decode[which]);
       return [
         SCENE_NAMES[which],
-        `**${f1(med(node))} %** (1-s samples ${range(node)}; round medians ${rounds.map(f1).join(', ')})`,
-        `${f1(med(rss))} (${range(rss, 0)})`,
+        `**${f1(med(node))} %** (mean ${f1(mean(node))}; 1-s samples ${range(node)}; round medians ${rounds.map(f1).join(', ')})`,
+        `${f1(med(rss))} (${range(rss, 0)}; mean ${f1(mean(rss))})`,
         `${f1(med(ff))} % (${range(ff)})`,
         `${f1(med(decode[which]))} % (${range(decode[which])})`,
         `${bareModelPct[which].toFixed(2)} %`,
@@ -279,7 +279,7 @@ export async function run(): Promise<string | undefined> {
         `embedding ${perCall.feature!.toFixed(2)} ms once per frame with a face). Visits recorded at head office during the run: ${visitCount}. ` +
         `Load average before / after: ${loadBefore} → ${loadAfter} (2 cores shared with other work).`,
       '',
-      table(['scene', 'agent node process CPU', 'RSS MiB', 'its ffmpeg', 'bare ffmpeg decode', 'bare model calls', '(node + ffmpeg) / bare'], rows),
+      table(['scene', 'agent node process CPU (median of 1-s samples)', 'RSS MiB (median)', 'its ffmpeg', 'bare ffmpeg decode', 'bare model calls', '(node + ffmpeg) / bare'], rows),
       '',
       ...SCENES.filter((x) => x !== 'empty').map((x) => `Cameras per core (${x} scene, node + ffmpeg per camera = ${f1(perCamera(x))} % of a core): **${(100 / perCamera(x)).toFixed(1)}**.`),
     ].join('\n');

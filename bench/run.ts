@@ -29,6 +29,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   api: () => import('./api.js'),
   'api-floor': () => import('./api-floor.js'),
   'agent-real': () => import('./agent-real.js'),
+  'faces-door': () => import('./faces-door.js'),
   door: () => import('./door.js'),
   'door-offline': () => import('./door-offline.js'),
   'door-real': () => import('./door-real.js'),

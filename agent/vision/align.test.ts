@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ARCFACE_112, alignmentTransform, applyAffine, estimatePose, fivePointsFrom68, invertAffine, similarityTransform } from './align.js';
 import { decodeDetections, iou, nms } from './detect.js';
-import { cropResize, cropRgb, cropToTensor, imageToTensor, laplacianVariance, rectToSource, resizeToTensor, rgbLaplacianVariance, toGrey, warpAffine, warpFootprint, warpFromRegion } from './image.js';
+import { cropResize, cropRgb, cropToTensor, imageToTensor, laplacianVariance, rectToSource, resizeToTensor, rgbLaplacianVariance, supersampling, toGrey, warpAffine, warpFootprint, warpFromRegion } from './image.js';
 import type { Affine, PixelWindow, Rect, TensorFormat } from './image.js';
 import { sharpnessWindow } from './quality.js';
 import { SimdTensors } from './simd.js';
@@ -215,6 +215,40 @@ function referenceWarp(img: RgbImage, m: Affine, outW: number, outH: number): Ui
   return out;
 }
 
+/** The supersampled warp as first written (every sample's position computed on its own): the reference for the faster one. */
+function referenceSupersampled(img: RgbImage, m: Affine, k: number, outW: number, outH: number): Uint8Array {
+  const [a, b, c, d, e, f] = m;
+  const out = new Uint8Array(outW * outH * 3);
+  const src = img.data;
+  const maxX = img.width - 1;
+  const maxY = img.height - 1;
+  const stride = img.width * 3;
+  for (let v = 0; v < outH; v++) {
+    for (let u = 0; u < outW; u++) {
+      const sum = [0, 0, 0];
+      for (let sy = 0; sy < k; sy++) {
+        const vv = v + (sy + 0.5) / k - 0.5;
+        for (let sx = 0; sx < k; sx++) {
+          const uu = u + (sx + 0.5) / k - 0.5;
+          const x = Math.min(Math.max(a * uu + b * vv + c, 0), maxX);
+          const y = Math.min(Math.max(d * uu + e * vv + f, 0), maxY);
+          const x0 = x | 0;
+          const y0 = y | 0;
+          const fx = x - x0;
+          const fy = y - y0;
+          const dx = x0 < maxX ? 3 : 0;
+          const dy = y0 < maxY ? stride : 0;
+          const p = y0 * stride + x0 * 3;
+          const w = [(1 - fx) * (1 - fy), fx * (1 - fy), (1 - fx) * fy, fx * fy] as const;
+          for (let ch = 0; ch < 3; ch++) sum[ch] = sum[ch]! + (src[p + ch]! * w[0] + src[p + dx + ch]! * w[1] + src[p + dy + ch]! * w[2] + src[p + dy + dx + ch]! * w[3]);
+        }
+      }
+      for (let ch = 0; ch < 3; ch++) out[(v * outW + u) * 3 + ch] = sum[ch]! * (1 / (k * k)) + 0.5;
+    }
+  }
+  return out;
+}
+
 function sameBits(a: Float32Array | Uint8Array, b: Float32Array | Uint8Array): void {
   expect(a.length).toBe(b.length);
   let diff = 0;
@@ -237,6 +271,16 @@ describe('the fast pixel paths give exactly the results of the plain ones', () =
       const scale = 0.3 + rand() * 1.6; // up to 1.9: the bilinear path
       const m: Affine = [scale * Math.cos(angle), -scale * Math.sin(angle), rand() * 200 - 40, scale * Math.sin(angle), scale * Math.cos(angle), rand() * 120 - 30];
       sameBits(warpAffine(img, m, 37, 29).data, referenceWarp(img, m, 37, 29));
+    }
+  });
+
+  it('the supersampled warpAffine (shrinks over 2x, as a 400-px face into 112x112) against the plain one', () => {
+    const big = noiseImage(640, 360, rand);
+    for (let i = 0; i < 30; i++) {
+      const angle = (rand() - 0.5) * 1.2;
+      const scale = 2.05 + rand() * 5; // k = 2 to 6
+      const m: Affine = [scale * Math.cos(angle), -scale * Math.sin(angle), rand() * 700 - 100, scale * Math.sin(angle), scale * Math.cos(angle), rand() * 400 - 100];
+      sameBits(warpAffine(big, m, 37, 29).data, referenceSupersampled(big, m, supersampling(m), 37, 29));
     }
   });
 
@@ -303,6 +347,21 @@ describe('the fast pixel paths give exactly the results of the plain ones', () =
     for (const roi of [undefined, { x: 24, y: 36, w: 64, h: 68 }, { x: 100, y: 50, w: 100, h: 100 }]) {
       expect(rgbLaplacianVariance(img, roi)).toBe(laplacianVariance(toGrey(img), img.width, img.height, roi));
     }
+  });
+
+  it('the 4 x 3 block shrink read by words (1280x720 into 320x240) against the byte-by-byte one', () => {
+    for (const [w, h, ow, oh] of [[1280, 720, 320, 240], [16, 9, 4, 3], [40, 6, 10, 2]] as const) {
+      const frame = noiseImage(w, h, rand);
+      // A copy one byte into its buffer cannot be read as 32-bit words: the byte-by-byte sums.
+      const unaligned = new Uint8Array(frame.data.length + 1).subarray(1);
+      unaligned.set(frame.data);
+      for (const fmt of formats.slice(1)) {
+        sameBits(resizeToTensor(frame, ow, oh, fmt), resizeToTensor({ width: w, height: h, data: unaligned }, ow, oh, fmt));
+      }
+    }
+    // White pixels: every 16-bit lane at its largest (3 x 255), no carry into the next lane.
+    const white = { width: 8, height: 3, data: new Uint8Array(8 * 3 * 3).fill(255) };
+    expect([...resizeToTensor(white, 2, 1, { colour: 'RGB', mean: [0, 0, 0], std: [1, 1, 1] })]).toEqual([255, 255, 255, 255, 255, 255]);
   });
 
   const simd = SimdTensors.create();

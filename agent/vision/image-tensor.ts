@@ -107,7 +107,9 @@ function cachedBilinear(src: number, dst: number, stride: number): BilinearTaps 
 export function resizeToTensor(img: RgbImage, outW: number, outH: number, fmt: TensorFormat, out?: Float32Array): Float32Array {
   if (img.width === 2 * outW && img.height <= 2 * outH && fmt.colour !== 'grey') return resizeHalfWidthToTensor(img, outW, outH, fmt, out);
   if (img.width <= 2 * outW && img.height <= 2 * outH) return resizeBilinearToTensor(img, outW, outH, fmt, out);
-  if (img.width % outW === 0 && img.height % outH === 0 && fmt.colour !== 'grey') return resizeBoxToTensor(img, outW, outH, fmt, out);
+  if (img.width % outW === 0 && img.height % outH === 0 && fmt.colour !== 'grey') {
+    return fourByThreeBlocks(img, outW, outH) ? resizeBox4x3ToTensor(img, outW, outH, fmt, out) : resizeBoxToTensor(img, outW, outH, fmt, out);
+  }
   return resizeAreaToTensor(img, outW, outH, fmt, out);
 }
 
@@ -149,6 +151,67 @@ function resizeBoxToTensor(img: RgbImage, outW: number, outH: number, fmt: Tenso
           b += src[p + 2]!;
         }
       }
+      tensor[outR + i] = r * kr + cr;
+      tensor[plane + i] = g * kg + cg;
+      tensor[outB + i] = b * kb + cb;
+    }
+  }
+  return tensor;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/** Whether resizeBox4x3ToTensor applies: blocks 4 x 3 pixels (1280x720 -> 320x240), the frame word-aligned. */
+function fourByThreeBlocks(img: RgbImage, outW: number, outH: number): boolean {
+  return LITTLE_ENDIAN && img.width === 4 * outW && img.height === 3 * outH && img.data.byteOffset % 4 === 0;
+}
+
+/**
+ * resizeBoxToTensor for 4 x 3 blocks (a 1280x720 camera frame into the detector's 320x240), the same integer sums
+ * read a word at a time: a block row is 12 bytes, three 32-bit words, R0 G0 B0 R1 | G1 B1 R2 G2 | B2 R3 G3 B3
+ * (little-endian). Each word's even and odd bytes go into two 16-bit lanes (mask 0x00ff00ff), the three rows' lanes
+ * are added (at most 765 a lane), then each channel's four lanes. 9 reads per block instead of 36, no inner loops,
+ * the same sums and the same float arithmetic, so the same tensor bit for bit (tested against resizeBoxToTensor);
+ * 4-5 times faster (docs/benchmarks.md, faces-door).
+ */
+function resizeBox4x3ToTensor(img: RgbImage, outW: number, outH: number, fmt: TensorFormat, out?: Float32Array): Float32Array {
+  const plane = outW * outH;
+  const tensor = out ?? new Float32Array(plane * 3);
+  const row = 3 * outW;
+  const row2 = 2 * row;
+  const words = new Uint32Array(img.data.buffer, img.data.byteOffset, row * img.height);
+  const { bgr, k, c } = normaliser(fmt);
+  const inv = 1 / 12;
+  const kr = k[bgr ? 2 : 0]! * inv;
+  const kg = k[1]! * inv;
+  const kb = k[bgr ? 0 : 2]! * inv;
+  const cr = c[bgr ? 2 : 0]!;
+  const cg = c[1]!;
+  const cb = c[bgr ? 0 : 2]!;
+  const outR = bgr ? 2 * plane : 0;
+  const outB = bgr ? 0 : 2 * plane;
+  const M = 0x00ff00ff;
+  let i = 0;
+  for (let v = 0; v < outH; v++) {
+    for (let u = 0, p = 3 * v * row; u < outW; u++, i++, p += 3) {
+      const a0 = words[p]!;
+      const a1 = words[p + 1]!;
+      const a2 = words[p + 2]!;
+      const b0 = words[p + row]!;
+      const b1 = words[p + row + 1]!;
+      const b2 = words[p + row + 2]!;
+      const c0 = words[p + row2]!;
+      const c1 = words[p + row2 + 1]!;
+      const c2 = words[p + row2 + 2]!;
+      const e0 = (a0 & M) + (b0 & M) + (c0 & M);
+      const o0 = ((a0 >>> 8) & M) + ((b0 >>> 8) & M) + ((c0 >>> 8) & M);
+      const e1 = (a1 & M) + (b1 & M) + (c1 & M);
+      const o1 = ((a1 >>> 8) & M) + ((b1 >>> 8) & M) + ((c1 >>> 8) & M);
+      const e2 = (a2 & M) + (b2 & M) + (c2 & M);
+      const o2 = ((a2 >>> 8) & M) + ((b2 >>> 8) & M) + ((c2 >>> 8) & M);
+      const r = (e0 & 0xffff) + (o0 >>> 16) + (e1 >>> 16) + (o2 & 0xffff);
+      const g = (o0 & 0xffff) + (e1 & 0xffff) + (o1 >>> 16) + (e2 >>> 16);
+      const b = (e0 >>> 16) + (o1 & 0xffff) + (e2 & 0xffff) + (o2 >>> 16);
       tensor[outR + i] = r * kr + cr;
       tensor[plane + i] = g * kg + cg;
       tensor[outB + i] = b * kb + cb;

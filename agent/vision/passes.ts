@@ -19,7 +19,7 @@ export interface FaceKeep {
   regions: ContextRegions;
   landmarks: FivePoints;
   box: Box;
-  /** Its short-term embedding, once asked for (linking only). */
+  /** Its embedding, once made (for a link check or a visit; undefined when the call failed): made once per face. */
   embedding?: Promise<Float32Array | undefined>;
 }
 

@@ -205,10 +205,13 @@ describe('FramePipeline (scripted engine)', () => {
     expect(b.attributes).toBeUndefined(); // below attributesMinQuality (0.3)
     const s = p.stats();
     // Three faces embedded for the identity; person 2 came 1.2 s after person 1 was last seen, elsewhere: one
-    // short-term embedding each to tell whether it is person 1 again (it is not: two visits).
+    // short-term embedding each to tell whether it is person 1 again (it is not: two visits). Person 1's face
+    // compared then is her best, one of the three: embedded once, so the model ran 3 + 2 - 1 times.
+    expect(s.embeddings).toBe(3);
     expect(s.link_embeddings).toBe(2);
     expect(s.links_face + s.links_position).toBe(0);
-    expect(engine.embeds).toBe(3 + 2);
+    expect(engine.embeds).toBe(3 + 2 - 1);
+    expect(p.embeddingCalls).toBe(3 + 2 - 1);
     expect(s.frames_processed).toBe(50);
     expect(s.visits).toBe(2);
     expect(s.cameras.door!.fraction_below_gate).toBeCloseTo(5 / 25);
@@ -286,6 +289,8 @@ describe('FramePipeline (scripted engine)', () => {
     // the one already embedded: made once).
     expect(s.embeddings).toBe(3);
     expect(s.link_embeddings).toBe(3);
+    // The first track's best face (compared for the position link) is one of the three: the model ran 3 + 3 - 1 times.
+    expect(engine.embeds).toBe(3 + 3 - 1);
     await p.close();
   });
 

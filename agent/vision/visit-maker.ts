@@ -26,7 +26,7 @@ export class VisitMaker {
     private readonly countOnly: () => boolean = () => false,
   ) {}
 
-  /** Calls to the embedding model for visits since start. */
+  /** Calls to the embedding model for visits since start (faces embedded already for a link check are not embedded again). */
   embedCalls = 0;
 
   /** The visit of a pass as it was when reported. A model call that fails leaves its part out: a visit is footfall first. */
@@ -36,9 +36,8 @@ export class VisitMaker {
     let embedded = 0;
     const countOnly = this.countOnly();
     if (candidates.length > 0 && !countOnly) {
-      this.embedCalls += candidates.length;
       try {
-        const embeddings = await Promise.all(candidates.map((k) => this.engine.embedFace(k.region, k.landmarks)));
+        const embeddings = await Promise.all(candidates.map((k) => this.embedding(k)));
         cam.stats.embeddings += embeddings.length;
         embedded = embeddings.length;
         embedding = averageEmbeddings(consensus(embeddings, cfg.embedConsensus));
@@ -88,6 +87,23 @@ export class VisitMaker {
     if (attributes) visit.attributes = attributes;
     if (faceJpeg) visit.face_jpeg = faceJpeg;
     return visit;
+  }
+
+  /**
+   * A face's embedding: the one made already for a link check when there is one (the same crop region and landmarks,
+   * so the same vector; docs/decisions.md, "Faces at a real door"), else a model call, kept on the face for later
+   * link checks.
+   */
+  private async embedding(face: FaceKeep): Promise<Float32Array> {
+    const made = await face.embedding;
+    if (made) return made;
+    this.embedCalls++;
+    const call = this.engine.embedFace(face.region, face.landmarks);
+    face.embedding = call.then(
+      (e) => e,
+      () => undefined,
+    );
+    return call;
   }
 
   /**
