@@ -12,8 +12,12 @@ import type { CameraState, FaceKeep, Pass, PassSnapshot } from './passes.js';
 import type { PipelineConfig } from './pipeline-config.js';
 import type { FaceAttributes, Visit } from './types.js';
 
-/** How many of a visit's faces (the best by quality) its gender and age are taken from. */
-export const ATTRIBUTE_FACES = 3;
+/**
+ * How many of a visit's faces (the best by quality) its gender and age are taken from: one. The gender model costs
+ * ~150 ms of CPU a call (three faces: ~0.45 s a visit, the largest share of a visit's CPU at a busy door), and its
+ * rule was measured one face per photo (held-out FairFace, docs/recognition.md); averaging more was not measured.
+ */
+export const ATTRIBUTE_FACES = 1;
 
 export class VisitMaker {
   constructor(
@@ -138,8 +142,8 @@ export class VisitMaker {
   }
 
   /**
-   * Age and gender are noisy from one frame: averaged over the ATTRIBUTE_FACES best of `faces` (the embedded ones,
-   * or the best face alone); the gender model (~150 ms of CPU) runs on those only. Expression (~30 ms) runs once, on
+   * Age and gender from the ATTRIBUTE_FACES best of `faces` (the embedded ones, or the best face alone), averaged
+   * when more than one; the gender model (~150 ms of CPU) runs on those only. Expression (~30 ms) runs once, on
    * the best face.
    */
   private async attributes(faces: FaceKeep[], best: FaceKeep): Promise<FaceAttributes> {
