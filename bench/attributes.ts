@@ -78,7 +78,7 @@ export async function run(): Promise<string> {
   const lines: string[] = [
     '## Attribute accuracy (gender, age, expression)',
     '',
-    `${measured.length} hand-labelled faces (agent/fixtures/attribute-labels.ts): ${measured.length - men} women, ${men} men; registry photos${shared ? ' and ../shared/faces' : ' only (../shared/faces absent: no men)'}. One photo per face (a visit averages gender and age over up to 3 faces).`,
+    `${measured.length} hand-labelled faces (agent/fixtures/attribute-labels.ts): ${measured.length - men} women, ${men} men; registry photos${shared ? ' and ../shared/faces' : ' only (../shared/faces absent: no men)'}. One photo per face (a visit takes gender and age from its best face).`,
     '',
   ];
 
