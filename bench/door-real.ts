@@ -22,7 +22,9 @@
  *   then the least total time difference); precision = matched / counted, recall = matched / true.
  * - CPU: the agent's node process (all threads) and its ffmpeg child from /proc, 1-s samples over the clip; RSS.
  * - Bare reference, same run: ffmpeg alone decoding one clip's stream with capture's arguments.
- * BENCH_DOOR_REAL_CLIPS=id,id runs only those clips.
+ * BENCH_DOOR_REAL_CLIPS=id,id runs only those clips; BENCH_DOOR_REAL_FPS=10 serves every clip at 10 fps (re-encoded
+ * once with ffmpeg's fps filter, x264 at CRF 18, before the run: a 10-fps camera); BENCH_DOOR_REAL_NODE_ARGS adds node
+ * flags to the agent's command line only (`--cpu-prof --cpu-prof-dir=DIR` profiles its threads).
  */
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -45,6 +47,10 @@ import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
 const execFileP = promisify(execFile);
 const DOOR_FPS = process.env.BENCH_DOOR_REAL_DOOR_FPS === undefined ? undefined : Number(process.env.BENCH_DOOR_REAL_DOOR_FPS);
 const ONLY = process.env.BENCH_DOOR_REAL_CLIPS?.split(',').filter(Boolean);
+/** Serve each clip at this frame rate (re-encoded once beforehand with ffmpeg's fps filter; the camera's rate); unset: as recorded. */
+const SERVE_FPS = process.env.BENCH_DOOR_REAL_FPS ? Number(process.env.BENCH_DOOR_REAL_FPS) : undefined;
+/** Node flags for the agent only, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it). */
+const AGENT_NODE_ARGS = process.env.BENCH_DOOR_REAL_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 const TOLERANCE_S = 1.5;
 
 interface Counted {
@@ -129,7 +135,7 @@ export async function session(
     const models = faceVideo ? testModelsDir() : path.join(tmp, `models-${clip.id}`);
     if (!faceVideo) bodyModelsOnly(models);
 
-    agent = spawnLogged(process.execPath, [cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment(), ...(process.env.BENCH_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_AGENT_NODE_OPTIONS } : {}) }, logFile: path.join(tmp, `agent-${clip.id}.log`) });
+    agent = spawnLogged(process.execPath, [...AGENT_NODE_ARGS, cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment(), ...(process.env.BENCH_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_AGENT_NODE_OPTIONS } : {}) }, logFile: path.join(tmp, `agent-${clip.id}.log`) });
     await agent.waitLog('the agent to start', (l) => (l.includes('"msg":"agent starting"') ? true : undefined));
     if (faceRtsp) {
       await api(server.url, 'POST', `/api/sites/${shop.site_id}/cameras`, { camera_id: 'faces', host: '127.0.0.1', port: faceRtsp.port, path: '/faces', tuning: { role: 'faces' } }, token);
@@ -177,6 +183,15 @@ export async function run(): Promise<string | undefined> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-bench-door-real-'));
   let server: Proc | undefined;
   try {
+    if (SERVE_FPS) {
+      for (const [i, clip] of clips.entries()) {
+        if (clip.fps === SERVE_FPS) continue;
+        progress(`${clip.id}: re-encoding at ${SERVE_FPS} fps`);
+        const file = path.join(tmp, `${clip.id}-${SERVE_FPS}fps.mp4`);
+        await execFileP(ffmpegBin(), ['-v', 'error', '-y', '-i', clip.file, '-an', '-vf', `fps=${SERVE_FPS}`, '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '18', '-g', String(2 * SERVE_FPS), '-pix_fmt', 'yuv420p', file]);
+        clips[i] = { ...clip, file, fps: SERVE_FPS };
+      }
+    }
     const hoDir = path.join(tmp, 'head-office');
     server = await startHeadOffice(hoDir);
     const admin = (await api(server.url, 'POST', '/api/auth/login', { email: BENCH_ADMIN.email, password: BENCH_ADMIN.password })).access_token!;

@@ -98,8 +98,8 @@ const ROI_MOST = 0.7;
 /** Default of `stillTracks` (measured: docs/decisions.md). */
 export const DEFAULT_STILL_TRACKS = true;
 
-/** Default of `personPx` (measured on the real set and the drawn door video: docs/decisions.md, third pass). */
-export const DEFAULT_PERSON_PX: number | false = 100;
+/** Default of `personPx` (measured on the real set, the derived hard cases and the drawn door video: docs/decisions.md, third pass; 80 since the cost pass of issue 25). */
+export const DEFAULT_PERSON_PX: number | false = 80;
 /** Default of `crowdPx` (measured on the real set: docs/decisions.md, fifth pass). */
 export const DEFAULT_CROWD_PX: number | false = 140;
 /** Default of `nearFps` (measured: docs/decisions.md). */
