@@ -369,6 +369,11 @@ export class FaceAnalyzer {
 
   private description?: Promise<DescriptionModel | undefined>;
 
+  /** Starts loading the gender and age model (a failure surfaces at the first attributes, as without this). */
+  prepareAttributes(): void {
+    this.descriptionModel().catch(() => undefined);
+  }
+
   /** The gender and age model beside the ONNX set, loaded once (undefined when it is not installed: SSR-Net then). */
   private descriptionModel(): Promise<DescriptionModel | undefined> {
     this.description ??= DescriptionModel.load(this.models.dir);
