@@ -17,25 +17,10 @@ import type { GraphModel } from '../agent/bodies/tfjs.js';
 import { createVisionEngine } from '../agent/vision/engine.js';
 import { loadImage } from '../agent/vision/io.js';
 import type { Box, RgbImage } from '../agent/vision/types.js';
+import { AGE_GROUPS, type Truth } from './fairface.js';
 import { pct, progress, table } from './util.js';
 
-interface Truth {
-  filename: string;
-  age: string;
-  gender: 'Male' | 'Female';
-}
 
-const AGE_GROUPS: Record<string, [number, number]> = {
-  '0-2': [0, 2],
-  '3-9': [3, 9],
-  '10-19': [10, 19],
-  '20-29': [20, 29],
-  '30-39': [30, 39],
-  '40-49': [40, 49],
-  '50-59': [50, 59],
-  '60-69': [60, 69],
-  '70+': [70, 100],
-};
 
 /** [y1, x1, y2, x2] normalised to the image, as tf.image.cropAndResize takes it (outside the image: black). */
 type NormBox = [number, number, number, number];

@@ -17,13 +17,9 @@ import { genderBand, genderFromScore, genderRuleFor, type GenderRule } from '../
 import { createVisionEngine } from '../agent/vision/engine.js';
 import { loadImage } from '../agent/vision/io.js';
 import type { GenderModel } from '../agent/vision/types.js';
+import { AGE_GROUPS, type Truth } from './fairface.js';
 import { pct, progress, table } from './util.js';
 
-interface Truth {
-  filename: string;
-  age: string;
-  gender: 'Male' | 'Female';
-}
 
 interface Measured {
   truth: Truth;
@@ -32,17 +28,6 @@ interface Measured {
   age: number;
 }
 
-const AGE_GROUPS: Record<string, [number, number]> = {
-  '0-2': [0, 2],
-  '3-9': [3, 9],
-  '10-19': [10, 19],
-  '20-29': [20, 29],
-  '30-39': [30, 39],
-  '40-49': [40, 49],
-  '50-59': [50, 59],
-  '60-69': [60, 69],
-  '70+': [70, 100],
-};
 
 function ageError(m: Measured): number {
   const [lo, hi] = AGE_GROUPS[m.truth.age] ?? [0, 130];
