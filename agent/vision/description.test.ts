@@ -3,10 +3,10 @@
  * test cache's copy, no download), verified and repaired; loaded only when installed, refused when damaged; and the
  * agent falling back to SSR-Net in a models folder without it.
  */
-import { mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tempDirs } from '../../test/support/temp-dirs.js';
 import { ensureTestPhotos } from '../fixtures/registry-photos.js';
 import { FACERES } from '../models/description-catalogue.js';
 import { fetchDescriptionModel } from '../models/fetch-description.js';
@@ -16,24 +16,14 @@ import { DescriptionModel, ageFromSoftmax, descriptionSquare } from './descripti
 import { loadImage } from './io.js';
 
 const SETUP_TIMEOUT = 300_000;
-const temps: string[] = [];
-
-async function tempDir(prefix: string): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), `footfall-${prefix}-`));
-  temps.push(d);
-  return d;
-}
+const tempDir = tempDirs();
 
 beforeAll(async () => {
   await ensureTestModels();
 }, SETUP_TIMEOUT);
 
-afterAll(async () => {
-  await Promise.all(temps.map((d) => rm(d, { recursive: true, force: true })));
-});
-
 describe('fetchDescriptionModel', () => {
-  it('installs faceres.json and faceres.bin from the cached tarball, does nothing the second time, and repairs a damaged file', async () => {
+  it('installs faceres.json and faceres.bin from the cached tarball, does nothing the second time, and repairs a damaged file', { timeout: 120_000 }, async () => {
     const dir = await tempDir('faceres');
     const logs: string[] = [];
     await fetchDescriptionModel({ dir, tarballCacheDir: testTarballCacheDir(), log: (l) => logs.push(l) });
