@@ -100,8 +100,8 @@ export const DEFAULT_STILL_TRACKS = true;
 
 /** Default of `personPx` (measured on the real set, the derived hard cases and the drawn door video: docs/decisions.md, third pass; 80 since the cost pass of issue 25). */
 export const DEFAULT_PERSON_PX: number | false = 80;
-/** Default of `crowdPx` (measured on the real set: docs/decisions.md, fifth pass). */
-export const DEFAULT_CROWD_PX: number | false = 140;
+/** Default of `crowdPx`: off (with `personPx` 80 it gained no crossing and cost 30-80 % more detector input: docs/decisions.md, fifth pass). */
+export const DEFAULT_CROWD_PX: number | false = false;
 /** Default of `nearFps` (measured: docs/decisions.md). */
 export const DEFAULT_NEAR_FPS = 0;
 
