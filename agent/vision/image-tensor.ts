@@ -126,16 +126,7 @@ function resizeBoxToTensor(img: RgbImage, outW: number, outH: number, fmt: Tenso
   const ny = img.height / outH;
   const stride = img.width * 3;
   const src = img.data;
-  const { bgr, k, c } = normaliser(fmt);
-  const inv = 1 / (nx * ny);
-  const kr = k[bgr ? 2 : 0]! * inv;
-  const kg = k[1]! * inv;
-  const kb = k[bgr ? 0 : 2]! * inv;
-  const cr = c[bgr ? 2 : 0]!;
-  const cg = c[1]!;
-  const cb = c[bgr ? 0 : 2]!;
-  const outR = bgr ? 2 * plane : 0;
-  const outB = bgr ? 0 : 2 * plane;
+  const { kr, kg, kb, cr, cg, cb, outR, outB } = planarFactors(fmt, plane, 1 / (nx * ny));
   const span = nx * 3;
   let i = 0;
   for (let v = 0; v < outH; v++) {
@@ -180,16 +171,7 @@ function resizeBox4x3ToTensor(img: RgbImage, outW: number, outH: number, fmt: Te
   const row = 3 * outW;
   const row2 = 2 * row;
   const words = new Uint32Array(img.data.buffer, img.data.byteOffset, row * img.height);
-  const { bgr, k, c } = normaliser(fmt);
-  const inv = 1 / 12;
-  const kr = k[bgr ? 2 : 0]! * inv;
-  const kg = k[1]! * inv;
-  const kb = k[bgr ? 0 : 2]! * inv;
-  const cr = c[bgr ? 2 : 0]!;
-  const cg = c[1]!;
-  const cb = c[bgr ? 0 : 2]!;
-  const outR = bgr ? 2 * plane : 0;
-  const outB = bgr ? 0 : 2 * plane;
+  const { kr, kg, kb, cr, cg, cb, outR, outB } = planarFactors(fmt, plane, 1 / 12);
   const M = 0x00ff00ff;
   let i = 0;
   for (let v = 0; v < outH; v++) {
@@ -220,6 +202,29 @@ function resizeBox4x3ToTensor(img: RgbImage, outW: number, outH: number, fmt: Te
   return tensor;
 }
 
+/**
+ * What a resize into a planar tensor multiplies and adds per channel: value = sum * k + c, where the normaliser's k
+ * (value = (p - mean) / std = p * k + c) is scaled by `scale` (1 over what a sample sums to: the block's pixels, or
+ * the fixed-point weights), and where R and B go (plane 0 gets R, or B when the model wants BGR).
+ */
+export function planarFactors(
+  fmt: TensorFormat,
+  plane: number,
+  scale: number,
+): { kr: number; kg: number; kb: number; cr: number; cg: number; cb: number; outR: number; outB: number } {
+  const { bgr, k, c } = normaliser(fmt);
+  return {
+    kr: k[bgr ? 2 : 0]! * scale,
+    kg: k[1]! * scale,
+    kb: k[bgr ? 0 : 2]! * scale,
+    cr: c[bgr ? 2 : 0]!,
+    cg: c[1]!,
+    cb: c[bgr ? 0 : 2]!,
+    outR: bgr ? 2 * plane : 0,
+    outB: bgr ? 0 : 2 * plane,
+  };
+}
+
 function normaliser(fmt: TensorFormat): { bgr: boolean; k: Float32Array; c: Float32Array } {
   // value = (p - mean) / std = p * k + c
   const k = new Float32Array(3);
@@ -241,16 +246,8 @@ function resizeBilinearToTensor(img: RgbImage, outW: number, outH: number, fmt: 
   const tx = cachedBilinear(img.width, outW, 3);
   const ty = cachedBilinear(img.height, outH, img.width * 3);
   const src = img.data;
-  const { bgr, k, c } = normaliser(fmt);
-  // Fixed point: weights in 1/256, so a sample sums to pixel * 65536. Tensor plane 0 gets R (B when BGR).
-  const kr = k[bgr ? 2 : 0]! / 65536;
-  const kg = k[1]! / 65536;
-  const kb = k[bgr ? 0 : 2]! / 65536;
-  const cr = c[bgr ? 2 : 0]!;
-  const cg = c[1]!;
-  const cb = c[bgr ? 0 : 2]!;
-  const outR = bgr ? 2 * plane : 0;
-  const outB = bgr ? 0 : 2 * plane;
+  // Fixed point: weights in 1/256, so a sample sums to pixel * 65536 (a power of two: * 2^-16 is / 65536 exactly).
+  const { kr, kg, kb, cr, cg, cb, outR, outB } = planarFactors(fmt, plane, 1 / 65536);
   const xi0 = tx.i0;
   const xi1 = tx.i1;
   const xw = tx.w256;
@@ -288,16 +285,8 @@ function resizeHalfWidthToTensor(img: RgbImage, outW: number, outH: number, fmt:
   const tensor = out ?? new Float32Array(plane * 3);
   const ty = cachedBilinear(img.height, outH, img.width * 3);
   const src = img.data;
-  const { bgr, k, c } = normaliser(fmt);
-  // Two columns summed and weights in 1/256: a sample sums to pixel * 512.
-  const kr = k[bgr ? 2 : 0]! / 512;
-  const kg = k[1]! / 512;
-  const kb = k[bgr ? 0 : 2]! / 512;
-  const cr = c[bgr ? 2 : 0]!;
-  const cg = c[1]!;
-  const cb = c[bgr ? 0 : 2]!;
-  const outR = bgr ? 2 * plane : 0;
-  const outB = bgr ? 0 : 2 * plane;
+  // Two columns summed and weights in 1/256: a sample sums to pixel * 512 (a power of two, so exact).
+  const { kr, kg, kb, cr, cg, cb, outR, outB } = planarFactors(fmt, plane, 1 / 512);
   let i = 0;
   for (let v = 0; v < outH; v++) {
     const wy1 = ty.w256[v]!;

@@ -9,6 +9,7 @@
  * tensor is bit-for-bit the JavaScript one (tested in align.test.ts), and detection results do not change.
  */
 import type { TensorFormat } from './image.js';
+import { planarFactors } from './image-tensor.js';
 import type { RgbImage } from './types.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -346,33 +347,23 @@ export class SimdTensors {
     const buf = this.memory.buffer;
     new Uint8Array(buf, 0, frameBytes).set(img.data.subarray(0, frameBytes));
     new Int32Array(buf, rowsAt, outH * 3).set(this.taps.rows);
-    // As image.ts normaliser(): value = (p - mean) / std = p * k + c, k and c rounded to float32 there too.
-    const k = new Float32Array(3);
-    const c = new Float32Array(3);
-    for (let i = 0; i < 3; i++) {
-      const std = fmt.std[i] ?? fmt.std[0]!;
-      const mean = fmt.mean[i] ?? fmt.mean[0]!;
-      k[i] = 1 / std;
-      c[i] = -mean / std;
-    }
-    const bgr = fmt.colour === 'BGR';
-    const outR = bgr ? 2 * plane : 0;
-    const outB = bgr ? 0 : 2 * plane;
+    // Two columns summed and weights in 1/256: a sample sums to pixel * 512.
+    const f = planarFactors(fmt, plane, 1 / 512);
     this.resizeHalf(
       0,
       rowsAt,
       outW,
       outH,
       tensorAt,
-      4 * outR,
+      4 * f.outR,
       4 * plane,
-      4 * outB,
-      k[bgr ? 2 : 0]! / 512,
-      c[bgr ? 2 : 0]!,
-      k[1]! / 512,
-      c[1]!,
-      k[bgr ? 0 : 2]! / 512,
-      c[bgr ? 0 : 2]!,
+      4 * f.outB,
+      f.kr,
+      f.cr,
+      f.kg,
+      f.cg,
+      f.kb,
+      f.cb,
     );
     return new Float32Array(buf, tensorAt, plane * 3);
   }
