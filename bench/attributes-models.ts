@@ -17,7 +17,8 @@ import type { GraphModel } from '../agent/bodies/tfjs.js';
 import { createVisionEngine } from '../agent/vision/engine.js';
 import { loadImage } from '../agent/vision/io.js';
 import type { Box, RgbImage } from '../agent/vision/types.js';
-import { AGE_GROUPS, type Truth } from './fairface.js';
+import { ageFromSoftmax } from '../agent/vision/description.js';
+import { AGE_GROUPS, genderAuc, type Truth } from './fairface.js';
 import { pct, progress, table } from './util.js';
 
 
@@ -61,17 +62,6 @@ function grey(t: tf.Tensor4D): tf.Tensor {
   return tf.sum(tf.mul(t, tf.tensor1d([0.2989, 0.587, 0.114])), -1, true);
 }
 
-/** HSE_FaceRec_tf: the two most likely years, weighted, plus 1 (its min_age). */
-function hseAge(p: Float32Array): number {
-  let a = 0;
-  let b = 1;
-  if (p[b]! > p[a]!) [a, b] = [b, a];
-  for (let i = 2; i < p.length; i++) {
-    if (p[i]! > p[a]!) [a, b] = [i, a];
-    else if (p[i]! > p[b]!) b = i;
-  }
-  return 1 + (a * p[a]! + b * p[b]!) / (p[a]! + p[b]!);
-}
 
 const GEAR_AGES = [15, 23, 28, 35.5, 45.5, 55.5, 65];
 
@@ -98,7 +88,7 @@ const CANDIDATES: Candidate[] = [
     prep: (t: tf.Tensor4D) => t,
     decode: (out: Float32Array[]) => {
       const r = faceresOut(out);
-      return { male: r.gender, age: hseAge(r.age) };
+      return { male: r.gender, age: ageFromSoftmax(r.age) };
     },
   })),
   ...[1.0, 1.2].map((k) => ({
@@ -109,7 +99,7 @@ const CANDIDATES: Candidate[] = [
     prep: bgrMinusMean,
     decode: (out: Float32Array[]) => {
       const r = faceresOut(out);
-      return { male: r.gender, age: hseAge(r.age) };
+      return { male: r.gender, age: ageFromSoftmax(r.age) };
     },
   })),
   ...[1.2, 1.4].map((k) => ({
@@ -154,13 +144,6 @@ interface Measured {
   age?: number;
 }
 
-function auc(set: Measured[]): number {
-  const men = set.filter((m) => m.truth.gender === 'Male').map((m) => m.male);
-  const women = set.filter((m) => m.truth.gender === 'Female').map((m) => m.male);
-  let s = 0;
-  for (const a of men) for (const b of women) s += a > b ? 1 : a === b ? 0.5 : 0;
-  return s / (men.length * women.length);
-}
 
 interface Rule {
   femaleAtMost: number;
@@ -279,8 +262,8 @@ export async function run(): Promise<string | undefined> {
       const half = score(held, { femaleAtMost: 0.5 - 1e-9, maleAtLeast: 0.5 });
       rows.push([
         c.name,
-        auc(tuning).toFixed(3),
-        auc(held).toFixed(3),
+        genderAuc(tuning, (m) => m.male).toFixed(3),
+        genderAuc(held, (m) => m.male).toFixed(3),
         pct(half.right / held.length),
         `≤ ${rule.femaleAtMost.toFixed(3)} / ≥ ${rule.maleAtLeast.toFixed(3)}`,
         `${pct(st.sent / tuning.length)}, ${st.sent ? pct(st.right / st.sent) : '-'}`,

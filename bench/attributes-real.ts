@@ -17,7 +17,7 @@ import { genderBand, genderFromScore, genderRuleFor, type GenderRule } from '../
 import { createVisionEngine } from '../agent/vision/engine.js';
 import { loadImage } from '../agent/vision/io.js';
 import type { GenderModel } from '../agent/vision/types.js';
-import { AGE_GROUPS, type Truth } from './fairface.js';
+import { AGE_GROUPS, genderAuc, type Truth } from './fairface.js';
 import { pct, progress, table } from './util.js';
 
 
@@ -27,6 +27,9 @@ interface Measured {
   genderScore: number;
   age: number;
 }
+
+/** The gender score a face is ranked by (1 = male). */
+const score = (m: Measured): number => m.genderScore;
 
 
 function ageError(m: Measured): number {
@@ -64,14 +67,6 @@ function rows(set: Measured[], rules: [string, GenderRule][]): (string | number)
   });
 }
 
-/** Area under the ROC curve of the gender score (men above women). */
-function auc(set: Measured[]): number {
-  const men = set.filter((m) => m.truth.gender === 'Male').map((m) => m.genderScore);
-  const women = set.filter((m) => m.truth.gender === 'Female').map((m) => m.genderScore);
-  let s = 0;
-  for (const a of men) for (const b of women) s += a > b ? 1 : a === b ? 0.5 : 0;
-  return s / (men.length * women.length);
-}
 
 export async function run(): Promise<string | undefined> {
   const dir = process.env.BENCH_FAIRFACE_DIR;
@@ -132,7 +127,7 @@ export async function run(): Promise<string | undefined> {
     '',
     `${measured.length} faces found in ${truths.length} FairFace photos (thlaiquid-ai/demographic-test-images, CC BY 4.0: 30 per gender and age group, many ethnicities; labels FairFace's annotators'), ` +
       `the largest face of each, through the agent's own models and crops. Tuning half: the ${tuning.length} odd-numbered photos; held out: the ${held.length} even-numbered ones. ` +
-      `Gender score AUC (men above women): ${auc(tuning).toFixed(2)} tuning, ${auc(held).toFixed(2)} held out, ${auc(adults(held)).toFixed(2)} held-out adults (20+). ` +
+      `Gender score AUC (men above women): ${genderAuc(tuning, score).toFixed(2)} tuning, ${genderAuc(held, score).toFixed(2)} held out, ${genderAuc(adults(held), score).toFixed(2)} held-out adults (20+). ` +
       `Median score: women ${median(measured.filter((m) => m.truth.gender === 'Female').map((m) => m.genderScore)).toFixed(2)}, men ${median(measured.filter((m) => m.truth.gender === 'Male').map((m) => m.genderScore)).toFixed(2)} (1 = male).`,
     '',
     'Gender, tuning half:',

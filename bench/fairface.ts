@@ -19,3 +19,12 @@ export const AGE_GROUPS: Record<string, [number, number]> = {
   '60-69': [60, 69],
   '70+': [70, 100],
 };
+
+/** Area under the ROC curve of a gender score (1 = male): how often a man scores above a woman (ties half). */
+export function genderAuc<T extends { truth: Truth }>(set: readonly T[], score: (m: T) => number): number {
+  const men = set.filter((m) => m.truth.gender === 'Male').map(score);
+  const women = set.filter((m) => m.truth.gender === 'Female').map(score);
+  let s = 0;
+  for (const a of men) for (const b of women) s += a > b ? 1 : a === b ? 0.5 : 0;
+  return s / (men.length * women.length);
+}
