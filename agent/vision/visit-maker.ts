@@ -148,10 +148,13 @@ export class VisitMaker {
    */
   private async attributes(faces: FaceKeep[], best: FaceKeep): Promise<FaceAttributes> {
     const some = [...faces].sort((a, b) => b.quality - a.quality).slice(0, ATTRIBUTE_FACES);
-    const [expr, ...ag] = await Promise.all([
-      this.engine.attributes(best.region, best.regions, { ageGender: false }),
-      ...some.map((f) => this.engine.attributes(f.region, f.regions, { expression: false })),
+    // Usually the one face is the best face: then one call (one crop sent to the worker) gives all three.
+    const together = some.length === 1 && some[0] === best;
+    const [expr, ...rest] = await Promise.all([
+      this.engine.attributes(best.region, best.regions, together ? {} : { ageGender: false }),
+      ...(together ? [] : some.map((f) => this.engine.attributes(f.region, f.regions, { expression: false }))),
     ]);
+    const ag = together ? [expr!] : rest;
     const mean = (xs: (number | undefined)[]): number | undefined => {
       const v = xs.filter((x): x is number => x !== undefined);
       return v.length ? v.reduce((a, b) => a + b, 0) / v.length : undefined;
