@@ -259,9 +259,10 @@ describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, pho
     await page.locator(`[data-shop="${bandra.shop.slug}"]`).waitFor();
     expect(await overflowsSideways(page)).toBe(false);
 
-    const visit = async (hash: string, ready: string) => {
+    // `ready`: what the page shows once loaded (every part that loads on its own: the check is of the whole page).
+    const visit = async (hash: string, ...ready: string[]) => {
       await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
-      await page.locator(ready).first().waitFor();
+      for (const r of ready) await page.locator(r).first().waitFor();
       expect(await overflowsSideways(page), hash).toBe(false);
     };
     await visit('#/customers', '#customers tr[data-customer]');
@@ -272,7 +273,7 @@ describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, pho
     const label = await page.evaluate(`getComputedStyle(document.querySelector('#customers tr[data-customer] td[data-label]'), '::before').content`);
     expect(label).toBe('"Customer"');
     await visit('#/customers/V-1', '#history tbody tr');
-    await visit('#/reports', '#report-table tbody tr');
+    await visit('#/reports', '#report-table tbody tr', '#heatmap td.heat');
     await visit('#/team', '#members tbody tr');
     await page.locator('#invitations tbody tr').waitFor();
     expect(await overflowsSideways(page)).toBe(false);
