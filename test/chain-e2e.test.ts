@@ -31,6 +31,7 @@ import { REGISTRY_CLIP, registryPersonClip, videoSeconds } from './support/clips
 import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer } from './support/rtsp.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
+import { useCameraSlot } from './support/camera-slot.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 const report = (...args: unknown[]) => {
@@ -44,6 +45,8 @@ let h: Harness;
 let tmp: string;
 const cleanups: (() => Promise<void>)[] = [];
 
+// Real-time counting: one such file at a time (test/support/camera-slot.ts).
+useCameraSlot();
 beforeAll(async () => {
   tmp = mkdtempSync(path.join(os.tmpdir(), 'footfall-chain-'));
   [h] = await Promise.all([startHarness({ FOOTFALL_IMAGES: 'local', FOOTFALL_HEARTBEAT_INTERVAL_S: 2, FOOTFALL_VISIT_GAP_S: 0 }), ensureTestModels()]);
@@ -264,7 +267,8 @@ describe('the product chain, RTSP camera to head office API', () => {
     const loops = 2;
     const file = await registryPersonClip();
     const o = await watchLoops(file, loops, { company: 'Registry Bar', shop: 'Sofa Corner', camera: 'entrance' });
-    report(`chain registry clip: ${describeRows(o)}`);
+    const seen = `chain registry clip: ${describeRows(o)}`;
+    report(seen);
     checkRows(o, 'entrance');
     checkPhotos(o);
 
@@ -273,7 +277,7 @@ describe('the product chain, RTSP camera to head office API', () => {
     // One visit per face per showing.
     for (let l = 0; l < loops; l++) {
       const rows = o.arrivals.filter((a) => a.loop === l);
-      expect(REGISTRY_CLIP.faces.map((_, s) => rows.filter((a) => showing(a) === s).length)).toEqual([...REGISTRY_CLIP.faces]);
+      expect(REGISTRY_CLIP.faces.map((_, s) => rows.filter((a) => showing(a) === s).length), seen).toEqual([...REGISTRY_CLIP.faces]);
     }
     expect(o.arrivals).toHaveLength(loops * REGISTRY_CLIP.faces.reduce((a, b) => a + b, 0));
     // Every face passed the gate and is identified.

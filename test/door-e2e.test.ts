@@ -18,12 +18,15 @@ import { describe, expect, it } from 'vitest';
 import { DOOR_LINE, DOOR_VIDEO, doorTruth, ensureDoorVideo } from '../agent/fixtures/door-video.js';
 import { ensureTestBodyModels } from '../agent/models/test-cache.js';
 import { clipBase, onClip, timeline, useDoorRig } from './support/door-rig.js';
+import { useCameraSlot } from './support/camera-slot.js';
 
 const report = (...args: unknown[]) => {
   if (process.env.FOOTFALL_TEST_TIMING) console.log(...args);
 };
 const FPS = 5;
 
+// Real-time counting: one such file at a time (test/support/camera-slot.ts).
+useCameraSlot();
 const rig = useDoorRig({ name: 'door', prepare: () => [ensureTestBodyModels(), ensureDoorVideo()] });
 
 describe('door counting on video: entries, exits and occupancy', () => {

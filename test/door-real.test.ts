@@ -17,6 +17,7 @@ import { DEFAULT_TUNING } from '../shared/agent-api.js';
 import { ensureTestBodyModels } from '../agent/models/test-cache.js';
 import { loadClips, matchCrossings, truthFor } from '../bench/real-footage/clips.js';
 import { clipBase, onClip, timeline, useDoorRig } from './support/door-rig.js';
+import { useCameraSlot } from './support/camera-slot.js';
 
 const CLIP_ID = 'table-walkup-1';
 const FPS = DEFAULT_TUNING.detect_fps;
@@ -24,6 +25,8 @@ const FPS = DEFAULT_TUNING.detect_fps;
 /** The tolerance on a count: 5 % of the truth, at least one. */
 const countTolerance = (truth: number) => Math.max(1, Math.floor(0.05 * truth));
 
+// Real-time counting: one such file at a time (test/support/camera-slot.ts).
+useCameraSlot();
 const rig = useDoorRig({ name: 'door-real', prepare: () => [ensureTestBodyModels()] });
 
 describe('door counting on real footage', () => {

@@ -18,7 +18,10 @@ import { ensureTestBodyModels, ensureTestModels } from '../agent/models/test-cac
 import { visits } from '../server/visits/schema.js';
 import { useDoorRig } from './support/door-rig.js';
 import { waitFor } from './support/shop-pc.js';
+import { useCameraSlot } from './support/camera-slot.js';
 
+// Real-time counting: one such file at a time (test/support/camera-slot.ts).
+useCameraSlot();
 const rig = useDoorRig({ name: 'roles', prepare: () => [ensureTestModels().then(() => ensureTestBodyModels()), ensureDoorVideo()] });
 
 describe('camera roles: a door camera counts, a faces camera recognises', () => {

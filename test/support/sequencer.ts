@@ -8,7 +8,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * long file running alone. A file's length is vitest's own record of its last run where there is one (a machine
  * that has run the suite), else its length in test/support/durations.json (seconds, measured on the 2-core
  * reference machine; refresh it with `npx tsx scripts/test-durations.ts`), which is what a fresh clone and CI go
- * by: vitest's own fallback there, the largest file first, put a 100-second browser file among the last.
+ * by: vitest's own fallback there, the largest file first, put a 100-second browser file among the last. The real-time
+ * camera files run one at a time (test/support/camera-slot.ts), so the order also spreads them over the run.
  */
 const table = JSON.parse(
   fs.readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), 'durations.json'), 'utf8'),
@@ -17,17 +18,55 @@ const table = JSON.parse(
 export default class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const root = this.ctx.config.root;
-    const known = (s: TestSpecification): { failed: boolean; ms: number } => {
+    const known = (s: TestSpecification): Job<TestSpecification> => {
       const rel = path.relative(root, s.moduleId).split(path.sep).join('/');
       const cached = this.ctx.cache.getFileTestResults(`${s.project.name}:${rel}`);
-      return { failed: cached?.failed ?? false, ms: cached?.duration ?? (table[rel] ?? 0) * 1000 };
+      return { item: s, failed: cached?.failed ?? false, ms: cached?.duration ?? (table[rel] ?? 0) * 1000, camera: usesCameraSlot(s.moduleId) };
     };
-    const facts = new Map(files.map((f) => [f, known(f)]));
-    return [...files].sort((a, b) => {
-      const fa = facts.get(a)!;
-      const fb = facts.get(b)!;
-      if (fa.failed !== fb.failed) return fa.failed ? -1 : 1;
-      return fb.ms - fa.ms;
-    });
+    const workers = typeof this.ctx.config.maxWorkers === 'number' ? this.ctx.config.maxWorkers : 1;
+    return schedule(files.map(known), workers);
+  }
+}
+
+export interface Job<T> {
+  item: T;
+  failed: boolean;
+  ms: number;
+  /** Holds the camera slot (test/support/camera-slot.ts): no two such files run at once. */
+  camera: boolean;
+}
+
+/**
+ * The order to hand files to `workers` workers: the run played out with the known lengths, each worker that comes
+ * free taking the first file (failed first, then longest) that can start at once, a camera file only while no other
+ * holds the slot; a camera file that would have to wait is taken only when nothing else is left.
+ */
+export function schedule<T>(jobs: Job<T>[], workers: number): T[] {
+  const left = [...jobs].sort((a, b) => (a.failed !== b.failed ? (a.failed ? -1 : 1) : b.ms - a.ms));
+  const free = Array.from({ length: Math.max(1, workers) }, () => 0); // when each worker comes free
+  let slotFreeAt = 0;
+  const order: T[] = [];
+  while (left.length > 0) {
+    const w = free.indexOf(Math.min(...free));
+    const now = free[w]!;
+    let i = left.findIndex((j) => !j.camera || slotFreeAt <= now);
+    if (i < 0) i = 0;
+    const job = left.splice(i, 1)[0]!;
+    const start = job.camera ? Math.max(now, slotFreeAt) : now;
+    free[w] = start + job.ms;
+    if (job.camera) slotFreeAt = free[w]!;
+    order.push(job.item);
+  }
+  return order;
+}
+
+/** What a camera file calls first (test/support/camera-slot.ts; not imported here: it registers vitest hooks). */
+const CAMERA_SLOT_CALL = 'useCameraSlot(';
+
+function usesCameraSlot(file: string): boolean {
+  try {
+    return fs.readFileSync(file, 'utf8').includes(CAMERA_SLOT_CALL);
+  } catch {
+    return false;
   }
 }
