@@ -83,8 +83,11 @@ export async function videoSeconds(file: string): Promise<number> {
  * (under the burst threshold 0.40). Cached in node_modules/.cache/footfall/clips/.
  */
 export const REGISTRY_CLIP = {
-  holdS: 2,
-  blankS: 5,
+  // Held 3 s (15 frames at the camera's 5 fps; was 2 s): in CI a starved shop PC once analysed the four-face photo
+  // in one frame only, under the pipeline's two-frame minimum, and made no visit of the four. The black is 4 s (was
+  // 5 s) so that the loop stays 21 s; gaps only grow when frames are dropped.
+  holdS: 3,
+  blankS: 4,
   /** Faces per showing. */
   faces: [1, 4, 1],
   /** Showings that show W. */
@@ -102,7 +105,7 @@ export function registryPersonClip(): Promise<string> {
 }
 
 async function makeRegistryClip(): Promise<string> {
-  const file = path.join(clipsCacheDir, 'registry-w-sample6-w-640x360-25fps-v3.mp4');
+  const file = path.join(clipsCacheDir, 'registry-w-sample6-w-640x360-25fps-hold3.mp4');
   if (existsSync(file)) return file;
   const { dir } = await ensureTestPhotos();
   await mkdir(clipsCacheDir, { recursive: true });
