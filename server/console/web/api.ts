@@ -119,8 +119,13 @@ async function authed(method: string, path: string, opts: Options): Promise<Resp
     } else {
       // A call sent just before another call (or tab) rotated the tokens carries an access token that no longer
       // exists: 401 unauthorized, not token_expired. Wait for that refresh; if the stored token changed, retry.
+      // Another tab's refresh is waited for through the shared lock: it holds it from sending the refresh until it
+      // has stored the new tokens, and head office retired the old access token in between, so a 401 seen here
+      // while that tab has not stored them yet is not the end of the session. Its write may then still be on its
+      // way to this tab (see `handOver`): the stored token is watched a moment before the session is given up.
       if (inflight) await inflight.catch(() => undefined);
-      const now = load();
+      await withLock(async () => undefined, 15_000).catch(() => undefined); // at most 15 s: then as if it were not held
+      const now = await storedOtherThan(token, HANDOVER_MS * 4);
       if (now && now.access_token !== token) fresh = now;
     }
     if (fresh) res = await send(fresh.access_token);
@@ -160,10 +165,44 @@ let inflight: Promise<Session> | null = null;
  * refresh at a time.
  */
 export function refresh(stale: string, ahead = false): Promise<Session> {
-  inflight ??= withLock(() => rotate(stale, ahead)).finally(() => {
+  inflight ??= new Promise<Session>((resolve, reject) => {
+    withLock(async () => {
+      let next: Session;
+      try {
+        next = await rotate(stale, ahead);
+      } catch (err) {
+        reject(err);
+        return;
+      }
+      resolve(next);
+      if (next.access_token !== stale) await handOver();
+    }).catch(reject);
+  }).finally(() => {
     inflight = null;
   });
   return inflight;
+}
+
+/*
+ * Tabs see each other's localStorage writes a moment late: Chromium keeps a copy of it in each tab's process and
+ * passes a write on to the others asynchronously, with no order against the Web Lock being released. A tab that
+ * took the lock the instant another released it could still read the old tokens, and then present the refresh
+ * token just retired, which head office takes for a stolen copy and answers by ending the session in every tab
+ * (seen in a loaded test run: both tabs signed out). So the tab that rotated holds the lock a moment longer, and a
+ * tab refused with tokens that look current watches them a moment before it gives up.
+ */
+const HANDOVER_MS = 250;
+
+const handOver = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, HANDOVER_MS));
+
+/** The stored session once its access token is no longer `token` (within `waitMs`), else as it is then. */
+async function storedOtherThan(token: string, waitMs: number): Promise<Session | null> {
+  const end = Date.now() + waitMs;
+  for (;;) {
+    const s = load();
+    if (!s || s.access_token !== token || Date.now() >= end) return s;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }
 
 /*
@@ -245,9 +284,11 @@ async function renewIfDue(): Promise<void> {
   keepFresh();
 }
 
-function withLock<T>(work: () => Promise<T>): Promise<T> {
+/** Runs `work` holding the refresh lock shared by every tab; `waitMs`: give up (reject) if not held by then. */
+function withLock<T>(work: () => Promise<T>, waitMs?: number): Promise<T> {
   const locks = (navigator as Navigator & { locks?: LockManager }).locks;
-  return locks ? (locks.request('footfall-refresh', work) as Promise<T>) : work();
+  if (!locks) return work();
+  return (waitMs === undefined ? locks.request('footfall-refresh', work) : locks.request('footfall-refresh', { signal: AbortSignal.timeout(waitMs) }, work)) as Promise<T>;
 }
 
 async function rotate(stale: string, ahead: boolean): Promise<Session> {
