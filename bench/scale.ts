@@ -12,7 +12,9 @@
  *    and end, the load average. Stops at the first step that loses a visit or has p99 >= 250 ms: the ceiling is the
  *    step before it.
  * SCALE_MINUTES=10: instead of the steps, one run at SCALE_PCS (default 1000) shop PCs for that many minutes,
- * RSS every 30 s (is memory flat?).
+ * RSS and the company's customers every 30 s (is memory flat? head office keeps every customer's template in memory
+ * for matching, so it grows with the new people: the run says by how much per new customer).
+ * SCALE_NEW: the share of visits that are new people (default 0.3; the rest of the 90 % with a face are returning).
  * SCALE_PROFILE=1 runs head office under `node --cpu-prof` (profile written to the printed folder on exit).
  * SCALE_KEEP_LOG=<file> keeps head office's log there.
  * SCALE_PIN=1 pins head office to core 0 and this process (the load generator) to core 1 (taskset).
@@ -51,6 +53,7 @@ const MINUTES = Number(process.env.SCALE_MINUTES ?? 0);
 const LONG_PCS = Number(process.env.SCALE_PCS ?? 1000);
 const PROFILE = process.env.SCALE_PROFILE === '1';
 const PIN = process.env.SCALE_PIN === '1';
+const NEW_SHARE = Math.min(0.9, Math.max(0, Number(process.env.SCALE_NEW ?? 0.3)));
 const P99_LIMIT = 250;
 /** Waiting for the last PUBACKs of a step. */
 const GRACE_MS = 15_000;
@@ -84,7 +87,7 @@ class Visits {
     let gate = false;
     if (r < 0.9) {
       const e =
-        r < 0.6 ? this.faces.sighting(this.gallery, 0.74 + 0.16 * this.faces.rng.uniform(), Math.floor(this.faces.rng.uniform() * GALLERY)) : this.faces.identity();
+        r < 0.9 - NEW_SHARE ? this.faces.sighting(this.gallery, 0.74 + 0.16 * this.faces.rng.uniform(), Math.floor(this.faces.rng.uniform() * GALLERY)) : this.faces.identity();
       face = `,"embedding":"${encodeEmbedding(e)}","recognition_model":"${MODEL}"`;
       quality = 0.8;
       gate = true;
@@ -285,6 +288,8 @@ export async function run(): Promise<string> {
     })();
     const storedCount = db.prepare('select count(*) as n from sightings where company_id = ?');
     const stored = () => (storedCount.get(companyId) as { n: number }).n;
+    const customerCount = db.prepare('select count(*) as n from customers where company_id = ?');
+    const customers = () => (customerCount.get(companyId) as { n: number }).n;
 
     const maxPcs = MINUTES > 0 ? LONG_PCS : Math.max(...STEPS);
     const cpuPcs = Math.min(200, maxPcs);
@@ -327,7 +332,7 @@ export async function run(): Promise<string> {
     progress(`CPU per visit: ${grossMs.toFixed(3)} ms gross, ${netMs.toFixed(3)} ms net of idle (${(idlePerS * 100).toFixed(1)} % of a core idle); p99 ${ms(percentile(cpuWin.lat, 0.99))} ms`);
 
     const results: StepResult[] = [];
-    const rssSamples: { t: number; rss: number | undefined }[] = [];
+    const rssSamples: { t: number; rss: number | undefined; customers: number }[] = [];
     const steps = MINUTES > 0 ? [LONG_PCS] : STEPS;
     const stepS = MINUTES > 0 ? MINUTES * 60 : STEP_S;
     for (const pcs of steps) {
@@ -345,7 +350,8 @@ export async function run(): Promise<string> {
       const lag = monitorEventLoopDelay({ resolution: 10 });
       lag.enable();
       load.start(pcs, rate);
-      const sampler = setInterval(() => rssSamples.push({ t: (performance.now() - t0) / 1000, rss: rssBytes(pid) }), 30_000);
+      if (MINUTES > 0) rssSamples.push({ t: 0, rss: rssStart, customers: customers() });
+      const sampler = setInterval(() => rssSamples.push({ t: (performance.now() - t0) / 1000, rss: rssBytes(pid), customers: customers() }), 30_000);
       await new Promise((r) => setTimeout(r, stepS * 1000));
       load.stop();
       clearInterval(sampler);
@@ -391,7 +397,7 @@ export async function run(): Promise<string> {
       '',
       `Head office as \`npm start\` runs it (built CLI, own process, default log level to a file); one chain, ${GALLERY.toLocaleString('en')}-customer gallery;`,
       `this process simulates the shop PCs (mqtt.js, one connection each; ${CAMERAS} cameras x ${PER_CAMERA} visits/s each = ${CAMERAS * PER_CAMERA} visits/s per shop PC,`,
-      `QoS 1, PUBACK once stored; a heartbeat every ${HEARTBEAT_S} s). Visits: 60 % returning, 30 % new people, 10 % no face.`,
+      `QoS 1, PUBACK once stored; a heartbeat every ${HEARTBEAT_S} s). Visits: ${Math.round(100 * (0.9 - NEW_SHARE))} % returning, ${Math.round(100 * NEW_SHARE)} % new people, 10 % no face.`,
       `**A shared box**: ${os.cpus().length} cores shared with other sessions' work, load generator and head office on the same cores${PIN ? ' (pinned: head office core 0, load generator core 1)' : ''}; the load average is beside every figure.`,
       '',
       `**Head office CPU per ingested visit** (its own process, /proc; ${CPU_RATE} visits/s for ${CPU_S} s from ${cpuPcs} shop PCs; load ${cpuLoad0} → ${cpuLoad1}):`,
@@ -416,7 +422,16 @@ export async function run(): Promise<string> {
       '',
     ];
     if (MINUTES > 0) {
-      lines.push(`RSS over ${MINUTES} minutes (every 30 s, MiB): ${rssSamples.map((s) => mib(s.rss)).join(', ')}.`, '');
+      const first = rssSamples[0];
+      const last = rssSamples.at(-1);
+      const added = (last?.customers ?? 0) - (first?.customers ?? 0);
+      const grew = (last?.rss ?? 0) - (first?.rss ?? 0);
+      lines.push(
+        `RSS over ${MINUTES} minutes (every 30 s, MiB): ${rssSamples.map((s) => mib(s.rss)).join(', ')}.`,
+        `Customers meanwhile: ${first?.customers.toLocaleString('en')} → ${last?.customers.toLocaleString('en')} (${added.toLocaleString('en')} new people). ` +
+          (added > 0 ? `RSS grew ${mib(grew)} MiB, ${(grew / added / 1024).toFixed(2)} KiB per new customer (head office keeps each customer's 512-d template in memory for matching: 2 KiB of floats).` : `RSS grew ${mib(grew)} MiB with no new customer.`),
+        '',
+      );
     } else {
       lines.push(`Steps of ${STEP_S} s; a step fails when a visit is lost or the PUBACK p99 reaches ${P99_LIMIT} ms. **Ceiling: ${ceiling} shop PCs x ${CAMERAS} cameras.**`);
     }
