@@ -175,7 +175,7 @@ export function refresh(stale: string, ahead = false): Promise<Session> {
         return;
       }
       resolve(next);
-      if (next.access_token !== stale) await handOver();
+      await handOver();
     }).catch(reject);
   }).finally(() => {
     inflight = null;
