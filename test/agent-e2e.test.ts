@@ -28,7 +28,11 @@ import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer, type RtspServer } from './support/rtsp.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
 import { closedPort } from './support/ports.js';
+import { useCameraSlot } from './support/camera-slot.js';
 import { embeddedOf } from '../server/broker/embedded.js';
+
+// Its live view counts frames a second at real speed: one camera file at a time (CI had 2.95 a second beside another).
+useCameraSlot();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'dist/cli/main.js');

@@ -114,8 +114,8 @@ export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?
     const mine = none();
     const cut = () => {
       record(deps, companyId, settings, mine, false);
-      if (add(total, mine).templates > 0) scrubFiles(deps);
-      return { ...total, complete: false };
+      if (add(total, mine).templates > 0) unscrubbed.add(deps.store);
+      return scrubFiles(deps).then(() => ({ ...total, complete: false }));
     };
     for (;;) {
       if (stop()) return cut();
@@ -150,22 +150,52 @@ export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?
     }
     add(total, mine);
   }
-  if (total.templates > 0) scrubFiles(deps);
+  if (total.templates > 0) unscrubbed.add(deps.store);
+  await scrubFiles(deps);
   return { ...total, complete: true };
 }
+
+/** Databases whose files may still hold a forgotten template (a scrub found the log busy): the next pass retries. */
+const unscrubbed = new WeakSet<Deps['store']>();
+const SCRUB_FOR_MS = 1_000;
+const SCRUB_WAIT_MS = 25;
 
 /**
  * The database runs with secure_delete (deleted content is zeroed in its pages), but the WAL file still holds the
  * frames written before the deletion until a checkpoint copies the zeroed pages back and the log starts over. After a
  * sweep that forgot someone, a TRUNCATE checkpoint does that at once, so no template of theirs is left in either file.
- * It waits for readers (busy_timeout); one that holds a snapshot meanwhile leaves the log for the next run.
+ * A busy answer (a reader's snapshot, or the ingest thread's periodic PASSIVE checkpoint, which a checkpoint never
+ * waits for) is retried every 25 ms for about a second, without busy_timeout's blocking of the event loop; a log
+ * still in use after that is retried by every later pass (FOOTFALL_PRIVACY_SWEEP_S) until it is scrubbed.
  */
-function scrubFiles(deps: Deps): void {
+async function scrubFiles(deps: Deps): Promise<void> {
+  if (!unscrubbed.has(deps.store)) return;
+  const until = performance.now() + SCRUB_FOR_MS;
+  for (;;) {
+    try {
+      if (!truncateNow(deps.store.sqlite)) {
+        unscrubbed.delete(deps.store);
+        return;
+      }
+    } catch (err) {
+      deps.log.warn({ err }, 'privacy sweep: checkpoint failed; the database log is scrubbed by the next pass');
+      return;
+    }
+    if (performance.now() >= until) break;
+    await new Promise((resolve) => setTimeout(resolve, SCRUB_WAIT_MS));
+  }
+  deps.log.info('privacy sweep: the database log is in use; it is scrubbed by the next pass');
+}
+
+/** One TRUNCATE checkpoint that answers at once; true when the log was in use. */
+function truncateNow(sqlite: Deps['store']['sqlite']): boolean {
+  const timeout = sqlite.pragma('busy_timeout', { simple: true }) as number;
+  sqlite.pragma('busy_timeout = 0');
   try {
-    const [r] = deps.store.sqlite.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
-    if (r?.busy) deps.log.info('privacy sweep: the database log is in use; it is scrubbed at the next checkpoint');
-  } catch (err) {
-    deps.log.warn({ err }, 'privacy sweep: checkpoint failed; the database log is scrubbed at the next checkpoint');
+    const [r] = sqlite.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    return r?.busy !== 0;
+  } finally {
+    sqlite.pragma(`busy_timeout = ${timeout}`);
   }
 }
 
