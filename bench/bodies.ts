@@ -96,11 +96,13 @@ function f1(s: Score): number {
   return s.tp === 0 ? 0 : (2 * s.tp) / (2 * s.tp + s.fp + s.fn);
 }
 
-function tfjsCandidate(model: BodyModelId, fit: 'letterbox' | 'stretch', licence: string, inputSize?: number): Candidate {
+/** A model of the catalogue; MoveNet on its default engine (backbone on onnxruntime) unless `engine` is 'tfjs'. */
+function detectorCandidate(model: BodyModelId, fit: 'letterbox' | 'stretch', licence: string, inputSize?: number, engine?: 'tfjs'): Candidate {
   const defaults = BODY_DEFAULTS[model];
-  const size = inputSize !== undefined ? { inputSize } : {};
+  const size = { ...(inputSize !== undefined ? { inputSize } : {}), ...(engine ? { engine } : {}) };
+  const runs = model === 'movenet-multipose' && !engine ? 'onnxruntime + tfjs-wasm' : 'tfjs-wasm';
   return {
-    name: `${model}${inputSize !== undefined ? ` ${inputSize}x${inputSize}` : ''}${fit === defaults.fit ? '' : ` (${fit})`}, tfjs-wasm`,
+    name: `${model}${inputSize !== undefined ? ` ${inputSize}x${inputSize}` : ''}${fit === defaults.fit ? '' : ` (${fit})`}, ${runs}`,
     licence,
     defaultScore: defaults.minScore,
     async open() {
@@ -231,11 +233,12 @@ export async function run(): Promise<string> {
   const people = scenes.reduce((n, s) => n + s.people.length, 0);
   const empty = scenes.filter((s) => s.people.length === 0 && s.dontCare.length === 0).length;
   const candidates: Candidate[] = [
-    tfjsCandidate('centernet', 'letterbox', 'MIT package; upstream network (610265158/mobilenetv3_centernet) states no licence'),
-    tfjsCandidate('centernet', 'stretch', 'as above'),
-    tfjsCandidate('nanodet', 'letterbox', 'MIT package; network Apache-2.0 (NanoDet)'),
-    tfjsCandidate('movenet-multipose', 'letterbox', 'MIT package; network Apache-2.0 (Google MoveNet)'),
-    tfjsCandidate('movenet-multipose', 'letterbox', 'as above', 320),
+    detectorCandidate('centernet', 'letterbox', 'MIT package; upstream network (610265158/mobilenetv3_centernet) states no licence'),
+    detectorCandidate('centernet', 'stretch', 'as above'),
+    detectorCandidate('nanodet', 'letterbox', 'MIT package; network Apache-2.0 (NanoDet)'),
+    detectorCandidate('movenet-multipose', 'letterbox', 'MIT package; network Apache-2.0 (Google MoveNet)'),
+    detectorCandidate('movenet-multipose', 'letterbox', 'as above', undefined, 'tfjs'),
+    detectorCandidate('movenet-multipose', 'letterbox', 'as above', 320),
   ];
   const opencv = loadOpenCv();
   if (opencv.cv) candidates.push(hogCandidate(opencv.cv));

@@ -161,6 +161,8 @@ export async function runClip(clip: Clip, options: Partial<DoorCountingOptions> 
         ...(process.env.DOOR_MIN_SCORE ? { minScore: Number(process.env.DOOR_MIN_SCORE) } : {}),
         ...(process.env.DOOR_MAX_IOU ? { maxIou: Number(process.env.DOOR_MAX_IOU) } : {}),
         ...(process.env.DOOR_MODEL ? { model: process.env.DOOR_MODEL as BodyModelId } : {}),
+        // As the agent (agent/runtime/doors.ts): the whole model on TF.js with FOOTFALL_PERSON_ENGINE=tfjs.
+        ...(process.env.FOOTFALL_PERSON_ENGINE === 'tfjs' ? { engine: 'tfjs' as const } : {}),
       });
       // The input pixels of each look (MoveNet, `shape` fit): the detector's cost, whatever the machine's load.
       return {

@@ -78,9 +78,40 @@ async function expectPhotoCounts(d: BodyDetector, minScore: number): Promise<voi
     expect(found).toBeLessThanOrEqual(total);
 }
 
-describe('the default person detector (MoveNet MultiPose, TF.js WebAssembly)', () => {
+describe('the default person detector (MoveNet MultiPose: backbone on onnxruntime, the rest on TF.js WebAssembly)', () => {
   it('names its model', () => {
-    expect(detector.name).toMatch(/^movenet-multipose \(@vladmandic\/human-models@3\.0\.4, tfjs-wasm\)$/);
+    expect(detector.name).toMatch(/^movenet-multipose \(@vladmandic\/human-models@3\.0\.4, onnxruntime \+ tfjs-wasm\)$/);
+  });
+
+  it('finds the same people, to the fourth decimal, as the whole graph on TF.js, in photos and in door bands of every shape', async () => {
+    const whole = await testBodyDetector({ engine: 'tfjs' });
+    try {
+      expect(whole.name).toMatch(/, tfjs-wasm\)$/);
+      const banded = await testBodyDetector({ fit: 'shape' });
+      const wholeBanded = await testBodyDetector({ fit: 'shape', engine: 'tfjs' });
+      try {
+        let people = 0;
+        for (const [i, p] of TEST_PHOTOS.entries()) {
+          const full = await picture(photos[i]!, 640);
+          // A wide band and a tall one, as door counting crops around its line (the `shape` fit keeps their shape).
+          const wide = { width: 640, height: 200, data: full.data.subarray(0, 640 * 200 * 3) };
+          const tall = await picture(photos[i]!, 300);
+          for (const [d, ref, image] of [[detector, whole, full], [banded, wholeBanded, wide], [banded, wholeBanded, tall]] as const) {
+            const [got, want] = [await d.detect(image), await ref.detect(image)];
+            expect(got.length, `${p.file} ${image.width}x${image.height}`).toBe(want.length);
+            got.forEach((b, k) => {
+              for (const key of ['x', 'y', 'w', 'h', 'score'] as const) expect(b[key]).toBeCloseTo(want[k]![key], 4);
+            });
+            people += got.length;
+          }
+        }
+        expect(people).toBeGreaterThan(40);
+      } finally {
+        await Promise.all([banded.close(), wholeBanded.close()]);
+      }
+    } finally {
+      await whole.close();
+    }
   });
 
   it('finds about the right number of people in each registry group photo, at 640 px and at full size', async () => {

@@ -14,9 +14,10 @@ import { loadBodyManifest } from '../models/fetch-bodies.js';
 import { detectCenterNet } from './centernet.js';
 import type { DecodeOptions } from './centernet.js';
 import type { Fit } from './image.js';
-import { checkMoveNetSize, detectMoveNet } from './movenet.js';
+import { checkMoveNetSize, detectMoveNet, tfjsMoveNet } from './movenet.js';
+import { loadMoveNetHybrid } from './movenet-hybrid.js';
 import { detectNanoDet } from './nanodet.js';
-import { loadPinnedGraphModel } from './tfjs.js';
+import { loadPinnedGraphModel, readPinnedGraph } from './tfjs.js';
 import type { GraphModel } from './tfjs.js';
 import type { BodyBox, BodyDetector, DetectHint } from './types.js';
 
@@ -31,6 +32,11 @@ export interface BodyDetectorOptions {
   fit?: Fit;
   /** MoveNet only: square input side, a multiple of 32 (default 256; 320 finds more people in groups, at 1.6x CPU). */
   inputSize?: number;
+  /**
+   * MoveNet only: `onnx` (default) runs its convolutional backbone on onnxruntime-node and the post-processing on
+   * TF.js (movenet-onnx.ts; the same boxes for about half the CPU); `tfjs` runs the whole graph on TF.js.
+   */
+  engine?: 'onnx' | 'tfjs';
 }
 
 /**
@@ -46,11 +52,16 @@ export const BODY_DEFAULTS: Readonly<Record<BodyModelId, { minScore: number; max
 
 type Decode = (model: GraphModel, image: RawImage, o: DecodeOptions) => Promise<BodyBox[]>;
 
-const DECODERS: Readonly<Record<BodyModelId, Decode>> = {
+const DECODERS: Readonly<Record<Exclude<BodyModelId, 'movenet-multipose'>, Decode>> = {
   centernet: detectCenterNet,
   nanodet: detectNanoDet,
-  'movenet-multipose': detectMoveNet,
 };
+
+interface Loaded {
+  detect: (image: RawImage, o: DecodeOptions) => Promise<BodyBox[]>;
+  engine: string;
+  dispose: () => Promise<void>;
+}
 
 /**
  * Load the person detector from a models dir holding `bodies.json` (`footfall models fetch`). The model files are
@@ -71,7 +82,16 @@ export async function loadBodyDetector(modelsDir: string, options: BodyDetectorO
   if (entry.graph.sha256 !== pinned.graph.sha256 || entry.weights.sha256 !== pinned.weights.sha256) {
     throw new Error(`${dir}/bodies.json lists a "${id}" model that is not the pinned one. ${hint}`);
   }
-  const model = await loadPinnedGraphModel(dir, pinned.graph, pinned.weights, hint);
+  if (options.engine !== undefined && id !== 'movenet-multipose') throw new Error(`The person detector model "${id}" runs on TF.js only; engine is for movenet-multipose.`);
+  let loaded: Loaded;
+  if (id === 'movenet-multipose' && options.engine !== 'tfjs') {
+    const hybrid = await loadMoveNetHybrid(await readPinnedGraph(dir, pinned.graph, pinned.weights, hint));
+    loaded = { detect: (image, o) => detectMoveNet(hybrid.run, image, o), engine: 'onnxruntime + tfjs-wasm', dispose: () => hybrid.dispose() };
+  } else {
+    const model = await loadPinnedGraphModel(dir, pinned.graph, pinned.weights, hint);
+    const decode = id === 'movenet-multipose' ? (image: RawImage, o: DecodeOptions) => detectMoveNet(tfjsMoveNet(model), image, o) : (image: RawImage, o: DecodeOptions) => DECODERS[id](model, image, o);
+    loaded = { detect: decode, engine: 'tfjs-wasm', dispose: async () => model.dispose() };
+  }
   const defaults = BODY_DEFAULTS[id];
   const o: DecodeOptions = {
     minScore: options.minScore ?? defaults.minScore,
@@ -79,18 +99,17 @@ export async function loadBodyDetector(modelsDir: string, options: BodyDetectorO
     fit: options.fit ?? defaults.fit,
     ...(options.inputSize !== undefined ? { inputSize: options.inputSize } : {}),
   };
-  const decode = DECODERS[id];
   let closed = false;
   return {
-    name: `${id}${options.inputSize !== undefined ? `@${options.inputSize}` : ''} (${DEFAULT_BODY_MODEL_SET.package.spec}, tfjs-wasm)`,
+    name: `${id}${options.inputSize !== undefined ? `@${options.inputSize}` : ''} (${DEFAULT_BODY_MODEL_SET.package.spec}, ${loaded.engine})`,
     async detect(image: RawImage, hint?: DetectHint): Promise<BodyBox[]> {
       if (closed) throw new Error('The person detector is closed.');
-      return decode(model, image, hint?.maxScale !== undefined ? { ...o, maxScale: hint.maxScale } : o);
+      return loaded.detect(image, hint?.maxScale !== undefined ? { ...o, maxScale: hint.maxScale } : o);
     },
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
-      model.dispose();
+      await loaded.dispose();
     },
   };
 }

@@ -26,13 +26,22 @@ export function checkMoveNetSize(size: number): void {
   }
 }
 
-export async function detectMoveNet(model: GraphModel, image: RawImage, o: DecodeOptions): Promise<BodyBox[]> {
+/** Runs the model on an input tensor: TF.js's whole graph, or the backbone on onnxruntime and the rest on TF.js. */
+export type MoveNetRun = (input: tf.Tensor4D) => Promise<tf.Tensor>;
+
+/** The whole graph on TF.js. */
+export const tfjsMoveNet =
+  (model: GraphModel): MoveNetRun =>
+  async (input) =>
+    model.execute(input) as tf.Tensor;
+
+export async function detectMoveNet(run: MoveNetRun, image: RawImage, o: DecodeOptions): Promise<BodyBox[]> {
   const size = o.inputSize ?? MOVENET_SIZE;
   checkMoveNetSize(size);
   const fitted = fitPicture(image, size, o.fit, 'int32', o.maxScale);
   let out: tf.Tensor | undefined;
   try {
-    out = model.execute(fitted.input) as tf.Tensor;
+    out = await run(fitted.input);
     const rows = (await out.data()) as Float32Array;
     const boxes: BodyBox[] = [];
     for (let r = 0; r + ROW <= rows.length; r += ROW) {

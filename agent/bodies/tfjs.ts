@@ -54,7 +54,7 @@ async function readPinned(dir: string, f: PinnedFile, hint: string): Promise<Buf
   return data;
 }
 
-interface ModelJson {
+export interface ModelJson {
   modelTopology: unknown;
   weightsManifest: { paths: string[]; weights: tf.io.WeightsManifestEntry[] }[];
   format?: string;
@@ -70,12 +70,17 @@ function parseModelJson(text: string, path: string): ModelJson {
   return j as ModelJson;
 }
 
+/** A TF.js graph model's model.json (parsed) and its one weights file, both checked against their sha256 first. */
+export interface GraphFiles {
+  json: ModelJson;
+  weights: Uint8Array;
+}
+
 /**
- * Load a TF.js graph model from `<dir>/<graph.file>` (model.json) and its one weights file, both checked against
- * their sha256 first. The weights manifest must name exactly that one file.
+ * Read `<dir>/<graph.file>` (model.json) and its one weights file, both checked against their sha256 first. The
+ * weights manifest must name exactly that one file.
  */
-export async function loadPinnedGraphModel(dir: string, graph: PinnedFile, weights: PinnedFile, hint: string): Promise<GraphModel> {
-  await useWasmBackend();
+export async function readPinnedGraph(dir: string, graph: PinnedFile, weights: PinnedFile, hint: string): Promise<GraphFiles> {
   // One after the other, graph first: with both missing, the error always names the graph (in parallel, whichever
   // read failed first was reported).
   const graphBytes = await readPinned(dir, graph, hint);
@@ -84,6 +89,13 @@ export async function loadPinnedGraphModel(dir: string, graph: PinnedFile, weigh
   const json = parseModelJson(graphBytes.toString('utf8'), path);
   const paths = json.weightsManifest.flatMap((g) => g.paths);
   if (paths.length !== 1 || paths[0] !== weights.file) throw new Error(`${path} names weights ${paths.join(', ')}, expected ${weights.file} only.`);
+  return { json, weights: weightBytes };
+}
+
+/** Load a TF.js graph model from its pinned files (readPinnedGraph). */
+export async function loadPinnedGraphModel(dir: string, graph: PinnedFile, weights: PinnedFile, hint: string): Promise<GraphModel> {
+  await useWasmBackend();
+  const { json, weights: weightBytes } = await readPinnedGraph(dir, graph, weights, hint);
   const weightData = weightBytes.buffer.slice(weightBytes.byteOffset, weightBytes.byteOffset + weightBytes.byteLength) as ArrayBuffer;
   const artifacts: tf.io.ModelArtifacts = {
     modelTopology: json.modelTopology as tf.io.ModelArtifacts['modelTopology'],

@@ -68,7 +68,7 @@ describe('body counting in the runtime', () => {
       await first.doors.idle();
       return first.doors.detectorName;
     }, 60_000, 100);
-    expect(first.doors.detectorName).toMatch(/tfjs-wasm/);
+    expect(first.doors.detectorName).toMatch(/onnxruntime \+ tfjs-wasm/);
     expect(first.doors.problem).toBeUndefined();
 
     // Crossings go out through the disk queue: one now, stored once at head office.

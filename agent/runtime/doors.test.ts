@@ -60,7 +60,7 @@ describe('DoorCounting', () => {
     const doors = counting({ door: DOOR_LINE }, crossings, loads);
     doors.prepare();
     await doors.idle();
-    expect(doors.detectorName).toMatch(/tfjs-wasm/);
+    expect(doors.detectorName).toMatch(/onnxruntime \+ tfjs-wasm/);
     // Every frame looked at (or held by motion gating): the next one goes in once the detector is done.
     for (let n = 0; n < frames.length; n++) {
       doors.consume(frame(n));
@@ -212,7 +212,7 @@ describe('DoorCounting', () => {
     doors.consume(frame(5));
     await doors.idle();
     expect(loaded).toHaveLength(2);
-    expect(doors.detectorName).toMatch(/tfjs-wasm/);
+    expect(doors.detectorName).toMatch(/onnxruntime \+ tfjs-wasm/);
     expect(doors.problem).toBeUndefined();
     doors.consume(frame(6));
     await doors.idle();

@@ -443,5 +443,8 @@ export async function loadDefaultBodyDetector(dataDir: string, modelsDir: string
   // a counting line does not pay for TF.js.
   const { startBodyDetectorThread } = await import('../bodies/detector-thread.js');
   // `shape`: the line's band is rarely square; the detector's input takes its shape instead of padding it.
-  return startBodyDetectorThread(modelsDir ?? join(dataDir, 'models'), { fit: 'shape' });
+  // FOOTFALL_PERSON_ENGINE=tfjs runs the whole model on TF.js, as before its backbone moved to onnxruntime (the same
+  // boxes at about twice the CPU): a way back should onnxruntime misbehave on some PC, and the benchmarks' before.
+  const engine = process.env.FOOTFALL_PERSON_ENGINE === 'tfjs' ? { engine: 'tfjs' as const } : {};
+  return startBodyDetectorThread(modelsDir ?? join(dataDir, 'models'), { fit: 'shape', ...engine });
 }

@@ -1,0 +1,56 @@
+/**
+ * MoveNet MultiPose with its backbone on onnxruntime-node and its post-processing on TF.js (movenet-onnx.ts says
+ * why and how it is split). One thread each, like the rest of the shop PC's models.
+ */
+import * as ort from 'onnxruntime-node';
+import { loadGraphModel } from '@tensorflow/tfjs-converter';
+import type { MoveNetRun } from './movenet.js';
+import { backboneOutput, readWeights, splitMoveNet, type TfNode, type TfWeightSpec } from './movenet-onnx.js';
+import { tf, useWasmBackend, type GraphFiles } from './tfjs.js';
+
+export interface MoveNetHybrid {
+  run: MoveNetRun;
+  dispose(): Promise<void>;
+}
+
+export async function loadMoveNetHybrid(files: GraphFiles): Promise<MoveNetHybrid> {
+  await useWasmBackend();
+  const topology = files.json.modelTopology as { node: TfNode[] };
+  const split = splitMoveNet(topology.node, readWeights(files.json.weightsManifest.flatMap((g) => g.weights) as TfWeightSpec[], files.weights));
+  const session = await ort.InferenceSession.create(split.backbone, {
+    logSeverityLevel: 3,
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    // As the face models (agent/vision/models.ts): no arena keeping the largest look's buffers for good.
+    enableCpuMemArena: false,
+  });
+  const head = await loadGraphModel(tf.io.fromMemory(split.head));
+  const inputName = session.inputNames[0]!;
+  // Only the names are kept: the ONNX bytes (19 MB) and the weights read for them go with `split`.
+  const heads = split.heads;
+  const run: MoveNetRun = async (input) => {
+    const [, height, width] = input.shape;
+    const data = (await input.data()) as Int32Array;
+    const out = await session.run({ [inputName]: new ort.Tensor('int32', data, [1, height, width, 3]) });
+    const feeds: Record<string, tf.Tensor> = {};
+    try {
+      for (const name of heads) {
+        const t = out[backboneOutput(name)]!;
+        feeds[name] = tf.tensor(t.data as Float32Array, t.dims as number[], 'float32');
+      }
+      return head.execute(feeds) as tf.Tensor;
+    } finally {
+      tf.dispose(Object.values(feeds));
+      for (const t of Object.values(out)) t.dispose();
+    }
+  };
+  return {
+    run,
+    async dispose() {
+      head.dispose();
+      await session.release();
+    },
+  };
+}
