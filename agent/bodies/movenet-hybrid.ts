@@ -6,7 +6,8 @@ import * as ort from 'onnxruntime-node';
 import { loadGraphModel } from '@tensorflow/tfjs-converter';
 import type { MoveNetRun } from './movenet.js';
 import { backboneOutput, readWeights, splitMoveNet, type TfNode, type TfWeightSpec } from './movenet-onnx.js';
-import { tf, useWasmBackend, type GraphFiles } from './tfjs.js';
+import type { GraphFiles } from './pinned-graph.js';
+import { tf, useWasmBackend } from './tfjs.js';
 
 export interface MoveNetHybrid {
   run: MoveNetRun;

@@ -12,7 +12,8 @@ import { FACERES } from '../models/description-catalogue.js';
 import { fetchDescriptionModel } from '../models/fetch-description.js';
 import { ensureTestModels, testModelsDir, testTarballCacheDir } from '../models/test-cache.js';
 import { createVisionEngine } from './engine.js';
-import { DescriptionModel, ageFromSoftmax, descriptionSquare } from './description.js';
+import { loadPinnedGraphModel, tf } from '../bodies/tfjs.js';
+import { DescriptionModel, ageFromSoftmax, descriptionSquare, faceInput } from './description.js';
 import { loadImage } from './io.js';
 
 const SETUP_TIMEOUT = 300_000;
@@ -60,6 +61,58 @@ describe('decoding', () => {
 
   it('face square: the box scaled about its centre, squared on its longer side', () => {
     expect(descriptionSquare({ x1: 100, y1: 50, x2: 200, y2: 170 }, 1.2)).toEqual({ x: 150 - 72, y: 110 - 72, w: 144, h: 144 });
+  });
+});
+
+describe('on onnxruntime', () => {
+  /** The model as it ran before, on TF.js: the whole graph, the crop by tf.image.cropAndResize (the reference). */
+  async function tfjsReference() {
+    const model = await loadPinnedGraphModel(testModelsDir(), FACERES.graph, FACERES.weights, '');
+    return {
+      describe(img: { width: number; height: number; data: Uint8Array }, square: { x: number; y: number; w: number; h: number }) {
+        return tf.tidy(() => {
+          const frame = tf.tensor4d(Float32Array.from(img.data), [1, img.height, img.width, 3]);
+          const [nh, nw] = [Math.max(1, img.height - 1), Math.max(1, img.width - 1)];
+          const crop = tf.image.cropAndResize(frame, [[square.y / nh, square.x / nw, (square.y + square.h) / nh, (square.x + square.w) / nw]], [0], [FACERES.size, FACERES.size]);
+          const input = tf.sub(tf.reverse(crop, -1), tf.tensor1d([...FACERES.mean]));
+          const outs = model.execute(input) as tf.Tensor[];
+          return { input: input.dataSync() as Float32Array, outs: outs.map((o) => o.dataSync() as Float32Array) };
+        });
+      },
+      dispose: () => model.dispose(),
+    };
+  }
+
+  it('crops as tf.image.cropAndResize does, and gives the gender score and age the whole graph gives on TF.js', { timeout: 120_000 }, async () => {
+    const photos = await ensureTestPhotos();
+    const [model, reference] = await Promise.all([DescriptionModel.load(testModelsDir()), tfjsReference()]);
+    const engine = await createVisionEngine({ modelsDir: testModelsDir(), workers: 0 });
+    try {
+      let faces = 0;
+      for (const file of photos.files) {
+        const img = await loadImage(file);
+        for (const f of (await engine.analyze(img)).faces) {
+          // The face square, and one half outside the frame (black there).
+          for (const square of [descriptionSquare(f.box), { ...descriptionSquare(f.box), x: -descriptionSquare(f.box).w / 2 }]) {
+            const want = reference.describe(img, square);
+            const input = faceInput(img, square, FACERES);
+            let most = 0;
+            for (let i = 0; i < input.length; i++) most = Math.max(most, Math.abs(input[i]! - want.input[i]!));
+            expect(most).toBeLessThan(0.02); // of 0..255: TF samples at float32 positions (1e-7 of 720 px)
+            const got = await model!.describe(img, square);
+            const gender = want.outs.find((o) => o.length === 1)![0]!;
+            const age = ageFromSoftmax(want.outs.find((o) => o.length === 100)!);
+            expect(got.maleScore).toBeCloseTo(gender, 4);
+            expect(got.age).toBeCloseTo(age, 2);
+            faces++;
+          }
+        }
+      }
+      expect(faces).toBeGreaterThan(20);
+    } finally {
+      reference.dispose();
+      await Promise.all([model!.close(), engine.close()]);
+    }
   });
 });
 

