@@ -4,6 +4,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { loadGraphModel } from '@tensorflow/tfjs-converter';
+import { AGENT_SESSION_OPTIONS } from '../models/ort-options.js';
 import type { MoveNetRun } from './movenet.js';
 import { backboneOutput, readWeights, splitMoveNet, type TfNode, type TfWeightSpec } from './movenet-onnx.js';
 import type { GraphFiles } from './pinned-graph.js';
@@ -18,15 +19,7 @@ export async function loadMoveNetHybrid(files: GraphFiles): Promise<MoveNetHybri
   await useWasmBackend();
   const topology = files.json.modelTopology as { node: TfNode[] };
   const split = splitMoveNet(topology.node, readWeights(files.json.weightsManifest.flatMap((g) => g.weights) as TfWeightSpec[], files.weights));
-  const session = await ort.InferenceSession.create(split.backbone, {
-    logSeverityLevel: 3,
-    intraOpNumThreads: 1,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-    // As the face models (agent/vision/models.ts): no arena keeping the largest look's buffers for good.
-    enableCpuMemArena: false,
-  });
+  const session = await ort.InferenceSession.create(split.backbone, AGENT_SESSION_OPTIONS);
   const head = await loadGraphModel(tf.io.fromMemory(split.head));
   const inputName = session.inputNames[0]!;
   // Only the names are kept: the ONNX bytes (19 MB) and the weights read for them go with `split`.

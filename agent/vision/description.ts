@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { base, graphToOnnx, onnxOutput, readWeights, type TfNode, type TfWeightSpec } from '../bodies/tfjs-onnx.js';
 import { readPinnedGraph } from '../bodies/pinned-graph.js';
+import { AGENT_SESSION_OPTIONS } from '../models/ort-options.js';
 import { FACERES } from '../models/description-catalogue.js';
 import type { DescriptionModelSpec } from '../models/description-catalogue.js';
 import type { Rect } from './image.js';
@@ -128,14 +129,7 @@ export class DescriptionModel {
       [gender, age],
       spec.id,
     );
-    const session = await ort.InferenceSession.create(onnx, {
-      logSeverityLevel: 3,
-      intraOpNumThreads: 1,
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-      graphOptimizationLevel: 'all',
-      enableCpuMemArena: false,
-    });
+    const session = await ort.InferenceSession.create(onnx, AGENT_SESSION_OPTIONS);
     return new DescriptionModel(session, { gender: onnxOutput(gender), age: onnxOutput(age) }, spec);
   }
 

@@ -8,6 +8,7 @@
  * that calls it for the whole inference (measured in docs/recognition.md). The
  * agent therefore calls these sessions from worker threads (engine.ts).
  */
+import { AGENT_SESSION_OPTIONS } from '../models/ort-options.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -59,16 +60,7 @@ export class ModelSessions {
         if (!spec) throw new Error(`The models manifest in ${dir} has no "${id}" model. Run \`footfall models fetch\`.`);
         const path = modelPath(dir, manifest, id);
         if (!existsSync(path)) throw new Error(`Model file ${path} is missing. Run \`footfall models fetch\` to repair the models folder.`);
-        const session = await ort.InferenceSession.create(path, {
-          logSeverityLevel: 3,
-          intraOpNumThreads: threads,
-          interOpNumThreads: 1,
-          executionMode: 'sequential',
-          graphOptimizationLevel: 'all',
-          // No CPU memory arena: the arena keeps every model's peak allocations (tens of MB per worker) for good; the
-          // shop PC's agent measured smaller without it at the same speed (docs/benchmarks.md, agent-real).
-          enableCpuMemArena: false,
-        });
+        const session = await ort.InferenceSession.create(path, { ...AGENT_SESSION_OPTIONS, intraOpNumThreads: threads });
         if (!session.inputNames.includes(spec.input.name)) {
           throw new Error(`Model ${spec.file} has no input "${spec.input.name}" (it has ${session.inputNames.join(', ')}); the manifest does not match the file.`);
         }
