@@ -91,7 +91,8 @@ describe('the default person detector (MoveNet MultiPose: backbone on onnxruntim
       const wholeBanded = await testBodyDetector({ fit: 'shape', engine: 'tfjs' });
       try {
         let people = 0;
-        for (const [i, p] of TEST_PHOTOS.entries()) {
+        // Every other photo: half the run's time for the same kinds of picture (groups, a crowd, one person).
+        for (const [i, p] of [...TEST_PHOTOS.entries()].filter(([k]) => k % 2 === 1)) {
           const full = await picture(photos[i]!, 640);
           // A wide band and a tall one, as door counting crops around its line (the `shape` fit keeps their shape).
           const wide = { width: 640, height: 200, data: full.data.subarray(0, 640 * 200 * 3) };
@@ -105,7 +106,7 @@ describe('the default person detector (MoveNet MultiPose: backbone on onnxruntim
             people += got.length;
           }
         }
-        expect(people).toBeGreaterThan(40);
+        expect(people).toBeGreaterThan(20);
       } finally {
         await Promise.all([banded.close(), wholeBanded.close()]);
       }
