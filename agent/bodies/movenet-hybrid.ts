@@ -6,7 +6,8 @@ import * as ort from 'onnxruntime-node';
 import { loadGraphModel } from '@tensorflow/tfjs-converter';
 import { AGENT_SESSION_OPTIONS } from '../models/ort-options.js';
 import type { MoveNetRun } from './movenet.js';
-import { backboneOutput, readWeights, splitMoveNet, type TfNode, type TfWeightSpec } from './movenet-onnx.js';
+import { backboneOutput, splitMoveNet } from './movenet-onnx.js';
+import { graphOf } from './tfjs-onnx.js';
 import type { GraphFiles } from './pinned-graph.js';
 import { tf, useWasmBackend } from './tfjs.js';
 
@@ -17,8 +18,8 @@ export interface MoveNetHybrid {
 
 export async function loadMoveNetHybrid(files: GraphFiles): Promise<MoveNetHybrid> {
   await useWasmBackend();
-  const topology = files.json.modelTopology as { node: TfNode[] };
-  const split = splitMoveNet(topology.node, readWeights(files.json.weightsManifest.flatMap((g) => g.weights) as TfWeightSpec[], files.weights));
+  const { nodes, weights } = graphOf(files);
+  const split = splitMoveNet(nodes, weights);
   const session = await ort.InferenceSession.create(split.backbone, AGENT_SESSION_OPTIONS);
   const head = await loadGraphModel(tf.io.fromMemory(split.head));
   const inputName = session.inputNames[0]!;

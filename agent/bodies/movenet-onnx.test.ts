@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { readWeights, splitMoveNet, type TfNode } from './movenet-onnx.js';
+import { splitMoveNet } from './movenet-onnx.js';
+import { readWeights, type TfNode } from './tfjs-onnx.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 

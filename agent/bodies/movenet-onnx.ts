@@ -16,8 +16,6 @@
 import type { tf } from './tfjs.js';
 import { base, graphToOnnx, onnxOutput, type TfNode, type Weight } from './tfjs-onnx.js';
 
-export { readWeights, type TfNode, type TfWeightSpec } from './tfjs-onnx.js';
-
 /** The two halves: ONNX bytes of the backbone, and the TF.js post-processing graph fed by its outputs. */
 export interface SplitGraph {
   backbone: Uint8Array;

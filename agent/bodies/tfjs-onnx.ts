@@ -13,6 +13,7 @@
  */
 import onnxProto from 'onnx-proto';
 import type { onnx as Onnx } from 'onnx-proto';
+import type { GraphFiles } from './pinned-graph.js';
 
 const { onnx } = onnxProto;
 
@@ -84,6 +85,12 @@ export function readWeights(specs: TfWeightSpec[], bin: Uint8Array): Map<string,
   }
   if (at !== bin.byteLength) throw new Error(`the weights file has ${bin.byteLength} bytes, the manifest describes ${at}`);
   return out;
+}
+
+/** A pinned graph's nodes and its weights widened (readWeights): what graphToOnnx and the head split read. */
+export function graphOf(files: GraphFiles): { nodes: TfNode[]; weights: Map<string, Weight> } {
+  const nodes = (files.json.modelTopology as { node: TfNode[] }).node;
+  return { nodes, weights: readWeights(files.json.weightsManifest.flatMap((g) => g.weights) as TfWeightSpec[], files.weights) };
 }
 
 /** The bytes of a float array, without a copy (the transposed filters are the largest part of a model). */

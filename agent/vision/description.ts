@@ -11,7 +11,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { base, graphToOnnx, onnxOutput, readWeights, type TfNode, type TfWeightSpec } from '../bodies/tfjs-onnx.js';
+import { base, graphOf, graphToOnnx, onnxOutput } from '../bodies/tfjs-onnx.js';
 import { readPinnedGraph } from '../bodies/pinned-graph.js';
 import { AGENT_SESSION_OPTIONS } from '../models/ort-options.js';
 import { FACERES } from '../models/description-catalogue.js';
@@ -113,8 +113,7 @@ export class DescriptionModel {
   static async load(dir: string, spec: DescriptionModelSpec = FACERES): Promise<DescriptionModel | undefined> {
     if (!(await exists(join(dir, spec.graph.file))) && !(await exists(join(dir, spec.weights.file)))) return undefined;
     const files = await readPinnedGraph(dir, spec.graph, spec.weights, 'Run `footfall models fetch` to reinstall it.');
-    const nodes = (files.json.modelTopology as { node: TfNode[] }).node;
-    const weights = readWeights(files.json.weightsManifest.flatMap((g) => g.weights) as TfWeightSpec[], files.weights);
+    const { nodes, weights } = graphOf(files);
     // Its outputs: the nodes nothing else reads (gender_pred/Sigmoid and age_pred/Softmax).
     const read = new Set(nodes.flatMap((n) => (n.input ?? []).map(base)));
     const sinks = nodes.filter((n) => n.op !== 'Const' && !read.has(n.name));
