@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { RawImage } from '../capture/ppm.js';
+import { flushSubnormalsHere } from '../models/subnormals.js';
 import type { BodyDetectorOptions } from './detector.js';
 import type { BodyBox, BodyDetector, DetectHint } from './types.js';
 
@@ -26,7 +27,9 @@ function spawn(workerData: unknown): Worker {
 }
 
 /** Starts the thread and resolves once its detector is loaded (rejects with the loading error, the thread ended). */
-export function startBodyDetectorThread(modelsDir: string, options: BodyDetectorOptions = {}): Promise<BodyDetector> {
+export async function startBodyDetectorThread(modelsDir: string, options: BodyDetectorOptions = {}): Promise<BodyDetector> {
+  // Before the thread exists: it inherits the mode (agent/models/subnormals.ts).
+  await flushSubnormalsHere();
   const worker = spawn({ modelsDir, options });
   worker.unref();
   const waiting = new Map<number, { resolve: (b: BodyBox[]) => void; reject: (e: Error) => void }>();

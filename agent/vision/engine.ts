@@ -15,6 +15,7 @@ import type { FrameRegion } from './image.js';
 import { ModelSessions } from './models.js';
 import type { ModelTimings } from './models.js';
 import type { FaceAttributes, FivePoints, RgbImage } from './types.js';
+import { flushSubnormalsHere } from '../models/subnormals.js';
 
 export interface EngineStats {
   /** Cumulative time per model inside `session.run` (ms), over all workers. */
@@ -85,6 +86,8 @@ export function defaultWorkerCount(): number {
 }
 
 export async function createVisionEngine(opts: EngineOptions): Promise<VisionEngine> {
+  // Before any worker exists: the workers inherit the mode (agent/models/subnormals.ts).
+  await flushSubnormalsHere();
   const workers = opts.workers ?? defaultWorkerCount();
   if (workers <= 0) return InlineEngine.create(opts);
   return WorkerPoolEngine.create({ ...opts, workers });
