@@ -9,9 +9,9 @@ import type { InferenceSession } from 'onnxruntime-node';
  *   subnormal floats and their activations make more; on CPUs that take a microcode assist for every subnormal
  *   operand (the Intel Xeons measured here) the embedding took 85-92 ms a call instead of 8-11 ms, and the gender
  *   model 24 ms instead of 1.2 ms. A subnormal float is below 1.2e-38, nothing a face model's answer depends on.
- *   onnxruntime sets FTZ/DAZ on the thread that creates the session (and on its own pool's threads): in the agent
- *   those are the vision and detector worker threads, whose JavaScript then also flushes subnormal doubles (below
- *   2.2e-308) to zero, which no image, box or score computed there comes near (docs/decisions.md).
+ *   onnxruntime applies it only for the first session of a process, on the thread that creates it: the agent
+ *   therefore sets it on its main thread before any model thread starts, and the threads inherit it
+ *   (agent/models/subnormals.ts; docs/decisions.md).
  */
 export const AGENT_SESSION_OPTIONS: Readonly<InferenceSession.SessionOptions> = {
   logSeverityLevel: 3,

@@ -10,14 +10,11 @@
  * main thread, before any model thread exists, with a one-node session made for that, and every model thread spawned
  * afterwards starts with it.
  */
-import onnxProto from 'onnx-proto';
-import * as ort from 'onnxruntime-node';
 import { AGENT_SESSION_OPTIONS } from './ort-options.js';
 
-const { onnx } = onnxProto;
-
 /** A model with one Identity node: the smallest session onnxruntime will create. */
-function identityModel(): Uint8Array {
+async function identityModel(): Promise<Uint8Array> {
+  const { onnx } = (await import('onnx-proto')).default;
   const value = { type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimValue: 1 }] } } } };
   return onnx.ModelProto.encode(
     onnx.ModelProto.create({
@@ -39,13 +36,20 @@ let done: Promise<boolean> | undefined;
 /**
  * Puts the calling thread in flush-to-zero mode through onnxruntime (once per process; later calls return the first
  * answer). Resolves true when the thread flushes; false when it cannot (a session without the option was created
- * first in this process, or the CPU has no such mode): the models then run correctly, only slower where subnormals occur.
+ * first in this process, the CPU has no such mode, or onnxruntime does not load here: the agent's
+ * FOOTFALL_PERSON_ENGINE=tfjs is for such a PC, so onnxruntime is imported only in here and its failure is not one):
+ * the models then run correctly, only slower where subnormals occur.
  */
 export function flushSubnormalsHere(): Promise<boolean> {
   done ??= (async () => {
     if (flushesSubnormals()) return true;
-    const session = await ort.InferenceSession.create(identityModel(), AGENT_SESSION_OPTIONS);
-    await session.release();
+    try {
+      const ort = await import('onnxruntime-node');
+      const session = await ort.InferenceSession.create(await identityModel(), AGENT_SESSION_OPTIONS);
+      await session.release();
+    } catch {
+      return false;
+    }
     return flushesSubnormals();
   })();
   return done;
