@@ -311,11 +311,11 @@ export function graphToOnnx(nodes: TfNode[], byName: Map<string, TfNode>, weight
     node('Identity', [t], onnxOutput(o));
     outs.push({ name: onnxOutput(o), type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT } } });
   }
-  const model: Onnx.IModelProto = {
-    irVersion: 7,
-    producerName: 'footfall',
-    opsetImport: [{ domain: '', version: 13 }],
-    graph: { name: graphName, node: out, initializer: inits, input: [input], output: outs },
-  };
+  return encodeOnnxModel({ name: graphName, node: out, initializer: inits, input: [input], output: outs });
+}
+
+/** The ONNX bytes of a graph, in the IR version and opset every model the agent makes in memory uses. */
+export function encodeOnnxModel(graph: Onnx.IGraphProto): Uint8Array {
+  const model: Onnx.IModelProto = { irVersion: 7, producerName: 'footfall', opsetImport: [{ domain: '', version: 13 }], graph };
   return onnx.ModelProto.encode(onnx.ModelProto.create(model)).finish();
 }

@@ -14,16 +14,9 @@ import { AGENT_SESSION_OPTIONS } from './ort-options.js';
 
 /** A model with one Identity node: the smallest session onnxruntime will create. */
 async function identityModel(): Promise<Uint8Array> {
-  const { onnx } = (await import('onnx-proto')).default;
+  const [{ encodeOnnxModel }, { default: { onnx } }] = await Promise.all([import('../bodies/tfjs-onnx.js'), import('onnx-proto')]);
   const value = { type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimValue: 1 }] } } } };
-  return onnx.ModelProto.encode(
-    onnx.ModelProto.create({
-      irVersion: 7,
-      producerName: 'footfall',
-      opsetImport: [{ domain: '', version: 13 }],
-      graph: { name: 'flush-subnormals', node: [{ opType: 'Identity', input: ['x'], output: ['y'] }], input: [{ name: 'x', ...value }], output: [{ name: 'y', ...value }] },
-    }),
-  ).finish();
+  return encodeOnnxModel({ name: 'flush-subnormals', node: [{ opType: 'Identity', input: ['x'], output: ['y'] }], input: [{ name: 'x', ...value }], output: [{ name: 'y', ...value }] });
 }
 
 /** Does this thread flush subnormal results to zero? (A runtime value, so that nothing is folded at compile time.) */
