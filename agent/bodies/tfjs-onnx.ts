@@ -5,11 +5,11 @@
  * WebAssembly heap (which never shrinks) no longer holds their weights and activations (docs/decisions.md, "The person
  * detector's backbone on onnxruntime" and "The face attributes on onnxruntime").
  *
- * `graphToOnnx` knows the ops these models use (the MoveNet backbone's and FaceRes's: Cast, Sub, Mul, Add(V2), Conv2D
- * and its fused and depthwise forms, Relu, Minimum/Maximum by a constant, ResizeBilinear by constant factors, Mean
- * over height and width, _FusedMatMul, Sigmoid, Softmax) and throws on anything else, naming the node. TF's NHWC
- * tensors become NCHW at the first convolution and come back to NHWC at a 4-D output; 2-D ones (after the pooling)
- * stay as they are. `onnx-proto` (MIT) encodes the protobuf.
+ * `graphToOnnx` knows the ops these models use (the MoveNet backbone's, FaceRes's and the mini-Xception expression
+ * model's: Cast, Sub, Mul, Add(V2), Conv2D and its fused and depthwise forms, Relu, Minimum/Maximum by a constant,
+ * ResizeBilinear by constant factors, MaxPool, Mean over height and width, _FusedMatMul, Sigmoid, Softmax, Identity)
+ * and throws on anything else, naming the node. TF's NHWC tensors become NCHW at the first convolution and come back
+ * to NHWC at a 4-D output; 2-D ones (after the pooling) stay as they are. `onnx-proto` (MIT) encodes the protobuf.
  */
 import onnxProto from 'onnx-proto';
 import type { onnx as Onnx } from 'onnx-proto';
@@ -268,6 +268,24 @@ export function graphToOnnx(nodes: TfNode[], byName: Map<string, TfNode>, weight
         const attrs = [attrStr('mode', 'linear'), attrStr('coordinate_transformation_mode', 'half_pixel')];
         const args = [inLayout(ins[0]!, 'nchw'), '', init(fresh(`${n.name}/scales`), [4], scales.get(n.name)!)];
         layout.set(node('Resize', args, n.name, attrs), 'nchw');
+        break;
+      }
+      case 'MaxPool': {
+        if (str(n.attr?.data_format) !== 'NHWC') throw new Error(`${n.name}: data format ${str(n.attr?.data_format)}`);
+        const ksize = ints(n.attr?.ksize);
+        const strides = ints(n.attr?.strides);
+        const padding = str(n.attr?.padding);
+        if (padding !== 'SAME' && padding !== 'VALID') throw new Error(`${n.name}: padding ${padding}`);
+        if (ksize.length !== 4 || strides.length !== 4 || ksize[0] !== 1 || ksize[3] !== 1 || strides[0] !== 1 || strides[3] !== 1) {
+          throw new Error(`${n.name}: only a pooling over height and width is supported`);
+        }
+        // TF's SAME pads the end with the odd pixel, as ONNX's SAME_UPPER; both pool over the real pixels only.
+        const attrs = [attrInts('kernel_shape', [ksize[1]!, ksize[2]!]), attrInts('strides', [strides[1]!, strides[2]!]), attrStr('auto_pad', padding === 'SAME' ? 'SAME_UPPER' : 'VALID')];
+        layout.set(node('MaxPool', [inLayout(ins[0]!, 'nchw')], n.name, attrs), 'nchw');
+        break;
+      }
+      case 'Identity': {
+        layout.set(node('Identity', [ins[0]!], n.name), layout.get(ins[0]!)!);
         break;
       }
       case 'Relu':
