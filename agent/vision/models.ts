@@ -15,6 +15,7 @@ import * as ort from 'onnxruntime-node';
 import type { ModelId } from '../models/catalogue.js';
 import { loadManifest, modelPath } from '../models/fetch.js';
 import { processCpuMs } from './cpu.js';
+import { emotionModelInstalled } from './emotion.js';
 import type { Manifest, ManifestModel } from '../models/fetch.js';
 
 export type Outputs = Record<string, Float32Array>;
@@ -22,13 +23,24 @@ export type Outputs = Record<string, Float32Array>;
 export interface ModelLoadOptions {
   /** Folder with manifest.json and the .onnx files. */
   modelsDir: string;
-  /** Which models to load; default all the pipeline uses. */
+  /**
+   * Which models to load; default all the pipeline uses: PIPELINE_MODELS, less fr_expression.onnx where the mini
+   * expression model is installed beside them (emotion.ts; the analyzer runs that one instead).
+   */
   ids?: readonly ModelId[];
   /** onnxruntime intra-op threads per session; default 1 (parallelism comes from workers). */
   intraOpThreads?: number;
 }
 
 export const PIPELINE_MODELS: readonly ModelId[] = ['detect', 'landmark', 'feature', 'age', 'gender', 'expression'];
+
+/**
+ * The face set's models the pipeline loads from `dir`: all of PIPELINE_MODELS, but fr_expression.onnx (28 MB, ~32 MiB
+ * resident) only where the mini expression model is not installed (docs/decisions.md, "A small expression model").
+ */
+export async function pipelineModels(dir: string): Promise<readonly ModelId[]> {
+  return (await emotionModelInstalled(dir)) ? PIPELINE_MODELS.filter((id) => id !== 'expression') : PIPELINE_MODELS;
+}
 
 /** Cumulative run count and time per model inside `run` (wall time, or process CPU time when measuring). */
 export type ModelTimings = Partial<Record<ModelId, { runs: number; ms: number }>>;
@@ -51,7 +63,7 @@ export class ModelSessions {
   static async load(opts: ModelLoadOptions): Promise<ModelSessions> {
     const dir = resolve(opts.modelsDir);
     const manifest = await loadManifest(dir);
-    const ids = opts.ids ?? PIPELINE_MODELS;
+    const ids = opts.ids ?? (await pipelineModels(dir));
     const threads = Math.max(1, Math.floor(opts.intraOpThreads ?? 1));
     const sessions = new Map<ModelId, { spec: ManifestModel; session: ort.InferenceSession }>();
     try {

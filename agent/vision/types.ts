@@ -14,6 +14,9 @@ export interface RgbImage {
 /** Which model gave a gender score (their scores differ: each has its own rule, agent/vision/attributes.ts). */
 export type GenderModel = 'faceres' | 'ssr-net';
 
+/** Which model gave the expression probabilities (each has its own rule, agent/vision/attributes.ts). */
+export type EmotionModelId = 'emotion-mini' | 'fr-expression';
+
 /** A frame as the capture worker (agent/capture) emits it: RGB24, one per decoded picture. */
 export interface Frame {
   cameraId: string;
@@ -87,10 +90,10 @@ export interface FaceAttributes {
   gender?: string;
   /** Years, SSR-Net age, rounded to one decimal; a visit averages it over its best faces. */
   age?: number;
-  /** FER-2013 class with the highest probability, on the visit's best face. */
+  /** FER-2013 class with the highest probability, on the visit's best face, only when sure (emotionRuleFor). */
   emotion?: string;
   /** Raw values for diagnostics. */
-  raw?: { genderScore?: number; genderModel?: GenderModel; age?: number; emotionProbabilities?: Record<string, number> };
+  raw?: { genderScore?: number; genderModel?: GenderModel; age?: number; emotionProbabilities?: Record<string, number>; emotionModel?: EmotionModelId };
 }
 
 /** One person passing one camera. */
