@@ -62,10 +62,10 @@ export interface GenderRule {
  *   its own probability: "happy" and "neutral". The model calls many neutral faces "happy", and every "sad" and
  *   "fear" it gave was wrong (a broad smile "fear", stern or lowered faces "sad"), so those and the classes never
  *   seen right are not sent;
- * - emotionsMini (the mini-Xception model, agent/vision/emotion.ts): on the same labelled faces its "happy" and
- *   "neutral" were right 17 of 18 and 8 of 9 times, its "sad" and "angry" never (0 of 2 each): those two classes
+ * - emotionsMini (the mini-Xception model, agent/vision/emotion.ts): on the same labelled faces its top class
+ *   "happy" was right 17 of 18 times and "neutral" 8 of 9, "sad" and "angry" never (0 of 2 each): those two classes
  *   only, when the model gives the top class at least half the probability (26 of the 31 faces sent, 92 % right,
- *   against 27 at 78 % for fr_expression; docs/recognition.md, "Expression");
+ *   against 27 at 78 % for fr_expression; docs/recognition.md, "Attributes");
  * - age: the model gives no confidence; sent as it is (docs/recognition.md has its error on the held-out photos).
  */
 export const ATTRIBUTE_CONFIDENCE: {
