@@ -143,8 +143,8 @@ export class VisitMaker {
 
   /**
    * Age and gender from the ATTRIBUTE_FACES best of `faces` (the embedded ones, or the best face alone), averaged
-   * when more than one; the gender model (~150 ms of CPU) runs on those only. Expression (~30 ms) runs once, on
-   * the best face.
+   * when more than one; the gender model (~150 ms of CPU) runs on those only. Expression (the mini model ~2.5 ms,
+   * fr_expression.onnx ~60 ms) runs once, on the best face.
    */
   private async attributes(faces: FaceKeep[], best: FaceKeep): Promise<FaceAttributes> {
     const some = [...faces].sort((a, b) => b.quality - a.quality).slice(0, ATTRIBUTE_FACES);

@@ -30,7 +30,8 @@ function reply(msg: WorkerReply, transfer: ArrayBuffer[] = []): void {
 const ready: Promise<FaceAnalyzer | undefined> = ModelSessions.load({ modelsDir: init.modelsDir, intraOpThreads: init.intraOpThreads }).then(
   (models) => {
     const analyzer = new FaceAnalyzer(models, init.config, { measureCpu: init.measureCpu });
-    // The gender and age model (TF.js) loads now, not at the first visit's end: its load would hold up the frames.
+    // The gender and age model and the mini expression model load now, not at the first visit's end: their load would
+    // hold up the frames.
     analyzer.prepareAttributes();
     reply({ type: 'ready', modelSet: analyzer.modelSet });
     return analyzer;
