@@ -121,8 +121,18 @@ export async function doorVideos(): Promise<{ door: string; large: string; empty
 
 /** The `Environment=` settings of the agent's systemd unit (packaging/footfall-agent.service): the agent runs as it would there. */
 export function serviceEnvironment(): Record<string, string> {
-  const unit = fs.readFileSync(path.join(agentRoot, 'packaging/footfall-agent.service'), 'utf8');
-  return Object.fromEntries([...unit.matchAll(/^Environment=([A-Za-z_][A-Za-z0-9_]*)=(.*)$/gm)].map((m) => [m[1]!, m[2]!.trim()]));
+  return Object.fromEntries([...agentUnit().matchAll(/^Environment=([A-Za-z_][A-Za-z0-9_]*)=(.*)$/gm)].map((m) => [m[1]!, m[2]!.trim()]));
+}
+
+/** The node flags of the agent's systemd unit (its ExecStart's options between node and the script), as the benches give them to `footfall agent`. */
+export function serviceNodeArgs(): string[] {
+  const exec = /^ExecStart=(\S+)((?:\s+--\S+)*)\s+\S+\/cli\/main\.js\b/m.exec(agentUnit());
+  if (!exec) throw new Error('packaging/footfall-agent.service: no ExecStart running dist/cli/main.js');
+  return exec[2]!.trim().split(/\s+/).filter(Boolean);
+}
+
+function agentUnit(): string {
+  return fs.readFileSync(path.join(agentRoot, 'packaging/footfall-agent.service'), 'utf8');
 }
 
 interface Sample {
@@ -206,7 +216,7 @@ export async function run(): Promise<string | undefined> {
     const logFile = path.join(tmp, 'agent.log');
     const out = fs.openSync(logFile, 'w');
     const profileDir = PROFILE ? path.join(tmp, 'profile') : undefined;
-    const agent = spawn(process.execPath, [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), cli, 'agent', '--config', configFile, '--models', testModelsDir()], {
+    const agent = spawn(process.execPath, [...serviceNodeArgs(), ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), cli, 'agent', '--config', configFile, '--models', testModelsDir()], {
       cwd: agentRoot,
       env: { ...process.env, ...serviceEnvironment() },
       stdio: ['ignore', out, out],
@@ -270,7 +280,7 @@ export async function run(): Promise<string | undefined> {
     return [
       RECOGNITION === 'all' ? '## The real shop-PC agent on a 720p door camera' : `## The real shop-PC agent on a 720p door camera (recognition ${RECOGNITION})`,
       '',
-      `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment: ${Object.entries(serviceEnvironment()).map(([k, v]) => `${k}=${v}`).join(' ')}) on one camera: a local RTSP server ` +
+      `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's node flags and environment: ${[...serviceNodeArgs(), ...Object.entries(serviceEnvironment()).map(([k, v]) => `${k}=${v}`)].join(' ')}) on one camera: a local RTSP server ` +
         `(node, ffmpeg as the source) playing a ${WIDTH}x${HEIGHT} 25-fps H.264 door video made from the registry photos (one woman cut out of ${SHOWINGS.map((x) => x.photo).join(' and ')}: in the doorway ${HOLD_S} s, ` +
         `then the empty door ${EMPTY_S} s, sensor noise throughout; in the large-faces video she stands close, her face 350-400 px wide), detect_fps ${DETECT_FPS}, the camera's default max_width ${WIDTH}. ` +
         `One-second /proc samples over ${SAMPLE_S} s per phase after ${SETTLE_S} s settling, ${ROUNDS} rounds of (${SCENES.join(', ')}), the camera switched by PATCH. ` +

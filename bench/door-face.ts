@@ -71,7 +71,7 @@ export async function run(): Promise<string | undefined> {
     return [
       '## A door camera and a face camera on one shop PC (door-face)',
       '',
-      `\`footfall agent\` (built CLI, its own process, enrolled to a real head office, its systemd unit's environment): first with the door camera alone and the person model only (as door-real), then with every model and a second camera: ` +
+      `\`footfall agent\` (built CLI, its own process, enrolled to a real head office, its systemd unit's node flags and environment): first with the door camera alone and the person model only (as door-real), then with every model and a second camera: ` +
         `the door camera (role \`door\`) on \`${clip.id}\` (${clip.width}x${clip.height} ${clip.fps} fps, ${clip.duration_s} s, its hand-labelled line), the face camera (role \`faces\`) on agent-real's 1280x720 25-fps door video (a face in view two thirds of the time), ` +
         `detect_fps ${DEFAULT_TUNING.detect_fps} on both, the clip played once. CPU in % of one core and RSS over 1-s /proc samples of the agent's node process. Load average before / after: ${loadBefore} → ${loadAfter} (2 cores shared with other work).`,
       '',

@@ -36,7 +36,7 @@ import { decodeArgs } from '../agent/capture/ffmpeg.js';
 import { DEFAULT_TUNING } from '../shared/agent-api.js';
 import { bodyModelsOnly, ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
 import { api, cli, exited, root, startHeadOffice, waitFor, type Proc } from './api.js';
-import { serviceEnvironment } from './agent-real.js';
+import { serviceEnvironment, serviceNodeArgs } from './agent-real.js';
 import { startRtspServer } from '../agent/fixtures/rtsp-server.js';
 import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 import { bareDecode, f1, mean, med, range, startRtsp, stopProcesses, type Rtsp } from './agent-process.js';
@@ -135,7 +135,7 @@ export async function session(
     const models = faceVideo ? testModelsDir() : path.join(tmp, `models-${clip.id}`);
     if (!faceVideo) bodyModelsOnly(models);
 
-    agent = spawnLogged(process.execPath, [...AGENT_NODE_ARGS, cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment(), ...(process.env.BENCH_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_AGENT_NODE_OPTIONS } : {}) }, logFile: path.join(tmp, `agent-${clip.id}.log`) });
+    agent = spawnLogged(process.execPath, [...serviceNodeArgs(), ...AGENT_NODE_ARGS, cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment(), ...(process.env.BENCH_AGENT_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_AGENT_NODE_OPTIONS } : {}) }, logFile: path.join(tmp, `agent-${clip.id}.log`) });
     await agent.waitLog('the agent to start', (l) => (l.includes('"msg":"agent starting"') ? true : undefined));
     if (faceRtsp) {
       await api(server.url, 'POST', `/api/sites/${shop.site_id}/cameras`, { camera_id: 'faces', host: '127.0.0.1', port: faceRtsp.port, path: '/faces', tuning: { role: 'faces' } }, token);
@@ -254,7 +254,7 @@ export async function run(): Promise<string | undefined> {
     return [
       '## Body counting on real footage (hand-labelled clips)',
       '',
-      `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's environment) on one door camera per clip: ` +
+      `\`footfall agent\` (built CLI, its own process, enrolled with \`footfall enrol\` to a real head office, with its systemd unit's node flags and environment) on one door camera per clip: ` +
         `each clip of the real set (bench/real-footage/clips.json: public footage with its licence, committed under test/fixtures/real/) played once by a local RTSP server (node, ffmpeg as its source), ` +
         `the camera added through the API with the clip's counting line and otherwise the product's defaults (detect_fps ${DEFAULT_TUNING.detect_fps}, door_fps ${DOOR_FPS ?? 'the agent default (3)'}), ` +
         `person model only (${detector}). Counted = the crossings head office stored, timed from the stream's start (the RTSP test server's onPlaying: its source's first frame) less the stream's latency to capture's own ffmpeg, measured in the same run (${latencyMs.toFixed(0)} ms); a counted crossing matches a hand-labelled one of its direction ` +

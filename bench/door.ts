@@ -25,7 +25,7 @@ import { DOOR_LINE, DOOR_VIDEO, doorTruth, ensureDoorVideo, decodeDoorFrames } f
 import { bodyModelsOnly, ensureTestBodyModels, testModelsDir } from '../agent/models/test-cache.js';
 import { processCpuMs, threadCpuMs } from '../agent/vision/cpu.js';
 import { api, cli, root, startHeadOffice, type Proc } from './api.js';
-import { serviceEnvironment } from './agent-real.js';
+import { serviceEnvironment, serviceNodeArgs } from './agent-real.js';
 import { bareDecode, f1, mean, med, range, startRtsp, stopProcesses, type Rtsp } from './agent-process.js';
 import { sampleAgent, spawnLogged, type LoggedProcess } from './proc.js';
 import { BENCH_ADMIN, loadAverage, progress, table } from './util.js';
@@ -78,7 +78,7 @@ async function session(server: Proc, token: string, rtsp: Rtsp, tmp: string, doo
     const models = path.join(tmp, `models-${doorFps}`);
     bodyModelsOnly(models);
 
-    agent = spawnLogged(process.execPath, [cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment() }, logFile: path.join(tmp, `agent-${doorFps}.log`) });
+    agent = spawnLogged(process.execPath, [...serviceNodeArgs(), cli, 'agent', '--config', configFile, '--models', models], { cwd: root, env: { ...process.env, ...serviceEnvironment() }, logFile: path.join(tmp, `agent-${doorFps}.log`) });
     await agent.waitLog('the agent to start', (l) => (l.includes('"msg":"agent starting"') ? true : undefined));
     await api(server.url, 'POST', `/api/sites/${shop.site_id}/cameras`, { camera_id: 'door', host: '127.0.0.1', port: rtsp.port, path: '/door', max_width: W, tuning: { detect_fps: DETECT_FPS, line: DOOR_LINE } }, token);
     const connectedAt = await agent.waitLog('the door camera to connect', (l) => (l.includes('"msg":"camera connected"') ? (JSON.parse(l) as { time: number }).time : undefined));
