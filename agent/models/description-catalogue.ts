@@ -11,8 +11,15 @@ import type { BodyModelFile, ModelSet } from './catalogue.js';
  * from it; without it, from the ONNX set's SSR-Net models (docs/recognition.md, "Gender and age on held-out real
  * photos").
  */
-export interface DescriptionModelSpec {
+export interface DescriptionModelSpec extends FaceGraphSpec {
   id: 'faceres';
+  /** Channel order of the input, and the per-channel mean subtracted from the 0..255 values (in that order). */
+  colour: 'RGB' | 'BGR';
+  mean: readonly [number, number, number];
+}
+
+/** What every face model read from a pinned TF.js graph has: its files, and the face square it is fed. */
+export interface FaceGraphSpec {
   package: ModelSet['package'];
   graph: BodyModelFile;
   weights: BodyModelFile;
@@ -20,9 +27,6 @@ export interface DescriptionModelSpec {
   size: number;
   /** The face square: the detector box scaled this much about its centre, squared on its longer side. */
   boxScale: number;
-  /** Channel order of the input, and the per-channel mean subtracted from the 0..255 values (in that order). */
-  colour: 'RGB' | 'BGR';
-  mean: readonly [number, number, number];
   origin: string;
   description: string;
 }
@@ -55,21 +59,12 @@ export const FACERES: DescriptionModelSpec = {
  * takes a visit's expression from it and never loads the face set's fr_expression.onnx (28 MB, ~32 MiB resident);
  * without it, from fr_expression.onnx as before (docs/decisions.md, "A small expression model").
  */
-export interface EmotionModelSpec {
+export interface EmotionModelSpec extends FaceGraphSpec {
   id: 'emotion-mini';
-  package: ModelSet['package'];
-  graph: BodyModelFile;
-  weights: BodyModelFile;
-  /** Square side of the input, NHWC float, one grey channel. */
-  size: number;
-  /** The face square: the detector box scaled this much about its centre, squared on its longer side. */
-  boxScale: number;
-  /** Weights of R, G and B in the grey value (ITU-R 601, as the model was trained on). */
+  /** Weights of R, G and B in the grey value (ITU-R 601, as the model was trained on); the input has one channel. */
   grey: readonly [number, number, number];
   /** The 7 classes of the softmax output, in order (FER-2013's). */
   classes: readonly string[];
-  origin: string;
-  description: string;
 }
 
 /**
