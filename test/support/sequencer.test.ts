@@ -35,10 +35,4 @@ describe('the test file order', () => {
     }
     expect(schedule([job('x', 1), job('y', 9), job('z', 2, false, true)], 2)).toEqual(['z', 'y', 'x']);
   });
-
-  it('files that share worker processes go last, one block per project, longest first (one that failed still goes first)', () => {
-    const shared = (item: string, s: number, failed = false): Job<string> => ({ ...job(item, s, false, failed), shared: 'server' });
-    const jobs = [shared('s1', 5), job('big', 50), shared('s2', 30), job('cam', 40, true), shared('s3', 1, true), job('small', 2)];
-    expect(schedule(jobs, 3)).toEqual(['s3', 'big', 'cam', 'small', 's2', 's1']);
-  });
 });

@@ -21,13 +21,7 @@ export default class LongestFirst extends BaseSequencer {
     const known = (s: TestSpecification): Job<TestSpecification> => {
       const rel = path.relative(root, s.moduleId).split(path.sep).join('/');
       const cached = this.ctx.cache.getFileTestResults(`${s.project.name}:${rel}`);
-      return {
-        item: s,
-        failed: cached?.failed ?? false,
-        ms: cached?.duration ?? (table[rel] ?? 0) * 1000,
-        camera: usesCameraSlot(s.moduleId),
-        shared: s.project.config.isolate === false ? s.project.name : undefined,
-      };
+      return { item: s, failed: cached?.failed ?? false, ms: cached?.duration ?? (table[rel] ?? 0) * 1000, camera: usesCameraSlot(s.moduleId) };
     };
     const workers = typeof this.ctx.config.maxWorkers === 'number' ? this.ctx.config.maxWorkers : 1;
     return schedule(files.map(known), workers);
@@ -40,13 +34,6 @@ export interface Job<T> {
   ms: number;
   /** Holds the camera slot (test/support/camera-slot.ts): no two such files run at once. */
   camera: boolean;
-  /**
-   * The project, when its files share worker processes (`isolate: false`, vitest.config.ts). vitest hands a finished
-   * file's process to the next file only when that next file in the queue is of the same such project; any other
-   * file in between and the process is ended, and the next one pays the whole import again. So these files go last,
-   * one block per project, longest first: the workers that come free while the last long files run take them in turn.
-   */
-  shared?: string | undefined;
 }
 
 /**
@@ -55,16 +42,7 @@ export interface Job<T> {
  * holds the slot; a camera file that would have to wait is taken only when nothing else is left.
  */
 export function schedule<T>(jobs: Job<T>[], workers: number): T[] {
-  const first = (a: Job<T>, b: Job<T>) => (a.failed !== b.failed ? (a.failed ? -1 : 1) : b.ms - a.ms);
-  const blocks = new Map<string, Job<T>[]>();
-  const inBlock = (j: Job<T>) => j.shared !== undefined && !j.failed; // a file that failed last time still goes first
-  for (const j of jobs) if (inBlock(j)) blocks.set(j.shared!, [...(blocks.get(j.shared!) ?? []), j]);
-  const tail = [...blocks.values()].flatMap((b) => b.sort(first).map((j) => j.item));
-  return [...played(jobs.filter((j) => !inBlock(j)).sort(first), workers), ...tail];
-}
-
-/** The isolated files' order (`left` sorted failed first, then longest). */
-function played<T>(left: Job<T>[], workers: number): T[] {
+  const left = [...jobs].sort((a, b) => (a.failed !== b.failed ? (a.failed ? -1 : 1) : b.ms - a.ms));
   const free = Array.from({ length: Math.max(1, workers) }, () => 0); // when each worker comes free
   let slotFreeAt = 0;
   const order: T[] = [];
