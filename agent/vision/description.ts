@@ -8,15 +8,11 @@
  * VGGFace mean, as the model's own code feeds it). Measured on held-out real photos in docs/recognition.md ("Gender
  * and age on held-out real photos").
  */
-import { access } from 'node:fs/promises';
-import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { base, graphOf, graphToOnnx, onnxOutput } from '../bodies/tfjs-onnx.js';
-import { readPinnedGraph } from '../bodies/pinned-graph.js';
-import { AGENT_SESSION_OPTIONS } from '../models/ort-options.js';
 import { FACERES } from '../models/description-catalogue.js';
 import type { DescriptionModelSpec } from '../models/description-catalogue.js';
 import type { Rect } from './image.js';
+import { pinnedGraphInstalled, pinnedGraphSession } from './pinned-onnx.js';
 import type { Box, RgbImage } from './types.js';
 
 /** The face square of `box` (frame pixels): scaled `scale` about its centre, squared on its longer side. */
@@ -43,15 +39,6 @@ export function ageFromSoftmax(p: ArrayLike<number>): number {
   }
   const s = p[a]! + p[b]!;
   return 1 + (s > 0 ? (a * p[a]! + b * p[b]!) / s : a);
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -111,25 +98,15 @@ export class DescriptionModel {
    * were fetched before it was added: the caller falls back to SSR-Net). A damaged or partial install throws.
    */
   static async load(dir: string, spec: DescriptionModelSpec = FACERES): Promise<DescriptionModel | undefined> {
-    if (!(await exists(join(dir, spec.graph.file))) && !(await exists(join(dir, spec.weights.file)))) return undefined;
-    const files = await readPinnedGraph(dir, spec.graph, spec.weights, 'Run `footfall models fetch` to reinstall it.');
-    const { nodes, weights } = graphOf(files);
-    // Its outputs: the nodes nothing else reads (gender_pred/Sigmoid and age_pred/Softmax).
-    const read = new Set(nodes.flatMap((n) => (n.input ?? []).map(base)));
-    const sinks = nodes.filter((n) => n.op !== 'Const' && !read.has(n.name));
-    const gender = sinks.find((n) => n.op === 'Sigmoid')?.name;
-    const age = sinks.find((n) => n.op === 'Softmax')?.name;
-    if (!gender || !age) throw new Error(`The ${spec.id} model has no gender (Sigmoid) and age (Softmax) outputs.`);
-    const byName = new Map(nodes.map((n) => [n.name, n]));
-    const onnx = graphToOnnx(
-      nodes.filter((n) => n.op !== 'Const'),
-      byName,
-      weights,
-      [gender, age],
-      spec.id,
-    );
-    const session = await ort.InferenceSession.create(onnx, AGENT_SESSION_OPTIONS);
-    return new DescriptionModel(session, { gender: onnxOutput(gender), age: onnxOutput(age) }, spec);
+    if (!(await pinnedGraphInstalled(dir, spec))) return undefined;
+    // Its outputs: gender_pred/Sigmoid and age_pred/Softmax.
+    const { session, outputs } = await pinnedGraphSession(dir, spec, (sinks) => {
+      const gender = sinks.find((n) => n.op === 'Sigmoid')?.name;
+      const age = sinks.find((n) => n.op === 'Softmax')?.name;
+      if (!gender || !age) throw new Error(`The ${spec.id} model has no gender (Sigmoid) and age (Softmax) outputs.`);
+      return [gender, age];
+    });
+    return new DescriptionModel(session, { gender: outputs[0]!, age: outputs[1]! }, spec);
   }
 
   /** Gender score and age of the face whose square (see descriptionSquare) is `square`, in `img`'s pixels. */

@@ -6,16 +6,12 @@
  * = 0.2989 R + 0.5870 G + 0.1140 B on 0..1 pixels, then (grey - 0.5) * 2. When it is installed the face set's
  * fr_expression.onnx is not loaded at all (models.ts).
  */
-import { access } from 'node:fs/promises';
-import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { base, graphOf, graphToOnnx, onnxOutput } from '../bodies/tfjs-onnx.js';
-import { readPinnedGraph } from '../bodies/pinned-graph.js';
-import { AGENT_SESSION_OPTIONS } from '../models/ort-options.js';
 import { EMOTION_MINI } from '../models/description-catalogue.js';
 import type { EmotionModelSpec } from '../models/description-catalogue.js';
 import { descriptionSquare, faceInput } from './description.js';
 import type { Rect } from './image.js';
+import { pinnedGraphInstalled, pinnedGraphSession } from './pinned-onnx.js';
 import type { Box, RgbImage } from './types.js';
 
 /** The face square the model reads: the detector box scaled by the spec's boxScale about its centre, squared. */
@@ -33,12 +29,8 @@ export function emotionInput(img: RgbImage, square: Rect, spec: Pick<EmotionMode
 }
 
 /** Files of the model in `dir`: neither there means not installed. */
-export async function emotionModelInstalled(dir: string, spec: EmotionModelSpec = EMOTION_MINI): Promise<boolean> {
-  const exists = (path: string) => access(path).then(
-    () => true,
-    () => false,
-  );
-  return (await exists(join(dir, spec.graph.file))) || (await exists(join(dir, spec.weights.file)));
+export function emotionModelInstalled(dir: string, spec: EmotionModelSpec = EMOTION_MINI): Promise<boolean> {
+  return pinnedGraphInstalled(dir, spec);
 }
 
 export class EmotionModel {
@@ -54,22 +46,12 @@ export class EmotionModel {
    */
   static async load(dir: string, spec: EmotionModelSpec = EMOTION_MINI): Promise<EmotionModel | undefined> {
     if (!(await emotionModelInstalled(dir, spec))) return undefined;
-    const files = await readPinnedGraph(dir, spec.graph, spec.weights, 'Run `footfall models fetch` to reinstall it.');
-    const { nodes, weights } = graphOf(files);
     // Its output: the one node nothing else reads (Identity of predictions/Softmax).
-    const read = new Set(nodes.flatMap((n) => (n.input ?? []).map(base)));
-    const sinks = nodes.filter((n) => n.op !== 'Const' && !read.has(n.name));
-    if (sinks.length !== 1) throw new Error(`The ${spec.id} model has ${sinks.length} outputs, expected one.`);
-    const byName = new Map(nodes.map((n) => [n.name, n]));
-    const onnx = graphToOnnx(
-      nodes.filter((n) => n.op !== 'Const'),
-      byName,
-      weights,
-      [sinks[0]!.name],
-      spec.id,
-    );
-    const session = await ort.InferenceSession.create(onnx, AGENT_SESSION_OPTIONS);
-    return new EmotionModel(session, onnxOutput(sinks[0]!.name), spec);
+    const { session, outputs } = await pinnedGraphSession(dir, spec, (sinks) => {
+      if (sinks.length !== 1) throw new Error(`The ${spec.id} model has ${sinks.length} outputs, expected one.`);
+      return [sinks[0]!.name];
+    });
+    return new EmotionModel(session, outputs[0]!, spec);
   }
 
   /** The model's probabilities (FER-2013 order, spec.classes) for the face square `square` of `img`. */
