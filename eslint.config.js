@@ -16,6 +16,11 @@ export default tseslint.config(
   {
     // Tests read JSON replies of many shapes; typing each one adds nothing.
     files: ['**/*.test.ts', 'test/**/*.ts'],
-    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      // Its in-page polling evaluates a string, which the console's CSP (script-src 'self') refuses whenever the first
+      // check is not already true: a flake under load. test/support/browser.ts's until() polls over the protocol.
+      'no-restricted-properties': ['error', { property: 'waitForFunction', message: "Use until() from test/support/browser.ts: the console's CSP refuses waitForFunction's in-page eval." }],
+    },
   },
 );

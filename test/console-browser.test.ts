@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
 import { upTopic } from '../shared/topics.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, stored, warnIfNoChromium, type Watched } from './support/browser.js';
+import { CHROMIUM, done, haveChromium, openWatched, signIn, stored, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Harness, type Company } from './support/harness.js';
 import { addCamera, heartbeat, jpeg, openShop, upload, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
@@ -180,7 +180,7 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
       // The snapshot is fetched with the bearer token and shown from a blob: URL.
       const img = card.locator('img.snapshot');
       await img.waitFor();
-      await page.waitForFunction(`document.querySelector('[data-camera="door"] img.snapshot')?.naturalWidth === 64`);
+      await until(page, `document.querySelector('[data-camera="door"] img.snapshot')?.naturalWidth === 64`);
       expect(await img.getAttribute('src')).toMatch(/^blob:/);
 
       // Camera check: the page asks, the shop PC (this test) claims and answers, the page shows head office's headline.
@@ -305,7 +305,7 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
       const r = await h.request('PATCH', `/api/team/${chain.ownerEmail}`, { token: chain.ownerToken, body: { role: 'manager' } });
       expect(r.body.error).toBe('last_owner');
       expect(await alert.innerText()).toBe(r.body.message);
-      await w.page.waitForFunction(`document.querySelector('[data-member="${chain.ownerEmail}"] select')?.value === 'owner'`);
+      await until(w.page, `document.querySelector('[data-member="${chain.ownerEmail}"] select')?.value === 'owner'`);
       expect((await h.request('GET', '/api/auth/me', { token: chain.ownerToken })).body.role).toBe('owner');
       await done(w);
     });

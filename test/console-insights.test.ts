@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
+import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { jpeg, syntheticFace, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
@@ -24,12 +24,6 @@ let powai: ShopPc;
 /** The API's 400 answers (a bad range) are expected here too, besides the ones the other browser tests expect. */
 const EXPECTED = /^Failed to load resource: the server responded with a status of (400|401|403|404|409|429) /;
 const open = (path = '/'): Promise<Watched> => openWatched(browser, h.url + path, EXPECTED);
-
-/**
- * Waits until an expression is true in the page. page.waitForFunction would poll it with eval inside the page,
- * which the console's CSP refuses; page.evaluate runs it through the DevTools protocol instead.
- */
-const until = (page: Page, expression: string, timeoutMs = 5000) => waitFor(async () => (await page.evaluate(expression)) === true, timeoutMs, 50);
 
 /** A visit as a shop PC publishes it: identified when `who` names a face, footfall without identity otherwise. */
 function visit(who: number | null, minutesAgo: number, over: Partial<VisitMessage> = {}): VisitMessage {

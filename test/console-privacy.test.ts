@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
 import { syntheticFace } from './support/shop-pc.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
+import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 
@@ -69,7 +69,7 @@ describe.skipIf(!haveChromium)('console: privacy settings, audit trail, data exp
     // Filter to sign-ins only.
     await page.getByLabel('What').fill('auth.sign_in');
     await page.getByRole('button', { name: 'Show' }).click();
-    await page.waitForFunction(`[...document.querySelectorAll('#audit-trail tbody tr')].every((r) => r.getAttribute('data-audit') === 'auth.sign_in')`);
+    await until(page, `[...document.querySelectorAll('#audit-trail tbody tr')].every((r) => r.getAttribute('data-audit') === 'auth.sign_in')`);
     expect(await page.locator('#audit-trail tbody tr').count()).toBeGreaterThan(0);
     await done(w);
   });
