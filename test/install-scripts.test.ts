@@ -91,7 +91,7 @@ describe('install-agent.sh --root', () => {
     const unit = `${root}/etc/systemd/system/footfall-agent.service`;
     expect(mode(unit)).toBe(0o644);
     const lines = unitLines(unit);
-    expect(lines).toContain(`ExecStart=${node} --optimize-for-size ${dir}/dist/cli/main.js agent --config /etc/footfall/agent.json`);
+    expect(lines).toContain(`ExecStart=${node} --optimize-for-size --single-threaded-gc ${dir}/dist/cli/main.js agent --config /etc/footfall/agent.json`);
     expect(lines).toContain(`WorkingDirectory=${dir}`);
     expect(lines).toContain('User=footfall');
     expect(lines.join('\n')).not.toContain('/opt/footfall');

@@ -3,8 +3,9 @@ import type { InferenceSession } from 'onnxruntime-node';
 /**
  * How the shop PC runs every onnxruntime session (the face models, FaceRes, the person detector's backbone): one
  * thread each (the agent's cores are shared by its cameras), all graph optimisations, and
- * - no CPU memory arena: the arena keeps every model's peak allocations (tens of MB per session) for good; the agent
- *   measured smaller without it at the same speed (docs/benchmarks.md, agent-real);
+ * - no CPU memory arena for a model run now and then (the embedding, the attributes): the arena keeps a model's peak
+ *   allocations for good, and without it those few calls cost the same. A model run on every frame takes
+ *   EVERY_FRAME_SESSION_OPTIONS instead (below);
  * - denormal floats flushed to zero (`session.set_denormal_as_zero`): the face models' weights hold ~50,000
  *   subnormal floats and their activations make more; on CPUs that take a microcode assist for every subnormal
  *   operand (the Intel Xeons measured here) the embedding took 85-92 ms a call instead of 8-11 ms, and the gender
@@ -22,3 +23,12 @@ export const AGENT_SESSION_OPTIONS: Readonly<InferenceSession.SessionOptions> = 
   enableCpuMemArena: false,
   extra: { session: { set_denormal_as_zero: '1' } },
 };
+
+/**
+ * For a model run on every analysed frame (the face detector, the landmarks): the same, with onnxruntime's CPU memory
+ * arena. Without it every call gets its activations from malloc, which under the unit's MALLOC_MMAP_THRESHOLD_ are
+ * fresh mmap pages, faulted in and zeroed by the kernel on each call and unmapped after: the face detector measured
+ * 6.1 ms a call (2.2 of them in the kernel) against 3.5 ms with the arena, for ~5 MiB kept (docs/decisions.md,
+ * "onnxruntime's arena for the per-frame models").
+ */
+export const EVERY_FRAME_SESSION_OPTIONS: Readonly<InferenceSession.SessionOptions> = { ...AGENT_SESSION_OPTIONS, enableCpuMemArena: true };

@@ -8,7 +8,7 @@
  * that calls it for the whole inference (measured in docs/recognition.md). The
  * agent therefore calls these sessions from worker threads (engine.ts).
  */
-import { AGENT_SESSION_OPTIONS } from '../models/ort-options.js';
+import { AGENT_SESSION_OPTIONS, EVERY_FRAME_SESSION_OPTIONS } from '../models/ort-options.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -33,6 +33,9 @@ export interface ModelLoadOptions {
 }
 
 export const PIPELINE_MODELS: readonly ModelId[] = ['detect', 'landmark', 'feature', 'age', 'gender', 'expression'];
+
+/** The models run on every analysed frame (with a face, for the landmarks): they keep onnxruntime's memory arena. */
+const EVERY_FRAME_MODELS: ReadonlySet<ModelId> = new Set<ModelId>(['detect', 'landmark']);
 
 /**
  * The face set's models the pipeline loads from `dir`: all of PIPELINE_MODELS, but fr_expression.onnx (28 MB, ~32 MiB
@@ -72,7 +75,8 @@ export class ModelSessions {
         if (!spec) throw new Error(`The models manifest in ${dir} has no "${id}" model. Run \`footfall models fetch\`.`);
         const path = modelPath(dir, manifest, id);
         if (!existsSync(path)) throw new Error(`Model file ${path} is missing. Run \`footfall models fetch\` to repair the models folder.`);
-        const session = await ort.InferenceSession.create(path, { ...AGENT_SESSION_OPTIONS, intraOpNumThreads: threads });
+        const options = EVERY_FRAME_MODELS.has(id) ? EVERY_FRAME_SESSION_OPTIONS : AGENT_SESSION_OPTIONS;
+        const session = await ort.InferenceSession.create(path, { ...options, intraOpNumThreads: threads });
         if (!session.inputNames.includes(spec.input.name)) {
           throw new Error(`Model ${spec.file} has no input "${spec.input.name}" (it has ${session.inputNames.join(', ')}); the manifest does not match the file.`);
         }
