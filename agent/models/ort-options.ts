@@ -29,6 +29,6 @@ export const AGENT_SESSION_OPTIONS: Readonly<InferenceSession.SessionOptions> = 
  * arena. Without it every call gets its activations from malloc, which under the unit's MALLOC_MMAP_THRESHOLD_ are
  * fresh mmap pages, faulted in and zeroed by the kernel on each call and unmapped after: the face detector measured
  * 6.1 ms a call (2.2 of them in the kernel) against 3.5 ms with the arena, for ~5 MiB kept (docs/decisions.md,
- * "onnxruntime's arena for the per-frame models").
+ * "Faces at a real door, second pass").
  */
 export const EVERY_FRAME_SESSION_OPTIONS: Readonly<InferenceSession.SessionOptions> = { ...AGENT_SESSION_OPTIONS, enableCpuMemArena: true };
