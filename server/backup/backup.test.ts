@@ -79,19 +79,29 @@ describe('backup and restore of head office', () => {
   it('finishes while another process writes to the database all the time, with a snapshot of one instant', async () => {
     const dataDir = fresh('busy');
     const db = path.join(dataDir, 'footfall.db');
-    openDatabase(db).close();
+    // The table exists before the writer starts, and the backup starts once the writer says it has committed its
+    // first transaction: on a loaded machine a child node can take seconds to start, and a backup made before its
+    // first write would have nothing to count.
+    const made = openDatabase(db);
+    made.sqlite.exec('create table busy (n integer not null, pad text not null)');
+    made.close();
     const writer = `
       const Database = require(${JSON.stringify(path.join(packageRoot(), 'node_modules/better-sqlite3'))});
       const db = new Database(${JSON.stringify(db)});
       db.pragma('journal_mode = WAL');
-      db.exec('create table if not exists busy (n integer not null, pad text not null)');
       const put = db.prepare('insert into busy (n, pad) values (?, ?)');
       let n = 0;
+      const batch = () => db.transaction(() => { for (let i = 0; i < 50; i++) put.run(++n, 'x'.repeat(500)); })();
+      batch();
+      process.stderr.write('writing\\n');
       const until = Date.now() + 3000;
-      while (Date.now() < until) db.transaction(() => { for (let i = 0; i < 50; i++) put.run(++n, 'x'.repeat(500)); })();
+      while (Date.now() < until) batch();
       process.stdout.write(String(n));`;
     const child = execFileP(process.execPath, ['-e', writer]);
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise<void>((resolve, reject) => {
+      child.child.stderr!.on('data', (d: Buffer) => { if (d.toString().includes('writing')) resolve(); });
+      child.child.on('exit', () => reject(new Error('the writer ended before its first commit')));
+    });
     const target = path.join(fresh('bk-busy'), 'copy');
     await createBackup({ dataDir, target, keyFromEnv: true, appVersion: '1' });
     const written = Number((await child).stdout.trim());
