@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { consoleDir } from '../server/console/serve.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium } from './support/browser.js';
+import { done, haveChromium, openWatched, signIn, until, warnIfNoChromium, launchChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 
 /**
@@ -21,7 +21,7 @@ let co: Company;
 describe.skipIf(!haveChromium)('API reference page', () => {
   beforeAll(async () => {
     if (!fs.existsSync(path.join(consoleDir(), 'api-reference.js'))) throw new Error('dist/console has no api-reference.js: run npm run build first');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
     h = await startHarness();
     co = await h.company('Reference Co');
   });

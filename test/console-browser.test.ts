@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { upTopic } from '../shared/topics.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, stored, until, warnIfNoChromium, type Watched } from './support/browser.js';
+import { done, haveChromium, openWatched, signIn, stored, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
 import { startHarness, type Harness, type Company } from './support/harness.js';
 import { addCamera, heartbeat, jpeg, openShop, upload, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
@@ -27,7 +27,7 @@ function visit(cameraId: string, minutesAgo = 1) {
 
 describe.skipIf(!haveChromium)('web console in a browser', () => {
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
-import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium } from './support/browser.js';
+import type { Browser } from 'playwright-core';
+import { done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, launchChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { enrol, openShop } from './support/shop-pc.js';
 
@@ -19,7 +19,7 @@ let c: Company;
 
 describe.skipIf(!haveChromium)('console: opening hours, regions, alerts', () => {
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
     h = await startHarness({ FOOTFALL_ALERT_INTERVAL_S: 1, FOOTFALL_HEARTBEAT_INTERVAL_S: 1 });
     c = await h.company('Chain Mart');
     await openShop(h, c.ownerToken, { name: 'Lower Parel', timezone: 'UTC' });

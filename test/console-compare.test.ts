@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
-import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium } from './support/browser.js';
+import { done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, launchChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 
@@ -38,7 +38,7 @@ function visit(minutesAgo: number, dwell: number, attributes: VisitMessage['attr
 
 describe.skipIf(!haveChromium)('console: the period before, visit length, age and gender bands; the overview by region', () => {
   beforeAll(async () => {
-    [browser, h] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness()]);
+    [browser, h] = await Promise.all([launchChromium(), startHarness()]);
     c = await h.company('Compare Mart');
     north = await shopPc(h, c.ownerToken, c.slug, 'North Mall');
     south = await shopPc(h, c.ownerToken, c.slug, 'South Mall');

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
 import { syntheticFace } from './support/shop-pc.js';
-import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
+import { done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 
@@ -44,7 +44,7 @@ const today = () => new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Kolkata' 
 
 describe.skipIf(!haveChromium)('console: customer profile, purchases, merge, phone-width tables', () => {
   beforeAll(async () => {
-    [browser, h] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness()]);
+    [browser, h] = await Promise.all([launchChromium(), startHarness()]);
     chain = await h.company('Profile Chain');
     bandra = await shopPc(h, chain.ownerToken, chain.slug, 'Bandra West');
     powai = await shopPc(h, chain.ownerToken, chain.slug, 'Powai');
@@ -378,7 +378,7 @@ describe.skipIf(!haveChromium)('console: the access token is renewed ahead of it
   let hr: Harness;
   let chrome: Browser;
   beforeAll(async () => {
-    [chrome, hr] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness({ FOOTFALL_ACCESS_TOKEN_TTL_S: 6 })]);
+    [chrome, hr] = await Promise.all([launchChromium(), startHarness({ FOOTFALL_ACCESS_TOKEN_TTL_S: 6 })]);
   });
   afterAll(async () => {
     await hr?.close();

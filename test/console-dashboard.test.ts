@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { CHROMIUM, done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
+import type { Browser, Page } from 'playwright-core';
+import { done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
 import { seedChain, type Seeded } from './support/dashboard-seed.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { addCamera, jpeg, syntheticFace, upload, waitFor } from './support/shop-pc.js';
@@ -64,7 +64,7 @@ async function breaksMidWord(page: Page, selector: string): Promise<string[]> {
 
 describe.skipIf(!haveChromium)('console as a dashboard (issue 18)', () => {
   beforeAll(async () => {
-    [browser, h] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness({ FOOTFALL_HEARTBEAT_INTERVAL_S: 1, FOOTFALL_IMAGES: 'local' })]);
+    [browser, h] = await Promise.all([launchChromium(), startHarness({ FOOTFALL_HEARTBEAT_INTERVAL_S: 1, FOOTFALL_IMAGES: 'local' })]);
     s = await seedChain(h);
     // Powai's PC said "1 of 1 up, camera connected" and then went quiet: offline after three intervals.
     await waitFor(async () => (await h.request('GET', '/api/sites', { token: s.chain.ownerToken })).body.find((x: any) => x.slug === s.powai.shop.slug)?.online === false, 8000, 200);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
+import { done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { jpeg, syntheticFace, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
@@ -40,7 +40,7 @@ function visit(who: number | null, minutesAgo: number, over: Partial<VisitMessag
 
 describe.skipIf(!haveChromium)('console: reports, arrivals, customers', () => {
   beforeAll(async () => {
-    [browser, h] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness({ FOOTFALL_IMAGES: 'local' })]);
+    [browser, h] = await Promise.all([launchChromium(), startHarness({ FOOTFALL_IMAGES: 'local' })]);
     chain = await h.company('Insight Chain');
     bandra = await shopPc(h, chain.ownerToken, chain.slug, 'Bandra West');
     powai = await shopPc(h, chain.ownerToken, chain.slug, 'Powai');

@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, stored, warnIfNoChromium, type Watched } from './support/browser.js';
+import type { Browser } from 'playwright-core';
+import { done, haveChromium, openWatched, signIn, stored, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, enrol, openShop } from './support/shop-pc.js';
 
@@ -59,7 +59,7 @@ describe.skipIf(!haveChromium)('console management pages in a browser', () => {
   let chain: Company;
 
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
     h = await startHarness();
     chain = await h.company('Manage Mart');
   });

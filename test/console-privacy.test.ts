@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
 import { syntheticFace } from './support/shop-pc.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
+import { done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 
@@ -37,7 +37,7 @@ function visit(who: number): VisitMessage {
 
 describe.skipIf(!haveChromium)('console: privacy settings, audit trail, data export', () => {
   beforeAll(async () => {
-    [browser, h] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness()]);
+    [browser, h] = await Promise.all([launchChromium(), startHarness()]);
     chain = await h.company('Privacy Chain');
     pc = await shopPc(h, chain.ownerToken, chain.slug, 'Dock Road');
     await pc.publish(visit(1));

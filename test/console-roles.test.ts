@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { cameras } from '../server/cameras/schema.js';
 import { upTopic } from '../shared/topics.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
+import { done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, heartbeat, waitFor } from './support/shop-pc.js';
 import { shopPc, type ShopPc } from './support/visits.js';
@@ -30,7 +30,7 @@ describe.skipIf(!haveChromium)('camera roles and counting health in the console'
   const cams: Record<string, any> = {};
 
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
     h = await startHarness();
     chain = await h.company('Role Mart');
     pc = await shopPc(h, chain.ownerToken, chain.slug, 'Colaba');

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { pino } from 'pino';
 import { BrokerLink } from '../agent/runtime/broker.js';
 import { randomUUID } from 'node:crypto';
 import type { VisitMessage } from '../shared/messages.js';
 import { upTopic } from '../shared/topics.js';
-import { CHROMIUM, done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
+import { done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, enrol, heartbeat, openShop, syntheticFace, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
@@ -65,7 +65,7 @@ const beat = (pc: ShopPc, over: Parameters<typeof heartbeat>[0] = {}) => pc.clie
 
 describe.skipIf(!haveChromium)('console: stale and wrong states (issue 28)', () => {
   beforeAll(async () => {
-    [browser, h] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }), startHarness()]);
+    [browser, h] = await Promise.all([launchChromium(), startHarness()]);
     chain = await h.company('States Chain');
     colaba = await shopPc(h, chain.ownerToken, chain.slug, 'Colaba');
     await addCamera(h, chain.ownerToken, colaba.shop.slug, { camera_id: 'entrance', label: 'Front door' });

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
-import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 import { onPath } from '../../agent/capture/ffmpeg-bin.js';
 import { noteSkip } from './skips.js';
 
@@ -14,6 +14,15 @@ import { noteSkip } from './skips.js';
 /** FOOTFALL_CHROMIUM, else `chromium` on PATH (Debian's /usr/bin/chromium). */
 export const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? onPath('chromium') ?? 'chromium';
 export const haveChromium = CHROMIUM.includes(path.sep) && fs.existsSync(CHROMIUM);
+
+/**
+ * Debian's chromium, headless, as every console test launches it. Switches that might make it cheaper were measured
+ * and left out (test/console-manage.test.ts alone, 2026-11-29): `--disable-gpu`, `--disable-site-isolation-trials
+ * --renderer-process-limit=1` took the same 25-27 s of CPU in all as none (renderer 6-8 s, browser process 5 s).
+ */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+}
 
 /** Notes why a browser test file is skipped (call at the top of the file); printed once, with a count, at the end of the run. */
 export function warnIfNoChromium(file: string): void {
