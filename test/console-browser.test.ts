@@ -96,7 +96,8 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
       const w = await open();
       await w.page.getByLabel('Email').waitFor();
       await w.page.evaluate(`{ const s = document.createElement('script'); s.textContent = 'window.inlineRan = true'; document.body.append(s); }`);
-      await w.page.waitForTimeout(100);
+      // The violation is reported by an event the page dispatches later: awaited, as a loaded Chromium can be slow.
+      await waitFor(() => w.problems.some((p) => /CSP violation: script-src/.test(p)), 10_000);
       expect(await w.page.evaluate('window.inlineRan')).toBeUndefined();
       await w.context.close();
       expect(w.problems.join('\n')).toMatch(/CSP violation: script-src/);

@@ -368,9 +368,13 @@ describe('Publisher', () => {
 
     const N = 400;
     let produced = 0;
+    // The producer holds at 300 until the broker has died: mid-stream however slowly the publisher runs.
+    let resume = (): void => {};
+    const resumed = new Promise<void>((r) => (resume = r));
     const producing = (async () => {
       while (produced < N) {
         q.enqueue(TOPIC, payload(++produced));
+        if (produced === 300) await resumed;
         if (produced % 4 === 0) await new Promise((r) => setTimeout(r, 2));
       }
     })();
@@ -378,6 +382,7 @@ describe('Publisher', () => {
     await until('the broker died', () => dead !== undefined);
     await dead;
     expect(produced).toBeLessThan(N); // mid-stream
+    resume();
     const atKill = received.length;
     await new Promise((r) => setTimeout(r, 300)); // visits keep coming while the broker is away
     expect(received.length).toBe(atKill);

@@ -78,9 +78,10 @@ describe('BrokerLink', () => {
     await new Promise((r) => setTimeout(r, 2000));
     const connects = a.stats.connects + b.stats.connects;
     // Waits of 50, 100, 200, 400, 800 ms at most: a handful each. Starting over at 50 ms after every CONNACK made
-    // it dozens (and as many camera list pulls and check claims at head office).
-    expect(connects).toBeGreaterThanOrEqual(2);
+    // it dozens (and as many camera list pulls and check claims at head office). A loaded machine only lowers the
+    // count in the window; that each link did connect is awaited, not assumed of the 2 s.
     expect(connects).toBeLessThanOrEqual(16);
+    await until('each link connected', () => a.stats.connects >= 1 && b.stats.connects >= 1);
   });
 
   it('stop closes the connection even while a visit waits for its PUBACK', async () => {

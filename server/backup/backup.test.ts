@@ -79,6 +79,7 @@ describe('backup and restore of head office', () => {
   it('finishes while another process writes to the database all the time, with a snapshot of one instant', async () => {
     const dataDir = fresh('busy');
     const db = path.join(dataDir, 'footfall.db');
+    const stopFile = path.join(dataDir, 'stop');
     // The table exists before the writer starts, and the backup starts once the writer says it has committed its
     // first transaction: on a loaded machine a child node can take seconds to start, and a backup made before its
     // first write would have nothing to count.
@@ -94,8 +95,10 @@ describe('backup and restore of head office', () => {
       const batch = () => db.transaction(() => { for (let i = 0; i < 50; i++) put.run(++n, 'x'.repeat(500)); })();
       batch();
       process.stderr.write('writing\\n');
-      const until = Date.now() + 3000;
-      while (Date.now() < until) batch();
+      // Until the test has its backup (the stop file), then one batch more: the copy must come from between commits.
+      const until = Date.now() + 60000;
+      while (!require('node:fs').existsSync(${JSON.stringify(stopFile)}) && Date.now() < until) batch();
+      batch();
       process.stdout.write(String(n));`;
     const child = execFileP(process.execPath, ['-e', writer]);
     await new Promise<void>((resolve, reject) => {
@@ -104,6 +107,7 @@ describe('backup and restore of head office', () => {
     });
     const target = path.join(fresh('bk-busy'), 'copy');
     await createBackup({ dataDir, target, keyFromEnv: true, appVersion: '1' });
+    fs.writeFileSync(stopFile, '');
     const written = Number((await child).stdout.trim());
     const copy = new Database(path.join(target, 'footfall.db'), { readonly: true });
     try {
