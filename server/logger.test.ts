@@ -59,11 +59,12 @@ describe('the head office log on stdout', () => {
       `
       const log = createLogger('info');
       log.info({ loggedAt: Date.now() }, 'ready');
-      setTimeout(() => process.exit(0), 3000); // nothing else happens until then
+      setTimeout(() => process.exit(0), 6000); // nothing else happens until then
     `,
       (_l, at) => (seenAt ||= at),
     );
     expect(lines).toHaveLength(1);
-    expect(seenAt - Number(lines[0]!.loggedAt)).toBeLessThan(1500);
+    // Well before the exit, with room for a loaded machine's stall: a line held until exit would come after 6 s.
+    expect(seenAt - Number(lines[0]!.loggedAt)).toBeLessThan(3000);
   });
 });
