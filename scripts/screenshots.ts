@@ -7,8 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import sharp from 'sharp';
+import { launchChromium } from '../test/support/browser.js';
 import { seedChain } from '../test/support/dashboard-seed.js';
 import { startHarness } from '../test/support/harness.js';
 import { upload } from '../test/support/shop-pc.js';
@@ -16,7 +17,6 @@ import { settled, type ShopPc } from '../test/support/visits.js';
 import type { Harness } from '../test/support/harness.js';
 import { upTopic } from '../shared/topics.js';
 
-const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? '/usr/bin/chromium';
 const OUT = path.join(process.cwd(), 'docs', 'img');
 
 /** A camera-like test picture: a gradient with a label. */
@@ -68,7 +68,7 @@ async function shoot(page: Page, name: string): Promise<void> {
 
 async function main(): Promise<void> {
   const h = await startHarness({ FOOTFALL_HEARTBEAT_INTERVAL_S: 1, FOOTFALL_IMAGES: 'local' });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  const browser = await launchChromium();
   const s = await seedChain(h);
   try {
     await doorCrossings(h, s.chain.ownerToken, s.chain.slug, s.bandra);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { consoleDir } from '../server/console/serve.js';
-import { done, haveChromium, openWatched, signIn, until, warnIfNoChromium, launchChromium } from './support/browser.js';
+import { done, haveChromium, launchChromium, openWatched, signIn, until, warnIfNoChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 
 /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { upTopic } from '../shared/topics.js';
-import { done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
+import { done, haveChromium, launchChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, enrol, heartbeat, jpeg, openShop, syntheticFace, upload, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';

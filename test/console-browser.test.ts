@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { upTopic } from '../shared/topics.js';
-import { done, haveChromium, openWatched, signIn, stored, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
+import { done, haveChromium, launchChromium, openWatched, signIn, stored, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Harness, type Company } from './support/harness.js';
 import { addCamera, heartbeat, jpeg, openShop, upload, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';

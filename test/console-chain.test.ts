@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, launchChromium } from './support/browser.js';
+import { done, haveChromium, launchChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { enrol, openShop } from './support/shop-pc.js';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
-import { done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, launchChromium } from './support/browser.js';
+import { done, haveChromium, launchChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
 import { syntheticFace } from './support/shop-pc.js';
-import { done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
+import { done, haveChromium, launchChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 

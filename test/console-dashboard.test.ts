@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { done, haveChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
+import { done, haveChromium, launchChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { seedChain, type Seeded } from './support/dashboard-seed.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { addCamera, jpeg, syntheticFace, upload, waitFor } from './support/shop-pc.js';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
 import { syntheticFace } from './support/shop-pc.js';
-import { done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
+import { done, haveChromium, launchChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';
 

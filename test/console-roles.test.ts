@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { cameras } from '../server/cameras/schema.js';
 import { upTopic } from '../shared/topics.js';
-import { done, haveChromium, openWatched, signIn, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
+import { done, haveChromium, launchChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, heartbeat, waitFor } from './support/shop-pc.js';
 import { shopPc, type ShopPc } from './support/visits.js';

@@ -5,7 +5,7 @@ import { BrokerLink } from '../agent/runtime/broker.js';
 import { randomUUID } from 'node:crypto';
 import type { VisitMessage } from '../shared/messages.js';
 import { upTopic } from '../shared/topics.js';
-import { done, haveChromium, openWatched, signIn, until, warnIfNoChromium, type Watched, launchChromium } from './support/browser.js';
+import { done, haveChromium, launchChromium, openWatched, signIn, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, enrol, heartbeat, openShop, syntheticFace, waitFor } from './support/shop-pc.js';
 import { settled, shopPc, type ShopPc } from './support/visits.js';

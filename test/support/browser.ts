@@ -12,7 +12,7 @@ import { noteSkip } from './skips.js';
  */
 
 /** FOOTFALL_CHROMIUM, else `chromium` on PATH (Debian's /usr/bin/chromium). */
-export const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? onPath('chromium') ?? 'chromium';
+const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? onPath('chromium') ?? 'chromium';
 export const haveChromium = CHROMIUM.includes(path.sep) && fs.existsSync(CHROMIUM);
 
 /**
