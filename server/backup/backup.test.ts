@@ -87,6 +87,7 @@ describe('backup and restore of head office', () => {
     made.sqlite.exec('create table busy (n integer not null, pad text not null)');
     made.close();
     const writer = `
+      const fs = require('node:fs');
       const Database = require(${JSON.stringify(path.join(packageRoot(), 'node_modules/better-sqlite3'))});
       const db = new Database(${JSON.stringify(db)});
       db.pragma('journal_mode = WAL');
@@ -97,7 +98,7 @@ describe('backup and restore of head office', () => {
       process.stderr.write('writing\\n');
       // Until the test has its backup (the stop file), then one batch more: the copy must come from between commits.
       const until = Date.now() + 60000;
-      while (!require('node:fs').existsSync(${JSON.stringify(stopFile)}) && Date.now() < until) batch();
+      while (!fs.existsSync(${JSON.stringify(stopFile)}) && Date.now() < until) batch();
       batch();
       process.stdout.write(String(n));`;
     const child = execFileP(process.execPath, ['-e', writer]);
