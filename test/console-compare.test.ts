@@ -4,7 +4,7 @@ import type { Browser } from 'playwright-core';
 import type { VisitMessage } from '../shared/messages.js';
 import { done, haveChromium, launchChromium, openWatched, overflowsSideways, signIn, until, warnIfNoChromium } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
-import { settled, shopPc, type ShopPc } from './support/visits.js';
+import { settled, shopPc, zoneAwayFromMidnight, type ShopPc } from './support/visits.js';
 
 /**
  * The reports page's comparison with the period before, visit length and age and gender bands, and the overview's
@@ -20,6 +20,8 @@ let h: Harness;
 let c: Company;
 let north: ShopPc;
 let south: ShopPc;
+/** The shops' zone: their "today" holds the visits of the last half hour (test/support/visits.ts). */
+const zone = zoneAwayFromMidnight();
 
 /** An unidentified visit `minutesAgo` that lasted `dwell` seconds, with the given attributes. */
 function visit(minutesAgo: number, dwell: number, attributes: VisitMessage['attributes']): VisitMessage {
@@ -40,8 +42,8 @@ describe.skipIf(!haveChromium)('console: the period before, visit length, age an
   beforeAll(async () => {
     [browser, h] = await Promise.all([launchChromium(), startHarness()]);
     c = await h.company('Compare Mart');
-    north = await shopPc(h, c.ownerToken, c.slug, 'North Mall');
-    south = await shopPc(h, c.ownerToken, c.slug, 'South Mall');
+    north = await shopPc(h, c.ownerToken, c.slug, 'North Mall', zone);
+    south = await shopPc(h, c.ownerToken, c.slug, 'South Mall', zone);
     for (const [pc, region] of [
       [north, 'North'],
       [south, 'South'],
@@ -123,7 +125,6 @@ describe.skipIf(!haveChromium)('console: the period before, visit length, age an
     await signIn(page, c.ownerEmail, c.ownerPassword);
     const today = page.locator('#headlines [data-period="today"] [data-figure="Visitors"] .value');
     await today.waitFor();
-    const zone = 'Asia/Kolkata';
     const day = new Intl.DateTimeFormat('en-CA', { timeZone: zone }).format(new Date());
     const api = async (extra: string) => (await h.request('GET', `/api/reports/footfall?from=${day}&to=${day}&tz=${zone}${extra}`, { token: c.ownerToken })).body.total;
     const all = await api('');

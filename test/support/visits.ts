@@ -18,8 +18,19 @@ export interface ShopPc {
   close(): Promise<void>;
 }
 
-export async function shopPc(h: Harness, ownerToken: string, companySlug: string, name: string): Promise<ShopPc> {
-  const shop = await openShop(h, ownerToken, { name });
+/**
+ * The shops' time zone for a test whose visits, minutes and days ago, must fall on "today", "yesterday" and "two days
+ * ago" of the shops' calendar: Asia/Kolkata (head office's default) unless it is less than two hours past midnight
+ * there, then America/New_York (mid-afternoon at that moment). Without it such a test fails every day from 18:30 to
+ * about 19:00 UTC, when a visit 20 minutes ago was yesterday in Kolkata.
+ */
+export function zoneAwayFromMidnight(now = new Date()): string {
+  const hour = (zone: string) => Number(new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: 'numeric', hourCycle: 'h23' }).format(now));
+  return hour('Asia/Kolkata') >= 2 ? 'Asia/Kolkata' : 'America/New_York';
+}
+
+export async function shopPc(h: Harness, ownerToken: string, companySlug: string, name: string, timezone?: string): Promise<ShopPc> {
+  const shop = await openShop(h, ownerToken, { name, ...(timezone ? { timezone } : {}) });
   const e = await enrol(h, ownerToken, shop.slug);
   const client = await connectPc(h, e);
   const topic = upTopic(companySlug, shop.slug, 'visit');
