@@ -2,12 +2,11 @@ import { defineConfig } from 'vitest/config';
 import LongestFirst from './test/support/sequencer.js';
 import SkipSummary from './test/support/skip-summary.js';
 
+/** Test files of head office's own domains (server/**): each starts its own head office on a temp SQLite file. */
+export const SERVER_TESTS = ['server/**/*.test.ts', 'shared/**/*.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['server/**/*.test.ts', 'agent/**/*.test.ts', 'shared/**/*.test.ts', 'cli/**/*.test.ts', 'test/**/*.test.ts'],
-    // The install scripts under a real systemd run beside this run, in their own vitest (vitest.systemd.config.ts,
-    // `npm test` starts both): minutes of debootstrap and apt-get downloads that would hold one of the two workers.
-    exclude: ['**/node_modules/**', 'test/systemd.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
@@ -18,7 +17,30 @@ export default defineConfig({
     // real-time video tests wait for what they count rather than for a time.
     maxWorkers: 3,
     sequence: { sequencer: LongestFirst },
+    // Every file but the real-time camera files lowers its own priority (nice 10): those count what arrives in time.
+    setupFiles: ['test/support/priority.ts'],
     // After vitest's own summary: how many tests were skipped and why, one line per missing tool (test/support/skips.ts).
     reporters: ['default', new SkipSummary()],
+    projects: [
+      {
+        // Head office's files share a worker process, one after another (no isolation): a fresh process per file spent
+        // ~3 s importing head office before each file's first test, most of the folder's time (server/ alone on 2 cores:
+        // 240 s isolated, 149 s not). Each file starts its own head office on its own temp database, and restores
+        // what it changes of the process (fake clocks). Files that touch process-wide state they cannot undo (the
+        // shop PC's models, worker threads, the CPU's float mode) live under agent/, cli/ and test/, isolated.
+        extends: true,
+        test: { name: 'server', include: SERVER_TESTS, isolate: false },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'isolated',
+          include: ['agent/**/*.test.ts', 'cli/**/*.test.ts', 'test/**/*.test.ts'],
+          // The install scripts under a real systemd run beside this run, in their own vitest (vitest.systemd.config.ts,
+          // `npm test` starts both): minutes of debootstrap and apt-get downloads that would hold one of the workers.
+          exclude: ['**/node_modules/**', 'test/systemd.test.ts'],
+        },
+      },
+    ],
   },
 });

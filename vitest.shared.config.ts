@@ -22,4 +22,5 @@ function testFiles(dir: string): string[] {
 
 export const sharedTestFiles = roots.flatMap(testFiles).filter((f) => SHARED_HELPERS.test(readFileSync(f, 'utf8')));
 
-export default defineConfig({ test: { ...base.test, include: sharedTestFiles } });
+// One project of just these files (the main config's projects split the whole suite by folder).
+export default defineConfig({ test: { ...base.test, projects: undefined, include: sharedTestFiles } });

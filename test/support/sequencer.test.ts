@@ -35,4 +35,12 @@ describe('the test file order', () => {
     }
     expect(schedule([job('x', 1), job('y', 9), job('z', 2, false, true)], 2)).toEqual(['z', 'y', 'x']);
   });
+
+  it('files that share worker processes go as one block per project, longest first, after the first camera file (one that failed still goes first)', () => {
+    const shared = (item: string, s: number, failed = false): Job<string> => ({ ...job(item, s, false, failed), shared: 'server' });
+    const jobs = [shared('s1', 5), job('big', 50), shared('s2', 30), job('cam', 40, true), shared('s3', 1, true), job('small', 2), job('cam2', 10, true)];
+    expect(schedule(jobs, 3)).toEqual(['s3', 'big', 'cam', 's2', 's1', 'small', 'cam2']);
+    // No camera file: the block goes last.
+    expect(schedule(jobs.filter((j) => !j.camera), 3)).toEqual(['s3', 'big', 'small', 's2', 's1']);
+  });
 });

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { usesCameraSlot } from './camera-files.js';
 
 /**
  * The order of test files: failed first, then longest first, so that on two workers the last minutes are not one
@@ -21,7 +22,13 @@ export default class LongestFirst extends BaseSequencer {
     const known = (s: TestSpecification): Job<TestSpecification> => {
       const rel = path.relative(root, s.moduleId).split(path.sep).join('/');
       const cached = this.ctx.cache.getFileTestResults(`${s.project.name}:${rel}`);
-      return { item: s, failed: cached?.failed ?? false, ms: cached?.duration ?? (table[rel] ?? 0) * 1000, camera: usesCameraSlot(s.moduleId) };
+      return {
+        item: s,
+        failed: cached?.failed ?? false,
+        ms: cached?.duration ?? (table[rel] ?? 0) * 1000,
+        camera: usesCameraSlot(s.moduleId),
+        shared: s.project.config.isolate === false ? s.project.name : undefined,
+      };
     };
     const workers = typeof this.ctx.config.maxWorkers === 'number' ? this.ctx.config.maxWorkers : 1;
     return schedule(files.map(known), workers);
@@ -34,6 +41,14 @@ export interface Job<T> {
   ms: number;
   /** Holds the camera slot (test/support/camera-slot.ts): no two such files run at once. */
   camera: boolean;
+  /**
+   * The project, when its files share worker processes (`isolate: false`, vitest.config.ts). vitest hands a finished
+   * file's process to the next file only when that next file in the queue is of the same such project; any other
+   * file in between and the process is ended, and the next one pays the whole import again. So these files go as
+   * one block per project, longest first, right after the first camera file: the other workers take them in turn
+   * while that file counts (the camera files run at a higher priority than the rest, test/support/priority.ts).
+   */
+  shared?: string | undefined;
 }
 
 /**
@@ -42,7 +57,19 @@ export interface Job<T> {
  * holds the slot; a camera file that would have to wait is taken only when nothing else is left.
  */
 export function schedule<T>(jobs: Job<T>[], workers: number): T[] {
-  const left = [...jobs].sort((a, b) => (a.failed !== b.failed ? (a.failed ? -1 : 1) : b.ms - a.ms));
+  const first = (a: Job<T>, b: Job<T>) => (a.failed !== b.failed ? (a.failed ? -1 : 1) : b.ms - a.ms);
+  const blocks = new Map<string, Job<T>[]>();
+  const inBlock = (j: Job<T>) => j.shared !== undefined && !j.failed; // a file that failed last time still goes first
+  for (const j of jobs) if (inBlock(j)) blocks.set(j.shared!, [...(blocks.get(j.shared!) ?? []), j]);
+  const block = [...blocks.values()].flatMap((b) => b.sort(first).map((j) => j.item));
+  const order = played(jobs.filter((j) => !inBlock(j)).sort(first), workers);
+  const cameras = new Set(jobs.filter((j) => j.camera).map((j) => j.item));
+  const at = order.findIndex((item) => cameras.has(item)) + 1 || order.length;
+  return [...order.slice(0, at), ...block, ...order.slice(at)];
+}
+
+/** The isolated files' order (`left` sorted failed first, then longest). */
+function played<T>(left: Job<T>[], workers: number): T[] {
   const free = Array.from({ length: Math.max(1, workers) }, () => 0); // when each worker comes free
   let slotFreeAt = 0;
   const order: T[] = [];
@@ -58,15 +85,4 @@ export function schedule<T>(jobs: Job<T>[], workers: number): T[] {
     order.push(job.item);
   }
   return order;
-}
-
-/** What a camera file calls first (test/support/camera-slot.ts; not imported here: it registers vitest hooks). */
-const CAMERA_SLOT_CALL = 'useCameraSlot(';
-
-function usesCameraSlot(file: string): boolean {
-  try {
-    return fs.readFileSync(file, 'utf8').includes(CAMERA_SLOT_CALL);
-  } catch {
-    return false;
-  }
 }
