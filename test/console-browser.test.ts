@@ -5,7 +5,7 @@ import { upTopic } from '../shared/topics.js';
 import { done, haveChromium, launchChromium, openWatched, signIn, stored, until, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Harness, type Company } from './support/harness.js';
 import { addCamera, heartbeat, jpeg, openShop, upload, waitFor } from './support/shop-pc.js';
-import { settled, shopPc, type ShopPc } from './support/visits.js';
+import { settled, shopPc, zoneAwayFromMidnight, type ShopPc } from './support/visits.js';
 
 /**
  * The web console in a real browser (Debian's chromium driven by playwright-core) against a real head office
@@ -40,8 +40,10 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
     beforeAll(async () => {
       h = await startHarness();
       chain = await h.company('Chai Point');
-      // One shop with a reporting shop PC and three visits today; one shop with nothing installed yet.
-      pc = await shopPc(h, chain.ownerToken, chain.slug, 'Bandra West');
+      // One shop with a reporting shop PC and three visits today; one shop with nothing installed yet. Both in a zone
+      // where the last minutes are today (test/support/visits.ts).
+      const timezone = zoneAwayFromMidnight();
+      pc = await shopPc(h, chain.ownerToken, chain.slug, 'Bandra West', timezone);
       await pc.client.publishAsync(upTopic(chain.slug, pc.shop.slug, 'heartbeat'), JSON.stringify(heartbeat({ cameras_up: 1, cameras_total: 2, fraction_below_gate: 0.1 })));
       // "Cameras up" comes from each camera's own reported state (issue 28): two cameras, one connected.
       await addCamera(h, chain.ownerToken, pc.shop.slug, { camera_id: 'till', label: 'Till' });
@@ -50,7 +52,7 @@ describe.skipIf(!haveChromium)('web console in a browser', () => {
       expect(state.status).toBe(200);
       for (let i = 0; i < 3; i++) await pc.publish(visit('door', i + 1));
       await settled(h);
-      await openShop(h, chain.ownerToken, { name: 'Powai <Mall>', slug: 'powai' });
+      await openShop(h, chain.ownerToken, { name: 'Powai <Mall>', slug: 'powai', timezone });
     });
 
     afterAll(async () => {

@@ -161,7 +161,9 @@ describe('reports: the period before, dwell and age and gender bands', () => {
     // Purchases are dated when recorded (now): today against yesterday, and tomorrow against today.
     const now = new Date();
     const day = (d: number) => new Date(now.getTime() + d * 86_400_000).toISOString().slice(0, 10);
-    await visit('South', new Date(now.getTime() - 60_000).toISOString(), 10, { age: 33 }, faces.others[1]);
+    // A minute ago, but never before today's UTC midnight (the report below is today's).
+    const midnight = Date.parse(`${day(0)}T00:00:00Z`);
+    await visit('South', new Date(Math.max(now.getTime() - 60_000, midnight)).toISOString(), 10, { age: 33 }, faces.others[1]);
     await settled(h);
     const rows = await arrivals(h, c.ownerToken, 1, `&site=${south.slug}`);
     const buyer = rows.find((a) => a.visitor_id)!.visitor_id;

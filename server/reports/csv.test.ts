@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { memberToken, syntheticFace } from '../../test/support/shop-pc.js';
-import { settled, shopPc, type ShopPc } from '../../test/support/visits.js';
+import { settled, shopPc, zoneAwayFromMidnight, type ShopPc } from '../../test/support/visits.js';
 import { upTopic } from '../../shared/topics.js';
 import { csvField } from './csv.js';
 
@@ -17,7 +17,8 @@ describe('reports as CSV', () => {
     h = await startHarness();
     c = await h.company('Csv Chain');
     staff = await memberToken(h, c.ownerToken, 'staff');
-    pc = await shopPc(h, c.ownerToken, c.slug, 'Juhu, "Beach" Road');
+    // In a zone where the last minutes are today (test/support/visits.ts): the last row below is today's.
+    pc = await shopPc(h, c.ownerToken, c.slug, 'Juhu, "Beach" Road', zoneAwayFromMidnight());
     const at = (min: number) => new Date(Date.now() - min * 60_000).toISOString();
     await pc.publish({ visit_id: randomUUID(), occurred_at: at(5), camera_id: 'door', embedding: syntheticFace(7), recognition_model: 'm', quality: 0.9, passed_gate: true });
     await pc.publish({ visit_id: randomUUID(), occurred_at: at(4), camera_id: 'door', quality: 0.2, passed_gate: false });

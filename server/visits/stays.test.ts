@@ -14,12 +14,15 @@ describe('visits are stays; staff; sealed cursors', () => {
   let h: Harness;
   let faces: RealFaces;
   const minute = 60_000;
-  const day = Date.parse('2026-01-10T09:00:00Z');
+  /** The visits' day, D0 (and D1 after it): 30 days ago in UTC, so that a window from it to today stays under a year. */
+  const D0 = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
+  const D1 = new Date(Date.parse(D0) + 86_400_000).toISOString().slice(0, 10);
+  const day = Date.parse(`${D0}T09:00:00Z`);
   const at = (minutes: number) => new Date(day + minutes * minute).toISOString();
-  /** A pass from `from` to `to` minutes after 09:00 UTC on 10 January 2026. */
+  /** A pass from `from` to `to` minutes after 09:00 UTC on D0. */
   const pass = (face: RealFace | undefined, from: number, to = from, camera = 'entrance') =>
     visitOf(faces, face, { occurred_at: at(from), camera_id: camera, track: { id: `t-${from}-${camera}`, first_seen_at: at(from), last_seen_at: at(to), frames: 10 } });
-  const footfall = (token: string, q = '') => h.request('GET', `/api/reports/footfall?from=2026-01-10&to=2026-01-10&tz=UTC${q}`, { token });
+  const footfall = (token: string, q = '') => h.request('GET', `/api/reports/footfall?from=${D0}&to=${D0}&tz=UTC${q}`, { token });
 
   beforeAll(async () => {
     [h, faces] = await Promise.all([startHarness({ FOOTFALL_INGEST_BATCH_MS: 30 }), realFaces()]);
@@ -72,7 +75,7 @@ describe('visits are stays; staff; sealed cursors', () => {
       expect((await h.request('GET', '/api/visitors/V-1', { token: staff })).body).toMatchObject({ visit_count: 2, first_seen_at: at(0), last_seen_at: at(80) });
       const r = await footfall(staff);
       expect(r.body).toMatchObject({ total: 2, visits: 3, average_dwell_s: (41 * 60) / 3 });
-      expect(r.body.points).toMatchObject([{ bucket: '2026-01-10', visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }]);
+      expect(r.body.points).toMatchObject([{ bucket: D0, visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }]);
       expect(h.server.store.sqlite.prepare('select count(*) as n from sightings where company_id = ?').get(c.id)).toEqual({ n: 5 });
 
       // One meaning of "returning", the report's: seen on a visit before this one's local day (the shop's zone,
@@ -82,11 +85,11 @@ describe('visits are stays; staff; sealed cursors', () => {
       await pc.publish(pass(faces.same[0], 24 * 60 + 60));
       const [nextDay] = await arrivals(h, staff, 1, `&cursor=${head}`);
       expect(nextDay).toMatchObject({ visitor_ref: 'V-1', is_new_visitor: false, returning: true });
-      const days = (await h.request('GET', '/api/reports/footfall?from=2026-01-10&to=2026-01-11', { token: staff })).body;
+      const days = (await h.request('GET', `/api/reports/footfall?from=${D0}&to=${D1}`, { token: staff })).body;
       expect(days.timezone).toBe('Asia/Kolkata');
       expect(days.points).toMatchObject([
-        { bucket: '2026-01-10', visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null },
-        { bucket: '2026-01-11', visitors: 1, new: 0, returning: 1, entries: 0, exits: 0, capture_rate: null, open: null },
+        { bucket: D0, visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null },
+        { bucket: D1, visitors: 1, new: 0, returning: 1, entries: 0, exits: 0, capture_rate: null, open: null },
       ]);
     } finally {
       await pc.close();
@@ -151,7 +154,7 @@ describe('visits are stays; staff; sealed cursors', () => {
         expect(got.stays, `${name}${together ? ' in one batch' : ''}`).toEqual(expected);
         expect(got.feed, name).toEqual(expected.map((s) => [s.from, s.to, s.first]).sort());
         expect(got.customer, name).toEqual([3, at(0), at(203)]);
-        expect(got.report, name).toMatchObject([1, 3, 1060, [{ bucket: '2026-01-10', visitors: 1, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }]]);
+        expect(got.report, name).toMatchObject([1, 3, 1060, [{ bucket: D0, visitors: 1, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }]]);
         seen.add(got.c.id);
       }
     }
@@ -164,7 +167,7 @@ describe('visits are stays; staff; sealed cursors', () => {
     try {
       const manager = await memberToken(h, c.ownerToken, 'manager');
       // Purchases are recorded now: the conversion window runs from the visits' day to today.
-      const conversionQuery = `/api/reports/conversion?from=2026-01-10&to=${new Date().toISOString().slice(0, 10)}&tz=UTC`;
+      const conversionQuery = `/api/reports/conversion?from=${D0}&to=${new Date().toISOString().slice(0, 10)}&tz=UTC`;
       const [clerk, shopper] = faces.others as [RealFace, RealFace];
       await pc.publish(pass(clerk, 0, 5));
       await settled(h);
@@ -259,7 +262,7 @@ describe('visits are stays; staff; sealed cursors', () => {
         ['V-1', at(0), at(20)],
         ['V-1', at(200), at(201)],
       ]);
-      expect((await footfall(staff)).body).toMatchObject({ total: 1, visits: 2, points: [{ bucket: '2026-01-10', visitors: 1, new: 1, returning: 0 }] });
+      expect((await footfall(staff)).body).toMatchObject({ total: 1, visits: 2, points: [{ bucket: D0, visitors: 1, new: 1, returning: 0 }] });
       // A later sighting in the gap of the joined stay extends it, as for any stay.
       await pc.publish(pass(a, 40, 41));
       await settled(h);

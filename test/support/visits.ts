@@ -20,13 +20,13 @@ export interface ShopPc {
 
 /**
  * The shops' time zone for a test whose visits, minutes and days ago, must fall on "today", "yesterday" and "two days
- * ago" of the shops' calendar: Asia/Kolkata (head office's default) unless it is less than two hours past midnight
- * there, then America/New_York (mid-afternoon at that moment). Without it such a test fails every day from 18:30 to
- * about 19:00 UTC, when a visit 20 minutes ago was yesterday in Kolkata.
+ * ago" of the shops' calendar, and stay there while the file runs: Asia/Kolkata (head office's default) unless it is
+ * 23:00 to 02:00 there, then America/New_York (12:30 to 16:30 at that moment). Without it such a test fails every day
+ * from 18:30 UTC for as long as its visits reach back, when a visit 20 minutes ago was yesterday in Kolkata.
  */
 export function zoneAwayFromMidnight(now = new Date()): string {
-  const hour = (zone: string) => Number(new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: 'numeric', hourCycle: 'h23' }).format(now));
-  return hour('Asia/Kolkata') >= 2 ? 'Asia/Kolkata' : 'America/New_York';
+  const hour = Number(new Intl.DateTimeFormat('en-GB', { timeZone: 'Asia/Kolkata', hour: 'numeric', hourCycle: 'h23' }).format(now));
+  return hour >= 2 && hour < 23 ? 'Asia/Kolkata' : 'America/New_York';
 }
 
 export async function shopPc(h: Harness, ownerToken: string, companySlug: string, name: string, timezone?: string): Promise<ShopPc> {
