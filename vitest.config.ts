@@ -2,9 +2,6 @@ import { defineConfig } from 'vitest/config';
 import LongestFirst from './test/support/sequencer.js';
 import SkipSummary from './test/support/skip-summary.js';
 
-/** Test files of head office's own domains (server/**): each starts its own head office on a temp SQLite file. */
-export const SERVER_TESTS = ['server/**/*.test.ts', 'shared/**/*.test.ts'];
-
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -29,7 +26,7 @@ export default defineConfig({
         // what it changes of the process (fake clocks). Files that touch process-wide state they cannot undo (the
         // shop PC's models, worker threads, the CPU's float mode) live under agent/, cli/ and test/, isolated.
         extends: true,
-        test: { name: 'server', include: SERVER_TESTS, isolate: false },
+        test: { name: 'server', include: ['server/**/*.test.ts', 'shared/**/*.test.ts'], isolate: false },
       },
       {
         extends: true,

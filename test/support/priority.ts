@@ -7,7 +7,7 @@
  * own process's priority to nice 10 (every thread; the threads, workers and programs it starts later inherit it:
  * Chromium, the agents, ffmpeg), so that on a busy machine the camera file's shop PC gets the CPU it needs and the
  * rest share what it leaves. Lowering needs no privilege; a camera file's process is never lowered (vitest starts
- * each of the isolated files in a fresh process at the run's own priority). The systemd test runs at nice 19.
+ * each of the isolated files in a fresh process at the run's own priority). The systemd test runs at nice 15.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,10 +17,14 @@ import { usesCameraSlot } from './camera-files.js';
 /** The batch files' niceness (the camera files stay at the run's own, usually 0). */
 export const BATCH_NICE = 10;
 
-/** Lowers this process's priority to `nice`: every thread it has now (Linux sets it per thread), or the process. */
-export function lowerPriority(nice: number): void {
-  const tasks = process.platform === 'linux' ? fs.readdirSync('/proc/self/task').map(Number) : [0];
-  for (const tid of tasks) {
+/** This process's threads (Linux keeps the niceness per thread), or [0], the process, elsewhere. */
+export function threadIds(): number[] {
+  return process.platform === 'linux' ? fs.readdirSync('/proc/self/task').map(Number) : [0];
+}
+
+/** Lowers this process's priority to `nice`: every thread it has now. */
+function lowerPriority(nice: number): void {
+  for (const tid of threadIds()) {
     try {
       if (os.getPriority(tid) < nice) os.setPriority(tid, nice);
     } catch {
