@@ -11,12 +11,17 @@ import { noteSkip } from './skips.js';
  * session. Without `chromium` on PATH (or FOOTFALL_CHROMIUM) the test files skip with a printed reason.
  */
 
-/** FOOTFALL_CHROMIUM, else `chromium` on PATH (Debian's /usr/bin/chromium). */
-const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? onPath('chromium') ?? 'chromium';
+/**
+ * FOOTFALL_CHROMIUM, else Debian's `chromium-headless-shell` on PATH, else Debian's `chromium`. The headless shell (the
+ * same Chromium without the desktop browser around it, what Playwright itself uses for headless runs) was measured
+ * against the full browser on this 2-core machine, 2026-11-29: test/console-dashboard.test.ts alone took 43 s of CPU
+ * and 75 s against 66 s and 100 s; console-manage.test.ts 18 s against 24 s.
+ */
+const CHROMIUM = process.env.FOOTFALL_CHROMIUM ?? onPath('chromium-headless-shell') ?? onPath('chromium') ?? 'chromium';
 export const haveChromium = CHROMIUM.includes(path.sep) && fs.existsSync(CHROMIUM);
 
 /**
- * Debian's chromium, headless, as every console test launches it. Switches that might make it cheaper were measured
+ * Debian's Chromium, headless, as every console test launches it. Switches that might make it cheaper were measured
  * and left out (test/console-manage.test.ts alone, 2026-11-29): `--disable-gpu`, `--disable-site-isolation-trials
  * --renderer-process-limit=1` took the same 25-27 s of CPU in all as none (renderer 6-8 s, browser process 5 s).
  */
@@ -26,7 +31,7 @@ export function launchChromium(): Promise<Browser> {
 
 /** Notes why a browser test file is skipped (call at the top of the file); printed once, with a count, at the end of the run. */
 export function warnIfNoChromium(file: string): void {
-  if (!haveChromium) noteSkip(`test/${file}`, 'no chromium (apt-get install chromium, or set FOOTFALL_CHROMIUM)');
+  if (!haveChromium) noteSkip(`test/${file}`, 'no chromium (apt-get install chromium-headless-shell, or chromium, or set FOOTFALL_CHROMIUM)');
 }
 
 /** Failed fetches the console makes on purpose (a wrong password, an expired token) are logged by Chromium. */

@@ -1,7 +1,7 @@
 /**
  * A vitest reporter that prints, at the end of the run, how many tests were skipped and why, one line per reason
  * (noted by the test files with noteSkip, test/support/skips.ts), e.g.
- *   105 tests skipped: no chromium (apt-get install chromium)
+ *   105 tests skipped: no chromium (apt-get install chromium-headless-shell, or chromium, ...)
  * Skips no file explained (a root-only check, ../shared absent) are counted on one line naming their files.
  */
 import fs from 'node:fs';

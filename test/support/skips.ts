@@ -1,7 +1,7 @@
 /**
  * Why a test file skips some of its tests (a system tool missing): noted once per file, printed once per reason at
  * the end of `npm test` with the number of tests it skipped (SkipSummary, test/support/skip-summary.ts), e.g.
- * "105 tests skipped: no chromium (apt-get install chromium)". Run outside that reporter, the reason is printed here.
+ * "105 tests skipped: no chromium (apt-get install chromium-headless-shell, or chromium, ...)". Run outside that reporter, the reason is printed here.
  */
 import fs from 'node:fs';
 
