@@ -15,7 +15,7 @@ export default defineConfig({
     maxWorkers: 3,
     sequence: { sequencer: LongestFirst },
     // Every file but the real-time camera files lowers its own priority (nice 10): those count what arrives in time.
-    setupFiles: ['test/support/priority.ts'],
+    setupFiles: ['test/support/priority.ts', 'test/support/built-threads.ts'],
     // After vitest's own summary: how many tests were skipped and why, one line per missing tool (test/support/skips.ts).
     reporters: ['default', new SkipSummary()],
     projects: [

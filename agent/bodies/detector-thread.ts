@@ -3,9 +3,7 @@
  * agent's main thread (capture, MQTT, HTTP, the queue) stays free while a picture is looked at. One picture at a
  * time, as the interface says; the picture's bytes are copied and the copy moved (not cloned) to the thread.
  */
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { startThread } from '../thread.js';
 import type { RawImage } from '../capture/ppm.js';
 import { flushSubnormalsHere } from '../models/subnormals.js';
 import type { BodyDetectorOptions } from './detector.js';
@@ -18,19 +16,11 @@ export type DetectorReply =
   | { op: 'boxes'; id: number; boxes: BodyBox[] }
   | { op: 'error'; id: number; message: string };
 
-/** worker.js when built; from TypeScript sources (vitest, tsx), worker.ts through tsx's CommonJS hook (as agent/vision/engine.ts). */
-function spawn(workerData: unknown): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./detector-worker.js', import.meta.url), { workerData });
-  const require = createRequire(import.meta.url);
-  const boot = `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(fileURLToPath(new URL('./detector-worker.ts', import.meta.url)))});`;
-  return new Worker(boot, { eval: true, workerData });
-}
-
 /** Starts the thread and resolves once its detector is loaded (rejects with the loading error, the thread ended). */
 export async function startBodyDetectorThread(modelsDir: string, options: BodyDetectorOptions = {}): Promise<BodyDetector> {
   // Before the thread exists: it inherits the mode (agent/models/subnormals.ts).
   await flushSubnormalsHere();
-  const worker = spawn({ modelsDir, options });
+  const worker = startThread(new URL('./detector-worker.js', import.meta.url), { modelsDir, options });
   worker.unref();
   const waiting = new Map<number, { resolve: (b: BodyBox[]) => void; reject: (e: Error) => void }>();
   let next = 0;

@@ -6,9 +6,8 @@
  * The CLI and some tests use the same FaceAnalyzer inline.
  */
 import { availableParallelism } from 'node:os';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startThread } from '../thread.js';
 import { FaceAnalyzer, resolveAnalyzerConfig } from './analyzer.js';
 import type { AnalyzerConfig, AnalyzerConfigInput, AttributeParts, ContextRegions, FrameAnalysis, FrameScan, StageTimes } from './analyzer.js';
 import type { FrameRegion } from './image.js';
@@ -200,21 +199,6 @@ interface Slot {
   frames: Set<number>;
 }
 
-/**
- * Start the worker module next to this one: worker.js when built. When running
- * from TypeScript sources (vitest, tsx) it is worker.ts, loaded through tsx's
- * CommonJS require hook: Node 20 does not apply ESM loader hooks (`--import tsx`,
- * module.register) inside worker threads.
- */
-function spawnWorker(init: WorkerInit): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData: init });
-  const require = createRequire(import.meta.url);
-  const tsxCjs = require.resolve('tsx/cjs');
-  const entry = fileURLToPath(new URL('./worker.ts', import.meta.url));
-  const boot = `require(${JSON.stringify(tsxCjs)}); require(${JSON.stringify(entry)});`;
-  return new Worker(boot, { eval: true, workerData: init });
-}
-
 /** Does `data` own its whole ArrayBuffer (so it can be transferred without taking anything else with it)? */
 function ownsBuffer(data: Uint8Array): boolean {
   return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer;
@@ -260,7 +244,7 @@ export class WorkerPoolEngine implements VisionEngine {
   }
 
   private static start(init: WorkerInit): Promise<{ worker: Worker; modelSet: string }> {
-    const worker = spawnWorker(init);
+    const worker = startThread(new URL('./worker.js', import.meta.url), init);
     return new Promise((resolve, reject) => {
       const onMessage = (msg: WorkerReply): void => {
         if (msg.type === 'ready') {
