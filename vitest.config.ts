@@ -17,7 +17,7 @@ export default defineConfig({
     // Every file but the real-time camera files lowers its own priority (nice 10): those count what arrives in time.
     setupFiles: ['test/support/priority.ts', 'test/support/built-threads.ts'],
     // Passwords hashed at 1 MiB and one pass instead of OWASP's 19 MiB and two (server/auth/passwords.ts): the run
-    // hashes and verifies some 1,500 of them, 50 s of CPU at the real cost. Honoured only under vitest.
+    // hashes and verifies some 1,500 of them (estimated), about 50 s of CPU at the real cost. Honoured only under vitest.
     env: { FOOTFALL_TEST_PASSWORD_COST: 'low' },
     // After vitest's own summary: how many tests were skipped and why, one line per missing tool (test/support/skips.ts).
     reporters: ['default', new SkipSummary()],

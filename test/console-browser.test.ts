@@ -8,10 +8,10 @@ import { addCamera, heartbeat, jpeg, openShop, upload, waitFor } from './support
 import { settled, shopPc, zoneAwayFromMidnight, type ShopPc } from './support/visits.js';
 
 /**
- * The web console in a real browser (Debian's chromium driven by playwright-core) against a real head office
+ * The web console in a real browser (Debian's Chromium, its headless shell first, driven by playwright-core) against a real head office
  * (test harness: SQLite file, broker, HTTP on port 0). One browser for the file; a fresh context (empty storage)
  * per test. Every page is watched for console errors, uncaught exceptions and CSP violations.
- * Without /usr/bin/chromium the file skips with a printed reason (the HTTP tests in console-serve.test.ts still run).
+ * Without it on PATH (test/support/browser.ts) the file skips with a printed reason (the HTTP tests in console-serve.test.ts still run).
  */
 
 warnIfNoChromium('console-browser.test.ts');

@@ -6,7 +6,7 @@ export const PASSWORD_HASHING = { type: argon2.argon2id, memoryCost: 19 * 1024, 
 
 /**
  * The test suite's: argon2id at 1 MiB and one pass, about 1 ms. `npm test` hashes and verifies some 1,500 passwords
- * (head office's own files alone 863), 50 s of CPU at the real cost. Used only where FOOTFALL_TEST_PASSWORD_COST is
+ * (estimated; head office's own files alone 863, counted), about 50 s of CPU at the real cost. Used only where FOOTFALL_TEST_PASSWORD_COST is
  * `low` under vitest (which sets VITEST in its workers; vitest.config.ts sets the other), so a deployment cannot
  * turn it on by accident. A hash names its own parameters, so either setting verifies the other's hashes;
  * passwords.test.ts checks that the real setting is the one used everywhere else.

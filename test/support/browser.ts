@@ -8,7 +8,8 @@ import { noteSkip } from './skips.js';
 /**
  * Helpers for the console's browser tests (Debian's chromium driven by playwright-core): a page in a fresh context
  * (empty storage) watched for console errors, uncaught exceptions and CSP violations, signing in, and the stored
- * session. Without `chromium` on PATH (or FOOTFALL_CHROMIUM) the test files skip with a printed reason.
+ * session. Without `chromium-headless-shell` or `chromium` on PATH (or FOOTFALL_CHROMIUM) the test files skip with a
+ * printed reason.
  */
 
 /**

@@ -15,6 +15,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The console's browser code: built apart (its own tsconfig), never loaded by a thread. */
+const CONSOLE_WEB = path.join('server', 'console', 'web') + path.sep;
 
 /** Whether every non-test `.ts` file under root/dir has its built `.js` in root/dist/, written no earlier. */
 function builtAndCurrent(root: string, dir: string): boolean {
@@ -23,7 +25,7 @@ function builtAndCurrent(root: string, dir: string): boolean {
     if (!entry.isFile() || !entry.name.endsWith('.ts') || entry.name.endsWith('.test.ts') || entry.name.endsWith('.d.ts')) continue;
     const source = path.join(entry.parentPath, entry.name);
     const rel = path.relative(root, source);
-    if (rel.includes(`${path.sep}web${path.sep}`)) continue; // the console's browser code: built apart, never in a thread
+    if (rel.startsWith(CONSOLE_WEB)) continue;
     const built = path.join(dist, rel.replace(/\.ts$/, '.js'));
     let builtAt: number;
     try {
