@@ -105,12 +105,12 @@ async function workerMain(): Promise<void> {
       );
       const t = performance.now();
       for (let i = 0; i < SQLITE_ROWS; i += SQLITE_BATCH) {
-        store.tx(() => {
+        (await store.tx(async () => {
           for (let j = i; j < Math.min(SQLITE_ROWS, i + SQLITE_BATCH); j++) {
             const at = new Date().toISOString();
             insert.run(randomUUID(), 'c', 's', 'entrance', at, at, MODEL, 'female', 31, 'neutral', `t-${j}`);
           }
-        });
+        }));
       }
       const elapsed = performance.now() - t;
       store.close();
@@ -119,7 +119,7 @@ async function workerMain(): Promise<void> {
     async 'aedes-start'(req) {
       const r = req as Extract<Request, { cmd: 'aedes-start' }>;
       aedes = await startBroker({ host: '127.0.0.1', port: 0, log: silent });
-      aedes.setAuth({ authenticate: () => true, canPublish: () => true, canSubscribe: () => true, logins: () => [] });
+      aedes.setAuth({ authenticate: () => true, canPublish: () => true, canSubscribe: () => true, logins: async () => [] });
       let n = 0;
       await new Promise<void>((resolve) =>
         aedes!.aedes.subscribe(
@@ -172,9 +172,9 @@ async function workerMain(): Promise<void> {
       const insert = db.prepare(
         'insert into customers (id, company_id, number, recognition_model, template, template_count, visit_count, first_seen_at, last_seen_at, created_at) values (?, ?, ?, ?, ?, 3, 3, ?, ?, ?)',
       );
-      server.store.tx(() => {
+      (await server.store.tx(async () => {
         for (let i = 0; i < GALLERY; i++) insert.run(randomUUID(), company.client_id, i + 1, MODEL, templateToBlob(ids.subarray(i * DIM, (i + 1) * DIM)), now, now, now);
-      });
+      }));
       return {
         url,
         mqttPort: server.mqttPort,

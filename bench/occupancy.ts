@@ -22,7 +22,7 @@ import { openDatabase } from '../server/db/open.js';
 import { addDays, bucketsOf, localToUtc, todayIn } from '../server/reports/calendar.js';
 import { doorCounts } from '../server/reports/door.js';
 import { listShops } from '../server/shops/service.js';
-import { count, loadAverage, ms, percentile, progress, table, time } from './util.js';
+import { count, loadAverage, ms, percentile, progress, table, timeAsync } from './util.js';
 
 const SHOPS = Number(process.env.BENCH_SHOPS ?? 50);
 const CROSSINGS_PER_DAY = Number(process.env.BENCH_CROSSINGS_PER_DAY ?? 2000);
@@ -34,9 +34,11 @@ function stats(samples: number[]): [string, string] {
   return [ms(percentile(samples, 0.5)), ms(percentile(samples, 0.95))];
 }
 
-function measure(f: () => void): number[] {
-  for (let i = 0; i < 3; i++) f();
-  return Array.from({ length: RUNS }, () => time(f));
+async function measure(f: () => unknown): Promise<number[]> {
+  for (let i = 0; i < 3; i++) await f();
+  const samples: number[] = [];
+  for (let i = 0; i < RUNS; i++) samples.push(await timeAsync(async () => await f()));
+  return samples;
 }
 
 export async function run(): Promise<string | undefined> {
@@ -51,7 +53,7 @@ export async function run(): Promise<string | undefined> {
     let seed = 7;
     const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
     progress(`occupancy: ${SHOPS} shops, ${count(CROSSINGS_PER_DAY)} crossings a day each, ${DAYS} days`);
-    store.tx(() => {
+    (await store.tx(async () => {
       store.sqlite.prepare('insert into companies (id, slug, name, created_at) values (?, ?, ?, ?)').run(companyId, 'bench-door', 'Bench Door', at);
       const shop = store.sqlite.prepare('insert into shops (id, company_id, slug, name, timezone, created_at, broker_username) values (?, ?, ?, ?, ?, ?, ?)');
       const camera = store.sqlite.prepare(
@@ -65,7 +67,7 @@ export async function run(): Promise<string | undefined> {
         camera.run(randomUUID(), companyId, s.id, tuning, at, at);
         shops.push(s);
       }
-    });
+    }));
     const insert = store.sqlite.prepare(
       `insert into crossings (company_id, shop_id, crossing_id, camera_id, camera_uuid, direction, occurred_at, received_at)
        values (?, ?, ?, 'door', null, ?, ?, ?)`,
@@ -73,7 +75,7 @@ export async function run(): Promise<string | undefined> {
     let rows = 0;
     for (const s of shops) {
       const today = todayIn(s.timezone, now);
-      store.tx(() => {
+      (await store.tx(async () => {
         for (let d = DAYS - 1; d >= 0; d--) {
           const day = addDays(today, -d);
           // Opening hours 09:00 to 21:00 local; a few more entries than exits (some leave unseen).
@@ -85,13 +87,13 @@ export async function run(): Promise<string | undefined> {
             rows++;
           }
         }
-      });
+      }));
     }
     store.sqlite.pragma('optimize');
     progress(`occupancy: ${count(rows)} crossings written`);
 
     // Checked against a walk in JavaScript over the raw rows.
-    const got = shopsToday(db, shops, now);
+    const got = await shopsToday(db, shops, now);
     for (const s of shops) {
       const today = todayIn(s.timezone, now);
       const lo = new Date(localToUtc(s.timezone, today)).toISOString();
@@ -118,23 +120,23 @@ export async function run(): Promise<string | undefined> {
     const hours31 = bucketsOf(tz, addDays(to, -30), to, 'hour');
     const loadBefore = loadAverage();
     const results: [string, number[]][] = [
-      [`listShops (GET /api/sites before), ${SHOPS} shops`, measure(() => listShops(db, companyId))],
-      [`bare reference: count(*) of each shop's crossings today on the index, ${SHOPS} shops`, measure(() => windows.forEach((w) => bare.get(...w)))],
-      [`shopsToday, first poll (every shop's day walked from midnight), ${SHOPS} shops`, measure(() => (forgetDays(db), shopsToday(db, shops, now)))],
-      [`shopsToday, next poll, nothing new (line check + a count per shop), ${SHOPS} shops`, measure(() => shopsToday(db, shops, now))],
+      [`listShops (GET /api/sites before), ${SHOPS} shops`, await measure(async () => await listShops(db, companyId))],
+      [`bare reference: count(*) of each shop's crossings today on the index, ${SHOPS} shops`, await measure(() => windows.forEach((w) => bare.get(...w)))],
+      [`shopsToday, first poll (every shop's day walked from midnight), ${SHOPS} shops`, await measure(async () => (forgetDays(db), await shopsToday(db, shops, now)))],
+      [`shopsToday, next poll, nothing new (line check + a count per shop), ${SHOPS} shops`, await measure(async () => await shopsToday(db, shops, now))],
       [
         `shopsToday, next poll after one new crossing in every shop (walk continued), ${SHOPS} shops`,
-        measure(() => {
-          store.tx(() => {
+        await measure(async () => {
+          (await store.tx(async () => {
             later++;
             // 22:00 local and on: after the day's other crossings (09:00 to 21:00), before midnight.
             shops.forEach((s, k) => insert.run(companyId, s.id, randomUUID(), 'in', new Date(evening[k]! + later).toISOString(), at));
-          });
-          shopsToday(db, shops, now);
+          }));
+          await shopsToday(db, shops, now);
         }),
       ],
-      [`doorCounts, company, 14 days by day`, measure(() => doorCounts(db, companyId, { siteId: null, region: null }, days14))],
-      [`doorCounts, one shop, 31 days by hour`, measure(() => doorCounts(db, companyId, { siteId: shops[0]!.id, region: null }, hours31))],
+      [`doorCounts, company, 14 days by day`, await measure(async () => await doorCounts(db, companyId, { siteId: null, region: null }, days14))],
+      [`doorCounts, one shop, 31 days by hour`, await measure(async () => await doorCounts(db, companyId, { siteId: shops[0]!.id, region: null }, hours31))],
     ];
     const loadAfter = loadAverage();
     store.close();

@@ -302,7 +302,7 @@ interface Written {
 
 function write(server: RunningServer, companyId: string, plan: ShopPlan[], shopIds: string[], g: Generated, rand: () => number): Written {
   const sqlite = server.store.sqlite;
-  const tx = server.store.tx;
+  const tx = server.store.txSync;
   const template = Buffer.alloc(512 * 4);
   for (let d = 0; d < 512; d++) template.writeFloatLE((rand() - 0.5) / 11.3, d * 4);
   const iso = (t: number) => new Date(t).toISOString();
@@ -435,16 +435,16 @@ interface Timing {
   reps: number;
 }
 
-function measure(f: () => unknown): Timing {
+async function measure(f: () => unknown): Promise<Timing> {
   const t0 = performance.now();
-  f(); // warm-up: statements prepared, pages in the cache, code compiled
+  await f(); // warm-up: statements prepared, pages in the cache, code compiled
   const first = performance.now() - t0;
-  if (first < 200) f();
+  if (first < 200) await f();
   const reps = first < 50 ? 20 : first < 500 ? 9 : first < 1500 ? 5 : 3;
   const samples: number[] = [];
   for (let i = 0; i < reps; i++) {
     const t = performance.now();
-    f();
+    await f();
     samples.push(performance.now() - t);
   }
   samples.sort((a, b) => a - b);
@@ -641,8 +641,8 @@ export async function run(): Promise<string> {
     const db = server.store.db;
     const flagship = chain.shops[0]!;
     const london = chain.shops[plan.findIndex((s) => s.tz === 'Europe/London')]!;
-    const footfall = (q: Record<string, string>) => presentFootfall(footfallReport(db, chain.id, resolveReportQuery(db, chain.id, ReportQueryInput.parse(q))));
-    const conversion = (q: Record<string, string>) => presentConversion(conversionReport(db, chain.id, resolveReportQuery(db, chain.id, ReportQueryInput.parse(q))));
+    const footfall = async (q: Record<string, string>) => presentFootfall(await footfallReport(db, chain.id, await resolveReportQuery(db, chain.id, ReportQueryInput.parse(q))));
+    const conversion = async (q: Record<string, string>) => presentConversion(await conversionReport(db, chain.id, await resolveReportQuery(db, chain.id, ReportQueryInput.parse(q))));
     const first = new Map(
       (sqlite.prepare('select id, first_seen_at from customers where company_id = ?').all(chain.id) as { id: string; first_seen_at: string }[]).map((r) => [r.id, r.first_seen_at]),
     );
@@ -650,7 +650,7 @@ export async function run(): Promise<string> {
     // The week London's clocks go back (Sunday 26 October 2025 has 25 hours).
     const week = { from: `${YEAR}-10-20`, to: `${YEAR}-10-26` };
     const shopRows = sqlite.prepare('select shop_id, occurred_at, customer_id, passed_gate from visits where shop_id = ?').all(london.id) as VisitRow[];
-    const shopWeek = footfall({ ...week, site: london.slug, bucket: 'day' });
+    const shopWeek = await footfall({ ...week, site: london.slug, bucket: 'day' });
     compare(`${london.name}, ${week.from} to ${week.to} by day`, shopWeek, {
       from: week.from,
       to: week.to,
@@ -684,7 +684,7 @@ export async function run(): Promise<string> {
     const companyRows = sqlite
       .prepare('select shop_id, occurred_at, customer_id, passed_gate from visits where company_id = ? and occurred_at >= ? and occurred_at < ?')
       .all(chain.id, `${YEAR}-10-18`, `${YEAR}-10-28`) as VisitRow[];
-    const companyWeek = footfall({ ...week, bucket: 'day' });
+    const companyWeek = await footfall({ ...week, bucket: 'day' });
     compare(`the company, ${week.from} to ${week.to} by day`, companyWeek, {
       from: week.from,
       to: week.to,
@@ -713,7 +713,7 @@ export async function run(): Promise<string> {
     const [cur, main] = [...byCurrency].sort((a, b) => b[1].n - a[1].n)[0]!;
     const visitors = bruteFootfall(monthRows, first, names, 'Asia/Kolkata', month.from, month.to).total;
     const purchasers = new Set(sales.map((p) => p.customer_id)).size;
-    compare(`conversion, ${month.from} to ${month.to}`, conversion({ ...month }), {
+    compare(`conversion, ${month.from} to ${month.to}`, await conversion({ ...month }), {
       visitors,
       purchasers,
       conversion: ratio(purchasers / visitors),
@@ -737,8 +737,8 @@ export async function run(): Promise<string> {
       for (const win of windows) {
         progress(`footfall, ${scope.label}, ${win.what}`);
         const q = { from: win.from, to: win.to, bucket: win.bucket, ...(scope.site ? { site: scope.site } : {}) };
-        const r = footfall(q);
-        const t = measure(() => footfall(q));
+        const r = await footfall(q);
+        const t = await measure(async () => await footfall(q));
         progress(`  ${r.visits} visits: median ${ms(t.median)} ms, max ${ms(t.max)} ms`);
         rows.push([`footfall, ${scope.label}, ${win.what}`, r.points.length, r.visits.toLocaleString('en'), r.total.toLocaleString('en'), ms(t.median), ms(t.max), t.reps]);
       }
@@ -750,9 +750,9 @@ export async function run(): Promise<string> {
       ]) {
         progress(`conversion, ${scope.label}, ${win.what}`);
         const q = { from: win.from, to: win.to, ...(scope.site ? { site: scope.site } : {}) };
-        const r = conversion(q);
-        const visits = footfall({ ...q, bucket: 'month' }).visits;
-        const t = measure(() => conversion(q));
+        const r = await conversion(q);
+        const visits = (await footfall({ ...q, bucket: 'month' })).visits;
+        const t = await measure(async () => await conversion(q));
         progress(`  ${visits} visits: median ${ms(t.median)} ms, max ${ms(t.max)} ms`);
         rows.push([`conversion, ${scope.label}, ${win.what}`, '-', visits.toLocaleString('en'), `${r.visitors.toLocaleString('en')} (${r.purchasers.toLocaleString('en')} purchasers)`, ms(t.median), ms(t.max), t.reps]);
       }
@@ -764,9 +764,9 @@ export async function run(): Promise<string> {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const httpRows: (string | number)[][] = [];
     for (const [what, p, direct, reps] of [
-      ['company, 7 days by day', `/api/reports/footfall?from=${YEAR}-12-08&to=${YEAR}-12-14&bucket=day`, () => footfall({ from: `${YEAR}-12-08`, to: `${YEAR}-12-14`, bucket: 'day' }), 15],
-      ['company, 31 days by hour', `/api/reports/footfall?from=${YEAR}-10-01&to=${YEAR}-10-31&bucket=hour`, () => footfall({ from: `${YEAR}-10-01`, to: `${YEAR}-10-31`, bucket: 'hour' }), 9],
-      ['company, 365 days by month', `/api/reports/footfall?from=${YEAR}-01-01&to=${YEAR}-12-31&bucket=month`, () => footfall({ from: `${YEAR}-01-01`, to: `${YEAR}-12-31`, bucket: 'month' }), 3],
+      ['company, 7 days by day', `/api/reports/footfall?from=${YEAR}-12-08&to=${YEAR}-12-14&bucket=day`, async () => await footfall({ from: `${YEAR}-12-08`, to: `${YEAR}-12-14`, bucket: 'day' }), 15],
+      ['company, 31 days by hour', `/api/reports/footfall?from=${YEAR}-10-01&to=${YEAR}-10-31&bucket=hour`, async () => await footfall({ from: `${YEAR}-10-01`, to: `${YEAR}-10-31`, bucket: 'hour' }), 9],
+      ['company, 365 days by month', `/api/reports/footfall?from=${YEAR}-01-01&to=${YEAR}-12-31&bucket=month`, async () => await footfall({ from: `${YEAR}-01-01`, to: `${YEAR}-12-31`, bucket: 'month' }), 3],
     ] as const) {
       const get = () => getJson(agent, url + p, chain.token);
       compare(`GET ${p}`, await get(), direct());
@@ -780,9 +780,9 @@ export async function run(): Promise<string> {
     progress('event loop while the year reports run');
     const year = { from: `${YEAR}-01-01`, to: `${YEAR}-12-31` };
     const yearReports = [
-      [`/api/reports/footfall?from=${year.from}&to=${year.to}&bucket=day`, () => footfall({ ...year, bucket: 'day' })],
-      [`/api/reports/footfall?from=${year.from}&to=${year.to}&bucket=month`, () => footfall({ ...year, bucket: 'month' })],
-      [`/api/reports/conversion?from=${year.from}&to=${year.to}`, () => conversion({ ...year })],
+      [`/api/reports/footfall?from=${year.from}&to=${year.to}&bucket=day`, async () => await footfall({ ...year, bucket: 'day' })],
+      [`/api/reports/footfall?from=${year.from}&to=${year.to}&bucket=month`, async () => await footfall({ ...year, bucket: 'month' })],
+      [`/api/reports/conversion?from=${year.from}&to=${year.to}`, async () => await conversion({ ...year })],
     ] as const;
     const YEAR_RUNS = 3;
     const pingAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -794,7 +794,7 @@ export async function run(): Promise<string> {
     const inline = await watchLoop(async () => {
       for (let i = 0; i < YEAR_RUNS; i++) {
         for (const [, direct] of yearReports) {
-          direct();
+          await direct();
           await new Promise((resolve) => setImmediate(resolve)); // between reports the loop turns, as between requests
         }
       }

@@ -104,7 +104,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const digests = new DigestScheduler({ store, config, log });
 
   let firstAdmin = false;
-  if (!adminExists(store)) {
+  if (!(await adminExists(store))) {
     const email = config.FOOTFALL_ADMIN_EMAIL ?? DEFAULT_ADMIN_EMAIL;
     const made = await createAdmin(store, email, config.FOOTFALL_ADMIN_PASSWORD);
     firstAdmin = true;
@@ -138,22 +138,27 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
 
   alertRunner.start();
   digests.start();
-  const prune = setInterval(() => {
-    pruneFailures(store.db, config);
-    pruneEndedSessions(store.db);
-    pruneRefreshTokens(store);
+  const prune = setInterval(() => void pruneAll(), 10 * 60_000);
+  const pruneAll = async () => {
     try {
-      pruneAudit(store.db, config.FOOTFALL_AUDIT_RETENTION_DAYS);
+      await pruneFailures(store.db, config);
+      await pruneEndedSessions(store.db);
+      await pruneRefreshTokens(store);
+    } catch (err) {
+      log.error({ err }, 'login and session prune failed');
+    }
+    try {
+      await pruneAudit(store.db, config.FOOTFALL_AUDIT_RETENTION_DAYS);
     } catch (err) {
       log.error({ err }, 'audit prune failed');
     }
     try {
-      sweepUnlinkedFaces(deps);
-      identities.pruneMarkers(store.db);
+      await sweepUnlinkedFaces(deps);
+      await identities.pruneMarkers(store.db);
     } catch (err) {
       log.error({ err }, 'face image sweep or marker prune failed');
     }
-  }, 10 * 60_000);
+  };
   prune.unref();
   privacy.start(); // a sweep cut short by a stop carries on now
 
@@ -183,7 +188,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         await digests.stop();
         await stopHeartbeats();
         await ingest.stop();
-        crossings.stop();
+        await crossings.stop();
         await broker.close();
         store.close();
       })();

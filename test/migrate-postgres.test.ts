@@ -57,7 +57,7 @@ async function everyRow(sqliteFile: string, store: PgStore): Promise<{ sqlite: R
       const sCols = getTableColumns(st) as Record<string, SQLiteColumn>;
       const pCols = getTableColumns(pt) as Record<string, PgColumn>;
       const keyOf = (cols: Record<string, { name: string }>) => keyNames.map((n) => Object.values(cols).find((c) => c.name === n)!);
-      out.sqlite[name] = sdb.select().from(st).orderBy(...keyOf(sCols).map((c) => asc(c as SQLiteColumn))).all();
+      out.sqlite[name] = (await sdb.select().from(st).orderBy(...keyOf(sCols).map((c) => asc(c as SQLiteColumn))));
       const rows = await store.db.select().from(pt).orderBy(...keyOf(pCols).map((c) => asc(c as PgColumn)));
       // Text keys in byte order on both sides (SQLite's BINARY collation; the test cluster is initdb'd with locale C).
       out.pg[name] = rows;

@@ -61,7 +61,7 @@ describe('camera roles: a door camera counts, a faces camera recognises', () => 
     expect(visitsSent.map((v) => v.camera_id)).not.toContain('door');
     expect(visitsSent.length).toBeGreaterThanOrEqual(1);
     expect(Object.keys(doorStats)).toEqual(['door']);
-    const stored = h.server.store.db.select({ cameraId: visits.cameraId }).from(visits).where(eq(visits.shopId, shop.site_id)).all();
+    const stored = await h.server.store.db.select({ cameraId: visits.cameraId }).from(visits).where(eq(visits.shopId, shop.site_id));
     expect(stored.length).toBeGreaterThanOrEqual(1);
     expect(stored.filter((v) => v.cameraId === 'door')).toEqual([]);
 

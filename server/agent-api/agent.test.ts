@@ -49,7 +49,7 @@ describe('shop-PC routes', () => {
     const again = await h.request('POST', '/api/agent/enrol', { body: { code } });
     expect(again.status).toBe(404);
     expect(again.body.error).toBe('invalid_code');
-    const audit = h.server.store.db.select().from(auditLog).where(eq(auditLog.action, 'shop.enrol')).all();
+    const audit = await h.server.store.db.select().from(auditLog).where(eq(auditLog.action, 'shop.enrol'));
     expect(audit.at(-1)).toMatchObject({ companyId, target: shop.site_id, detail: expect.objectContaining({ hostname: 'till-pc-1', code_requested_by: expect.stringMatching(/^manager-/) }) });
     const me = await h.request('GET', '/api/agent/me', { token: r.body.token });
     expect(me.status).toBe(200);
@@ -66,8 +66,8 @@ describe('shop-PC routes', () => {
       expect(r.body).toEqual({ error: 'invalid_code', message: expect.any(String) });
     }
     const code = await enrolmentCode(h, manager, shop.slug);
-    const row = h.server.store.db.select().from(enrolmentCodes).all().at(-1)!;
-    h.server.store.db.update(enrolmentCodes).set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(enrolmentCodes.id, row.id)).run();
+    const row = (await h.server.store.db.select().from(enrolmentCodes)).at(-1)!;
+    (await h.server.store.db.update(enrolmentCodes).set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(enrolmentCodes.id, row.id)));
     const expired = await h.request('POST', '/api/agent/enrol', { body: { code } });
     expect(expired.status).toBe(404);
     expect(expired.body.error).toBe('invalid_code');

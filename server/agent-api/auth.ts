@@ -7,6 +7,7 @@ import { describesSecurity } from '../http/describe.js';
 import { unauthorized } from '../http/errors.js';
 import { addLogField } from '../http/middleware.js';
 import { shops } from '../shops/schema.js';
+import { one } from '../db/query.js';
 
 /**
  * agentAuth(): the first step of every /api/agent route but enrolment. Only a shop PC's own token (`ffs_...`)
@@ -21,12 +22,11 @@ export function agentAuth(): Mw {
     if (kind !== 'agent') {
       throw unauthorized(kind ? 'Shop-PC routes take the shop PC’s own token, never a user session.' : 'That is not a shop-PC token. Enrol the shop PC to get one.');
     }
-    const row = ctx.deps.store.db
+    const row = await one(ctx.deps.store.db
       .select({ shopId: shops.id, shopSlug: shops.slug, companyId: shops.companyId, companySlug: companies.slug, brokerUsername: shops.brokerUsername })
       .from(shops)
       .innerJoin(companies, eq(companies.id, shops.companyId))
-      .where(eq(shops.agentTokenHash, hashToken(token)))
-      .get();
+      .where(eq(shops.agentTokenHash, hashToken(token))));
     if (!row) throw unauthorized('This shop-PC token is no longer valid: the shop PC was enrolled again or the shop was removed. Enrol it with a new code.');
     ctx.state.agent = row;
     addLogField(ctx, 'shop_id', row.shopId);

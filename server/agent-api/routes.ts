@@ -20,19 +20,20 @@ import { storeUploadedFace } from '../customers/faces.js';
 import { presentCameraList, presentIdentity } from './presenter.js';
 import { recognitionOf } from '../privacy/service.js';
 import { checkJpeg, looksLikeJpeg, readJpegBody } from './raw-body.js';
+import { one } from '../db/query.js';
 
 const invalidCode = () =>
   new HttpError(404, 'invalid_code', 'This enrolment code is unknown, expired or already used. Ask a manager for a new one (Shops, then Enrolment code).');
 
 /** A present camera of the calling shop PC's shop, by uuid or camera_id; 404 otherwise. */
-function agentCamera(ctx: Ctx) {
-  const camera = findShopCamera(ctx.deps.store.db, agentOf(ctx).shopId, String(ctx.params.camera));
+async function agentCamera(ctx: Ctx) {
+  const camera = await findShopCamera(ctx.deps.store.db, agentOf(ctx).shopId, String(ctx.params.camera));
   if (!camera) throw new HttpError(404, 'not_found', 'This shop has no such camera (it may have been removed): pull the camera list again.');
   return camera;
 }
 
-function companyOf(ctx: Ctx, companyId: string) {
-  const company = ctx.deps.store.db.select({ slug: companies.slug, name: companies.name }).from(companies).where(eq(companies.id, companyId)).get();
+async function companyOf(ctx: Ctx, companyId: string) {
+  const company = await one(ctx.deps.store.db.select({ slug: companies.slug, name: companies.name }).from(companies).where(eq(companies.id, companyId)));
   if (!company) throw new Error('company of an enrolled shop not found');
   return company;
 }
@@ -50,11 +51,11 @@ export function agentRoutes(): AppRouter {
     let result: { shopId: string; secret: string; previous: boolean };
     try {
       const { secret, sealed } = shopLogins.newSecret();
-      result = store.tx(() => {
-        const spent = spendEnrolmentCode(store.db, keys, body.code);
+      result = await store.tx(async () => {
+        const spent = await spendEnrolmentCode(store.db, keys, body.code);
         if (!spent) throw invalidCode();
         const { code, shop } = spent;
-        store.db
+        (await store.db
           .update(shops)
           .set({
             agentTokenHash: hashToken(token),
@@ -63,8 +64,7 @@ export function agentRoutes(): AppRouter {
             brokerSecret: sealed,
             ...(body.agent_version ? { agentVersion: body.agent_version } : {}),
           })
-          .where(eq(shops.id, shop.id))
-          .run();
+          .where(eq(shops.id, shop.id)));
         writeAudit(store.db, {
           action: 'shop.enrol',
           companyId: shop.companyId,
@@ -77,8 +77,8 @@ export function agentRoutes(): AppRouter {
     } catch (err) {
       throw mapInfraErrors(err, 'enrol shop PCs');
     }
-    const shop = getShop(store.db, result.shopId)!;
-    const company = companyOf(ctx, shop.companyId);
+    const shop = (await getShop(store.db, result.shopId))!;
+    const company = await companyOf(ctx, shop.companyId);
     // The new secret is the login now (an external broker is told); the old one no longer authenticates, and any
     // connection still using it (the previous PC, if any) is ended.
     await shopLogins.activate({ username: shop.brokerUsername, password: result.secret, prefix: shopPrefix(company.slug, shop.slug) });
@@ -89,38 +89,38 @@ export function agentRoutes(): AppRouter {
   });
 
   // 2. Who am I.
-  r.get('/me', agentAuth(), (ctx) => {
+  r.get('/me', agentAuth(), async (ctx) => {
     const agent = agentOf(ctx);
-    const shop = getShop(ctx.deps.store.db, agent.shopId)!;
-    ctx.body = presentIdentity(ctx.deps, shop, companyOf(ctx, agent.companyId));
+    const shop = (await getShop(ctx.deps.store.db, agent.shopId))!;
+    ctx.body = presentIdentity(ctx.deps, shop, await companyOf(ctx, agent.companyId));
   });
 
   // 3. Camera list pull, tombstones included.
-  r.get('/cameras', agentAuth(), (ctx) => {
-    const rows = shopCameras(ctx.deps.store.db, agentOf(ctx).shopId);
+  r.get('/cameras', agentAuth(), async (ctx) => {
+    const rows = await shopCameras(ctx.deps.store.db, agentOf(ctx).shopId);
     if (rows.some((c) => c.password !== null && !c.deletedAt)) requireKey(ctx, 'hand out camera passwords');
     try {
-      ctx.body = { ...presentCameraList(rows, (sealed) => ctx.deps.keys.decrypt(sealed)), recognition: recognitionOf(ctx.deps.store.db, agentOf(ctx).companyId) };
+      ctx.body = { ...presentCameraList(rows, (sealed) => ctx.deps.keys.decrypt(sealed)), recognition: await recognitionOf(ctx.deps.store.db, agentOf(ctx).companyId) };
     } catch (err) {
       throw mapInfraErrors(err, 'hand out camera passwords');
     }
   });
 
   // 4. Camera state report.
-  r.post('/cameras/state', agentAuth(), validate({ body: CameraStateReport }), (ctx) => {
+  r.post('/cameras/state', agentAuth(), validate({ body: CameraStateReport }), async (ctx) => {
     const body = bodyOf(ctx, CameraStateReport);
     const { store } = ctx.deps;
     const shopId = agentOf(ctx).shopId;
-    ctx.body = store.tx(() => {
+    ctx.body = await store.tx(async () => {
       let updated = 0;
       const unknown: string[] = [];
       for (const report of body.cameras) {
-        const camera = findShopCamera(store.db, shopId, report.camera);
+        const camera = await findShopCamera(store.db, shopId, report.camera);
         if (!camera) {
           unknown.push(report.camera);
           continue;
         }
-        recordCameraState(store.db, camera, report.connected, report.reason);
+        await recordCameraState(store.db, camera, report.connected, report.reason);
         updated++;
       }
       return { updated, unknown };
@@ -129,12 +129,12 @@ export function agentRoutes(): AppRouter {
 
   // 5. Snapshot upload (image/jpeg).
   r.put('/cameras/:camera/snapshot', agentAuth(), async (ctx) => {
-    const camera = agentCamera(ctx);
+    const camera = await agentCamera(ctx);
     const jpeg = await readJpegBody(ctx, LIMITS.snapshotBytes);
     await checkJpeg(jpeg);
     await writeSnapshot(ctx.deps.config.dataDir, camera.companyId, camera.id, jpeg);
     const at = new Date().toISOString();
-    recordSnapshot(ctx.deps.store.db, camera.id, at);
+    await recordSnapshot(ctx.deps.store.db, camera.id, at);
     ctx.body = { snapshot_at: at };
   });
 
@@ -152,9 +152,9 @@ export function agentRoutes(): AppRouter {
   });
 
   // 7. Check-job claim: the oldest open check of this shop, or job null.
-  r.post('/checks/claim', agentAuth(), (ctx) => {
+  r.post('/checks/claim', agentAuth(), async (ctx) => {
     const { store } = ctx.deps;
-    const claimed = store.tx(() => claimNextCheck(store.db, agentOf(ctx).shopId));
+    const claimed = await store.tx(async () => await claimNextCheck(store.db, agentOf(ctx).shopId));
     ctx.body = {
       job: claimed
         ? {
@@ -177,7 +177,7 @@ export function agentRoutes(): AppRouter {
     const shopId = agentOf(ctx).shopId;
     const checkId = String(ctx.params.check);
     if (!isUuid(checkId)) throw new HttpError(404, 'not_found', 'This shop has no such check.');
-    const before = shopCheck(store.db, shopId, checkId.toLowerCase());
+    const before = await shopCheck(store.db, shopId, checkId.toLowerCase());
     let image: Buffer | undefined;
     if (body.image) {
       image = Buffer.from(body.image, 'base64');
@@ -186,10 +186,10 @@ export function agentRoutes(): AppRouter {
         throw badRequest('image: must be a base64 JPEG picture');
       });
     }
-    const check = store.tx(() => answerCheck(store.db, shopCheck(store.db, shopId, before.id), body, image !== undefined));
+    const check = await store.tx(async () => await answerCheck(store.db, await shopCheck(store.db, shopId, before.id), body, image !== undefined));
     if (image) {
       await writeSnapshot(config.dataDir, check.companyId, check.cameraUuid, image);
-      recordSnapshot(store.db, check.cameraUuid, new Date().toISOString());
+      await recordSnapshot(store.db, check.cameraUuid, new Date().toISOString());
     }
     ctx.body = { state: 'done', ok: body.verdict === 'good', verdict: body.verdict };
   });
@@ -201,7 +201,7 @@ export function agentRoutes(): AppRouter {
 
   // 10. Live frame upload (image/jpeg); the answer says whether anyone still watches.
   r.post('/live/:camera/frames', agentAuth(), async (ctx) => {
-    const camera = agentCamera(ctx);
+    const camera = await agentCamera(ctx);
     const jpeg = await readJpegBody(ctx, LIMITS.frameBytes);
     if (!looksLikeJpeg(jpeg)) throw badRequest('The body is not a JPEG picture.');
     ctx.body = ctx.deps.live.frame(camera.id, jpeg);

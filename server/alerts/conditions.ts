@@ -32,28 +32,26 @@ const subjectOf = (kind: AlertKind, shopId: string, cameraUuid?: string | null) 
  * false (the first three heartbeat intervals after head office starts) leaves a shop that looks offline unknown:
  * its PC may simply not have reported to the new process yet.
  */
-export function conditions(db: Db, config: Config, rulesOf: (companyId: string) => AlertRules, now: number, offlineKnown = true): Condition[] {
-  const list = db
+export async function conditions(db: Db, config: Config, rulesOf: (companyId: string) => Promise<AlertRules>, now: number, offlineKnown = true): Promise<Condition[]> {
+  const list = (await db
     .select({ shop: shops })
     .from(shops)
     .innerJoin(companies, eq(companies.id, shops.companyId))
-    .where(and(eq(companies.active, true), isNotNull(shops.enrolledAt)))
-    .all()
+    .where(and(eq(companies.active, true), isNotNull(shops.enrolledAt))))
     .map((r) => r.shop);
   if (list.length === 0) return [];
-  const today = shopsToday(db, list, new Date(now));
-  const lined = shopsWithLine(
-    db,
-    list.map((s) => s.id),
-  );
-  const cams = db
+  const today = await shopsToday(db, list, new Date(now));
+  const lined = await shopsWithLine(
+      db,
+      list.map((s) => s.id),
+    );
+  const cams = await db
     .select({ id: cameras.id, shopId: cameras.shopId, cameraId: cameras.cameraId, label: cameras.label, connected: cameras.connected, reason: cameras.connectionReason })
     .from(cameras)
-    .where(and(isNull(cameras.deletedAt), eq(cameras.enabled, true)))
-    .all();
+    .where(and(isNull(cameras.deletedAt), eq(cameras.enabled, true)));
   const out: Condition[] = [];
   for (const shop of list) {
-    const rules = rulesOf(shop.companyId);
+    const rules = await rulesOf(shop.companyId);
     const add = (kind: AlertKind, wrong: boolean, message: string, cameraUuid: string | null = null) => {
       if (rules[kind].enabled) out.push({ companyId: shop.companyId, shopId: shop.id, cameraUuid, kind, subject: subjectOf(kind, shop.id, cameraUuid), wrong, message });
     };
@@ -82,7 +80,7 @@ export function conditions(db: Db, config: Config, rulesOf: (companyId: string) 
 
     if (lined.has(shop.id) && shop.openingHours) {
       const open = isOpenAt(shop.openingHours, shop.timezone, now);
-      const quiet = doorQuiet(db, shop, now - rules.door_not_counting.after_minutes * 60_000);
+      const quiet = await doorQuiet(db, shop, now - rules.door_not_counting.after_minutes * 60_000);
       const wrong = open && (shop.doorCountingProblem !== null || quiet);
       const why = shop.doorCountingProblem ?? `no entry or exit counted for ${rules.door_not_counting.after_minutes} minutes`;
       add('door_not_counting', wrong, `The door of ${shop.name} is not counting while the shop is open: ${why}.`);
@@ -92,7 +90,7 @@ export function conditions(db: Db, config: Config, rulesOf: (companyId: string) 
 }
 
 /** No crossing at the shop since `since`. */
-function doorQuiet(db: Db, shop: ShopRow, since: number): boolean {
-  const row = db.get<{ n: number }>(sql`select count(*) as n from (select 1 from crossings where shop_id = ${shop.id} and occurred_at >= ${new Date(since).toISOString()} limit 1)`);
+async function doorQuiet(db: Db, shop: ShopRow, since: number): Promise<boolean> {
+  const row = await db.get<{ n: number }>(sql`select count(*) as n from (select 1 from crossings where shop_id = ${shop.id} and occurred_at >= ${new Date(since).toISOString()} limit 1)`);
   return (row?.n ?? 0) === 0;
 }

@@ -38,7 +38,7 @@ export class Deliverer {
 
   private async sendDue(now: number): Promise<void> {
     const { store, config, log } = this.deps;
-    const due = store.db
+    const due = await store.db
       .select({ d: alertDeliveries, a: alerts, shopName: shops.name, shopSlug: shops.slug, cameraId: cameras.cameraId, cameraLabel: cameras.label })
       .from(alertDeliveries)
       .innerJoin(alerts, eq(alerts.seq, alertDeliveries.alertSeq))
@@ -46,8 +46,7 @@ export class Deliverer {
       .leftJoin(cameras, eq(cameras.id, alerts.cameraUuid))
       .where(and(isNull(alertDeliveries.deliveredAt), isNull(alertDeliveries.failedAt), lte(alertDeliveries.nextAt, new Date(now).toISOString())))
       .orderBy(asc(alertDeliveries.id))
-      .limit(50)
-      .all();
+      .limit(50);
     for (const row of due) {
       const view = { alert: row.a, shopName: row.shopName, shopSlug: row.shopSlug, cameraId: row.cameraId, cameraLabel: row.cameraLabel };
       let error: string | null = null;
@@ -60,16 +59,15 @@ export class Deliverer {
       const attempts = row.d.attempts + 1;
       const at = new Date().toISOString();
       if (error === null) {
-        store.db.update(alertDeliveries).set({ attempts, deliveredAt: at, lastError: null }).where(eq(alertDeliveries.id, row.d.id)).run();
+        (await store.db.update(alertDeliveries).set({ attempts, deliveredAt: at, lastError: null }).where(eq(alertDeliveries.id, row.d.id)));
         continue;
       }
       const giveUp = attempts >= config.FOOTFALL_ALERT_RETRY_MAX;
       const wait = Math.min(3_600_000, config.FOOTFALL_ALERT_RETRY_BASE_S * 1000 * 2 ** (attempts - 1));
-      store.db
+      (await store.db
         .update(alertDeliveries)
         .set({ attempts, lastError: error.slice(0, 500), ...(giveUp ? { failedAt: at } : { nextAt: new Date(Date.now() + wait).toISOString() }) })
-        .where(eq(alertDeliveries.id, row.d.id))
-        .run();
+        .where(eq(alertDeliveries.id, row.d.id)));
       (giveUp ? log.error.bind(log) : log.warn.bind(log))({ channel: row.d.channel, alert_id: row.a.id, attempts, error }, giveUp ? 'alert delivery given up' : 'alert delivery failed; will retry');
     }
   }
@@ -82,7 +80,7 @@ export class Deliverer {
 
   private async webhook(url: string, event: 'raised' | 'cleared', deliveryId: number, view: AlertView): Promise<void> {
     const { store, keys, config } = this.deps;
-    const sealed = settingsOf(store.db, view.alert.companyId).webhookSecret;
+    const sealed = (await settingsOf(store.db, view.alert.companyId)).webhookSecret;
     if (!sealed) throw new Error('the webhook has no secret');
     const body = JSON.stringify(alertPayload(event, view));
     const timestamp = String(Math.floor(Date.now() / 1000));

@@ -55,33 +55,33 @@ export function alertsRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api/alerts' });
 
   /** History, newest first; `next_cursor` fetches the older page (null at the end). */
-  r.get('/', auth(alertsPolicy.view), validate({ query: AlertsQuery }), (ctx) => {
+  r.get('/', auth(alertsPolicy.view), validate({ query: AlertsQuery }), async (ctx) => {
     const q = queryOf(ctx, AlertsQuery);
     const db = ctx.deps.store.db;
     const companyId = tenantOf(ctx);
-    const siteId = q.site ? resolve(db, shopRef, companyId, q.site, 'query') : null;
-    const rows = listAlerts(db, companyId, { before: q.cursor ? decodeCursor(q.cursor) : null, limit: q.limit, openOnly: q.state === 'open', siteId });
+    const siteId = q.site ? (await resolve(db, shopRef, companyId, q.site, 'query')) : null;
+    const rows = await listAlerts(db, companyId, { before: q.cursor ? decodeCursor(q.cursor) : null, limit: q.limit, openOnly: q.state === 'open', siteId });
     const page = rows.slice(0, q.limit);
     ctx.body = {
       alerts: page.map(presentAlert),
       next_cursor: rows.length > q.limit ? encodeCursor(page[page.length - 1]!.alert.seq) : null,
-      open_count: openAlertCount(db, companyId),
+      open_count: await openAlertCount(db, companyId),
     };
   });
 
-  r.get('/settings', auth(alertsPolicy.view), (ctx) => {
+  r.get('/settings', auth(alertsPolicy.view), async (ctx) => {
     const db = ctx.deps.store.db;
-    const s = settingsOf(db, tenantOf(ctx));
-    ctx.body = presentSettings(s, recipientsOf(db, tenantOf(ctx), { ...s, emailTo: null }));
+    const s = await settingsOf(db, tenantOf(ctx));
+    ctx.body = presentSettings(s, await recipientsOf(db, tenantOf(ctx), { ...s, emailTo: null }));
   });
 
   /** Rules are merged over the current ones; an omitted field is left alone; webhook_url null removes the webhook. */
-  r.patch('/settings', auth(alertsPolicy.configure), validate({ body: AlertSettingsBody }), (ctx) => {
+  r.patch('/settings', auth(alertsPolicy.configure), validate({ body: AlertSettingsBody }), async (ctx) => {
     const body = bodyOf(ctx, AlertSettingsBody);
     const { store, keys } = ctx.deps;
     const companyId = tenantOf(ctx);
-    ctx.body = store.tx(() => {
-      const current = settingsOf(store.db, companyId);
+    ctx.body = await store.tx(async () => {
+      const current = await settingsOf(store.db, companyId);
       let secret = current.webhookSecret;
       if (body.webhook_secret !== undefined) {
         if (keys.problem) throw noEncryptionKey('keep a webhook secret');
@@ -90,14 +90,14 @@ export function alertsRoutes(): AppRouter {
       const url = body.webhook_url === undefined ? current.webhookUrl : body.webhook_url;
       if (url === null) secret = null;
       else if (secret === null) throw badRequest('webhook_secret: send a secret of at least 16 characters with the webhook URL; deliveries are signed with it');
-      const saved = saveSettings(store.db, companyId, {
-        rules: body.rules ? mergeRules(current.rules, body.rules) : current.rules,
-        emailTo: body.email_to === undefined ? current.emailTo : body.email_to,
-        webhookUrl: url,
-        webhookSecret: secret,
-      });
+      const saved = await saveSettings(store.db, companyId, {
+              rules: body.rules ? mergeRules(current.rules, body.rules) : current.rules,
+              emailTo: body.email_to === undefined ? current.emailTo : body.email_to,
+              webhookUrl: url,
+              webhookSecret: secret,
+            });
       audit(ctx, { action: 'alerts.settings', target: companyId, detail: { fields: Object.keys(body).filter((k) => k !== 'webhook_secret'), webhook_secret_changed: body.webhook_secret !== undefined } });
-      return presentSettings(saved, recipientsOf(store.db, companyId, { ...saved, emailTo: null }));
+      return presentSettings(saved, await recipientsOf(store.db, companyId, { ...saved, emailTo: null }));
     });
   });
 

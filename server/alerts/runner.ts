@@ -33,7 +33,7 @@ export class AlertRunner {
     if (this.stopped) return Promise.resolve();
     this.pass ??= (async () => {
       try {
-        const changed: Transition[] = evaluate(this.deps.store, this.deps.config, this.pending, now, now >= this.graceUntil);
+        const changed: Transition[] = await evaluate(this.deps.store, this.deps.config, this.pending, now, now >= this.graceUntil);
         for (const t of changed) this.deps.log.info({ alert_id: t.alert.id, kind: t.alert.kind, shop_id: t.alert.shopId, event: t.event }, `alert ${t.event}`);
         await this.deliverer.run();
       } catch (err) {

@@ -48,9 +48,9 @@ function tool<S extends z.ZodType>(t: { name: string; description: string; args:
 const site = z.string().trim().min(1).max(200);
 
 /** The shop a tool names (slug or uuid) in the caller's company; another company's is "not found". */
-function shopNamed(ctx: Ctx, ref: string) {
+async function shopNamed(ctx: Ctx, ref: string) {
   const db = ctx.deps.store.db;
-  const shop = getShop(db, resolve(db, shopRef, tenantOf(ctx), ref, 'path'));
+  const shop = await getShop(db, await resolve(db, shopRef, tenantOf(ctx), ref, 'path'));
   if (!shop) throw notFound('That shop');
   return shop;
 }
@@ -62,11 +62,11 @@ const sites = tool({
     "Lists the company's shops: name, slug, time zone, whether the shop PC is online, its cameras up and total, face quality (fraction_below_gate), visits queued or dropped, and people in the shop now (occupancy) with today's entries and exits (null where no camera has a counting line).",
   args: z.strictObject({}),
   rule: shopsPolicy.view,
-  run(ctx) {
+  async run(ctx) {
     const now = Date.now();
     const db = ctx.deps.store.db;
-    const list = listShops(db, tenantOf(ctx));
-    const today = shopsToday(db, list, new Date(now));
+    const list = await listShops(db, tenantOf(ctx));
+    const today = await shopsToday(db, list, new Date(now));
     return { sites: list.map((s) => shopForTool(presentSite(s, ctx.deps.config, today.get(s.id)!, now))) };
   },
 });
@@ -77,13 +77,13 @@ const cameras = tool({
   description: 'Lists cameras, of one shop or of every shop: label, camera_id, whether it is connected, and its last check (state, verdict, headline).',
   args: z.strictObject({ site: site.optional().describe('The shop (slug or id); omit for every shop.') }),
   rule: camerasPolicy.view,
-  run(ctx, args) {
+  async run(ctx, args) {
     const db = ctx.deps.store.db;
     const companyId = tenantOf(ctx);
-    const shopId = args.site === undefined ? undefined : resolve(db, shopRef, companyId, args.site, 'query');
+    const shopId = args.site === undefined ? undefined : await resolve(db, shopRef, companyId, args.site, 'query');
     const now = Date.now();
-    const views = listCameras(db, companyId).filter((v) => shopId === undefined || v.shop.id === shopId);
-    const { health } = companyCounting(db, ctx.deps.config, companyId, shopId, now);
+    const views = (await listCameras(db, companyId)).filter((v) => shopId === undefined || v.shop.id === shopId);
+    const { health } = await companyCounting(db, ctx.deps.config, companyId, shopId, now);
     return { cameras: views.map((v) => cameraForTool(presentCamera(v, now, health))) };
   },
 });
@@ -94,9 +94,9 @@ const siteCheck = tool({
   description: "Runs the shop check of one shop: five steps in order (the shop's PC is online, recognition is running, cameras are connected, cameras can recognise faces, visits are reaching head office), each pass, warn, fail or unknown, with advice.",
   args: z.strictObject({ site: site.describe('The shop (slug or id).') }),
   rule: shopsPolicy.view,
-  run(ctx, args) {
-    const shop = shopNamed(ctx, args.site);
-    const cams = shopCameraStates(ctx.deps.store.db, shop.id, companyCounting(ctx.deps.store.db, ctx.deps.config, shop.companyId, shop.id).health);
+  async run(ctx, args) {
+    const shop = await shopNamed(ctx, args.site);
+    const cams = await shopCameraStates(ctx.deps.store.db, shop.id, (await companyCounting(ctx.deps.store.db, ctx.deps.config, shop.companyId, shop.id)).health);
     return presentShopCheck(shop, checkShop(shop, cams, ctx.deps.config));
   },
 });
@@ -111,25 +111,25 @@ const cameraCheck = tool({
     site: site.optional().describe('The shop (slug or id); needed when two shops have a camera with that camera_id.'),
   }),
   rule: camerasPolicy.check,
-  run(ctx, args) {
+  async run(ctx, args) {
     const { store } = ctx.deps;
     const db = store.db;
     const companyId = tenantOf(ctx);
-    const { view, check } = store.tx(() => {
+    const { view, check } = await store.tx(async () => {
       let id: string;
       if (args.site === undefined) {
-        id = resolve(db, cameraRef, companyId, args.camera, 'path');
+        id = await resolve(db, cameraRef, companyId, args.camera, 'path');
       } else {
-        const shop = shopNamed(ctx, args.site);
-        const found = findShopCamera(db, shop.id, args.camera);
+        const shop = await shopNamed(ctx, args.site);
+        const found = await findShopCamera(db, shop.id, args.camera);
         if (!found) throw notFound(`Camera "${args.camera}" of ${shop.name}`);
         id = found.id;
       }
-      const found = viewCamera(db, id);
+      const found = await viewCamera(db, id);
       if (!found) throw notFound('That camera');
-      return { view: found, check: startCheck(ctx, found, { kind: 'connection', seconds: null, via: 'assistant' }) };
+      return { view: found, check: await startCheck(ctx, found, { kind: 'connection', seconds: null, via: 'assistant' }) };
     });
-    announceCheck(ctx, view, check);
+    await announceCheck(ctx, view, check);
     return { camera: view.camera.label || view.camera.cameraId, camera_id: view.camera.cameraId, site: view.shop.name, check: checkForTool(presentCheck({ ...view, check })) };
   },
 });
@@ -155,7 +155,7 @@ const footfall = tool({
     const input = ReportQueryInput.safeParse(args, { error: plainErrors });
     if (!input.success) throw badRequest(describeIssues(input.error));
     // Counted on a report thread, as GET /api/reports/footfall is: a year's report must not stall head office.
-    return presentFootfall(await reportPool(ctx.deps).footfall(companyId, resolveReportQuery(db, companyId, input.data)));
+    return presentFootfall(await reportPool(ctx.deps).footfall(companyId, await resolveReportQuery(db, companyId, input.data)));
   },
 });
 

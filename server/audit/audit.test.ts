@@ -88,7 +88,7 @@ describe('the audit trail', () => {
     expect(order).toEqual([...order].sort((x, y) => y - x));
     expect(r.body.cursor).toBeNull();
     // Nothing of company B.
-    const bRows = h.server.store.db.select().from(auditLog).where(eq(auditLog.companyId, b.id)).all();
+    const bRows = await h.server.store.db.select().from(auditLog).where(eq(auditLog.companyId, b.id));
     expect(bRows.length).toBeGreaterThan(0);
     const bIds = new Set(bRows.map((x) => x.id));
     expect(entries.some((e) => bIds.has(e.id))).toBe(false);
@@ -158,13 +158,13 @@ describe('the audit trail', () => {
 
   it('forgets rows older than the retention, and only those', async () => {
     const db = h.server.store.db;
-    const before = db.select().from(auditLog).all().length;
-    const old = db.select().from(auditLog).where(eq(auditLog.companyId, a.id)).limit(2).all();
-    for (const row of old) db.update(auditLog).set({ at: new Date(Date.now() - 800 * 86_400_000).toISOString() }).where(eq(auditLog.id, row.id)).run();
-    expect(pruneAudit(db, 730)).toBe(2);
-    const after = db.select().from(auditLog).all();
+    const before = (await db.select().from(auditLog)).length;
+    const old = await db.select().from(auditLog).where(eq(auditLog.companyId, a.id)).limit(2);
+    for (const row of old) (await db.update(auditLog).set({ at: new Date(Date.now() - 800 * 86_400_000).toISOString() }).where(eq(auditLog.id, row.id)));
+    expect(await pruneAudit(db, 730)).toBe(2);
+    const after = await db.select().from(auditLog);
     expect(after.length).toBe(before - 2);
     expect(after.some((r) => old.some((o) => o.id === r.id))).toBe(false);
-    expect(pruneAudit(db, 730)).toBe(0);
+    expect(await pruneAudit(db, 730)).toBe(0);
   });
 });

@@ -20,7 +20,7 @@ export interface AuditFilter {
 }
 
 /** One page of a company's audit rows, newest first; `more` when older rows match too. */
-export function listAudit(db: Db, f: AuditFilter): { rows: AuditRow[]; more: boolean } {
+export async function listAudit(db: Db, f: AuditFilter): Promise<{ rows: AuditRow[]; more: boolean }> {
   const where: (SQL | undefined)[] = [eq(auditLog.companyId, f.companyId)];
   if (f.before !== undefined) where.push(lt(auditLog.id, f.before));
   if (f.actor) where.push(f.actor.includes('@') ? eq(sql`lower(${auditLog.actorEmail})`, f.actor.toLowerCase()) : eq(auditLog.actorId, f.actor));
@@ -38,23 +38,22 @@ export function listAudit(db: Db, f: AuditFilter): { rows: AuditRow[]; more: boo
       ),
     );
   }
-  const rows = db
+  const rows = await db
     .select()
     .from(auditLog)
     .where(and(...where))
     .orderBy(desc(auditLog.id))
-    .limit(f.limit + 1)
-    .all();
+    .limit(f.limit + 1);
   const more = rows.length > f.limit;
   return { rows: more ? rows.slice(0, f.limit) : rows, more };
 }
 
 /** Deletes audit rows older than `days` days, in batches; returns how many went. */
-export function pruneAudit(db: Db, days: number, now = Date.now()): number {
+export async function pruneAudit(db: Db, days: number, now = Date.now()): Promise<number> {
   const cutoff = new Date(now - days * 86_400_000).toISOString();
   let total = 0;
   for (;;) {
-    const n = db.run(sql`delete from audit_log where id in (select id from audit_log where at < ${cutoff} limit 5000)`).changes;
+    const n = (await db.run(sql`delete from audit_log where id in (select id from audit_log where at < ${cutoff} limit 5000)`)).changes;
     total += n;
     if (n < 5000) return total;
   }

@@ -40,7 +40,7 @@ export function auditRoutes(): AppRouter {
    * The company's audit trail, newest first (docs/privacy.md, "The audit trail"). `cursor` is null on the last page;
    * otherwise send it back for the next (older) page with the same filters.
    */
-  r.get('/audit', auth(auditPolicy.read), validate({ query: AuditQuery }), (ctx) => {
+  r.get('/audit', auth(auditPolicy.read), validate({ query: AuditQuery }), async (ctx) => {
     const q = queryOf(ctx, AuditQuery);
     const companyId = tenantOf(ctx);
     const { store, keys } = ctx.deps;
@@ -51,8 +51,8 @@ export function auditRoutes(): AppRouter {
       before = cursors.decode(cursorScope(companyId), q.cursor.trim());
       if (before === undefined) throw invalidCursor();
     }
-    const customerId = q.customer ? resolve(store.db, customerRefKind, companyId, q.customer, 'query') : undefined;
-    const { rows, more } = listAudit(store.db, { companyId, actor: q.actor, action: q.action, customerId, from: q.from, to: q.to, before, limit: q.limit ?? 100 });
+    const customerId = q.customer ? (await resolve(store.db, customerRefKind, companyId, q.customer, 'query')) : undefined;
+    const { rows, more } = await listAudit(store.db, { companyId, actor: q.actor, action: q.action, customerId, from: q.from, to: q.to, before, limit: q.limit ?? 100 });
     ctx.body = { entries: rows.map(presentAuditEntry), cursor: more ? cursors.encode(cursorScope(companyId), rows[rows.length - 1]!.id) : null };
   });
 

@@ -2,6 +2,7 @@ import { and, count, eq, gt, lt, min } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
 import { idpAttempts } from './schema.js';
+import { one, returned } from '../db/query.js';
 
 /**
  * The /auth limits, the same approach as /api sign-in (server/auth/login-limits.ts): attempts are rows, booked
@@ -34,40 +35,40 @@ export type Booked = { ok: true; id: number } | { ok: false; retryAfterSeconds: 
 let prunedAt = 0;
 
 /** Checks the limit and books this attempt; call inside a transaction. Rows past the window go once a minute. */
-export function book(db: Db, config: Config, l: Limit): Booked {
+export async function book(db: Db, config: Config, l: Limit): Promise<Booked> {
   const windowMs = config.FOOTFALL_LOGIN_WINDOW_S * 1000;
   const now = Date.now();
   if (now - prunedAt > 60_000) {
     prunedAt = now;
-    pruneAttempts(db, config);
+    await pruneAttempts(db, config);
   }
   const since = new Date(now - windowMs).toISOString();
   for (const [where, max] of [
     [and(eq(idpAttempts.kind, l.kind), eq(idpAttempts.key, l.key), gt(idpAttempts.at, since)), l.perKey],
     [and(eq(idpAttempts.kind, l.kind), eq(idpAttempts.ip, l.ip), gt(idpAttempts.at, since)), l.perIp],
   ] as const) {
-    const row = db.select({ n: count(), oldest: min(idpAttempts.at) }).from(idpAttempts).where(where).get();
+    const row = await one(db.select({ n: count(), oldest: min(idpAttempts.at) }).from(idpAttempts).where(where));
     if ((row?.n ?? 0) >= max) {
       const freeAt = row?.oldest ? Date.parse(row.oldest) + windowMs : now + windowMs;
       return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((freeAt - now) / 1000)) };
     }
   }
-  const id = db.insert(idpAttempts).values({ kind: l.kind, key: l.key, ip: l.ip, at: new Date(now).toISOString() }).returning({ id: idpAttempts.id }).get().id;
+  const id = (await returned(db.insert(idpAttempts).values({ kind: l.kind, key: l.key, ip: l.ip, at: new Date(now).toISOString() }).returning({ id: idpAttempts.id }))).id;
   return { ok: true, id };
 }
 
 /** The attempt ended for another reason than a wrong credential (e.g. the provider was down): it does not count. */
-export function forget(db: Db, id: number): void {
-  db.delete(idpAttempts).where(eq(idpAttempts.id, id)).run();
+export async function forget(db: Db, id: number): Promise<void> {
+  (await db.delete(idpAttempts).where(eq(idpAttempts.id, id)));
 }
 
 /** A success clears the key's failures (from every address). */
-export function clearKey(db: Db, kind: AttemptKind, key: string): void {
-  db.delete(idpAttempts).where(and(eq(idpAttempts.kind, kind), eq(idpAttempts.key, key))).run();
+export async function clearKey(db: Db, kind: AttemptKind, key: string): Promise<void> {
+  (await db.delete(idpAttempts).where(and(eq(idpAttempts.kind, kind), eq(idpAttempts.key, key))));
 }
 
 /** Drops rows older than the window. */
-export function pruneAttempts(db: Db, config: Config): number {
+export async function pruneAttempts(db: Db, config: Config): Promise<number> {
   const before = new Date(Date.now() - config.FOOTFALL_LOGIN_WINDOW_S * 1000).toISOString();
-  return db.delete(idpAttempts).where(lt(idpAttempts.at, before)).run().changes;
+  return (await db.delete(idpAttempts).where(lt(idpAttempts.at, before))).changes;
 }

@@ -76,10 +76,10 @@ export function providerFailure(ctx: Ctx, err: unknown, op: string): never {
 
 export const ipOf = (ctx: Ctx) => ctx.ip || 'unknown';
 
-export function bookOrThrow(ctx: Ctx, kind: AttemptKind, key: string): number {
+export async function bookOrThrow(ctx: Ctx, kind: AttemptKind, key: string): Promise<number> {
   const { store, config } = ctx.deps;
   const l = limitsFor(config)[kind];
-  const booked: Booked = store.tx(() => book(store.db, config, { kind, key, ip: ipOf(ctx), ...l }));
+  const booked: Booked = await store.tx(async () => await book(store.db, config, { kind, key, ip: ipOf(ctx), ...l }));
   if (!booked.ok) {
     ctx.set('Retry-After', String(booked.retryAfterSeconds));
     throw tooManyAttempts(booked.retryAfterSeconds);
@@ -96,7 +96,7 @@ export async function counted<T>(ctx: Ctx, attempt: number, op: string, call: ()
       providerFailure(ctx, err, op);
     } catch (mapped) {
       const counts = mapped instanceof HttpError && mapped.status === 401;
-      if (!counts) ctx.deps.store.tx(() => forget(ctx.deps.store.db, attempt));
+      if (!counts) (await ctx.deps.store.tx(async () => await forget(ctx.deps.store.db, attempt)));
       throw mapped;
     }
   }
@@ -114,7 +114,7 @@ export async function verified(ctx: Ctx, rt: AuthRuntime, token: string | undefi
   try {
     if (!token) throw new BadToken('token_missing');
     const claims = await rt.verify(token);
-    const before = revokedBefore(ctx.deps.store.db, claims.uid);
+    const before = await revokedBefore(ctx.deps.store.db, claims.uid);
     if (before !== undefined && claims.authTime < before) throw new BadToken('token_revoked');
     return claims;
   } catch (err) {

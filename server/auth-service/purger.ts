@@ -24,18 +24,17 @@ export function providerAccountsPurger(config: Config, store: Store): CompanyPur
     async purge(companyId) {
       const rt = runtimeFor(config);
       if (!rt) return 0;
-      const uids = store.db
+      const uids = (await store.db
         .select({ uid: idpLinks.providerUid })
         .from(idpLinks)
         .innerJoin(users, eq(users.id, idpLinks.userId))
-        .where(eq(users.companyId, companyId))
-        .all()
+        .where(eq(users.companyId, companyId)))
         .map((r) => r.uid);
       if (uids.length === 0) return 0;
       const deleted = await rt.provider.deleteAccountsByUid(uids);
-      store.tx(() => {
-        for (let i = 0; i < uids.length; i += 500) store.db.delete(idpRevocations).where(inArray(idpRevocations.providerUid, uids.slice(i, i + 500))).run();
-      });
+      (await store.tx(async () => {
+        for (let i = 0; i < uids.length; i += 500) (await store.db.delete(idpRevocations).where(inArray(idpRevocations.providerUid, uids.slice(i, i + 500))));
+      }));
       return deleted;
     },
   };

@@ -46,11 +46,11 @@ import {
  * anyone can create provider accounts. Never a `phone` link: a phone sign-in is resolved by its number every time,
  * and the holder of a phone account (say a recycled number) can give it an email and password at the provider.
  */
-function clientMember(ctx: Ctx, uid: string, verifiedEmail: string | undefined): { member: Member | undefined; method: LinkMethod; newLink: boolean } {
+async function clientMember(ctx: Ctx, uid: string, verifiedEmail: string | undefined): Promise<{ member: Member | undefined; method: LinkMethod; newLink: boolean }> {
   const db = ctx.deps.store.db;
-  const linked = linkedMember(db, uid);
+  const linked = await linkedMember(db, uid);
   if (linked && linked.link.method !== 'phone') return { member: linked, method: linked.link.method, newLink: false };
-  const byEmail = verifiedEmail ? memberByEmail(db, verifiedEmail) : undefined;
+  const byEmail = verifiedEmail ? (await memberByEmail(db, verifiedEmail)) : undefined;
   return { member: byEmail, method: 'verified_email', newLink: byEmail !== undefined };
 }
 
@@ -63,27 +63,27 @@ function clientMember(ctx: Ctx, uid: string, verifiedEmail: string | undefined):
  */
 async function unlinkedAccount(ctx: Ctx, rt: AuthRuntime, email: string, password: string): Promise<PasswordSignIn | undefined> {
   const { store } = ctx.deps;
-  const attempt = bookOrThrow(ctx, 'sign_in', email);
+  const attempt = await bookOrThrow(ctx, 'sign_in', email);
   let signed: PasswordSignIn;
   try {
     signed = await rt.provider.signInWithPassword(email, password, ipOf(ctx));
   } catch (err) {
     const wrongPassword = err instanceof ProviderError && fromProvider(err).error.status === 401;
-    if (!wrongPassword) store.tx(() => forget(store.db, attempt));
+    if (!wrongPassword) (await store.tx(async () => await forget(store.db, attempt)));
     return undefined;
   }
-  return store.tx(() => {
-    clearKey(store.db, 'sign_in', email);
-    if (linkedMember(store.db, signed.localId)) return undefined;
+  return await store.tx(async () => {
+    await clearKey(store.db, 'sign_in', email);
+    if (await linkedMember(store.db, signed.localId)) return undefined;
     ctx.log.info({ provider_uid: signed.localId }, 'sign-up adopts an unlinked provider account');
     return signed;
   });
 }
 
 /** An allowed member's company and business (made now if the company has none yet). Call inside a transaction. */
-function tenancy(ctx: Ctx, m: Member): { user: UserRow; company: CompanyRow; business: ReturnType<typeof ensureBusiness> } {
+async function tenancy(ctx: Ctx, m: Member): Promise<{ user: UserRow; company: CompanyRow; business: Awaited<ReturnType<typeof ensureBusiness>> }> {
   const company = m.company!;
-  return { user: m.user, company, business: ensureBusiness(ctx.deps.store.db, company) };
+  return { user: m.user, company, business: await ensureBusiness(ctx.deps.store.db, company) };
 }
 
 export function authServiceRoutes(): AppRouter {
@@ -95,30 +95,30 @@ export function authServiceRoutes(): AppRouter {
     const rt = runtimeOf(ctx);
     const { store } = ctx.deps;
     const b = bodyOf(ctx, SignInBody);
-    const attempt = bookOrThrow(ctx, 'sign_in', b.email);
+    const attempt = await bookOrThrow(ctx, 'sign_in', b.email);
     const signed = await counted(ctx, attempt, 'signInWithPassword', () => rt.provider.signInWithPassword(b.email, b.password, ipOf(ctx)));
     // The password was right from here on: nothing below is a failed guess.
-    let found = clientMember(ctx, signed.localId, undefined);
+    let found = await clientMember(ctx, signed.localId, undefined);
     if (!found.member) {
-      const account = await rt.provider.lookup(signed.idToken).catch((err: unknown) => {
-        store.tx(() => forget(store.db, attempt));
+      const account = await rt.provider.lookup(signed.idToken).catch(async (err: unknown) => {
+        (await store.tx(async () => await forget(store.db, attempt)));
         return providerFailure(ctx, err, 'lookup');
       });
-      found = clientMember(ctx, signed.localId, account?.emailVerified && account.email ? account.email.toLowerCase() : undefined);
+      found = await clientMember(ctx, signed.localId, account?.emailVerified && account.email ? account.email.toLowerCase() : undefined);
     }
     const refusal = memberRefusal(found.member);
     if (refusal) {
-      store.tx(() => forget(store.db, attempt));
+      (await store.tx(async () => await forget(store.db, attempt)));
       ctx.log.info({ provider_uid: signed.localId, reason: refusal.reason }, 'client sign-in refused');
       refuse(refusal);
     }
     const m = found.member!;
-    const t = store.tx(() => {
-      clearKey(store.db, 'sign_in', b.email);
-      link(store.db, signed.localId, m.user.id, found.method, true);
-      markSignedIn(store.db, m.user.id);
+    const t = await store.tx(async () => {
+      await clearKey(store.db, 'sign_in', b.email);
+      await link(store.db, signed.localId, m.user.id, found.method, true);
+      await markSignedIn(store.db, m.user.id);
       auditSignIn(store.db, m.user, 'client', ctx.state.requestId);
-      return tenancy(ctx, m);
+      return await tenancy(ctx, m);
     });
     const tokens: ProviderTokens = { idToken: signed.idToken, refreshToken: signed.refreshToken, expiresInSeconds: Number(signed.expiresIn) };
     ctx.body = presentClientEnvelope(tokens, t.user, t.company, t.business, ctx.state.requestId);
@@ -137,8 +137,8 @@ export function authServiceRoutes(): AppRouter {
     const emailInUse = () =>
       authError(409, 'VALIDATION_ERROR', 'This email address already has an account. Sign in instead.', { reason: 'email_taken', fields: { email: 'already has an account' } });
     // Every sign-up counts per IP (the answer below says whether an address has an account here).
-    const attempt = bookOrThrow(ctx, 'sign_up', '-');
-    if (emailTaken(store.db, b.email)) throw emailInUse();
+    const attempt = await bookOrThrow(ctx, 'sign_up', '-');
+    if (await emailTaken(store.db, b.email)) throw emailInUse();
     // Embedded provider: the account is the owner's users row, with this password (it works on /api too).
     // Otherwise the owner signs in through the provider; the local password (used by /api only) is random and never shown.
     const embedded = rt.embedded;
@@ -147,7 +147,7 @@ export function authServiceRoutes(): AppRouter {
     const created = embedded
       ? undefined
       : await rt.provider.signUp(b.email, b.password).catch(async (err: unknown) => {
-      if (err instanceof ProviderError && err.kind === 'unavailable') store.tx(() => forget(store.db, attempt));
+      if (err instanceof ProviderError && err.kind === 'unavailable') (await store.tx(async () => await forget(store.db, attempt)));
       if (err instanceof ProviderError && err.code === 'EMAIL_EXISTS') {
         const orphan = await unlinkedAccount(ctx, rt, b.email, b.password);
         if (orphan) {
@@ -159,14 +159,14 @@ export function authServiceRoutes(): AppRouter {
     });
     let made;
     try {
-      made = store.tx(() => {
-        const slug = freeSlug(store.db, derived, config.FOOTFALL_SLUG_MAX_LENGTH);
+      made = await store.tx(async () => {
+        const slug = await freeSlug(store.db, derived, config.FOOTFALL_SLUG_MAX_LENGTH);
         const ownerName = b.email.split('@')[0]!;
-        const { company, owner } = createCompanyWithOwner(store.db, { name: b.companyName, slug, ownerEmail: b.email, ownerName, passwordHash });
+        const { company, owner } = await createCompanyWithOwner(store.db, { name: b.companyName, slug, ownerEmail: b.email, ownerName, passwordHash });
         const uid = created?.localId ?? owner.id;
-        link(store.db, uid, owner.id, 'sign_up', true);
-        markSignedIn(store.db, owner.id);
-        const business = ensureBusiness(store.db, company);
+        await link(store.db, uid, owner.id, 'sign_up', true);
+        await markSignedIn(store.db, owner.id);
+        const business = await ensureBusiness(store.db, company);
         writeAudit(store.db, {
           action: 'auth_service.sign_up',
           companyId: company.id,
@@ -205,16 +205,16 @@ export function authServiceRoutes(): AppRouter {
       return;
     }
     // Counted before anything else, unknown numbers included, so the answer cannot be used to list members quickly.
-    const attempt = bookOrThrow(ctx, 'sms', b.phoneNumber);
-    const pick = pickStaff(membersByPhone(store.db, b.phoneNumber));
+    const attempt = await bookOrThrow(ctx, 'sms', b.phoneNumber);
+    const pick = pickStaff(await membersByPhone(store.db, b.phoneNumber));
     if ('refusal' in pick) {
       // Nobody has proved they hold this number yet: the answer says no more than unknown_phone (not whether the
       // number is a deactivated member's, a suspended company's or shared). The log keeps the real reason.
       ctx.log.info({ phone: maskPhone(b.phoneNumber), reason: pick.refusal.reason }, 'phone start refused');
       refuse(unknownPhone);
     }
-    const sent = await rt.provider.sendVerificationCode({ phoneNumber: b.phoneNumber, recaptchaToken: b.recaptchaToken, playIntegrityToken: b.playIntegrityToken }).catch((err: unknown) => {
-      if (err instanceof ProviderError && err.kind === 'unavailable') store.tx(() => forget(store.db, attempt));
+    const sent = await rt.provider.sendVerificationCode({ phoneNumber: b.phoneNumber, recaptchaToken: b.recaptchaToken, playIntegrityToken: b.playIntegrityToken }).catch(async (err: unknown) => {
+      if (err instanceof ProviderError && err.kind === 'unavailable') (await store.tx(async () => await forget(store.db, attempt)));
       return providerFailure(ctx, err, 'sendVerificationCode');
     });
     ctx.body = presentSmsStart(b.phoneNumber, sent.sessionInfo, ctx.state.requestId);
@@ -229,13 +229,13 @@ export function authServiceRoutes(): AppRouter {
     let tokens: ProviderTokens;
     if (b.idToken !== undefined) {
       // Device path: the app verified the phone with the SDK; the token must be a phone sign-in.
-      const attempt = bookOrThrow(ctx, 'token', '-');
-      const claims = await verified(ctx, rt, b.idToken).catch((err: unknown) => {
+      const attempt = await bookOrThrow(ctx, 'token', '-');
+      const claims = await verified(ctx, rt, b.idToken).catch(async (err: unknown) => {
         // Only a token that fails verification counts; keys that could not be fetched do not.
-        if (!(err instanceof HttpError && err.status === 401)) store.tx(() => forget(store.db, attempt));
+        if (!(err instanceof HttpError && err.status === 401)) (await store.tx(async () => await forget(store.db, attempt)));
         throw err;
       });
-      store.tx(() => forget(store.db, attempt));
+      (await store.tx(async () => await forget(store.db, attempt)));
       if (kindOf(claims) !== 'staff' || !claims.phone) throw unauthenticated('This ID token is not from a phone sign-in. Verify the phone number with the SDK first.', 'not_a_phone_sign_in');
       uid = claims.uid;
       phone = claims.phone;
@@ -243,23 +243,23 @@ export function authServiceRoutes(): AppRouter {
     } else {
       // SMS path: the service exchanges the session and the code with the provider.
       const key = createHash('sha256').update(b.sessionInfo!).digest('hex').slice(0, 32);
-      const attempt = bookOrThrow(ctx, 'code', key);
+      const attempt = await bookOrThrow(ctx, 'code', key);
       const signed = await counted(ctx, attempt, 'signInWithPhoneNumber', () => rt.provider.signInWithPhoneNumber(b.sessionInfo!, b.code!));
-      store.tx(() => clearKey(store.db, 'code', key));
+      (await store.tx(async () => await clearKey(store.db, 'code', key)));
       if (!signed.phoneNumber) providerFailure(ctx, new ProviderError('unavailable', 'NO_PHONE_NUMBER'), 'signInWithPhoneNumber');
       uid = signed.localId;
       phone = signed.phoneNumber!;
       tokens = { idToken: signed.idToken, refreshToken: signed.refreshToken, expiresInSeconds: Number(signed.expiresIn) };
     }
-    const pick = pickStaff(membersByPhone(store.db, phone));
+    const pick = pickStaff(await membersByPhone(store.db, phone));
     if ('refusal' in pick) {
       ctx.log.info({ provider_uid: uid, phone: maskPhone(phone), reason: pick.refusal.reason }, 'staff sign-in refused');
       refuse(pick.refusal);
     }
     const user = pick.member.user;
-    const firstTime = store.tx(() => {
-      const first = linkPhoneSignIn(store.db, uid, user.id);
-      markSignedIn(store.db, user.id);
+    const firstTime = await store.tx(async () => {
+      const first = await linkPhoneSignIn(store.db, uid, user.id);
+      await markSignedIn(store.db, user.id);
       auditSignIn(store.db, user, 'phone', ctx.state.requestId);
       return first;
     });
@@ -277,11 +277,11 @@ export function authServiceRoutes(): AppRouter {
     let refusal;
     let newLink = false;
     if (kind === 'staff') {
-      const pick = claims.phone ? pickStaff(membersByPhone(store.db, claims.phone)) : undefined;
+      const pick = claims.phone ? pickStaff(await membersByPhone(store.db, claims.phone)) : undefined;
       if (pick && 'member' in pick) member = pick.member;
       else refusal = pick?.refusal ?? memberRefusal(undefined);
     } else {
-      const found = clientMember(ctx, claims.uid, claims.emailVerified ? claims.email : undefined);
+      const found = await clientMember(ctx, claims.uid, claims.emailVerified ? claims.email : undefined);
       member = found.member;
       newLink = found.newLink;
       refusal = memberRefusal(member);
@@ -289,9 +289,9 @@ export function authServiceRoutes(): AppRouter {
     const s: SessionContext = { kind, expiresInSeconds: secondsLeft(claims.exp), allowed: !refusal, reason: refusal?.reason ?? null, message: refusal?.message ?? null };
     if (!refusal && member) {
       const m = member;
-      s.member = store.tx(() => {
-        if (newLink) link(store.db, claims.uid, m.user.id, 'verified_email', false);
-        return tenancy(ctx, m);
+      s.member = await store.tx(async () => {
+        if (newLink) await link(store.db, claims.uid, m.user.id, 'verified_email', false);
+        return await tenancy(ctx, m);
       });
     }
     ctx.body = presentSession(s, ctx.state.requestId);
@@ -305,7 +305,7 @@ export function authServiceRoutes(): AppRouter {
     // Every token authenticated up to this second is refused from now on, here and at the provider.
     const validSince = Math.floor(Date.now() / 1000) + 1;
     await rt.provider.revokeSessions(claims.uid, validSince).catch((err: unknown) => providerFailure(ctx, err, 'revoke'));
-    store.tx(() => recordRevocation(store.db, claims.uid, validSince));
+    (await store.tx(async () => await recordRevocation(store.db, claims.uid, validSince)));
     ctx.log.info({ provider_uid: claims.uid, kind: kindOf(claims) }, 'signed out');
     ctx.body = presentSignedOut(ctx.state.requestId);
   };

@@ -5,6 +5,7 @@ import type { CompanyRow, UserRow } from '../auth/sessions.js';
 import { companies } from '../clients/schema.js';
 import type { Db } from '../db/open.js';
 import { businesses, idpLinks, idpRevocations } from './schema.js';
+import { one, returned } from '../db/query.js';
 
 /** Queries and writes of the authentication service. Writers must be called inside a transaction. */
 
@@ -20,46 +21,43 @@ export interface Member {
 const nowIso = () => new Date().toISOString();
 
 /** The company's business; made on first use for companies that existed before the service (one per company). */
-export function ensureBusiness(db: Db, company: CompanyRow): BusinessRow {
-  const found = db.select().from(businesses).where(eq(businesses.companyId, company.id)).get();
+export async function ensureBusiness(db: Db, company: CompanyRow): Promise<BusinessRow> {
+  const found = await one(db.select().from(businesses).where(eq(businesses.companyId, company.id)));
   if (found) return found;
-  return db.insert(businesses).values({ id: randomUUID(), companyId: company.id, name: company.name, createdAt: nowIso() }).returning().get();
+  return await returned(db.insert(businesses).values({ id: randomUUID(), companyId: company.id, name: company.name, createdAt: nowIso() }).returning());
 }
 
 /** The user a provider account is linked to, with the company. */
-export function linkedMember(db: Db, providerUid: string): (Member & { link: LinkRow }) | undefined {
-  const row = db
+export async function linkedMember(db: Db, providerUid: string): Promise<(Member & { link: LinkRow }) | undefined> {
+  const row = await one(db
     .select({ link: idpLinks, user: users, company: companies })
     .from(idpLinks)
     .innerJoin(users, eq(users.id, idpLinks.userId))
     .leftJoin(companies, eq(companies.id, users.companyId))
-    .where(eq(idpLinks.providerUid, providerUid))
-    .get();
+    .where(eq(idpLinks.providerUid, providerUid)));
   return row ?? undefined;
 }
 
-export function memberByEmail(db: Db, email: string): Member | undefined {
-  return db.select({ user: users, company: companies }).from(users).leftJoin(companies, eq(companies.id, users.companyId)).where(eq(users.email, email)).get() ?? undefined;
+export async function memberByEmail(db: Db, email: string): Promise<Member | undefined> {
+  return (await one(db.select({ user: users, company: companies }).from(users).leftJoin(companies, eq(companies.id, users.companyId)).where(eq(users.email, email)))) ?? undefined;
 }
 
 /** Every member (any company, active or not) with this phone number, oldest first. */
-export function membersByPhone(db: Db, phone: string): Member[] {
-  return db
+export async function membersByPhone(db: Db, phone: string): Promise<Member[]> {
+  return await db
     .select({ user: users, company: companies })
     .from(users)
     .leftJoin(companies, eq(companies.id, users.companyId))
     .where(eq(users.phone, phone))
-    .orderBy(asc(users.createdAt))
-    .all();
+    .orderBy(asc(users.createdAt));
 }
 
 /** Links (or re-points) a provider account to a user and marks the sign-in. */
-export function link(db: Db, providerUid: string, userId: string, method: LinkMethod, signedIn: boolean): void {
+export async function link(db: Db, providerUid: string, userId: string, method: LinkMethod, signedIn: boolean): Promise<void> {
   const now = nowIso();
-  db.insert(idpLinks)
+  (await db.insert(idpLinks)
     .values({ providerUid, userId, method, createdAt: now, lastSignInAt: signedIn ? now : null })
-    .onConflictDoUpdate({ target: idpLinks.providerUid, set: { userId, method, ...(signedIn ? { lastSignInAt: now } : {}) } })
-    .run();
+    .onConflictDoUpdate({ target: idpLinks.providerUid, set: { userId, method, ...(signedIn ? { lastSignInAt: now } : {}) } }));
 }
 
 /**
@@ -68,36 +66,35 @@ export function link(db: Db, providerUid: string, userId: string, method: LinkMe
  * otherwise the account is linked to the member with method `phone`. Returns whether it is the member's first
  * phone sign-in: no earlier phone link of the member, and the account not already linked to them.
  */
-export function linkPhoneSignIn(db: Db, providerUid: string, userId: string): boolean {
-  const existing = db.select().from(idpLinks).where(eq(idpLinks.providerUid, providerUid)).get();
-  const first = !hasPhoneSignIn(db, userId) && existing?.userId !== userId;
+export async function linkPhoneSignIn(db: Db, providerUid: string, userId: string): Promise<boolean> {
+  const existing = await one(db.select().from(idpLinks).where(eq(idpLinks.providerUid, providerUid)));
+  const first = !(await hasPhoneSignIn(db, userId)) && existing?.userId !== userId;
   if (existing && existing.method !== 'phone') {
-    if (existing.userId === userId) db.update(idpLinks).set({ lastSignInAt: nowIso() }).where(eq(idpLinks.providerUid, providerUid)).run();
+    if (existing.userId === userId) (await db.update(idpLinks).set({ lastSignInAt: nowIso() }).where(eq(idpLinks.providerUid, providerUid)));
   } else {
-    link(db, providerUid, userId, 'phone', true);
+    await link(db, providerUid, userId, 'phone', true);
   }
   return first;
 }
 
 /** Has this member signed in by phone before (any provider account)? */
-export function hasPhoneSignIn(db: Db, userId: string): boolean {
-  return db.select({ uid: idpLinks.providerUid }).from(idpLinks).where(and(eq(idpLinks.userId, userId), eq(idpLinks.method, 'phone'))).get() !== undefined;
+export async function hasPhoneSignIn(db: Db, userId: string): Promise<boolean> {
+  return (await one(db.select({ uid: idpLinks.providerUid }).from(idpLinks).where(and(eq(idpLinks.userId, userId), eq(idpLinks.method, 'phone'))))) !== undefined;
 }
 
 /** Signing in through the service counts as signing in (Team member `last_login_at`). */
-export function markSignedIn(db: Db, userId: string): void {
-  db.update(users).set({ lastLoginAt: nowIso() }).where(eq(users.id, userId)).run();
+export async function markSignedIn(db: Db, userId: string): Promise<void> {
+  (await db.update(users).set({ lastLoginAt: nowIso() }).where(eq(users.id, userId)));
 }
 
 /** Tokens of this provider account authenticated before `revokedBefore` (seconds) are refused from now on. */
-export function recordRevocation(db: Db, providerUid: string, revokedBefore: number): void {
+export async function recordRevocation(db: Db, providerUid: string, revokedBefore: number): Promise<void> {
   const now = nowIso();
-  db.insert(idpRevocations)
+  (await db.insert(idpRevocations)
     .values({ providerUid, revokedBefore, revokedAt: now })
-    .onConflictDoUpdate({ target: idpRevocations.providerUid, set: { revokedBefore, revokedAt: now } })
-    .run();
+    .onConflictDoUpdate({ target: idpRevocations.providerUid, set: { revokedBefore, revokedAt: now } }));
 }
 
-export function revokedBefore(db: Db, providerUid: string): number | undefined {
-  return db.select({ t: idpRevocations.revokedBefore }).from(idpRevocations).where(eq(idpRevocations.providerUid, providerUid)).get()?.t;
+export async function revokedBefore(db: Db, providerUid: string): Promise<number | undefined> {
+  return (await one(db.select({ t: idpRevocations.revokedBefore }).from(idpRevocations).where(eq(idpRevocations.providerUid, providerUid))))?.t;
 }

@@ -5,9 +5,10 @@ import type { Store } from '../db/open.js';
 import { writeAudit } from '../audit/service.js';
 import { generatePassword, hashPassword } from './passwords.js';
 import { users } from './schema.js';
+import { one } from '../db/query.js';
 
-export function adminExists(store: Store): boolean {
-  return store.db.select({ id: users.id }).from(users).where(eq(users.role, 'admin')).limit(1).get() !== undefined;
+export async function adminExists(store: Store): Promise<boolean> {
+  return (await one(store.db.select({ id: users.id }).from(users).where(eq(users.role, 'admin')).limit(1))) !== undefined;
 }
 
 export class AdminError extends Error {}
@@ -19,13 +20,13 @@ export async function createAdmin(store: Store, email: string, password?: string
   if (password !== undefined && password.length < 8) throw new AdminError('The password must be at least 8 characters.');
   const plain = password ?? generatePassword();
   const hash = await hashPassword(plain);
-  store.tx(() => {
-    if (store.db.select({ id: users.id }).from(users).where(eq(users.email, address)).get()) {
+  (await store.tx(async () => {
+    if (await one(store.db.select({ id: users.id }).from(users).where(eq(users.email, address)))) {
       throw new AdminError(`${address} already has an account.`);
     }
     const id = randomUUID();
-    store.db.insert(users).values({ id, companyId: null, email: address, fullName: 'Platform admin', role: 'admin', passwordHash: hash, active: true, createdAt: new Date().toISOString() }).run();
+    (await store.db.insert(users).values({ id, companyId: null, email: address, fullName: 'Platform admin', role: 'admin', passwordHash: hash, active: true, createdAt: new Date().toISOString() }));
     writeAudit(store.db, { action: 'admin.create', companyId: null, target: id, detail: { email: address } });
-  });
+  }));
   return { email: address, password: plain, generated: password === undefined };
 }

@@ -2,23 +2,24 @@ import { and, count, eq, gt, lt } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
 import { loginFailures } from './schema.js';
+import { one, returned } from '../db/query.js';
 
 /**
  * Login throttling (spec: 10 failures per account or 60 per IP address in 15 minutes, cleared by a success).
  * Failures are rows in the database, so a restart does not reset them. A success clears that account's
  * failures (from every address); failures from the same address against other accounts still count.
  */
-export function isThrottled(db: Db, config: Config, email: string, ip: string): boolean {
+export async function isThrottled(db: Db, config: Config, email: string, ip: string): Promise<boolean> {
   const since = new Date(Date.now() - config.FOOTFALL_LOGIN_WINDOW_S * 1000).toISOString();
-  const byAccount = db.select({ n: count() }).from(loginFailures).where(and(eq(loginFailures.email, email), gt(loginFailures.at, since))).get();
+  const byAccount = await one(db.select({ n: count() }).from(loginFailures).where(and(eq(loginFailures.email, email), gt(loginFailures.at, since))));
   if ((byAccount?.n ?? 0) >= config.FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT) return true;
-  const byIp = db.select({ n: count() }).from(loginFailures).where(and(eq(loginFailures.ip, ip), gt(loginFailures.at, since))).get();
+  const byIp = await one(db.select({ n: count() }).from(loginFailures).where(and(eq(loginFailures.ip, ip), gt(loginFailures.at, since))));
   return (byIp?.n ?? 0) >= config.FOOTFALL_LOGIN_MAX_FAILURES_IP;
 }
 
 /** Records a failure; returns its row id. */
-export function recordFailure(db: Db, email: string, ip: string): number {
-  return db.insert(loginFailures).values({ email, ip, at: new Date().toISOString() }).returning({ id: loginFailures.id }).get().id;
+export async function recordFailure(db: Db, email: string, ip: string): Promise<number> {
+  return (await returned(db.insert(loginFailures).values({ email, ip, at: new Date().toISOString() }).returning({ id: loginFailures.id }))).id;
 }
 
 /**
@@ -28,21 +29,21 @@ export function recordFailure(db: Db, email: string, ip: string): number {
  * undefined when the caller is throttled. A success clears the row with the rest (clearFailures); an attempt
  * that ends for another reason than a wrong password removes it with forgetAttempt.
  */
-export function bookAttempt(db: Db, config: Config, email: string, ip: string): number | undefined {
-  if (isThrottled(db, config, email, ip)) return undefined;
-  return recordFailure(db, email, ip);
+export async function bookAttempt(db: Db, config: Config, email: string, ip: string): Promise<number | undefined> {
+  if (await isThrottled(db, config, email, ip)) return undefined;
+  return await recordFailure(db, email, ip);
 }
 
-export function forgetAttempt(db: Db, id: number): void {
-  db.delete(loginFailures).where(eq(loginFailures.id, id)).run();
+export async function forgetAttempt(db: Db, id: number): Promise<void> {
+  (await db.delete(loginFailures).where(eq(loginFailures.id, id)));
 }
 
-export function clearFailures(db: Db, email: string): void {
-  db.delete(loginFailures).where(eq(loginFailures.email, email)).run();
+export async function clearFailures(db: Db, email: string): Promise<void> {
+  (await db.delete(loginFailures).where(eq(loginFailures.email, email)));
 }
 
 /** Drops rows older than the window; run now and then. */
-export function pruneFailures(db: Db, config: Config): number {
+export async function pruneFailures(db: Db, config: Config): Promise<number> {
   const before = new Date(Date.now() - config.FOOTFALL_LOGIN_WINDOW_S * 1000).toISOString();
-  return db.delete(loginFailures).where(lt(loginFailures.at, before)).run().changes;
+  return (await db.delete(loginFailures).where(lt(loginFailures.at, before))).changes;
 }

@@ -54,7 +54,7 @@ describe('POST /api/auth/password', () => {
     const s = await h.login(h.admin.email, h.admin.password);
     const r = await h.request('POST', '/api/auth/password', { token: s.access_token, body: { current_password: h.admin.password, new_password: 'admin-password-2' } });
     expect(r.status).toBe(200);
-    const row = h.server.store.db.select().from(auditLog).where(eq(auditLog.action, 'auth.password.change')).all();
+    const row = await h.server.store.db.select().from(auditLog).where(eq(auditLog.action, 'auth.password.change'));
     expect(row.length).toBe(2);
     await h.login(h.admin.email, 'admin-password-2');
   });

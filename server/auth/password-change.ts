@@ -7,6 +7,7 @@ import { bookAttempt, clearFailures } from './login-limits.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { users } from './schema.js';
 import { revokeUserSessions } from './sessions.js';
+import { one } from '../db/query.js';
 
 /**
  * POST /api/auth/password (docs/api-conventions.md, Own password): the signed-in person changes their own password.
@@ -25,18 +26,18 @@ export async function changeOwnPassword(ctx: Ctx, body: z.output<typeof Password
   const min = config.FOOTFALL_PASSWORD_MIN_LENGTH;
   if (body.new_password.length < min) throw badRequest(`new_password: must be at least ${min} characters`);
   if (body.new_password === body.current_password) throw badRequest('new_password: must differ from the current password');
-  const user = store.db.select().from(users).where(eq(users.id, actor.userId)).get();
+  const user = await one(store.db.select().from(users).where(eq(users.id, actor.userId)));
   if (!user) throw unauthorized('Your session has ended. Sign in again.');
-  const attempt = store.tx(() => bookAttempt(store.db, config, user.email, ctx.ip || 'unknown'));
+  const attempt = await store.tx(async () => await bookAttempt(store.db, config, user.email, ctx.ip || 'unknown'));
   if (attempt === undefined) throw new HttpError(429, 'too_many_attempts', 'Too many wrong passwords. Wait 15 minutes and try again.');
   if (!(await verifyPassword(user.passwordHash, body.current_password))) {
     throw new HttpError(403, 'forbidden', 'The current password is wrong, so the password was not changed.');
   }
   const hash = await hashPassword(body.new_password);
-  return store.tx(() => {
-    clearFailures(store.db, user.email);
-    store.db.update(users).set({ passwordHash: hash }).where(eq(users.id, user.id)).run();
-    const revoked = revokeUserSessions(store.db, user.id, 'password_changed', actor.sessionId);
+  return await store.tx(async () => {
+    await clearFailures(store.db, user.email);
+    (await store.db.update(users).set({ passwordHash: hash }).where(eq(users.id, user.id)));
+    const revoked = await revokeUserSessions(store.db, user.id, 'password_changed', actor.sessionId);
     audit(ctx, { action: 'auth.password.change', target: user.id, detail: { other_sessions_revoked: revoked } });
     return { revoked };
   });

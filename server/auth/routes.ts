@@ -34,10 +34,10 @@ export function authRoutes(): AppRouter {
   r.post(
     '/refresh',
     validate({ body: RefreshBody }),
-    transaction((ctx) => {
+    transaction(async (ctx) => {
       const body = bodyOf(ctx, RefreshBody);
       const device = body.device === undefined ? undefined : deviceLabel(body.device, undefined);
-      const result = rotate(ctx.deps.store.db, ctx.deps.config, body.refresh_token, device);
+      const result = await rotate(ctx.deps.store.db, ctx.deps.config, body.refresh_token, device);
       if (!result.ok) {
         if (result.reason === 'reused') {
           // Commit the revocation, then refuse: this token was already used, so a copy of it is abroad.
@@ -54,8 +54,8 @@ export function authRoutes(): AppRouter {
   r.post(
     '/logout',
     auth(authPolicy.self),
-    transaction((ctx) => {
-      revokeSession(ctx.deps.store.db, actorOf(ctx).sessionId, 'logout');
+    transaction(async (ctx) => {
+      await revokeSession(ctx.deps.store.db, actorOf(ctx).sessionId, 'logout');
       ctx.status = 204;
     }),
   );
@@ -69,29 +69,29 @@ export function authRoutes(): AppRouter {
     ctx.body = meRoute.answer(ctx.deps, actorOf(ctx));
   });
 
-  r.get('/sessions', auth(authPolicy.self), (ctx) => {
+  r.get('/sessions', auth(authPolicy.self), async (ctx) => {
     const actor = actorOf(ctx);
-    ctx.body = listUserSessions(ctx.deps.store.db, actor.userId).map((s) => presentDeviceSession(s, actor.sessionId));
+    ctx.body = (await listUserSessions(ctx.deps.store.db, actor.userId)).map((s) => presentDeviceSession(s, actor.sessionId));
   });
 
   r.post(
     '/sessions/revoke-others',
     auth(authPolicy.self),
-    transaction((ctx) => {
+    transaction(async (ctx) => {
       const actor = actorOf(ctx);
-      ctx.body = { revoked: revokeUserSessions(ctx.deps.store.db, actor.userId, 'revoked_by_user', actor.sessionId) };
+      ctx.body = { revoked: await revokeUserSessions(ctx.deps.store.db, actor.userId, 'revoked_by_user', actor.sessionId) };
     }),
   );
 
   r.delete(
     '/sessions/:id',
     auth(authPolicy.self),
-    transaction((ctx) => {
+    transaction(async (ctx) => {
       const actor = actorOf(ctx);
       const id = SessionId.safeParse(ctx.params.id);
-      const own = id.success && listUserSessions(ctx.deps.store.db, actor.userId).some((s) => s.id === id.data);
+      const own = id.success && (await listUserSessions(ctx.deps.store.db, actor.userId)).some((s) => s.id === id.data);
       if (!id.success || !own) throw notFound('That session');
-      revokeSession(ctx.deps.store.db, id.data, 'revoked_by_user');
+      await revokeSession(ctx.deps.store.db, id.data, 'revoked_by_user');
       ctx.status = 204;
     }),
   );

@@ -7,6 +7,7 @@ import { bookAttempt, clearFailures, forgetAttempt } from './login-limits.js';
 import { verifyPassword } from './passwords.js';
 import { users } from './schema.js';
 import { createSession, type CompanyRow, type IssuedSession, type UserRow } from './sessions.js';
+import { one } from '../db/query.js';
 
 export interface SignedIn {
   issued: IssuedSession;
@@ -26,9 +27,9 @@ export async function login(ctx: Ctx, email: string, password: string, device: s
   const { store, config } = ctx.deps;
   const ip = ctx.ip || 'unknown';
   // Booked as a failure before the (slow) password check, so a burst of parallel guesses meets the limit too.
-  const attempt = store.tx(() => bookAttempt(store.db, config, email, ip));
+  const attempt = await store.tx(async () => await bookAttempt(store.db, config, email, ip));
   if (attempt === undefined) throw tooMany();
-  const found = store.db.select({ user: users, company: companies }).from(users).leftJoin(companies, eq(companies.id, users.companyId)).where(eq(users.email, email)).get();
+  const found = await one(store.db.select({ user: users, company: companies }).from(users).leftJoin(companies, eq(companies.id, users.companyId)).where(eq(users.email, email)));
   const ok = await verifyPassword(found?.user.passwordHash, password);
   if (!found || !ok) throw badCredentials(); // the booked row stays: it is this failure
   const { user, company } = found;
@@ -39,14 +40,14 @@ export async function login(ctx: Ctx, email: string, password: string, device: s
       ? 'Your company is suspended. Contact your Footfall platform administrator.'
       : undefined;
   if (refused) {
-    store.tx(() => forgetAttempt(store.db, attempt)); // the password was right: not a failed guess
+    (await store.tx(async () => await forgetAttempt(store.db, attempt))); // the password was right: not a failed guess
     throw new HttpError(403, 'forbidden', refused);
   }
-  const issued = store.tx(() => {
-    clearFailures(store.db, email);
-    store.db.update(users).set({ lastLoginAt: new Date().toISOString() }).where(eq(users.id, user.id)).run();
+  const issued = await store.tx(async () => {
+    await clearFailures(store.db, email);
+    (await store.db.update(users).set({ lastLoginAt: new Date().toISOString() }).where(eq(users.id, user.id)));
     auditSignIn(store.db, user, 'password', ctx.state.requestId, { device });
-    return createSession(store.db, config, user, device);
+    return await createSession(store.db, config, user, device);
   });
   return { issued, user, company };
 }

@@ -6,6 +6,7 @@ import { dbVersion, noteUnreadWrite, readCache } from '../db/read-cache.js';
 import { companies } from '../clients/schema.js';
 import { retiredRefreshTokens, sessions, users } from './schema.js';
 import { hashToken, newToken } from './tokens.js';
+import { one, returned } from '../db/query.js';
 
 export type SessionRow = typeof sessions.$inferSelect;
 export type UserRow = typeof users.$inferSelect;
@@ -27,11 +28,11 @@ function lifetimes(config: Config, now: number) {
 }
 
 /** A new signed-in device for this user. Call inside a transaction. */
-export function createSession(db: Db, config: Config, user: UserRow, device: string): IssuedSession {
+export async function createSession(db: Db, config: Config, user: UserRow, device: string): Promise<IssuedSession> {
   const now = Date.now();
   const accessToken = newToken('access');
   const refreshToken = newToken('refresh');
-  const session = db
+  const session = await returned(db
     .insert(sessions)
     .values({
       id: randomUUID(),
@@ -44,8 +45,7 @@ export function createSession(db: Db, config: Config, user: UserRow, device: str
       lastUsedAt: iso(now),
       ...lifetimes(config, now),
     })
-    .returning()
-    .get();
+    .returning());
   return { session, accessToken, refreshToken };
 }
 
@@ -95,21 +95,20 @@ export type RotateResult =
  * Refresh: both tokens rotate. The old refresh token is retired at once; presenting a retired one again
  * revokes the whole session (someone else holds a copy). Call inside a transaction.
  */
-export function rotate(db: Db, config: Config, refreshToken: string, device: string | undefined): RotateResult {
+export async function rotate(db: Db, config: Config, refreshToken: string, device: string | undefined): Promise<RotateResult> {
   const hash = hashToken(refreshToken);
   const now = Date.now();
-  const retired = db.select().from(retiredRefreshTokens).where(eq(retiredRefreshTokens.hash, hash)).get();
+  const retired = await one(db.select().from(retiredRefreshTokens).where(eq(retiredRefreshTokens.hash, hash)));
   if (retired) {
-    revokeSession(db, retired.sessionId, 'refresh_token_reused');
+    await revokeSession(db, retired.sessionId, 'refresh_token_reused');
     return { ok: false, reason: 'reused' };
   }
-  const row = db
+  const row = await one(db
     .select({ session: sessions, user: users, company: companies })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(companies, eq(companies.id, sessions.companyId))
-    .where(eq(sessions.refreshHash, hash))
-    .get();
+    .where(eq(sessions.refreshHash, hash)));
   if (!row) return { ok: false, reason: 'unknown' };
   const { session, user, company } = row;
   if (session.revokedAt || session.expiresAt <= iso(now) || !user.active || (company && !company.active)) {
@@ -117,8 +116,8 @@ export function rotate(db: Db, config: Config, refreshToken: string, device: str
   }
   const accessToken = newToken('access');
   const nextRefresh = newToken('refresh');
-  db.insert(retiredRefreshTokens).values({ hash, sessionId: session.id, retiredAt: iso(now) }).run();
-  const updated = db
+  (await db.insert(retiredRefreshTokens).values({ hash, sessionId: session.id, retiredAt: iso(now) }));
+  const updated = await returned(db
     .update(sessions)
     .set({
       accessHash: hashToken(accessToken),
@@ -128,47 +127,42 @@ export function rotate(db: Db, config: Config, refreshToken: string, device: str
       ...lifetimes(config, now),
     })
     .where(eq(sessions.id, session.id))
-    .returning()
-    .get();
+    .returning());
   return { ok: true, issued: { session: updated, accessToken, refreshToken: nextRefresh }, user, company };
 }
 
 const active = (now: string) => and(isNull(sessions.revokedAt), gt(sessions.expiresAt, now));
 
-export function revokeSession(db: Db, id: string, reason: string): number {
-  return db
+export async function revokeSession(db: Db, id: string, reason: string): Promise<number> {
+  return (await db
     .update(sessions)
     .set({ revokedAt: iso(Date.now()), revokedReason: reason })
-    .where(and(eq(sessions.id, id), isNull(sessions.revokedAt)))
-    .run().changes;
+    .where(and(eq(sessions.id, id), isNull(sessions.revokedAt)))).changes;
 }
 
 /** Revokes every live session of a user, except one when given. Returns how many. */
-export function revokeUserSessions(db: Db, userId: string, reason: string, exceptId?: string): number {
+export async function revokeUserSessions(db: Db, userId: string, reason: string, exceptId?: string): Promise<number> {
   const now = iso(Date.now());
-  return db
+  return (await db
     .update(sessions)
     .set({ revokedAt: now, revokedReason: reason })
-    .where(and(eq(sessions.userId, userId), active(now), exceptId ? ne(sessions.id, exceptId) : sql`1`))
-    .run().changes;
+    .where(and(eq(sessions.userId, userId), active(now), exceptId ? ne(sessions.id, exceptId) : sql`1`))).changes;
 }
 
-export function revokeCompanySessions(db: Db, companyId: string, reason: string): number {
+export async function revokeCompanySessions(db: Db, companyId: string, reason: string): Promise<number> {
   const now = iso(Date.now());
-  return db
+  return (await db
     .update(sessions)
     .set({ revokedAt: now, revokedReason: reason })
-    .where(and(eq(sessions.companyId, companyId), active(now)))
-    .run().changes;
+    .where(and(eq(sessions.companyId, companyId), active(now)))).changes;
 }
 
-export function listUserSessions(db: Db, userId: string): SessionRow[] {
-  return db
+export async function listUserSessions(db: Db, userId: string): Promise<SessionRow[]> {
+  return await db
     .select()
     .from(sessions)
     .where(and(eq(sessions.userId, userId), active(iso(Date.now()))))
-    .orderBy(sessions.createdAt)
-    .all();
+    .orderBy(sessions.createdAt);
 }
 
 let isoAt = 0;
@@ -188,12 +182,12 @@ export function nowIso(): string {
 const lastUsedMs = new WeakMap<SessionRow, { text: string; ms: number }>();
 
 /** Marks use at most once a minute, so reads do not turn into a write each. */
-export function touchSession(db: Db, session: SessionRow): void {
+export async function touchSession(db: Db, session: SessionRow): Promise<void> {
   const now = Date.now();
   let last = lastUsedMs.get(session);
   if (!last || last.text !== session.lastUsedAt) lastUsedMs.set(session, (last = { text: session.lastUsedAt, ms: Date.parse(session.lastUsedAt) }));
   if (now - last.ms < 60_000) return;
-  noteUnreadWrite(db, db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id)).run().changes);
+  noteUnreadWrite(db, (await db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id))).changes);
   // The row may be findByAccessToken's cached one: keep it as the database now has it.
   session.lastUsedAt = iso(now);
 }
@@ -202,10 +196,9 @@ export function touchSession(db: Db, session: SessionRow): void {
  * Forgets sessions that ended (revoked or expired) more than `keepDays` ago, with their retired refresh tokens
  * (cascade). A retired token of an ended session can no longer be replayed into anything, so nothing is lost.
  */
-export function pruneEndedSessions(db: Db, keepDays = 30): number {
+export async function pruneEndedSessions(db: Db, keepDays = 30): Promise<number> {
   const before = iso(Date.now() - keepDays * 86_400_000);
-  return db
+  return (await db
     .delete(sessions)
-    .where(sql`(${sessions.revokedAt} is not null and ${sessions.revokedAt} < ${before}) or ${sessions.expiresAt} < ${before}`)
-    .run().changes;
+    .where(sql`(${sessions.revokedAt} is not null and ${sessions.revokedAt} < ${before}) or ${sessions.expiresAt} < ${before}`)).changes;
 }

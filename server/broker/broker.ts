@@ -22,7 +22,7 @@ export interface BrokerAuth {
   authenticate(username: string, password: string): Promise<boolean> | boolean;
   canPublish(username: string, topic: string): boolean;
   canSubscribe(username: string, topic: string): boolean;
-  logins(): ShopLogin[];
+  logins(): Promise<ShopLogin[]>;
 }
 
 /** One shop PC's broker login: its username, password and topic prefix (`ff/<company>/<shop>/`). */

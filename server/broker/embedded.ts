@@ -15,7 +15,7 @@ export interface EmbeddedBroker extends Broker {
   disconnect(username: string): number;
 }
 
-const denyAll: BrokerAuth = { authenticate: () => false, canPublish: () => false, canSubscribe: () => false, logins: () => [] };
+const denyAll: BrokerAuth = { authenticate: () => false, canPublish: () => false, canSubscribe: () => false, logins: async () => [] };
 
 const bufferOf = (payload: Buffer | string): Buffer => (typeof payload === 'string' ? Buffer.from(payload) : payload);
 

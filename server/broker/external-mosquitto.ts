@@ -139,13 +139,13 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
   };
   // The shops table is the truth: a shop PC's login the broker lacks (its dynamic-security.json lost or restored
   // from an older copy) is created again. Existing clients are left as they are (the plugin keeps no password to compare).
-  let source: (() => ShopLogin[]) | undefined;
+  let source: (() => Promise<ShopLogin[]>) | undefined;
   const syncLogins = async (): Promise<void> => {
     if (!source) return;
     const [listed] = await dynsec.run([{ command: 'listClients', verbose: false, count: -1, offset: 0 }]);
     const have = new Set((listed?.data as { clients?: unknown[] } | undefined)?.clients?.map((c) => (typeof c === 'string' ? c : (c as { username?: string }).username)) ?? []);
     let created = 0;
-    for (const login of source()) {
+    for (const login of await source()) {
       if (have.has(login.username) || pending.has(login.username)) continue;
       pending.set(login.username, { kind: 'set', login });
       created++;

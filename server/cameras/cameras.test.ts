@@ -5,6 +5,7 @@ import { startHarness, type Harness } from '../../test/support/harness.js';
 import { addCamera, connectPc, enrol, inbox, jpeg, memberToken, openShop, upload } from '../../test/support/shop-pc.js';
 import { cameras } from './schema.js';
 import { eq } from 'drizzle-orm';
+import { one } from '../db/query.js';
 
 describe('cameras', () => {
   let h: Harness;
@@ -70,7 +71,7 @@ describe('cameras', () => {
     });
     expect(JSON.stringify(r.body)).not.toContain('s3cret');
     // Sealed at rest.
-    const row = h.server.store.db.select().from(cameras).where(eq(cameras.id, r.body.id)).get()!;
+    const row = (await one(h.server.store.db.select().from(cameras).where(eq(cameras.id, r.body.id))))!;
     expect(row.password).toMatch(/^v1:/);
     expect(row.password).not.toContain('s3cret');
     // The shop PC is told, and its pull carries the password in clear.

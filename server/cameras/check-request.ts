@@ -11,13 +11,13 @@ import { requestCheck } from './checks.js';
 import type { CameraView, CheckRow } from './service.js';
 
 /** Records and audits a check request on `found` (409 while one runs). Call inside a transaction. */
-export function startCheck(ctx: Ctx, found: CameraView, input: { kind: CheckKind; seconds: number | null; via?: string }): CheckRow {
-  const check = requestCheck(ctx.deps.store.db, found.camera, found.check, {
-    kind: input.kind,
-    seconds: input.seconds,
-    requestedBy: actorOf(ctx).userId,
-    releaseS: ctx.deps.config.FOOTFALL_CHECK_RELEASE_S,
-  });
+export async function startCheck(ctx: Ctx, found: CameraView, input: { kind: CheckKind; seconds: number | null; via?: string }): Promise<CheckRow> {
+  const check = await requestCheck(ctx.deps.store.db, found.camera, found.check, {
+      kind: input.kind,
+      seconds: input.seconds,
+      requestedBy: actorOf(ctx).userId,
+      releaseS: ctx.deps.config.FOOTFALL_CHECK_RELEASE_S,
+    });
   audit(ctx, {
     action: 'camera.check',
     target: found.camera.id,
@@ -27,9 +27,9 @@ export function startCheck(ctx: Ctx, found: CameraView, input: { kind: CheckKind
 }
 
 /** Tells the camera's shop PC about a committed check request (nothing when the shop has no broker login). */
-export function announceCheck(ctx: Ctx, view: CameraView, check: CheckRow): void {
+export async function announceCheck(ctx: Ctx, view: CameraView, check: CheckRow): Promise<void> {
   const { store, broker } = ctx.deps;
-  const address = shopAddress(store.db, view.shop.id);
+  const address = await shopAddress(store.db, view.shop.id);
   if (!address) return;
   notifyShop(broker, ctx.log, address, 'check', {
     kind: 'check_requested',

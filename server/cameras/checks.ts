@@ -6,6 +6,7 @@ import type { Db } from '../db/open.js';
 import { HttpError, conflict } from '../http/errors.js';
 import { cameraChecks, cameras } from './schema.js';
 import type { CameraRow, CheckRow } from './service.js';
+import { one, returned } from '../db/query.js';
 
 /**
  * Camera check lifecycle (spec: States and transitions, Camera check):
@@ -23,17 +24,17 @@ export function stateOf(check: CheckRow | null | undefined, now = Date.now()): C
 }
 
 /** Records a new request; 409 while the camera's previous check is still open. Call inside a transaction. */
-export function requestCheck(
+export async function requestCheck(
   db: Db,
   camera: CameraRow,
   current: CheckRow | null,
   input: { kind: CheckKind; seconds: number | null; requestedBy: string; releaseS: number },
-): CheckRow {
+): Promise<CheckRow> {
   const now = Date.now();
   if (stateOf(current, now) === 'requested') {
     throw conflict(`A check of this camera is already running; it ends by ${current!.releaseAt} at the latest. Poll GET /api/cameras until it is done.`);
   }
-  const check = db
+  const check = await returned(db
     .insert(cameraChecks)
     .values({
       id: randomUUID(),
@@ -47,25 +48,23 @@ export function requestCheck(
       requestedBy: input.requestedBy,
       releaseAt: new Date(now + input.releaseS * 1000).toISOString(),
     })
-    .returning()
-    .get();
-  db.update(cameras).set({ lastCheckId: check.id }).where(eq(cameras.id, camera.id)).run();
+    .returning());
+  (await db.update(cameras).set({ lastCheckId: check.id }).where(eq(cameras.id, camera.id)));
   return check;
 }
 
 /** Persists the release of the shop's checks whose time ran out. */
-export function releaseExpired(db: Db, shopId: string, now = Date.now()): number {
-  return db
+export async function releaseExpired(db: Db, shopId: string, now = Date.now()): Promise<number> {
+  return (await db
     .update(cameraChecks)
     .set({ state: 'timed_out' })
-    .where(and(eq(cameraChecks.shopId, shopId), eq(cameraChecks.state, 'requested'), lte(cameraChecks.releaseAt, new Date(now).toISOString())))
-    .run().changes;
+    .where(and(eq(cameraChecks.shopId, shopId), eq(cameraChecks.state, 'requested'), lte(cameraChecks.releaseAt, new Date(now).toISOString())))).changes;
 }
 
 /** The shop's oldest open, unclaimed check, now claimed; undefined when there is none. Call inside a transaction. */
-export function claimNextCheck(db: Db, shopId: string, now = Date.now()): { check: CheckRow; camera: CameraRow } | undefined {
-  releaseExpired(db, shopId, now);
-  const row = db
+export async function claimNextCheck(db: Db, shopId: string, now = Date.now()): Promise<{ check: CheckRow; camera: CameraRow } | undefined> {
+  await releaseExpired(db, shopId, now);
+  const row = await one(db
     .select({ check: cameraChecks, camera: cameras })
     .from(cameraChecks)
     .innerJoin(cameras, eq(cameras.id, cameraChecks.cameraUuid))
@@ -79,32 +78,30 @@ export function claimNextCheck(db: Db, shopId: string, now = Date.now()): { chec
       ),
     )
     .orderBy(asc(cameraChecks.requestedAt))
-    .limit(1)
-    .get();
+    .limit(1));
   if (!row) return undefined;
   const claimedAt = new Date(now).toISOString();
-  db.update(cameraChecks).set({ claimedAt }).where(eq(cameraChecks.id, row.check.id)).run();
+  (await db.update(cameraChecks).set({ claimedAt }).where(eq(cameraChecks.id, row.check.id)));
   return { check: { ...row.check, claimedAt }, camera: row.camera };
 }
 
 /** A check of this shop, for answering (404 for anyone else's). */
-export function shopCheck(db: Db, shopId: string, checkId: string): CheckRow {
-  const check = db
+export async function shopCheck(db: Db, shopId: string, checkId: string): Promise<CheckRow> {
+  const check = await one(db
     .select()
     .from(cameraChecks)
-    .where(and(eq(cameraChecks.id, checkId), eq(cameraChecks.shopId, shopId)))
-    .get();
+    .where(and(eq(cameraChecks.id, checkId), eq(cameraChecks.shopId, shopId))));
   if (!check) throw new HttpError(404, 'not_found', 'This shop has no such check.');
   return check;
 }
 
 /** Records the shop PC's answer; 409 when the check is no longer open. `ok` is true only for `good`. */
-export function answerCheck(db: Db, check: CheckRow, answer: CheckAnswer, hasImage: boolean, now = Date.now()): CheckRow {
+export async function answerCheck(db: Db, check: CheckRow, answer: CheckAnswer, hasImage: boolean, now = Date.now()): Promise<CheckRow> {
   const state = stateOf(check, now);
   if (state !== 'requested') {
     throw conflict(state === 'timed_out' ? 'This check timed out before the answer arrived; it was released.' : 'This check was already answered.');
   }
-  return db
+  return await returned(db
     .update(cameraChecks)
     .set({
       state: 'done',
@@ -116,6 +113,5 @@ export function answerCheck(db: Db, check: CheckRow, answer: CheckAnswer, hasIma
       hasImage,
     })
     .where(eq(cameraChecks.id, check.id))
-    .returning()
-    .get();
+    .returning());
 }

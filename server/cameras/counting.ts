@@ -67,10 +67,10 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const pct = (f: number) => `${Math.round(f * 100)}%`;
 
 /** Entries and exits of the last hour per camera uuid, for these shops (one index range per shop). */
-function lastHour(db: Db, shopIds: string[], now: number): Map<string, { in: number; out: number }> {
+async function lastHour(db: Db, shopIds: string[], now: number): Promise<Map<string, { in: number; out: number }>> {
   const out = new Map<string, { in: number; out: number }>();
   if (shopIds.length === 0) return out;
-  const rows = db.all<{ camera: string | null; direction: 'in' | 'out'; n: number }>(sql`
+  const rows = await db.all<{ camera: string | null; direction: 'in' | 'out'; n: number }>(sql`
     select camera_uuid as camera, direction, count(*) as n from crossings indexed by crossings_shop_time_idx
     where shop_id in (select value from json_each(${JSON.stringify(shopIds)})) and occurred_at >= ${iso(now - HOUR_MS)}
     group by camera_uuid, direction`);
@@ -83,8 +83,8 @@ function lastHour(db: Db, shopIds: string[], now: number): Map<string, { in: num
   return out;
 }
 
-function lastCrossing(db: Db, cameraUuid: string): string | null {
-  const row = db.get<{ at: string | null }>(sql`select max(occurred_at) as at from crossings where camera_uuid = ${cameraUuid}`);
+async function lastCrossing(db: Db, cameraUuid: string): Promise<string | null> {
+  const row = await db.get<{ at: string | null }>(sql`select max(occurred_at) as at from crossings where camera_uuid = ${cameraUuid}`);
   return row?.at ?? null;
 }
 
@@ -92,12 +92,12 @@ function lastCrossing(db: Db, cameraUuid: string): string | null {
  * Counting health of each of these cameras that counts a door (role `door` or `both`), by camera uuid. `all` is every
  * present camera of the shops concerned (a camera's silence is judged against the others of its shop).
  */
-export function countingHealth(db: Db, config: Config, all: CountingCamera[], shops: CountingShop[], now = Date.now()): Map<string, CountingHealth> {
+export async function countingHealth(db: Db, config: Config, all: CountingCamera[], shops: CountingShop[], now = Date.now()): Promise<Map<string, CountingHealth>> {
   const result = new Map<string, CountingHealth>();
   const doors = all.filter((c) => cameraRole(c.tuning) !== 'faces');
   if (doors.length === 0) return result;
   const shopById = new Map(shops.map((s) => [s.id, s]));
-  const hour = lastHour(db, [...new Set(doors.map((c) => c.shopId))], now);
+  const hour = await lastHour(db, [...new Set(doors.map((c) => c.shopId))], now);
   for (const c of doors) {
     const shop = shopById.get(c.shopId);
     const counts = hour.get(c.id) ?? { in: 0, out: 0 };
@@ -113,7 +113,7 @@ export function countingHealth(db: Db, config: Config, all: CountingCamera[], sh
       counted_last_hour: counts.in + counts.out,
       entries_last_hour: counts.in,
       exits_last_hour: counts.out,
-      last_crossing_at: lastCrossing(db, c.id),
+      last_crossing_at: await lastCrossing(db, c.id),
       detector_keeps_up: dropped === null ? null : dropped <= KEEPS_UP_MAX_DROPPED,
       frames_dropped_share: dropped === null ? null : Math.round(dropped * 1000) / 1000,
       stats: c.doorStats ? (({ camera_id: _, ...rest }) => rest)(c.doorStats) : null,
@@ -160,26 +160,24 @@ function judge(
 }
 
 /** Counting health of the company's present cameras (of one shop when `shopId` is given), by camera uuid. */
-export function companyCounting(db: Db, config: Config, companyId: string, shopId?: string, now = Date.now()): { health: Map<string, CountingHealth>; cameras: CountingCamera[] } {
-  const rows = db
+export async function companyCounting(db: Db, config: Config, companyId: string, shopId?: string, now = Date.now()): Promise<{ health: Map<string, CountingHealth>; cameras: CountingCamera[] }> {
+  const rows = await db
     .select()
     .from(cameras)
-    .where(and(eq(cameras.companyId, companyId), isNull(cameras.deletedAt), shopId === undefined ? undefined : eq(cameras.shopId, shopId)))
-    .all();
-  const shopRows = db
+    .where(and(eq(cameras.companyId, companyId), isNull(cameras.deletedAt), shopId === undefined ? undefined : eq(cameras.shopId, shopId)));
+  const shopRows = await db
     .select({ id: shops.id, lastHeartbeatAt: shops.lastHeartbeatAt, offlineSince: shops.offlineSince, lastEventAt: shops.lastEventAt, doorCountingProblem: shops.doorCountingProblem })
     .from(shops)
-    .where(and(eq(shops.companyId, companyId), shopId === undefined ? undefined : eq(shops.id, shopId)))
-    .all();
-  return { health: countingHealth(db, config, rows, shopRows, now), cameras: rows };
+    .where(and(eq(shops.companyId, companyId), shopId === undefined ? undefined : eq(shops.id, shopId)));
+  return { health: await countingHealth(db, config, rows, shopRows, now), cameras: rows };
 }
 
 /**
  * Per shop, the door cameras that went silent (counted nobody for an hour while the shop's other cameras saw people),
  * in words: added to the Site's `door_counting_problem` when the shop PC itself reports none.
  */
-export function silentDoors(db: Db, config: Config, companyId: string, now = Date.now()): Map<string, string> {
-  const { health, cameras: rows } = companyCounting(db, config, companyId, undefined, now);
+export async function silentDoors(db: Db, config: Config, companyId: string, now = Date.now()): Promise<Map<string, string>> {
+  const { health, cameras: rows } = await companyCounting(db, config, companyId, undefined, now);
   const byShop = new Map<string, string[]>();
   for (const c of rows) {
     const h = health.get(c.id);

@@ -68,21 +68,21 @@ const stateOf = (v: CameraView) => ({ connected: v.camera.connected, connection_
  * a browser opens at most six connections to a host over HTTP/1.1, so a grid of one stream per camera stalled past
  * five cameras (docs/console.md).
  */
-export function liveRoutes(r: AppRouter, cameraInPath: (ctx: Ctx) => CameraView): void {
-  r.get('/cameras/:id/live', auth(camerasPolicy.view), (ctx) => {
-    const view = cameraInPath(ctx);
-    const address = shopAddress(ctx.deps.store.db, view.shop.id);
+export function liveRoutes(r: AppRouter, cameraInPath: (ctx: Ctx) => Promise<CameraView>): void {
+  r.get('/cameras/:id/live', auth(camerasPolicy.view), async (ctx) => {
+    const view = await cameraInPath(ctx);
+    const address = await shopAddress(ctx.deps.store.db, view.shop.id);
     if (!address) throw notFound('That camera');
     // Additive: what the shop PC last reported about the camera, so a viewer of a camera known to be down learns why at once.
     openLiveStream(ctx, [{ cameraUuid: view.camera.id, cameraId: view.camera.cameraId, shopId: view.shop.id, address }], JSON.stringify(stateOf(view)), (_t, b64) => b64);
   });
 
-  r.get('/sites/:site/live', auth(camerasPolicy.view), (ctx) => {
-    const shop = shopInPath(ctx);
+  r.get('/sites/:site/live', auth(camerasPolicy.view), async (ctx) => {
+    const shop = await shopInPath(ctx);
     const db = ctx.deps.store.db;
-    const address = shopAddress(db, shop.id);
+    const address = await shopAddress(db, shop.id);
     if (!address) throw notFound('That shop');
-    const cameras = listCameras(db, tenantOf(ctx))
+    const cameras = (await listCameras(db, tenantOf(ctx)))
       .filter((v) => v.shop.id === shop.id && v.camera.enabled)
       .slice(0, MAX_GRID_CAMERAS);
     const targets: LiveTarget[] = cameras.map((v) => ({ cameraUuid: v.camera.id, cameraId: v.camera.cameraId, shopId: shop.id, address }));

@@ -79,10 +79,10 @@ export const CheckBody = z.discriminatedUnion(
 );
 
 /** The camera named in the path (uuid or an unambiguous camera_id), in the caller's company; 404 otherwise. */
-function cameraInPath(ctx: Ctx): CameraView {
+async function cameraInPath(ctx: Ctx): Promise<CameraView> {
   const db = ctx.deps.store.db;
-  const id = resolve(db, cameraRef, tenantOf(ctx), String(ctx.params.id), 'path');
-  const view = viewCamera(db, id);
+  const id = await resolve(db, cameraRef, tenantOf(ctx), String(ctx.params.id), 'path');
+  const view = await viewCamera(db, id);
   if (!view) throw notFound('That camera');
   return view;
 }
@@ -98,55 +98,55 @@ function sealPassword(ctx: Ctx, password: string): string | null {
   }
 }
 
-function camerasChanged(ctx: Ctx, shopId: string): void {
-  const address = shopAddress(ctx.deps.store.db, shopId);
+async function camerasChanged(ctx: Ctx, shopId: string): Promise<void> {
+  const address = await shopAddress(ctx.deps.store.db, shopId);
   if (address) notifyShop(ctx.deps.broker, ctx.log, address, 'cameras', { kind: 'cameras_changed', at: new Date().toISOString() });
 }
 
 export function camerasRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api' });
 
-  r.get('/cameras', auth(camerasPolicy.view), (ctx) => {
+  r.get('/cameras', auth(camerasPolicy.view), async (ctx) => {
     const now = Date.now();
     const db = ctx.deps.store.db;
-    const { health } = companyCounting(db, ctx.deps.config, tenantOf(ctx), undefined, now);
-    ctx.body = listCameras(db, tenantOf(ctx)).map((v) => presentCamera(v, now, health));
+    const { health } = await companyCounting(db, ctx.deps.config, tenantOf(ctx), undefined, now);
+    ctx.body = (await listCameras(db, tenantOf(ctx))).map((v) => presentCamera(v, now, health));
   });
 
-  r.post('/sites/:site/cameras', auth(camerasPolicy.manage), validate({ body: CreateCameraBody }), (ctx) => {
+  r.post('/sites/:site/cameras', auth(camerasPolicy.manage), validate({ body: CreateCameraBody }), async (ctx) => {
     const body = bodyOf(ctx, CreateCameraBody);
     const { store } = ctx.deps;
     const password = sealPassword(ctx, body.password ?? '');
-    const view = store.tx(() => {
-      const shop = shopInPath(ctx);
-      const camera = createCamera(store.db, {
-        companyId: shop.companyId,
-        shopId: shop.id,
-        cameraId: body.camera_id,
-        label: body.label ?? body.camera_id,
-        host: body.host,
-        port: body.port ?? DEFAULTS.port,
-        path: body.path ?? DEFAULTS.path,
-        username: body.username ?? DEFAULTS.username,
-        password,
-        maxWidth: body.max_width ?? DEFAULTS.maxWidth,
-        tuning: mergeTuning(DEFAULT_TUNING, body.tuning),
-        enabled: body.enabled ?? true,
-      });
+    const view = await store.tx(async () => {
+      const shop = await shopInPath(ctx);
+      const camera = await createCamera(store.db, {
+              companyId: shop.companyId,
+              shopId: shop.id,
+              cameraId: body.camera_id,
+              label: body.label ?? body.camera_id,
+              host: body.host,
+              port: body.port ?? DEFAULTS.port,
+              path: body.path ?? DEFAULTS.path,
+              username: body.username ?? DEFAULTS.username,
+              password,
+              maxWidth: body.max_width ?? DEFAULTS.maxWidth,
+              tuning: mergeTuning(DEFAULT_TUNING, body.tuning),
+              enabled: body.enabled ?? true,
+            });
       audit(ctx, { action: 'camera.create', target: camera.id, detail: { camera_id: camera.cameraId, site: shop.slug } });
-      return viewCamera(store.db, camera.id)!;
+      return (await viewCamera(store.db, camera.id))!;
     });
-    camerasChanged(ctx, view.shop.id);
+    await camerasChanged(ctx, view.shop.id);
     ctx.status = 201;
-    ctx.body = presentCamera(view, Date.now(), companyCounting(store.db, ctx.deps.config, view.camera.companyId, view.shop.id).health);
+    ctx.body = presentCamera(view, Date.now(), (await companyCounting(store.db, ctx.deps.config, view.camera.companyId, view.shop.id)).health);
   });
 
-  r.patch('/cameras/:id', auth(camerasPolicy.manage), validate({ body: PatchCameraBody }), (ctx) => {
+  r.patch('/cameras/:id', auth(camerasPolicy.manage), validate({ body: PatchCameraBody }), async (ctx) => {
     const body = bodyOf(ctx, PatchCameraBody);
     const { store } = ctx.deps;
     const password = body.password === undefined ? undefined : sealPassword(ctx, body.password);
-    const view = store.tx(() => {
-      const before = cameraInPath(ctx);
+    const view = await store.tx(async () => {
+      const before = await cameraInPath(ctx);
       const c = before.camera;
       const changes: Partial<CameraFields> = {};
       if (body.label !== undefined) changes.label = body.label;
@@ -158,40 +158,40 @@ export function camerasRoutes(): AppRouter {
       if (body.max_width !== undefined) changes.maxWidth = body.max_width;
       if (body.enabled !== undefined) changes.enabled = body.enabled;
       if (body.tuning !== undefined) changes.tuning = mergeTuning(c.tuning, body.tuning);
-      updateCamera(store.db, c, changes);
+      await updateCamera(store.db, c, changes);
       audit(ctx, { action: 'camera.update', target: c.id, detail: { camera_id: c.cameraId, fields: Object.keys(body).filter((k) => k !== 'camera_id') } });
-      return viewCamera(store.db, c.id)!;
+      return (await viewCamera(store.db, c.id))!;
     });
-    camerasChanged(ctx, view.shop.id);
-    ctx.body = presentCamera(view, Date.now(), companyCounting(store.db, ctx.deps.config, view.camera.companyId, view.shop.id).health);
+    await camerasChanged(ctx, view.shop.id);
+    ctx.body = presentCamera(view, Date.now(), (await companyCounting(store.db, ctx.deps.config, view.camera.companyId, view.shop.id)).health);
   });
 
   r.delete('/cameras/:id', auth(camerasPolicy.manage), async (ctx) => {
     const { store, config } = ctx.deps;
-    const view = store.tx(() => {
-      const found = cameraInPath(ctx);
-      tombstoneCamera(store.db, found.camera);
+    const view = await store.tx(async () => {
+      const found = await cameraInPath(ctx);
+      await tombstoneCamera(store.db, found.camera);
       audit(ctx, { action: 'camera.remove', target: found.camera.id, detail: { camera_id: found.camera.cameraId, site: found.shop.slug } });
       return found;
     });
-    camerasChanged(ctx, view.shop.id);
+    await camerasChanged(ctx, view.shop.id);
     await removeSnapshot(config.dataDir, view.camera.companyId, view.camera.id).catch((err: unknown) => ctx.log.warn({ err }, 'snapshot of a removed camera not deleted'));
     ctx.body = { deleted: view.camera.id, camera_id: view.camera.cameraId, site_id: view.shop.id };
   });
 
-  r.post('/cameras/:id/check', auth(camerasPolicy.check), validate({ body: CheckBody }), (ctx) => {
+  r.post('/cameras/:id/check', auth(camerasPolicy.check), validate({ body: CheckBody }), async (ctx) => {
     const body = bodyOf(ctx, CheckBody);
-    const { view, check } = ctx.deps.store.tx(() => {
-      const found = cameraInPath(ctx);
-      return { view: found, check: startCheck(ctx, found, { kind: body.kind, seconds: body.kind === 'placement' ? body.seconds : null }) };
+    const { view, check } = await ctx.deps.store.tx(async () => {
+      const found = await cameraInPath(ctx);
+      return { view: found, check: await startCheck(ctx, found, { kind: body.kind, seconds: body.kind === 'placement' ? body.seconds : null }) };
     });
-    announceCheck(ctx, view, check);
+    await announceCheck(ctx, view, check);
     ctx.status = 202;
     ctx.body = presentCheck({ ...view, check });
   });
 
   r.get('/cameras/:id/snapshot.jpg', auth(camerasPolicy.view), async (ctx) => {
-    const view = cameraInPath(ctx);
+    const view = await cameraInPath(ctx);
     const jpeg = await readSnapshot(ctx.deps.config.dataDir, view.camera.companyId, view.camera.id);
     if (!jpeg) throw new HttpError(404, 'no_image', 'There is no picture from this camera yet: the shop PC sends one about once a minute while the camera is connected.');
     ctx.set('Cache-Control', 'private, no-store');

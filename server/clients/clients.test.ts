@@ -18,6 +18,7 @@ import { sessions, users } from '../auth/schema.js';
 import { newToken } from '../auth/tokens.js';
 import { companyImagesDir } from '../photos/local-store.js';
 import type { CompanyPurger } from './deletion.js';
+import { one } from '../db/query.js';
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const generatedRe = /^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/;
@@ -28,10 +29,9 @@ function expectEnvelope(body: unknown, code: string) {
 
 async function addUser(h: Harness, companyId: string, email: string, role: 'staff' | 'manager' | 'owner', password: string) {
   const id = randomUUID();
-  h.server.store.db
+  (await h.server.store.db
     .insert(users)
-    .values({ id, companyId, email, fullName: `User ${email}`, role, passwordHash: await hashPassword(password), active: true, createdAt: new Date().toISOString() })
-    .run();
+    .values({ id, companyId, email, fullName: `User ${email}`, role, passwordHash: await hashPassword(password), active: true, createdAt: new Date().toISOString() }));
   return id;
 }
 
@@ -71,7 +71,7 @@ describe('platform administration', () => {
       expect(JSON.stringify(listed.body)).not.toContain(r.body.password);
       const audit = h.server.store.sqlite.prepare('select * from audit_log').all();
       expect(JSON.stringify(audit)).not.toContain(r.body.password);
-      const row = h.server.store.db.select().from(users).where(eq(users.email, 'owner@gamma.test')).get();
+      const row = await one(h.server.store.db.select().from(users).where(eq(users.email, 'owner@gamma.test')));
       const { memoryCost: m, parallelism: p, timeCost: t } = passwordHashing();
       expect(row?.passwordHash?.startsWith(`$argon2id$v=19$m=${m},p=${p},t=${t}$`)).toBe(true);
     });
@@ -320,8 +320,8 @@ describe('platform administration', () => {
 
   describe('DELETE /api/admin/clients/{id}', () => {
     const del = (id: string, body?: unknown) => h.request('DELETE', `/api/admin/clients/${id}`, { token: admin, ...(body === undefined ? {} : { body }) });
-    const userRows = (companyId: string) => h.server.store.db.select().from(users).where(eq(users.companyId, companyId)).all().length;
-    const sessionRows = (companyId: string) => h.server.store.db.select().from(sessions).where(eq(sessions.companyId, companyId)).all().length;
+    const userRows = async (companyId: string) => (await h.server.store.db.select().from(users).where(eq(users.companyId, companyId))).length;
+    const sessionRows = async (companyId: string) => (await h.server.store.db.select().from(sessions).where(eq(sessions.companyId, companyId))).length;
     function storeImages(companyId: string, files: string[]) {
       const dir = companyImagesDir(h.dataDir, companyId);
       for (const f of files) {
@@ -338,7 +338,7 @@ describe('platform administration', () => {
         expect(r.status).toBe(409);
         expectEnvelope(r.body, 'still_active');
       }
-      expect(userRows(c.id)).toBe(1);
+      expect(await userRows(c.id)).toBe(1);
     });
 
     it('confirm must be given and equal the slug', async () => {
@@ -350,7 +350,7 @@ describe('platform administration', () => {
         expectEnvelope(r.body, 'invalid_request');
         expect(r.body.message).toMatch(/confirm/);
       }
-      expect(userRows(c.id)).toBe(1);
+      expect(await userRows(c.id)).toBe(1);
       expect((await list()).some((x) => x.id === c.id)).toBe(true);
     });
 
@@ -360,16 +360,16 @@ describe('platform administration', () => {
       const dir = storeImages(c.id, ['a.jpg', 'faces/b.jpg', 'faces/2024/c.jpg']);
       const keep = storeImages(a.id, ['keep.jpg']);
       await suspend(c.id);
-      expect(userRows(c.id)).toBe(2);
-      expect(sessionRows(c.id)).toBe(1);
+      expect(await userRows(c.id)).toBe(2);
+      expect(await sessionRows(c.id)).toBe(1);
 
       const r = await del(c.id, { confirm: c.slug });
       expect(r.status).toBe(200);
       expect(r.body).toEqual({ deleted: c.slug, images_deleted: 3 });
       expect(fs.existsSync(dir)).toBe(false);
       expect(fs.existsSync(path.join(keep, 'keep.jpg'))).toBe(true);
-      expect(userRows(c.id)).toBe(0);
-      expect(sessionRows(c.id)).toBe(0);
+      expect(await userRows(c.id)).toBe(0);
+      expect(await sessionRows(c.id)).toBe(0);
       expect(h.server.store.db.get<{ n: number }>(sql`select count(*) as n from companies where id = ${c.id}`)?.n).toBe(0);
       expect((await list()).some((x) => x.id === c.id)).toBe(false);
       const login = await h.request('POST', '/api/auth/login', { body: { email: c.ownerEmail, password: c.ownerPassword } });
@@ -399,7 +399,7 @@ describe('platform administration', () => {
       const r = await del(c.id, { confirm: c.slug });
       expect(r.status).toBe(502);
       expectEnvelope(r.body, 'storage_error');
-      expect(userRows(c.id)).toBe(1);
+      expect(await userRows(c.id)).toBe(1);
       expect((await list()).some((x) => x.id === c.id)).toBe(true);
       fs.rmSync(companyImagesDir(h.dataDir, c.id));
     });
@@ -413,7 +413,7 @@ describe('platform administration', () => {
         async purge(companyId) {
           ran.push(name);
           // Rows are still there while purgers run.
-          expect(userRows(companyId)).toBeGreaterThan(0);
+          expect(await userRows(companyId)).toBeGreaterThan(0);
           if (fail) throw new Error(`${name} exploded`);
           return 4;
         },
@@ -428,7 +428,7 @@ describe('platform administration', () => {
         expect(failed.status).toBe(502);
         expect(failed.body).toEqual({ error: 'storage_error', message: 'images failed' });
         expect(ran).toEqual(['images']);
-        expect(userRows(c.id)).toBe(1);
+        expect(await userRows(c.id)).toBe(1);
         expect(fs.existsSync(path.join(dir, 'x.jpg'))).toBe(true);
         expect((await list()).find((x) => x.id === c.id)?.active).toBe(false);
 
@@ -437,7 +437,7 @@ describe('platform administration', () => {
         const second = await del(c.id, { confirm: c.slug });
         expect(second.status).toBe(502);
         expect(ran).toEqual(['images', 'broker-logins']);
-        expect(userRows(c.id)).toBe(1);
+        expect(await userRows(c.id)).toBe(1);
 
         ran.length = 0;
         h.server.deps.purgers = [purger('images'), purger('broker-logins')];
@@ -445,7 +445,7 @@ describe('platform administration', () => {
         expect(ok.status).toBe(200);
         expect(ok.body).toEqual({ deleted: c.slug, images_deleted: 4 });
         expect(ran).toEqual(['images', 'broker-logins']);
-        expect(userRows(c.id)).toBe(0);
+        expect(await userRows(c.id)).toBe(0);
       } finally {
         h.server.deps.purgers = original;
       }
@@ -531,8 +531,8 @@ describe('platform administration', () => {
       extra.get('/owners', auth(rule('owner', 'see the owners page')), (ctx) => {
         ctx.body = { ok: true };
       });
-      extra.get('/people/:ref', auth(rule('staff', 'look people up')), (ctx) => {
-        ctx.body = { id: resolve(ctx.deps.store.db, personRef, tenantOf(ctx), ctx.params.ref!, 'path') };
+      extra.get('/people/:ref', auth(rule('staff', 'look people up')), async (ctx) => {
+        ctx.body = { id: await resolve(ctx.deps.store.db, personRef, tenantOf(ctx), ctx.params.ref!, 'path') };
       });
       await withApp(h, extra, async (get) => {
         const byAdmin = await get('/test-only/tenant', admin);
@@ -557,8 +557,8 @@ describe('platform administration', () => {
 
     it('cross-tenant: an owner of A can neither see nor touch anything of B', async () => {
       const extra: AppRouter = new Router({ prefix: '/test-only' });
-      extra.get('/people/:ref', auth(rule('staff', 'look people up')), (ctx) => {
-        ctx.body = { id: resolve(ctx.deps.store.db, personRef, tenantOf(ctx), ctx.params.ref!, 'path') };
+      extra.get('/people/:ref', auth(rule('staff', 'look people up')), async (ctx) => {
+        ctx.body = { id: await resolve(ctx.deps.store.db, personRef, tenantOf(ctx), ctx.params.ref!, 'path') };
       });
       await withApp(h, extra, async (get) => {
         expect((await get(`/test-only/people/${encodeURIComponent(a.ownerEmail)}`, a.ownerToken)).body).toEqual({ id: a.owner.user.id });

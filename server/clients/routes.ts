@@ -31,8 +31,8 @@ export const PatchClientBody = z.object({ active: z.boolean({ error: 'must be tr
 export const OwnerPasswordBody = z.object({ email: email.optional() });
 export const DeleteClientBody = z.object({ confirm: z.string({ error: "is required: type the company's slug to confirm" }) });
 
-function companyOr404(ctx: Ctx) {
-  const company = findCompany(ctx.deps.store.db, String(ctx.params.id));
+async function companyOr404(ctx: Ctx) {
+  const company = await findCompany(ctx.deps.store.db, String(ctx.params.id));
   if (!company) throw notFound('That company');
   return company;
 }
@@ -41,11 +41,11 @@ export function clientsRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api/admin' });
   r.use(auth(clientsPolicy.manage));
 
-  r.get('/clients', (ctx) => {
+  r.get('/clients', async (ctx) => {
     const db = ctx.deps.store.db;
-    const counts = companyCounts(db);
-    const health = companyHealth(db, ctx.deps.config);
-    ctx.body = listCompanies(db).map((c) => ({ ...presentCompany(c, counts.get(c.id) ?? { sites: 0, users: 0 }), ...(health.get(c.id) ?? noHealth) }));
+    const counts = await companyCounts(db);
+    const health = await companyHealth(db, ctx.deps.config);
+    ctx.body = (await listCompanies(db)).map((c) => ({ ...presentCompany(c, counts.get(c.id) ?? { sites: 0, users: 0 }), ...(health.get(c.id) ?? noHealth) }));
   });
 
   r.post('/clients', validate({ body: CreateClientBody }), async (ctx) => {
@@ -61,7 +61,7 @@ export function clientsRoutes(): AppRouter {
     } else {
       const derived = slugify(body.company_name, max);
       if (derived.length < min) throw badRequest(`slug: could not derive one from "${body.company_name}"; send a slug of ${min} to ${max} lower-case letters, digits and dashes`);
-      slug = freeSlug(store.db, derived, max);
+      slug = await freeSlug(store.db, derived, max);
     }
     const supplied = body.password?.length ? body.password : undefined;
     if (supplied && supplied.length < config.FOOTFALL_PASSWORD_MIN_LENGTH) {
@@ -69,8 +69,8 @@ export function clientsRoutes(): AppRouter {
     }
     const password = supplied ?? generatePassword();
     const passwordHash = await hashPassword(password);
-    const { company, owner } = store.tx(() => {
-      const made = createCompanyWithOwner(store.db, { name: body.company_name, slug, ownerEmail: body.owner_email, ownerName: body.owner_name, passwordHash });
+    const { company, owner } = await store.tx(async () => {
+      const made = await createCompanyWithOwner(store.db, { name: body.company_name, slug, ownerEmail: body.owner_email, ownerName: body.owner_name, passwordHash });
       audit(ctx, { action: 'client.create', companyId: null, target: made.company.id, detail: { slug, owner_email: body.owner_email } });
       return made;
     });
@@ -78,30 +78,29 @@ export function clientsRoutes(): AppRouter {
     ctx.body = { client_id: company.id, slug: company.slug, owner_email: owner.email, password };
   });
 
-  r.patch('/clients/:id', validate({ body: PatchClientBody }), (ctx) => {
+  r.patch('/clients/:id', validate({ body: PatchClientBody }), async (ctx) => {
     const { active } = bodyOf(ctx, PatchClientBody);
     const { store } = ctx.deps;
-    ctx.body = store.tx(() => {
-      const company = companyOr404(ctx);
+    ctx.body = await store.tx(async () => {
+      const company = await companyOr404(ctx);
       let revoked = 0;
       if (company.active !== active) {
-        store.db
+        (await store.db
           .update(companies)
           .set({ active, suspendedAt: active ? null : new Date().toISOString() })
-          .where(eq(companies.id, company.id))
-          .run();
-        if (!active) revoked = revokeCompanySessions(store.db, company.id, 'company_suspended');
+          .where(eq(companies.id, company.id)));
+        if (!active) revoked = await revokeCompanySessions(store.db, company.id, 'company_suspended');
         audit(ctx, { action: active ? 'client.reactivate' : 'client.suspend', companyId: null, target: company.id, detail: { sessions_revoked: revoked } });
       }
-      return { client: presentCompany({ ...company, active }, countsOf(store.db, company.id)), sessions_revoked: revoked };
+      return { client: presentCompany({ ...company, active }, await countsOf(store.db, company.id)), sessions_revoked: revoked };
     });
   });
 
   r.post('/clients/:id/owner-password', validate({ body: OwnerPasswordBody }), async (ctx) => {
     const body = bodyOf(ctx, OwnerPasswordBody);
     const { store } = ctx.deps;
-    const company = companyOr404(ctx);
-    const owners = ownersOf(store.db, company.id);
+    const company = await companyOr404(ctx);
+    const owners = await ownersOf(store.db, company.id);
     let owner;
     if (body.email) {
       owner = owners.find((o) => o.email === body.email);
@@ -118,19 +117,19 @@ export function clientsRoutes(): AppRouter {
     const password = generatePassword();
     const passwordHash = await hashPassword(password);
     const target = owner;
-    store.tx(() => {
-      store.db.update(users).set({ passwordHash }).where(eq(users.id, target.id)).run();
-      endProviderSessions(store.db, target.id); // the same account on /auth's embedded provider
-      const revoked = revokeUserSessions(store.db, target.id, 'password_reset');
+    (await store.tx(async () => {
+      (await store.db.update(users).set({ passwordHash }).where(eq(users.id, target.id)));
+      await endProviderSessions(store.db, target.id); // the same account on /auth's embedded provider
+      const revoked = await revokeUserSessions(store.db, target.id, 'password_reset');
       audit(ctx, { action: 'client.owner_password', companyId: null, target: target.id, detail: { company_id: company.id, email: target.email, sessions_revoked: revoked } });
-    });
+    }));
     ctx.body = { email: target.email, password };
   });
 
   r.delete('/clients/:id', validate({ body: DeleteClientBody }), async (ctx) => {
     const { confirm } = bodyOf(ctx, DeleteClientBody);
     const { store, purgers, log } = ctx.deps;
-    const company = companyOr404(ctx);
+    const company = await companyOr404(ctx);
     if (company.active) throw new HttpError(409, 'still_active', `${company.name} is still active. Suspend it first (PATCH with "active": false), then delete it.`);
     if (confirm.trim().toLowerCase() !== company.slug) throw badRequest(`confirm: type the company's slug "${company.slug}" to confirm the deletion`);
     const removed: Record<string, number> = {};
@@ -142,14 +141,14 @@ export function clientsRoutes(): AppRouter {
         throw new HttpError(purger.failure.status, purger.failure.code, purger.failure.message);
       }
     }
-    store.tx(() => {
+    (await store.tx(async () => {
       // Re-read: it may have been reactivated (or deleted) while the purgers ran.
-      const now = findCompany(store.db, company.id);
+      const now = await findCompany(store.db, company.id);
       if (!now) throw notFound('That company');
       if (now.active) throw new HttpError(409, 'still_active', `${company.name} was reactivated during the deletion; its rows were kept. Suspend it and delete it again.`);
-      store.db.delete(companies).where(eq(companies.id, company.id)).run();
+      (await store.db.delete(companies).where(eq(companies.id, company.id)));
       audit(ctx, { action: 'client.delete', companyId: null, target: company.id, detail: { slug: company.slug, ...removed } });
-    });
+    }));
     ctx.body = { deleted: company.slug, images_deleted: removed.images ?? 0 };
   });
 

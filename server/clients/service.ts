@@ -7,73 +7,72 @@ import { conflict } from '../http/errors.js';
 import type { CompanyCounts } from './presenter.js';
 import { companies } from './schema.js';
 import { shopCounts } from '../shops/service.js';
+import { one, returned } from '../db/query.js';
 
 const uuidLike = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A company by uuid or by its slug (immutable, so safe for an admin to type). */
-export function findCompany(db: Db, idOrSlug: string): CompanyRow | undefined {
+export async function findCompany(db: Db, idOrSlug: string): Promise<CompanyRow | undefined> {
   const where = uuidLike.test(idOrSlug) ? eq(companies.id, idOrSlug.toLowerCase()) : eq(companies.slug, idOrSlug.toLowerCase());
-  return db.select().from(companies).where(where).get();
+  return await one(db.select().from(companies).where(where));
 }
 
-export function listCompanies(db: Db): CompanyRow[] {
-  return db.select().from(companies).orderBy(companies.createdAt, companies.slug).all();
+export async function listCompanies(db: Db): Promise<CompanyRow[]> {
+  return await db.select().from(companies).orderBy(companies.createdAt, companies.slug);
 }
 
 /** Shops and users per company. */
-export function companyCounts(db: Db): Map<string, CompanyCounts> {
-  const rows = db.select({ companyId: users.companyId, n: count() }).from(users).groupBy(users.companyId).all();
-  const sites = shopCounts(db);
+export async function companyCounts(db: Db): Promise<Map<string, CompanyCounts>> {
+  const rows = await db.select({ companyId: users.companyId, n: count() }).from(users).groupBy(users.companyId);
+  const sites = await shopCounts(db);
   const out = new Map<string, CompanyCounts>();
   for (const r of rows) if (r.companyId) out.set(r.companyId, { sites: sites.get(r.companyId) ?? 0, users: r.n });
   for (const [companyId, n] of sites) if (!out.has(companyId)) out.set(companyId, { sites: n, users: 0 });
   return out;
 }
 
-export function countsOf(db: Db, companyId: string): CompanyCounts {
-  return companyCounts(db).get(companyId) ?? { sites: 0, users: 0 };
+export async function countsOf(db: Db, companyId: string): Promise<CompanyCounts> {
+  return (await companyCounts(db)).get(companyId) ?? { sites: 0, users: 0 };
 }
 
-export function emailTaken(db: Db, email: string): boolean {
-  return db.select({ id: users.id }).from(users).where(eq(users.email, email)).get() !== undefined;
+export async function emailTaken(db: Db, email: string): Promise<boolean> {
+  return (await one(db.select({ id: users.id }).from(users).where(eq(users.email, email)))) !== undefined;
 }
 
-export function slugTaken(db: Db, slug: string): boolean {
-  return db.select({ id: companies.id }).from(companies).where(eq(companies.slug, slug)).get() !== undefined;
+export async function slugTaken(db: Db, slug: string): Promise<boolean> {
+  return (await one(db.select({ id: companies.id }).from(companies).where(eq(companies.slug, slug)))) !== undefined;
 }
 
 /** A free slug: the derived one, or the derived one with -2, -3... (cut so it still fits). */
-export function freeSlug(db: Db, base: string, max: number): string {
-  if (!slugTaken(db, base)) return base;
+export async function freeSlug(db: Db, base: string, max: number): Promise<string> {
+  if (!(await slugTaken(db, base))) return base;
   for (let n = 2; ; n++) {
     const suffix = `-${n}`;
     const candidate = base.slice(0, max - suffix.length).replace(/-+$/, '') + suffix;
-    if (!slugTaken(db, candidate)) return candidate;
+    if (!(await slugTaken(db, candidate))) return candidate;
   }
 }
 
 /** Company and owner in one go; call inside a transaction. */
-export function createCompanyWithOwner(
+export async function createCompanyWithOwner(
   db: Db,
   input: { name: string; slug: string; ownerEmail: string; ownerName: string; passwordHash: string },
-): { company: CompanyRow; owner: UserRow } {
-  if (slugTaken(db, input.slug)) throw conflict(`A company with the slug "${input.slug}" already exists.`);
-  if (emailTaken(db, input.ownerEmail)) throw conflict(`${input.ownerEmail} already has an account.`);
+): Promise<{ company: CompanyRow; owner: UserRow }> {
+  if (await slugTaken(db, input.slug)) throw conflict(`A company with the slug "${input.slug}" already exists.`);
+  if (await emailTaken(db, input.ownerEmail)) throw conflict(`${input.ownerEmail} already has an account.`);
   const now = new Date().toISOString();
-  const company = db.insert(companies).values({ id: randomUUID(), slug: input.slug, name: input.name, active: true, createdAt: now }).returning().get();
-  const owner = db
+  const company = await returned(db.insert(companies).values({ id: randomUUID(), slug: input.slug, name: input.name, active: true, createdAt: now }).returning());
+  const owner = await returned(db
     .insert(users)
     .values({ id: randomUUID(), companyId: company.id, email: input.ownerEmail, fullName: input.ownerName, role: 'owner', passwordHash: input.passwordHash, active: true, createdAt: now })
-    .returning()
-    .get();
+    .returning());
   return { company, owner };
 }
 
-export function ownersOf(db: Db, companyId: string): UserRow[] {
-  return db
+export async function ownersOf(db: Db, companyId: string): Promise<UserRow[]> {
+  return await db
     .select()
     .from(users)
     .where(and(eq(users.companyId, companyId), eq(users.role, 'owner')))
-    .orderBy(users.createdAt)
-    .all();
+    .orderBy(users.createdAt);
 }

@@ -52,7 +52,7 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
   let staffA: string;
   let doorA: any;
 
-  const rowsOf = (shopId: string) => h.server.store.db.select().from(crossings).where(eq(crossings.shopId, shopId)).all();
+  const rowsOf = async (shopId: string) => await h.server.store.db.select().from(crossings).where(eq(crossings.shopId, shopId));
   const site = async (token: string, slug: string) => {
     const list = await h.request('GET', '/api/sites', { token });
     expect(list.status).toBe(200);
@@ -83,7 +83,7 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
     const m = crossing({ direction: 'in' });
     await pcA.publish(m);
     // The PUBACK came after the write: the row is there now.
-    let rows = rowsOf(pcA.shop.site_id);
+    let rows = await rowsOf(pcA.shop.site_id);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ crossingId: m.crossing_id, cameraId: 'door', cameraUuid: doorA.id, direction: 'in', occurredAt: m.occurred_at, trackId: 't1' });
     // The shop PC did not see the PUBACK and sends it again, on this connection and after reconnecting.
@@ -92,7 +92,7 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
     const again = await connectPc(h, pcA.enrolment);
     await pcA.publish(m, again);
     await again.endAsync(true);
-    rows = rowsOf(pcA.shop.site_id);
+    rows = await rowsOf(pcA.shop.site_id);
     expect(rows).toHaveLength(1);
     const s = h.server.crossings.stats;
     expect(s.stored - before.stored).toBe(1);
@@ -106,9 +106,9 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
     await pcA.publish(crossing({ crossing_id: id, direction: 'in' }));
     await pcA2.publish(crossing({ crossing_id: id, direction: 'out' }));
     await pcB.publish(crossing({ crossing_id: id, direction: 'out' }));
-    expect(rowsOf(pcA.shop.site_id).filter((r) => r.crossingId === id)).toMatchObject([{ direction: 'in' }]);
-    expect(rowsOf(pcA2.shop.site_id)).toMatchObject([{ crossingId: id, direction: 'out' }]);
-    expect(rowsOf(pcB.shop.site_id)).toMatchObject([{ crossingId: id, direction: 'out', companyId: b.id }]);
+    expect((await rowsOf(pcA.shop.site_id)).filter((r) => r.crossingId === id)).toMatchObject([{ direction: 'in' }]);
+    expect(await rowsOf(pcA2.shop.site_id)).toMatchObject([{ crossingId: id, direction: 'out' }]);
+    expect(await rowsOf(pcB.shop.site_id)).toMatchObject([{ crossingId: id, direction: 'out', companyId: b.id }]);
     expect(await site(staffA, pcA.shop.slug)).toMatchObject({ occupancy: 2, entries_today: 2, exits_today: 0 });
     // Company B sees only its own shops, and its Andheri has no line: null.
     const bList = (await h.request('GET', '/api/sites', { token: b.ownerToken })).body;
@@ -127,13 +127,13 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
     const gone2 = closed(otherShop);
     otherShop.publish(pcA2.topic, JSON.stringify(crossing({ crossing_id: id })), { qos: 1 });
     await gone2;
-    expect(rowsOf(pcB.shop.site_id).some((r) => r.crossingId === id)).toBe(false);
-    expect(rowsOf(pcA2.shop.site_id).some((r) => r.crossingId === id)).toBe(false);
+    expect((await rowsOf(pcB.shop.site_id)).some((r) => r.crossingId === id)).toBe(false);
+    expect((await rowsOf(pcA2.shop.site_id)).some((r) => r.crossingId === id)).toBe(false);
   });
 
   it('bad payloads are logged and dropped (acknowledged, connection kept, nothing stored); a good one after them is stored', async () => {
     const before = h.server.crossings.stats;
-    const count = rowsOf(pcA.shop.site_id).length;
+    const count = (await rowsOf(pcA.shop.site_id)).length;
     const bad = [
       'not json',
       '[]',
@@ -146,9 +146,9 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
     for (const p of bad) await pcA.publish(p);
     expect(pcA.client.connected).toBe(true);
     expect(h.server.crossings.stats.invalid - before.invalid).toBe(bad.length);
-    expect(rowsOf(pcA.shop.site_id)).toHaveLength(count);
+    expect(await rowsOf(pcA.shop.site_id)).toHaveLength(count);
     await pcA.publish(crossing({ direction: 'out' }));
-    expect(rowsOf(pcA.shop.site_id)).toHaveLength(count + 1);
+    expect(await rowsOf(pcA.shop.site_id)).toHaveLength(count + 1);
   });
 
   it("a suspended company's crossings are dropped (acknowledged, not stored); once active again they count", async () => {
@@ -160,10 +160,10 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
       const before = h.server.crossings.stats.suspended;
       await pc.publish(crossing());
       expect(h.server.crossings.stats.suspended - before).toBe(1);
-      expect(rowsOf(pc.shop.site_id)).toHaveLength(0);
+      expect(await rowsOf(pc.shop.site_id)).toHaveLength(0);
       expect((await h.request('PATCH', `/api/admin/clients/${c.id}`, { token: admin, body: { active: true } })).status).toBe(200);
       await pc.publish(crossing());
-      expect(rowsOf(pc.shop.site_id)).toHaveLength(1);
+      expect(await rowsOf(pc.shop.site_id)).toHaveLength(1);
     } finally {
       await pc.client.endAsync(true).catch(() => {});
     }
@@ -173,7 +173,7 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
     const before = h.server.crossings.stats.unknownCamera;
     const m = crossing({ camera_id: 'side-door' });
     await pcA.publish(m);
-    expect(rowsOf(pcA.shop.site_id).find((r) => r.crossingId === m.crossing_id)).toMatchObject({ cameraId: 'side-door', cameraUuid: null });
+    expect((await rowsOf(pcA.shop.site_id)).find((r) => r.crossingId === m.crossing_id)).toMatchObject({ cameraId: 'side-door', cameraUuid: null });
     expect(h.server.crossings.stats.unknownCamera - before).toBe(1);
   });
 
@@ -203,11 +203,11 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
       // The same shop seen at fixed instants: before midnight (yesterday's three), just after it (the exit: 0).
       const shopRow = { id: pc.shop.site_id, timezone: tz };
       const db = h.server.store.db;
-      expect(shopsToday(db, [shopRow], new Date(midnight - 1)).get(shopRow.id)).toEqual({ occupancy: 3, entriesToday: 3, exitsToday: 0 });
-      expect(shopsToday(db, [shopRow], new Date(midnight + 1500)).get(shopRow.id)).toEqual({ occupancy: 1, entriesToday: 3, exitsToday: 4 });
+      expect((await shopsToday(db, [shopRow], new Date(midnight - 1))).get(shopRow.id)).toEqual({ occupancy: 3, entriesToday: 3, exitsToday: 0 });
+      expect((await shopsToday(db, [shopRow], new Date(midnight + 1500))).get(shopRow.id)).toEqual({ occupancy: 1, entriesToday: 3, exitsToday: 4 });
       // Tomorrow: nothing yet.
       const tomorrow = localToUtc(tz, addDays(today, 1));
-      expect(shopsToday(db, [shopRow], new Date(tomorrow + 1)).get(shopRow.id)).toEqual({ occupancy: 0, entriesToday: 0, exitsToday: 0 });
+      expect((await shopsToday(db, [shopRow], new Date(tomorrow + 1))).get(shopRow.id)).toEqual({ occupancy: 0, entriesToday: 0, exitsToday: 0 });
 
       // Clearing the line: null again.
       await h.request('PATCH', `/api/cameras/${cam.id}`, { token: c.ownerToken, body: { tuning: { line: null } } });
@@ -263,10 +263,10 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
       crossing({ direction: 'in', occurred_at: '2026-03-29T23:00:00.000Z' }), // Monday 00:00 BST
     ];
     for (const m of msgs) await pcA2.publish(m);
-    expect(shopsToday(db, [shopRow], new Date('2026-03-29T12:00:00Z')).get(shopRow.id)).toEqual({ occupancy: null, entriesToday: null, exitsToday: null });
+    expect((await shopsToday(db, [shopRow], new Date('2026-03-29T12:00:00Z'))).get(shopRow.id)).toEqual({ occupancy: null, entriesToday: null, exitsToday: null });
     await addCamera(h, a.ownerToken, pcA2.shop.slug, { camera_id: 'door', tuning: { line: LINE } });
-    expect(shopsToday(db, [shopRow], new Date('2026-03-29T12:00:00Z')).get(shopRow.id)).toEqual({ occupancy: 2, entriesToday: 2, exitsToday: 0 });
-    expect(shopsToday(db, [shopRow], new Date('2026-03-29T23:30:00Z')).get(shopRow.id)).toEqual({ occupancy: 1, entriesToday: 1, exitsToday: 0 });
+    expect((await shopsToday(db, [shopRow], new Date('2026-03-29T12:00:00Z'))).get(shopRow.id)).toEqual({ occupancy: 2, entriesToday: 2, exitsToday: 0 });
+    expect((await shopsToday(db, [shopRow], new Date('2026-03-29T23:30:00Z'))).get(shopRow.id)).toEqual({ occupancy: 1, entriesToday: 1, exitsToday: 0 });
   });
 
   it('a burst of concurrent publishes: every one stored (batched), counted in time order', async () => {
@@ -292,7 +292,7 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
       const blocked = await h.request('DELETE', `/api/sites/${pc.shop.slug}`, { token: c.ownerToken });
       expect(blocked.status).toBe(409);
       expect(blocked.body).toEqual({ error: 'site_not_empty', message: expect.stringContaining('entry and exit history (1 crossing)') });
-      expect(rowsOf(pc.shop.site_id)).toHaveLength(1);
+      expect(await rowsOf(pc.shop.site_id)).toHaveLength(1);
     } finally {
       await pc.client.endAsync(true).catch(() => {});
     }

@@ -72,11 +72,11 @@ export class CrossingIngest {
   }
 
   /** Writes what is queued (their PUBACKs go out) and refuses new crossings. */
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     if (this.scheduled) clearImmediate(this.scheduled);
-    this.flush();
+    await this.flush();
     this.removeHold?.();
   }
 
@@ -103,7 +103,7 @@ export class CrossingIngest {
       this.queue.push({ username, msg: checked.data, receivedAt: new Date().toISOString(), resolve, reject });
       this.scheduled ??= setImmediate(() => {
         this.scheduled = undefined;
-        this.flush();
+        void this.flush();
       });
     });
   }
@@ -126,12 +126,12 @@ export class CrossingIngest {
     this.warned.set(k, { at: now, suppressed: 0 });
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     const batch = this.queue.splice(0);
     if (batch.length === 0) return;
     let counts: Partial<CrossingStats>;
     try {
-      counts = this.deps.store.tx(() => this.write(batch));
+      counts = await this.deps.store.tx(async () => this.write(batch));
     } catch (err) {
       this.counters.failed++;
       this.deps.log.error({ err, crossings: batch.length }, 'crossings not stored; refused (the shop PCs send them again)');

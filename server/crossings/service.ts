@@ -14,9 +14,9 @@ export interface ShopToday {
 export const NO_LINE: ShopToday = { occupancy: null, entriesToday: null, exitsToday: null };
 
 /** The shops (of these) with a present camera that counts at a line (role `door` or `both`, enabled or not). */
-export function shopsWithLine(db: Db, shopIds: readonly string[]): Set<string> {
+export async function shopsWithLine(db: Db, shopIds: readonly string[]): Promise<Set<string>> {
   if (shopIds.length === 0) return new Set();
-  const rows = db.all<{ shopId: string }>(sql`
+  const rows = await db.all<{ shopId: string }>(sql`
     select distinct shop_id as shopId from cameras
     where shop_id in (select value from json_each(${JSON.stringify(shopIds)}))
       and deleted_at is null and json_type(tuning, '$.line') = 'object'
@@ -136,11 +136,11 @@ export function forgetDays(db: Db): void {
 }
 
 /** Today (from the shop's local midnight, in its timezone) for each shop; NO_LINE for a shop without a line. */
-export function shopsToday(db: Db, shops: readonly { id: string; timezone: string }[], now: Date = new Date()): Map<string, ShopToday> {
-  const lined = shopsWithLine(
-    db,
-    shops.map((s) => s.id),
-  );
+export async function shopsToday(db: Db, shops: readonly { id: string; timezone: string }[], now: Date = new Date()): Promise<Map<string, ShopToday>> {
+  const lined = await shopsWithLine(
+      db,
+      shops.map((s) => s.id),
+    );
   const out = new Map<string, ShopToday>();
   for (const s of shops) {
     if (!lined.has(s.id)) {

@@ -67,7 +67,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     const v4 = await visit(o2);
     Object.assign(ids, { 'V-1': v1.row.visitor_id, 'V-2': v2.row.visitor_id, 'V-3': v3.row.visitor_id, 'V-4': v4.row.visitor_id });
     expect([v1, v2, v3, v4].map((v) => v.row.visitor_ref)).toEqual(['V-1', 'V-2', 'V-3', 'V-4']);
-    photos['V-1'] = h.server.store.db.select({ id: faceImages.id }).from(faceImages).where(eq(faceImages.customerId, ids['V-1']!)).all().map((r) => r.id);
+    photos['V-1'] = (await h.server.store.db.select({ id: faceImages.id }).from(faceImages).where(eq(faceImages.customerId, ids['V-1']!))).map((r) => r.id);
     photos['V-2'] = [v2.faceImageId!];
     photos['V-3'] = [v3.faceImageId!];
     expect(photos['V-1']).toHaveLength(2);
@@ -141,11 +141,11 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     expect((await customer('V-3')).has_profile).toBe(false);
 
     // Consent record: every change, with who made it.
-    const consents = h.server.store.db.select().from(customerConsents).where(eq(customerConsents.customerId, ids['V-2']!)).all();
+    const consents = await h.server.store.db.select().from(customerConsents).where(eq(customerConsents.customerId, ids['V-2']!));
     expect(consents.map((c) => [c.consent, c.reason])).toEqual([[true, 'profile']]);
     await put('V-2', { ...good, email: 'priya@example.com', consent: false });
     await put('V-2', { ...good, email: 'priya@example.com', consent: true });
-    expect(h.server.store.db.select().from(customerConsents).where(eq(customerConsents.customerId, ids['V-2']!)).all().map((c) => c.consent)).toEqual([true, false, true]);
+    expect((await h.server.store.db.select().from(customerConsents).where(eq(customerConsents.customerId, ids['V-2']!))).map((c) => c.consent)).toEqual([true, false, true]);
     // The label follows the name on the feed.
     const feed = (await get('/api/visits?limit=1000')).body.arrivals;
     expect(feed.find((x: any) => x.visitor_id === ids['V-2']).label).toBe('Priya Sharma');
@@ -275,7 +275,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     expect((await get('/api/faces/short')).status).toBe(404);
     expect((await get(`/api/faces/${'A'.repeat(22)}`)).status).toBe(404);
 
-    const rows = h.server.store.db.select().from(auditLog).where(eq(auditLog.companyId, a.id)).all();
+    const rows = await h.server.store.db.select().from(auditLog).where(eq(auditLog.companyId, a.id));
     const linkRows = rows.filter((x) => x.action === 'photo.link');
     expect(linkRows.some((x) => (x.detail as any).route === 'GET /api/visits' && (x.detail as any).faces.some((f: any) => f.face_image_id === photos['V-3']![0]))).toBe(true);
     expect(linkRows.some((x) => (x.detail as any).route === 'GET /api/visitors/{id}/image' && x.target === photos['V-1']![1])).toBe(true);
@@ -290,7 +290,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     expect(row.image).toEqual({ available: false, reason: 'Photos are kept only for identified customers.' });
     await settled(h);
     expect(fs.existsSync(file)).toBe(false);
-    expect(h.server.store.db.select().from(faceImages).where(eq(faceImages.id, up.body.face_image_id)).all()).toEqual([]);
+    expect(await h.server.store.db.select().from(faceImages).where(eq(faceImages.id, up.body.face_image_id))).toEqual([]);
   });
 
   it('merge (manager+): visits, photos and history move; the merged reference names the survivor; the face matches it', async () => {
@@ -377,7 +377,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     // The row is kept, marked, with nothing identifying in it; consent revocation recorded.
     const row = h.server.store.sqlite.prepare('select * from customers where id = ?').get(ids['V-1']) as any;
     expect(row).toMatchObject({ erased_at: expect.any(String), template: null, full_name: '', phone: '', email: '', consent: 0, visit_count: 0 });
-    const consents = h.server.store.db.select().from(customerConsents).where(eq(customerConsents.customerId, ids['V-1']!)).all();
+    const consents = await h.server.store.db.select().from(customerConsents).where(eq(customerConsents.customerId, ids['V-1']!));
     expect(consents.map((c) => [c.consent, c.reason])).toEqual([
       [true, 'profile'],
       [false, 'erasure'],
@@ -399,12 +399,12 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     const id = up.body.face_image_id;
     const file = path.join(h.dataDir, 'images', a.id, id.slice(0, 2), `${id}.jpg`);
     const deps = { store: h.server.store, config: h.server.deps.config, log: h.server.deps.log };
-    expect(sweepUnlinkedFaces(deps)).toBe(0);
+    expect(await sweepUnlinkedFaces(deps)).toBe(0);
     expect(fs.existsSync(file)).toBe(true);
     h.server.store.sqlite.prepare('update face_images set created_at = ? where id = ?').run(new Date(Date.now() - 25 * 3600_000).toISOString(), id);
-    expect(sweepUnlinkedFaces(deps)).toBe(1);
+    expect(await sweepUnlinkedFaces(deps)).toBe(1);
     expect(fs.existsSync(file)).toBe(false);
-    expect(h.server.store.db.select().from(faceImages).where(eq(faceImages.id, id)).all()).toEqual([]);
+    expect(await h.server.store.db.select().from(faceImages).where(eq(faceImages.id, id))).toEqual([]);
     // Linked photos are never swept.
     expect((await get(`/api/faces/${photos['V-3']![0]}`)).status).toBe(200);
   });

@@ -17,25 +17,24 @@ import { historyOf } from './service.js';
  * (docs/privacy.md, "Subject access"). Reads only this customer's rows; the audit rows are those about them. Writes
  * a `customer.export` audit row (after reading, so the export does not list itself).
  */
-export function exportCustomer(ctx: Ctx, c: CustomerRow) {
+export async function exportCustomer(ctx: Ctx, c: CustomerRow) {
   const db = ctx.deps.store.db;
-  const consents = db.select().from(customerConsents).where(eq(customerConsents.customerId, c.id)).orderBy(asc(customerConsents.at), asc(customerConsents.id)).all();
-  const photos = db
+  const consents = await db.select().from(customerConsents).where(eq(customerConsents.customerId, c.id)).orderBy(asc(customerConsents.at), asc(customerConsents.id));
+  const photos = await db
     .select({ id: faceImages.id, createdAt: faceImages.createdAt, visitId: faceImages.visitId, shop: shops.name })
     .from(faceImages)
     .leftJoin(shops, eq(shops.id, faceImages.shopId))
     .where(eq(faceImages.customerId, c.id))
-    .orderBy(asc(faceImages.createdAt))
-    .all();
-  const merged = db.select({ id: customers.id, number: customers.number, mergedAt: customers.mergedAt }).from(customers).where(eq(customers.mergedInto, c.id)).all();
-  const visits = historyOf(db, c.id);
-  const purchases = purchasesOf(db, c.id, 100_000);
-  const trail = listAudit(db, { companyId: c.companyId, customerId: c.id, limit: 100_000 }).rows;
+    .orderBy(asc(faceImages.createdAt));
+  const merged = await db.select({ id: customers.id, number: customers.number, mergedAt: customers.mergedAt }).from(customers).where(eq(customers.mergedInto, c.id));
+  const visits = await historyOf(db, c.id);
+  const purchases = await purchasesOf(db, c.id, 100_000);
+  const trail = (await listAudit(db, { companyId: c.companyId, customerId: c.id, limit: 100_000 })).rows;
   const document = {
     exported_at: new Date().toISOString(),
     exported_by: ctx.state.actor!.email,
     company: ctx.state.actor!.companyName,
-    customer: { ...presentCustomer(c), ...(spendOf(db, [c.id]).get(c.id) ?? noSpend), profile: presentProfile(c), created_at: c.createdAt, first_seen_at: c.firstSeenAt, last_seen_at: c.lastSeenAt, staff_changed_at: c.staffChangedAt, consent_changed_at: c.consentChangedAt },
+    customer: { ...presentCustomer(c), ...((await spendOf(db, [c.id])).get(c.id) ?? noSpend), profile: presentProfile(c), created_at: c.createdAt, first_seen_at: c.firstSeenAt, last_seen_at: c.lastSeenAt, staff_changed_at: c.staffChangedAt, consent_changed_at: c.consentChangedAt },
     consent_history: consents.map((k) => ({ consent: k.consent, reason: k.reason, at: k.at, by: k.actorEmail })),
     face_template: {
       held: c.template !== null,

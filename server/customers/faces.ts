@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { faceImageFile, storeFaceImage } from '../agent-api/faces.js';
 import type { Db, Store } from '../db/open.js';
 import { faceImages } from './schema.js';
+import { one } from '../db/query.js';
 
 export type FaceImageRow = typeof faceImages.$inferSelect;
 
@@ -27,10 +28,9 @@ export async function storeUploadedFace(
   const id = await storeFaceImage(dataDir, agent.companyId, jpeg);
   const file = faceImageFile(dataDir, agent.companyId, id);
   try {
-    deps.store.db
+    (await deps.store.db
       .insert(faceImages)
-      .values({ id, companyId: agent.companyId, shopId: agent.shopId, path: path.relative(dataDir, file), createdAt: new Date().toISOString() })
-      .run();
+      .values({ id, companyId: agent.companyId, shopId: agent.shopId, path: path.relative(dataDir, file), createdAt: new Date().toISOString() }));
   } catch (err) {
     fs.rmSync(file, { force: true });
     throw err;
@@ -43,54 +43,52 @@ export function faceFile(dataDir: string, row: Pick<FaceImageRow, 'path'>): stri
 }
 
 /** A face of the company, linked to a customer (the only ones served), or undefined. */
-export function findServableFace(db: Db, companyId: string, id: string): FaceImageRow | undefined {
+export async function findServableFace(db: Db, companyId: string, id: string): Promise<FaceImageRow | undefined> {
   if (!/^[A-Za-z0-9_-]{16,64}$/.test(id)) return undefined;
-  const row = db.select().from(faceImages).where(and(eq(faceImages.id, id), eq(faceImages.companyId, companyId))).get();
+  const row = await one(db.select().from(faceImages).where(and(eq(faceImages.id, id), eq(faceImages.companyId, companyId))));
   return row && row.customerId !== null ? row : undefined;
 }
 
 /** The customer's newest photo. */
-export function latestFaceOf(db: Db, customerId: string): FaceImageRow | undefined {
-  return db.select().from(faceImages).where(eq(faceImages.customerId, customerId)).orderBy(desc(faceImages.createdAt), desc(faceImages.id)).limit(1).get();
+export async function latestFaceOf(db: Db, customerId: string): Promise<FaceImageRow | undefined> {
+  return await one(db.select().from(faceImages).where(eq(faceImages.customerId, customerId)).orderBy(desc(faceImages.createdAt), desc(faceImages.id)).limit(1));
 }
 
-export function facesOf(db: Db, customerId: string): FaceImageRow[] {
-  return db.select().from(faceImages).where(eq(faceImages.customerId, customerId)).orderBy(asc(faceImages.createdAt)).all();
+export async function facesOf(db: Db, customerId: string): Promise<FaceImageRow[]> {
+  return await db.select().from(faceImages).where(eq(faceImages.customerId, customerId)).orderBy(asc(faceImages.createdAt));
 }
 
 /**
  * Ingest: links an uploaded, still unlinked face of this company to its visit and customer. Returns false when there
  * is no such upload (unknown id, another company's, already linked, swept). Call inside the ingest transaction.
  */
-export function linkFace(db: Db, input: { id: string; companyId: string; customerId: string; visitId: string; at: string }): boolean {
-  const r = db
+export async function linkFace(db: Db, input: { id: string; companyId: string; customerId: string; visitId: string; at: string }): Promise<boolean> {
+  const r = await db
     .update(faceImages)
     .set({ customerId: input.customerId, visitId: input.visitId, linkedAt: input.at })
-    .where(and(eq(faceImages.id, input.id), eq(faceImages.companyId, input.companyId), isNull(faceImages.visitId)))
-    .run();
+    .where(and(eq(faceImages.id, input.id), eq(faceImages.companyId, input.companyId), isNull(faceImages.visitId)));
   return r.changes === 1;
 }
 
 /** Unlinked uploads of the company among these ids (what ingest may discard). */
-export function unlinkedFaces(db: Db, companyId: string, ids: string[]): FaceImageRow[] {
+export async function unlinkedFaces(db: Db, companyId: string, ids: string[]): Promise<FaceImageRow[]> {
   if (ids.length === 0) return [];
-  return db
+  return await db
     .select()
     .from(faceImages)
-    .where(and(eq(faceImages.companyId, companyId), inArray(faceImages.id, ids), isNull(faceImages.visitId)))
-    .all();
+    .where(and(eq(faceImages.companyId, companyId), inArray(faceImages.id, ids), isNull(faceImages.visitId)));
 }
 
 /**
  * Deletes unlinked uploads now (after ingest's commit: a visit that identified nobody, or photos off): the file,
  * then the row. A file that cannot be deleted keeps its row, so the sweeper tries again.
  */
-export function discardFaces(deps: { store: Store; config: { dataDir: string }; log: Logger }, rows: readonly FaceImageRow[]): number {
+export async function discardFaces(deps: { store: Store; config: { dataDir: string }; log: Logger }, rows: readonly FaceImageRow[]): Promise<number> {
   let n = 0;
   for (const row of rows) {
     try {
       fs.rmSync(faceFile(deps.config.dataDir, row), { force: true });
-      deps.store.db.delete(faceImages).where(and(eq(faceImages.id, row.id), isNull(faceImages.visitId))).run();
+      (await deps.store.db.delete(faceImages).where(and(eq(faceImages.id, row.id), isNull(faceImages.visitId))));
       n++;
     } catch (err) {
       deps.log.warn({ err, face_image_id: row.id }, 'face image not discarded; the sweeper will retry');
@@ -100,18 +98,17 @@ export function discardFaces(deps: { store: Store; config: { dataDir: string }; 
 }
 
 /** Deletes unlinked uploads older than the TTL (files, then rows). Returns how many went. */
-export function sweepUnlinkedFaces(deps: { store: Store; config: { dataDir: string }; log: Logger }, now = Date.now(), ttlMs = UNLINKED_FACE_TTL_MS): number {
+export async function sweepUnlinkedFaces(deps: { store: Store; config: { dataDir: string }; log: Logger }, now = Date.now(), ttlMs = UNLINKED_FACE_TTL_MS): Promise<number> {
   const cutoff = new Date(now - ttlMs).toISOString();
   let total = 0;
   for (;;) {
-    const rows = deps.store.db
+    const rows = await deps.store.db
       .select()
       .from(faceImages)
       .where(and(isNull(faceImages.visitId), lt(faceImages.createdAt, cutoff)))
-      .limit(500)
-      .all();
+      .limit(500);
     if (rows.length === 0) return total;
-    const n = discardFaces(deps, rows);
+    const n = await discardFaces(deps, rows);
     total += n;
     if (n < rows.length) return total;
   }

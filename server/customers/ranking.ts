@@ -23,10 +23,10 @@ export interface Spend {
 export const noSpend: Spend = { purchases: 0, spend: 0, spend_currency: '' };
 
 /** Spend per customer id, for the given customers (one grouped query over purchases_customer_idx). */
-export function spendOf(db: Db, ids: readonly string[]): Map<string, Spend> {
+export async function spendOf(db: Db, ids: readonly string[]): Promise<Map<string, Spend>> {
   const out = new Map<string, Spend>();
   if (ids.length === 0) return out;
-  const rows = db.all<{ id: string; currency: string; n: number; minor: number }>(sql`
+  const rows = await db.all<{ id: string; currency: string; n: number; minor: number }>(sql`
     select p.customer_id as id, p.currency as currency, count(*) as n, sum(p.amount_minor) as minor
     from purchases p where p.customer_id in (select value from json_each(${JSON.stringify(ids)}))
     group by p.customer_id, p.currency`);
@@ -48,7 +48,7 @@ export function spendOf(db: Db, ids: readonly string[]): Map<string, Spend> {
  * in the company's main currency first, customers without purchases last), optionally only those not seen for
  * `lapsedDays` days or more (lapsed: they came before, not lately).
  */
-export function rankCustomers(db: Db, companyId: string, sort: Sort, lapsedDays: number | undefined, limit: number, staff?: boolean, now = Date.now()): CustomerRow[] {
+export async function rankCustomers(db: Db, companyId: string, sort: Sort, lapsedDays: number | undefined, limit: number, staff?: boolean, now = Date.now()): Promise<CustomerRow[]> {
   const lapsed = lapsedDays === undefined ? sql`1` : sql`c.last_seen_at is not null and c.last_seen_at < ${new Date(now - lapsedDays * 86_400_000).toISOString()}`;
   const onlyStaff = staff === undefined ? sql`1` : sql`c.staff = ${staff ? 1 : 0}`;
   const base = sql`c.company_id = ${companyId} and c.erased_at is null and c.merged_into is null and ${lapsed} and ${onlyStaff}`;
@@ -63,8 +63,8 @@ export function rankCustomers(db: Db, companyId: string, sort: Sort, lapsedDays:
     sort === 'spend'
       ? sql`left join (select p.customer_id as id, sum(p.amount_minor) as minor from purchases p where p.company_id = ${companyId} and p.currency = ${main} group by p.customer_id) s on s.id = c.id`
       : sql``;
-  const ids = db.all<{ id: string }>(sql`select c.id as id from ${customers} c ${spendJoin} where ${base} order by ${order} limit ${limit}`).map((r) => r.id);
+  const ids = (await db.all<{ id: string }>(sql`select c.id as id from ${customers} c ${spendJoin} where ${base} order by ${order} limit ${limit}`)).map((r) => r.id);
   if (ids.length === 0) return [];
-  const byId = new Map(db.select().from(customers).where(sql`${customers.id} in (select value from json_each(${JSON.stringify(ids)}))`).all().map((c) => [c.id, c]));
+  const byId = new Map((await db.select().from(customers).where(sql`${customers.id} in (select value from json_each(${JSON.stringify(ids)}))`)).map((c) => [c.id, c]));
   return ids.map((id) => byId.get(id)!).filter(Boolean);
 }

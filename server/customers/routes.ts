@@ -78,10 +78,10 @@ export const MergeBody = z.strictObject({
 });
 
 /** The live customer named in the path (uuid, V-<n>, n); a merged-away one resolves to the survivor. 404 otherwise. */
-function customerInPath(ctx: Ctx): CustomerRow {
+async function customerInPath(ctx: Ctx): Promise<CustomerRow> {
   const db = ctx.deps.store.db;
-  const id = resolve(db, customerRefKind, tenantOf(ctx), String(ctx.params.id), 'path');
-  return customerOr404(db, tenantOf(ctx), id);
+  const id = await resolve(db, customerRefKind, tenantOf(ctx), String(ctx.params.id), 'path');
+  return await customerOr404(db, tenantOf(ctx), id);
 }
 
 function imagesDisabled(): HttpError {
@@ -91,7 +91,7 @@ function imagesDisabled(): HttpError {
 export function customersRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api' });
 
-  r.get('/visitors', auth(customersPolicy.view), validate({ query: SearchQuery }), (ctx) => {
+  r.get('/visitors', auth(customersPolicy.view), validate({ query: SearchQuery }), async (ctx) => {
     const q = queryOf(ctx, SearchQuery);
     const { config, store } = ctx.deps;
     const max = config.FOOTFALL_VISITOR_SEARCH_LIMIT_MAX;
@@ -100,15 +100,15 @@ export function customersRoutes(): AppRouter {
     const staff = q.staff === undefined ? undefined : q.staff === 'true';
     const companyId = tenantOf(ctx);
     const text = (q.q ?? '').trim();
-    const list = () => {
+    const list = async () => {
       const ranked = text === '' && (q.sort !== undefined || q.lapsed_days !== undefined);
-      const rows = ranked ? rankCustomers(store.db, companyId, q.sort ?? 'recent', q.lapsed_days, limit, staff) : searchCustomers(store.db, companyId, q.q, limit, staff);
-      const spend = spendOf(store.db, rows.map((c) => c.id));
+      const rows = ranked ? (await rankCustomers(store.db, companyId, q.sort ?? 'recent', q.lapsed_days, limit, staff)) : await searchCustomers(store.db, companyId, q.q, limit, staff);
+      const spend = await spendOf(store.db, rows.map((c) => c.id));
       return rows.map((c) => ({ ...presentCustomer(c), ...(spend.get(c.id) ?? noSpend) }));
     };
     // A search, or a lapsed filter (it moves with the clock), is read every time.
     if (text !== '' || q.lapsed_days !== undefined) {
-      ctx.body = list();
+      ctx.body = await list();
       return;
     }
     // The lists without a query (the app's customer list, the console's orders): read again only when the database
@@ -118,7 +118,7 @@ export function customersRoutes(): AppRouter {
     const version = dbVersion(store.db);
     let json = cache.get(key, version);
     if (json === undefined) {
-      json = JSON.stringify(list());
+      json = JSON.stringify(await list());
       cache.set(key, version, json);
     }
     ctx.type = 'json';
@@ -129,24 +129,24 @@ export function customersRoutes(): AppRouter {
    * Marks a customer as staff (or not): their visits make no arrivals and footfall and conversion reports leave them
    * out, their past visits included (docs/visits-and-customers.md, "Staff").
    */
-  r.patch('/visitors/:id', auth(customersPolicy.markStaff), validate({ body: CustomerPatch }), (ctx) => {
+  r.patch('/visitors/:id', auth(customersPolicy.markStaff), validate({ body: CustomerPatch }), async (ctx) => {
     const { staff } = bodyOf(ctx, CustomerPatch);
-    const row = ctx.deps.store.tx(() => markStaff(ctx, customerInPath(ctx), staff));
+    const row = await ctx.deps.store.tx(async () => await markStaff(ctx, await customerInPath(ctx), staff));
     ctx.set('ETag', profileTag(row));
-    ctx.body = { ...presentCustomer(row), ...(spendOf(ctx.deps.store.db, [row.id]).get(row.id) ?? noSpend), profile: presentProfile(row) };
+    ctx.body = { ...presentCustomer(row), ...((await spendOf(ctx.deps.store.db, [row.id])).get(row.id) ?? noSpend), profile: presentProfile(row) };
   });
 
-  r.get('/visitors/:id', auth(customersPolicy.view), (ctx) => {
-    const c = customerInPath(ctx);
+  r.get('/visitors/:id', auth(customersPolicy.view), async (ctx) => {
+    const c = await customerInPath(ctx);
     audit(ctx, { action: 'customer.view', target: c.id, detail: { ref: customerRef(c.number), read: 'profile' } });
     ctx.set('ETag', profileTag(c));
-    ctx.body = { ...presentCustomer(c), ...(spendOf(ctx.deps.store.db, [c.id]).get(c.id) ?? noSpend), profile: presentProfile(c) };
+    ctx.body = { ...presentCustomer(c), ...((await spendOf(ctx.deps.store.db, [c.id])).get(c.id) ?? noSpend), profile: presentProfile(c) };
   });
 
-  r.get('/visitors/:id/history', auth(customersPolicy.view), (ctx) => {
-    const c = customerInPath(ctx);
+  r.get('/visitors/:id/history', auth(customersPolicy.view), async (ctx) => {
+    const c = await customerInPath(ctx);
     audit(ctx, { action: 'customer.view', target: c.id, detail: { ref: customerRef(c.number), read: 'history' } });
-    ctx.body = historyOf(ctx.deps.store.db, c.id).map((v) => ({
+    ctx.body = (await historyOf(ctx.deps.store.db, c.id)).map((v) => ({
       id: v.visitId,
       occurred_at: v.occurredAt,
       ...presentStay(v),
@@ -165,55 +165,55 @@ export function customersRoutes(): AppRouter {
    * Whole replace. With `If-Match` (the ETag of GET /api/visitors/{id}), only if the profile is still the one read:
    * else 412 and nothing changes, so two people editing at once cannot undo each other's change unseen.
    */
-  r.put('/visitors/:id/profile', auth(customersPolicy.editProfile), validate({ body: ProfileBody }), (ctx) => {
+  r.put('/visitors/:id/profile', auth(customersPolicy.editProfile), validate({ body: ProfileBody }), async (ctx) => {
     const body = bodyOf(ctx, ProfileBody);
     const ifMatch = ctx.get('If-Match');
     const { store } = ctx.deps;
-    const row = store.tx(() => {
-      const current = customerInPath(ctx);
+    const row = await store.tx(async () => {
+      const current = await customerInPath(ctx);
       if (ifMatch && !ifMatchAllows(ifMatch, profileTag(current))) {
         throw preconditionFailed('Someone changed this profile since you read it (If-Match does not match its ETag). Read it again, then save your change.');
       }
-      return replaceProfile(ctx, current, body);
+      return await replaceProfile(ctx, current, body);
     });
     ctx.set('ETag', profileTag(row));
     // With the lifetime spend (additive), like GET: the page that saved shows the customer from this answer.
-    ctx.body = { ...presentCustomer(row), ...(spendOf(store.db, [row.id]).get(row.id) ?? noSpend), profile: presentProfile(row) };
+    ctx.body = { ...presentCustomer(row), ...((await spendOf(store.db, [row.id])).get(row.id) ?? noSpend), profile: presentProfile(row) };
   });
 
   /** Subject access: everything held about the customer as a JSON download (docs/privacy.md). */
-  r.get('/visitors/:id/export', auth(customersPolicy.export), (ctx) => {
-    const c = customerInPath(ctx);
-    const document = ctx.deps.store.tx(() => exportCustomer(ctx, c));
+  r.get('/visitors/:id/export', auth(customersPolicy.export), async (ctx) => {
+    const c = await customerInPath(ctx);
+    const document = await ctx.deps.store.tx(async () => await exportCustomer(ctx, c));
     ctx.set('Content-Disposition', `attachment; filename="customer-${customerRef(c.number)}.json"`);
     ctx.body = document;
   });
 
-  r.delete('/visitors/:id', auth(customersPolicy.erase), (ctx) => {
-    const c = customerInPath(ctx);
-    ctx.body = eraseCustomer(ctx, c.id);
+  r.delete('/visitors/:id', auth(customersPolicy.erase), async (ctx) => {
+    const c = await customerInPath(ctx);
+    ctx.body = await eraseCustomer(ctx, c.id);
   });
 
-  r.post('/visitors/:id/merge', auth(customersPolicy.merge), validate({ body: MergeBody }), (ctx) => {
+  r.post('/visitors/:id/merge', auth(customersPolicy.merge), validate({ body: MergeBody }), async (ctx) => {
     const { into } = bodyOf(ctx, MergeBody);
     const { store, identities } = ctx.deps;
     const companyId = tenantOf(ctx);
-    const out = store.tx(() => {
-      const drop = customerInPath(ctx);
-      const keepId = resolve(store.db, customerRefKind, companyId, into, 'path');
+    const out = await store.tx(async () => {
+      const drop = await customerInPath(ctx);
+      const keepId = await resolve(store.db, customerRefKind, companyId, into, 'path');
       if (keepId === drop.id) throw badRequest('into: a customer cannot be merged into itself.');
-      const keep = customerOr404(store.db, companyId, keepId);
-      return { drop, ...mergeCustomers(ctx, keep, drop) };
+      const keep = await customerOr404(store.db, companyId, keepId);
+      return { drop, ...await mergeCustomers(ctx, keep, drop) };
     });
     if (out.sameModel) identities.afterMerge(companyId, out.row.recognitionModel, out.row.id, out.drop.id, out.merged);
     else identities.afterErase(companyId, out.drop.recognitionModel, out.drop.id, undefined);
     ctx.body = { ...presentCustomer(out.row), profile: presentProfile(out.row), merged: { id: out.drop.id, ref: customerRef(out.drop.number), visits_moved: out.visitsMoved, visits_joined: out.visitsJoined } };
   });
 
-  r.get('/visitors/:id/image', auth(customersPolicy.photos), (ctx) => {
-    const c = customerInPath(ctx);
+  r.get('/visitors/:id/image', auth(customersPolicy.photos), async (ctx) => {
+    const c = await customerInPath(ctx);
     if (ctx.deps.config.FOOTFALL_IMAGES === 'off') throw imagesDisabled();
-    const face = latestFaceOf(ctx.deps.store.db, c.id);
+    const face = await latestFaceOf(ctx.deps.store.db, c.id);
     if (!face) throw new HttpError(404, 'no_image', 'No photo of this customer has been captured.');
     auditPhotoLinks(ctx, 'GET /api/visitors/{id}/image', [{ faceImageId: face.id, customerId: c.id }]);
     ctx.body = { available: true, url: faceUrl(face.id), auth: true };
@@ -222,7 +222,7 @@ export function customersRoutes(): AppRouter {
   r.get('/faces/:id', auth(customersPolicy.photos), async (ctx) => {
     const { config, store } = ctx.deps;
     if (config.FOOTFALL_IMAGES === 'off') throw imagesDisabled();
-    const face = findServableFace(store.db, tenantOf(ctx), String(ctx.params.id));
+    const face = await findServableFace(store.db, tenantOf(ctx), String(ctx.params.id));
     if (!face) throw notFound('That photo');
     const jpeg = await fs.readFile(faceFile(config.dataDir, face)).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') throw notFound('That photo');

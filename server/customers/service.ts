@@ -14,10 +14,11 @@ import { rejoinStays } from '../visits/stays.js';
 import { destroyMoved, facesOf, moveAside, putBack, StorageError } from './faces.js';
 import { customerRef, type CustomerRow } from './presenter.js';
 import { customerConsents, customers, doNotEnrol, faceImages } from './schema.js';
+import { one, returned } from '../db/query.js';
 
 /** A live (not erased, not merged-away) customer of the company, by id; 404 otherwise. */
-export function customerOr404(db: Db, companyId: string, id: string): CustomerRow {
-  const row = db.select().from(customers).where(and(eq(customers.id, id), eq(customers.companyId, companyId))).get();
+export async function customerOr404(db: Db, companyId: string, id: string): Promise<CustomerRow> {
+  const row = await one(db.select().from(customers).where(and(eq(customers.id, id), eq(customers.companyId, companyId))));
   if (!row || row.erasedAt || row.mergedInto) throw notFound('That customer');
   return row;
 }
@@ -70,12 +71,12 @@ function recentStatement(db: Db): ReturnType<typeof recentQuery> {
  * customer number with or without `V-`; an exact number match comes first, then most recently seen. Erased and
  * merged-away customers never appear.
  */
-export function searchCustomers(db: Db, companyId: string, q: string | undefined, limit: number, staff?: boolean): ListedCustomer[] {
+export async function searchCustomers(db: Db, companyId: string, q: string | undefined, limit: number, staff?: boolean): Promise<ListedCustomer[]> {
   // Staff only: their ids from customers_company_staff_idx (a short list; SQLite would rather scan the company's
   // customers, whose rows carry a 2 KiB template), then the rows by primary key.
   let staffIds: string[] | undefined;
   if (staff === true) {
-    staffIds = db.all<{ id: string }>(sql`select id from customers indexed by customers_company_staff_idx where company_id = ${companyId} and staff = 1`).map((r) => r.id);
+    staffIds = (await db.all<{ id: string }>(sql`select id from customers indexed by customers_company_staff_idx where company_id = ${companyId} and staff = 1`)).map((r) => r.id);
     if (staffIds.length === 0) return [];
   }
   const base = and(
@@ -87,7 +88,7 @@ export function searchCustomers(db: Db, companyId: string, q: string | undefined
   const text = (q ?? '').trim();
   const recent = [sql`${customers.lastSeenAt} is null`, desc(customers.lastSeenAt), desc(customers.number)];
   if (text === '' && staff === undefined) return recentStatement(db).all({ company: companyId, limit });
-  if (text === '') return db.select(listedColumns).from(customers).where(base).orderBy(...recent).limit(limit).all();
+  if (text === '') return await db.select(listedColumns).from(customers).where(base).orderBy(...recent).limit(limit);
   const pattern = `%${escapeLike(text.toLowerCase())}%`;
   const any: SQL[] = [
     sql`lower(${customers.fullName}) like ${pattern} escape '\\'`,
@@ -98,13 +99,12 @@ export function searchCustomers(db: Db, companyId: string, q: string | undefined
   const n = customerNumberOf(text);
   if (n !== undefined) any.push(eq(customers.number, n));
   const order = n !== undefined ? [sql`case when ${customers.number} = ${n} then 0 else 1 end`, ...recent] : recent;
-  return db
+  return await db
     .select(listedColumns)
     .from(customers)
     .where(and(base, or(...any)))
     .orderBy(...order)
-    .limit(limit)
-    .all();
+    .limit(limit);
 }
 
 /** What an erased or merged-away customer row keeps of a person: nothing (no template, no profile, no consent). */
@@ -122,8 +122,8 @@ export const cleared = {
 } as const;
 
 /** The customer's visits, newest first. */
-export function historyOf(db: Db, customerId: string) {
-  return db
+export async function historyOf(db: Db, customerId: string) {
+  return await db
     .select({
       visitId: visits.visitId,
       occurredAt: visits.occurredAt,
@@ -144,8 +144,7 @@ export function historyOf(db: Db, customerId: string) {
     .from(visits)
     .innerJoin(shops, eq(shops.id, visits.shopId))
     .where(eq(visits.customerId, customerId))
-    .orderBy(desc(visits.occurredAt), desc(visits.seq))
-    .all();
+    .orderBy(desc(visits.occurredAt), desc(visits.seq));
 }
 
 /**
@@ -153,11 +152,11 @@ export function historyOf(db: Db, customerId: string) {
  * visits_customer_idx), so the feed and the reports, which read visits, leave them out at once, past ones included,
  * and ingest marks their new visits the same way. Call inside a transaction.
  */
-export function markStaff(ctx: Ctx, customer: CustomerRow, staff: boolean): CustomerRow {
+export async function markStaff(ctx: Ctx, customer: CustomerRow, staff: boolean): Promise<CustomerRow> {
   const db = ctx.deps.store.db;
   if (customer.staff === staff) return customer;
-  const row = db.update(customers).set({ staff, staffChangedAt: new Date().toISOString() }).where(eq(customers.id, customer.id)).returning().get()!;
-  const visitsMarked = db.update(visits).set({ staff }).where(eq(visits.customerId, customer.id)).run().changes;
+  const row = (await returned(db.update(customers).set({ staff, staffChangedAt: new Date().toISOString() }).where(eq(customers.id, customer.id)).returning()))!;
+  const visitsMarked = (await db.update(visits).set({ staff }).where(eq(visits.customerId, customer.id))).changes;
   audit(ctx, { action: staff ? 'customer.staff' : 'customer.not_staff', target: customer.id, detail: { ref: customerRef(customer.number), visits: visitsMarked } });
   return row;
 }
@@ -173,7 +172,7 @@ export interface ProfileInput {
 }
 
 /** Whole-object replace of the profile; records a consent change. Call inside a transaction. */
-export function replaceProfile(ctx: Ctx, customer: CustomerRow, p: ProfileInput): CustomerRow {
+export async function replaceProfile(ctx: Ctx, customer: CustomerRow, p: ProfileInput): Promise<CustomerRow> {
   const db = ctx.deps.store.db;
   const now = new Date().toISOString();
   const consentChanged = p.consent !== customer.consent;
@@ -189,18 +188,17 @@ export function replaceProfile(ctx: Ctx, customer: CustomerRow, p: ProfileInput)
     ...(consentChanged ? { consentChangedAt: now } : {}),
   };
   const changed = (Object.keys(next) as (keyof typeof next)[]).filter((k) => k !== 'profileUpdatedAt' && k !== 'consentChangedAt' && next[k] !== customer[k]);
-  const row = db.update(customers).set(next).where(eq(customers.id, customer.id)).returning().get()!;
-  if (consentChanged) recordConsent(ctx, customer, p.consent, 'profile', now);
+  const row = (await returned(db.update(customers).set(next).where(eq(customers.id, customer.id)).returning()))!;
+  if (consentChanged) await recordConsent(ctx, customer, p.consent, 'profile', now);
   audit(ctx, { action: 'customer.profile', target: customer.id, detail: { ref: customerRef(customer.number), changed } });
   return row;
 }
 
-function recordConsent(ctx: Ctx, customer: Pick<CustomerRow, 'id' | 'companyId'>, consent: boolean, reason: string, at: string): void {
+async function recordConsent(ctx: Ctx, customer: Pick<CustomerRow, 'id' | 'companyId'>, consent: boolean, reason: string, at: string): Promise<void> {
   const actor = ctx.state.actor;
-  ctx.deps.store.db
+  (await ctx.deps.store.db
     .insert(customerConsents)
-    .values({ companyId: customer.companyId, customerId: customer.id, consent, reason, at, actorId: actor?.userId ?? null, actorEmail: actor?.email ?? null })
-    .run();
+    .values({ companyId: customer.companyId, customerId: customer.id, consent, reason, at, actorId: actor?.userId ?? null, actorEmail: actor?.email ?? null }));
 }
 
 export interface Erased {
@@ -219,7 +217,7 @@ export interface Erased {
  * visits are unlinked, photo rows deleted, consent revoked and recorded, the row cleared and marked. After the commit
  * the moved files are deleted and the template leaves memory.
  */
-export function eraseCustomer(ctx: Ctx, customerId: string): Erased {
+export async function eraseCustomer(ctx: Ctx, customerId: string): Promise<Erased> {
   const { store, config, identities, log } = ctx.deps;
   const db = store.db;
   const companyId = ctx.state.actor!.companyId!;
@@ -229,11 +227,11 @@ export function eraseCustomer(ctx: Ctx, customerId: string): Erased {
   let moved: string[] = [];
   let done: { result: Erased; model: string; marker: { sketch: Uint8Array; expiresAt: number } | undefined };
   try {
-    done = store.tx(() => {
-      const c = customerOr404(db, companyId, customerId);
+    done = await store.tx(async () => {
+      const c = await customerOr404(db, companyId, customerId);
       const nowMs = Date.now();
       const now = new Date(nowMs).toISOString();
-      const faces = facesOf(db, c.id);
+      const faces = await facesOf(db, c.id);
       try {
         moved = moveAside(config.dataDir, faces);
       } catch (err) {
@@ -245,18 +243,16 @@ export function eraseCustomer(ctx: Ctx, customerId: string): Erased {
       }
       const marker = c.template ? identities.markerFor(companyId, templateFromBlob(c.template), nowMs) : undefined;
       if (marker) {
-        db.insert(doNotEnrol)
-          .values({ companyId, recognitionModel: c.recognitionModel, sketch: Buffer.from(marker.sketch), expiresAt: new Date(marker.expiresAt).toISOString() })
-          .run();
+        (await db.insert(doNotEnrol)
+          .values({ companyId, recognitionModel: c.recognitionModel, sketch: Buffer.from(marker.sketch), expiresAt: new Date(marker.expiresAt).toISOString() }));
       }
-      const unlinked = db
+      const unlinked = (await db
         .update(visits)
         .set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null })
-        .where(eq(visits.customerId, c.id))
-        .run().changes;
-      db.delete(faceImages).where(eq(faceImages.customerId, c.id)).run();
-      recordConsent(ctx, c, false, 'erasure', now);
-      db.update(customers)
+        .where(eq(visits.customerId, c.id))).changes;
+      (await db.delete(faceImages).where(eq(faceImages.customerId, c.id)));
+      await recordConsent(ctx, c, false, 'erasure', now);
+      (await db.update(customers)
         .set({
           ...cleared,
           consentChangedAt: now,
@@ -265,8 +261,7 @@ export function eraseCustomer(ctx: Ctx, customerId: string): Erased {
           lastSeenAt: null,
           erasedAt: now,
         })
-        .where(eq(customers.id, c.id))
-        .run();
+        .where(eq(customers.id, c.id)));
       const result: Erased = {
         erased: c.id,
         ref: customerRef(c.number),
@@ -294,7 +289,7 @@ export function eraseCustomer(ctx: Ctx, customerId: string): Erased {
  * templates are merged (weighted running means). `drop` stays as a row pointing at `keep`; its references resolve
  * to `keep`. Call inside a transaction; returns what memory needs after the commit.
  */
-export function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
+export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
   const db = ctx.deps.store.db;
   const now = new Date().toISOString();
   const sameModel = keep.recognitionModel === drop.recognitionModel;
@@ -308,30 +303,28 @@ export function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
   }
   // One person: staff if either was marked (their visits follow).
   const staff = keep.staff || drop.staff;
-  const moved = db
+  const moved = (await db
     .update(visits)
     .set({ customerId: keep.id, mergedFrom: sql`coalesce(${visits.mergedFrom}, ${drop.id})`, staff })
-    .where(eq(visits.customerId, drop.id))
-    .run().changes;
-  if (staff !== keep.staff) db.update(visits).set({ staff }).where(eq(visits.customerId, keep.id)).run();
+    .where(eq(visits.customerId, drop.id))).changes;
+  if (staff !== keep.staff) (await db.update(visits).set({ staff }).where(eq(visits.customerId, keep.id)));
   // One person: their visits in a shop within the gap of each other are one stay (docs/visits-and-customers.md).
   const joined = rejoinStays(ctx.deps.store.sqlite, keep.id, ctx.deps.config.FOOTFALL_VISIT_GAP_S * 1000);
   // Exactly one enrolling visit: the earliest.
-  const firsts = db
+  const firsts = await db
     .select({ seq: visits.seq })
     .from(visits)
     .where(and(eq(visits.customerId, keep.id), eq(visits.isNewVisitor, true)))
-    .orderBy(asc(visits.occurredAt), asc(visits.seq))
-    .all();
-  for (const f of firsts.slice(1)) db.update(visits).set({ isNewVisitor: false }).where(eq(visits.seq, f.seq)).run();
-  db.update(faceImages).set({ customerId: keep.id }).where(eq(faceImages.customerId, drop.id)).run();
-  db.update(purchases).set({ customerId: keep.id }).where(eq(purchases.customerId, drop.id)).run();
+    .orderBy(asc(visits.occurredAt), asc(visits.seq));
+  for (const f of firsts.slice(1)) (await db.update(visits).set({ isNewVisitor: false }).where(eq(visits.seq, f.seq)));
+  (await db.update(faceImages).set({ customerId: keep.id }).where(eq(faceImages.customerId, drop.id)));
+  (await db.update(purchases).set({ customerId: keep.id }).where(eq(purchases.customerId, drop.id)));
 
   const fill = (a: string, b: string) => (a.trim() !== '' ? a : b);
   const consent = keep.consent || drop.consent;
   const earliest = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a < b ? a : b);
   const latest = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a > b ? a : b);
-  const row = db
+  const row = (await returned(db
     .update(customers)
     .set({
       fullName: fill(keep.fullName, drop.fullName),
@@ -349,19 +342,17 @@ export function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: CustomerRow) {
       ...(merged ? { template: templateToBlob(merged.template), templateCount: merged.count } : {}),
     })
     .where(eq(customers.id, keep.id))
-    .returning()
-    .get()!;
-  if (consent !== keep.consent) recordConsent(ctx, keep, consent, 'merge', now);
-  db.update(customers)
+    .returning()))!;
+  if (consent !== keep.consent) await recordConsent(ctx, keep, consent, 'merge', now);
+  (await db.update(customers)
     .set({
       mergedInto: keep.id,
       mergedAt: now,
       ...cleared,
     })
-    .where(eq(customers.id, drop.id))
-    .run();
+    .where(eq(customers.id, drop.id)));
   // Customers merged into `drop` earlier now point at `keep` directly.
-  db.update(customers).set({ mergedInto: keep.id }).where(eq(customers.mergedInto, drop.id)).run();
+  (await db.update(customers).set({ mergedInto: keep.id }).where(eq(customers.mergedInto, drop.id)));
   audit(ctx, {
     action: 'customer.merge',
     target: keep.id,

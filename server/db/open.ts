@@ -5,14 +5,20 @@ import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3'
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
 import { packageRoot } from '../paths.js';
 import * as schema from './schema.js';
+import { sqliteTransactions } from './transaction.js';
 
 export type Db = BetterSQLite3Database<typeof schema>;
 
 export interface Store {
   sqlite: Database.Database;
   db: Db;
-  /** Runs fn inside BEGIN IMMEDIATE ... COMMIT; fn must be synchronous. */
-  tx<T>(fn: () => T): T;
+  /**
+   * Runs fn inside BEGIN IMMEDIATE ... COMMIT (a savepoint when already inside one). fn may await only the database:
+   * see server/db/transaction.ts.
+   */
+  tx<T>(fn: () => Promise<T>): Promise<T>;
+  /** The same, for synchronous code on this connection (the ingest thread's prepared statements). */
+  txSync<T>(fn: () => T): T;
   close(): void;
 }
 
@@ -35,7 +41,8 @@ export function openDatabase(file: string, opts: { autoCheckpoint?: boolean } = 
   return {
     sqlite,
     db,
-    tx: <T>(fn: () => T): T => sqlite.transaction(fn).immediate(),
+    tx: sqliteTransactions(sqlite),
+    txSync: <T>(fn: () => T): T => sqlite.transaction(fn).immediate(),
     close: () => sqlite.close(),
   };
 }

@@ -6,7 +6,7 @@ const change = (now: number, before: number) => (before === 0 ? (now === 0 ? 'no
 const pct = (x: number) => `${Math.round(ratio(x) * 1000) / 10} %`;
 
 /** The scheduled e-mail (docs/reports.md, "Scheduled e-mails"): headline figures against the period before, shops ranked, the footfall CSV attached. */
-export function digestEmail(company: string, zone: string, p: Period, f: ReturnType<typeof digestFigures>) {
+export function digestEmail(company: string, zone: string, p: Period, f: Awaited<ReturnType<typeof digestFigures>>) {
   const span = p.from === p.to ? p.from : `${p.from} to ${p.to}`;
   const prev = p.prevFrom === p.prevTo ? p.prevFrom : `${p.prevFrom} to ${p.prevTo}`;
   const rows: [string, number | string, number | string][] = [

@@ -13,14 +13,14 @@ export const SubscriptionBody = z.object({ frequency: z.enum(['daily', 'weekly',
 
 export function digestsRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api/reports/subscription' });
-  r.get('/', auth(digestsPolicy.own), (ctx) => {
+  r.get('/', auth(digestsPolicy.own), async (ctx) => {
     const a = actorOf(ctx);
-    ctx.body = { frequency: frequencyOf(ctx.deps.store.db, { id: a.userId, role: a.role }), hour: ctx.deps.config.FOOTFALL_REPORT_EMAIL_HOUR, email: a.email };
+    ctx.body = { frequency: await frequencyOf(ctx.deps.store.db, { id: a.userId, role: a.role }), hour: ctx.deps.config.FOOTFALL_REPORT_EMAIL_HOUR, email: a.email };
   });
-  r.put('/', auth(digestsPolicy.own), validate({ body: SubscriptionBody }), (ctx) => {
+  r.put('/', auth(digestsPolicy.own), validate({ body: SubscriptionBody }), async (ctx) => {
     const a = actorOf(ctx);
-    setFrequency(ctx.deps.store.db, { id: a.userId, companyId: tenantOf(ctx) }, bodyOf(ctx, SubscriptionBody).frequency);
-    ctx.body = { frequency: frequencyOf(ctx.deps.store.db, { id: a.userId, role: a.role }), hour: ctx.deps.config.FOOTFALL_REPORT_EMAIL_HOUR, email: a.email };
+    await setFrequency(ctx.deps.store.db, { id: a.userId, companyId: tenantOf(ctx) }, bodyOf(ctx, SubscriptionBody).frequency);
+    ctx.body = { frequency: await frequencyOf(ctx.deps.store.db, { id: a.userId, role: a.role }), hour: ctx.deps.config.FOOTFALL_REPORT_EMAIL_HOUR, email: a.email };
   });
   return r;
 }

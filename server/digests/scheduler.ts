@@ -45,13 +45,13 @@ export class DigestScheduler {
     const { store, config, log } = this.deps;
     if (!this.mailer) return 0;
     let sent = 0;
-    const list = store.db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.active, true)).all();
+    const list = await store.db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.active, true));
     for (const company of list) {
-      const zone = companyZone(store.db, company.id);
+      const zone = await companyZone(store.db, company.id);
       for (const period of duePeriods(zone, config.FOOTFALL_REPORT_EMAIL_HOUR, now)) {
-        const to = recipientsDue(store.db, company.id, period);
+        const to = await recipientsDue(store.db, company.id, period);
         if (to.length === 0) continue;
-        const mail = digestEmail(company.name, zone, period, digestFigures(store.db, company.id, zone, period));
+        const mail = digestEmail(company.name, zone, period, await digestFigures(store.db, company.id, zone, period));
         for (const member of to) {
           try {
             await this.mailer.sendMail({
@@ -61,7 +61,7 @@ export class DigestScheduler {
               text: mail.text,
               attachments: [{ filename: mail.csv.filename, content: mail.csv.content, contentType: 'text/csv; charset=utf-8' }],
             });
-            markSent(store.db, member, company.id, period);
+            await markSent(store.db, member, company.id, period);
             sent++;
           } catch (err) {
             log.warn({ err, company_id: company.id, user_id: member.id, period: period.from }, 'report e-mail not sent; will retry');

@@ -7,26 +7,26 @@ import { conversionReport, footfallReport } from '../reports/service.js';
 import { shops } from '../shops/schema.js';
 import { DEFAULT_TIMEZONE, canonicalTimezone } from '../shops/service.js';
 import { reportSubscriptions } from './schema.js';
+import { one } from '../db/query.js';
 
 export type Frequency = 'daily' | 'weekly' | 'off';
 
 /** A member's frequency: their choice, else weekly for owners and managers and none for staff. */
-export function frequencyOf(db: Db, user: { id: string; role: string }): Frequency {
-  const row = db.select({ f: reportSubscriptions.frequency }).from(reportSubscriptions).where(eq(reportSubscriptions.userId, user.id)).get();
+export async function frequencyOf(db: Db, user: { id: string; role: string }): Promise<Frequency> {
+  const row = await one(db.select({ f: reportSubscriptions.frequency }).from(reportSubscriptions).where(eq(reportSubscriptions.userId, user.id)));
   return row?.f ?? (user.role === 'owner' || user.role === 'manager' ? 'weekly' : 'off');
 }
 
-export function setFrequency(db: Db, user: { id: string; companyId: string }, frequency: Frequency): void {
+export async function setFrequency(db: Db, user: { id: string; companyId: string }, frequency: Frequency): Promise<void> {
   const at = new Date().toISOString();
-  db.insert(reportSubscriptions)
+  (await db.insert(reportSubscriptions)
     .values({ userId: user.id, companyId: user.companyId, frequency, updatedAt: at })
-    .onConflictDoUpdate({ target: reportSubscriptions.userId, set: { frequency, updatedAt: at } })
-    .run();
+    .onConflictDoUpdate({ target: reportSubscriptions.userId, set: { frequency, updatedAt: at } }));
 }
 
 /** The company's zone for its e-mails: the zone of its first shop (as reports default to), else the spec's default. */
-export function companyZone(db: Db, companyId: string): string {
-  const first = db.select({ tz: shops.timezone }).from(shops).where(eq(shops.companyId, companyId)).orderBy(asc(shops.createdAt), asc(shops.slug)).get();
+export async function companyZone(db: Db, companyId: string): Promise<string> {
+  const first = await one(db.select({ tz: shops.timezone }).from(shops).where(eq(shops.companyId, companyId)).orderBy(asc(shops.createdAt), asc(shops.slug)));
   return (first && canonicalTimezone(first.tz)) ?? DEFAULT_TIMEZONE;
 }
 
@@ -56,14 +56,13 @@ export function duePeriods(zone: string, hour: number, now: number): Period[] {
 }
 
 /** Active members of active companies with shops who want this kind and have not had this period yet. */
-export function recipientsDue(db: Db, companyId: string, p: Period): { id: string; email: string; fullName: string }[] {
-  const members = db
+export async function recipientsDue(db: Db, companyId: string, p: Period): Promise<{ id: string; email: string; fullName: string }[]> {
+  const members = await db
     .select({ id: users.id, email: users.email, fullName: users.fullName, role: users.role, sub: reportSubscriptions })
     .from(users)
     .innerJoin(companies, eq(companies.id, users.companyId))
     .leftJoin(reportSubscriptions, eq(reportSubscriptions.userId, users.id))
-    .where(and(eq(users.companyId, companyId), eq(users.active, true), eq(companies.active, true), inArray(users.role, ['staff', 'manager', 'owner'])))
-    .all();
+    .where(and(eq(users.companyId, companyId), eq(users.active, true), eq(companies.active, true), inArray(users.role, ['staff', 'manager', 'owner'])));
   return members
     .filter((m) => (m.sub?.frequency ?? (m.role === 'staff' ? 'off' : 'weekly')) === p.kind)
     .filter((m) => (p.kind === 'daily' ? m.sub?.lastDaily : m.sub?.lastWeekly) !== p.from)
@@ -71,25 +70,24 @@ export function recipientsDue(db: Db, companyId: string, p: Period): { id: strin
 }
 
 /** Records the period as sent to the member (a member without a row gets one with the frequency they received). */
-export function markSent(db: Db, user: { id: string }, companyId: string, p: Period): void {
+export async function markSent(db: Db, user: { id: string }, companyId: string, p: Period): Promise<void> {
   const at = new Date().toISOString();
   const set = p.kind === 'daily' ? { lastDaily: p.from } : { lastWeekly: p.from };
-  db.insert(reportSubscriptions)
+  (await db.insert(reportSubscriptions)
     .values({ userId: user.id, companyId, frequency: p.kind, updatedAt: at, ...set })
-    .onConflictDoUpdate({ target: reportSubscriptions.userId, set })
-    .run();
+    .onConflictDoUpdate({ target: reportSubscriptions.userId, set }));
 }
 
 /** The figures of one e-mail: the period against the one before, shops ranked by visitors. */
-export function digestFigures(db: Db, companyId: string, zone: string, p: Period) {
+export async function digestFigures(db: Db, companyId: string, zone: string, p: Period) {
   const q = (from: string, to: string, siteId: string | null = null) => ({ from, to, siteId, region: null, tz: zone, bucket: p.kind === 'daily' ? ('hour' as const) : ('day' as const) });
-  const now = footfallReport(db, companyId, q(p.from, p.to));
-  const before = footfallReport(db, companyId, q(p.prevFrom, p.prevTo));
-  const conv = conversionReport(db, companyId, q(p.from, p.to));
-  const convBefore = conversionReport(db, companyId, q(p.prevFrom, p.prevTo));
-  const list = db.select({ id: shops.id, name: shops.name }).from(shops).where(eq(shops.companyId, companyId)).all();
-  const ranking = list
-    .map((s) => ({ name: s.name, visitors: footfallReport(db, companyId, q(p.from, p.to, s.id)).total }))
-    .sort((a, b) => b.visitors - a.visitors || a.name.localeCompare(b.name));
+  const now = await footfallReport(db, companyId, q(p.from, p.to));
+  const before = await footfallReport(db, companyId, q(p.prevFrom, p.prevTo));
+  const conv = await conversionReport(db, companyId, q(p.from, p.to));
+  const convBefore = await conversionReport(db, companyId, q(p.prevFrom, p.prevTo));
+  const list = await db.select({ id: shops.id, name: shops.name }).from(shops).where(eq(shops.companyId, companyId));
+  const ranking: { name: string; visitors: number }[] = [];
+  for (const s of list) ranking.push({ name: s.name, visitors: (await footfallReport(db, companyId, q(p.from, p.to, s.id))).total });
+  ranking.sort((a, b) => b.visitors - a.visitors || a.name.localeCompare(b.name));
   return { now, before, conv, convBefore, ranking };
 }

@@ -22,7 +22,7 @@ export function bearer(header: string | undefined): string | undefined {
  * - platform admin on tenant routes, anyone else on admin routes: 404;
  * - a tenant role below the rule's: 403 forbidden with the rule's message.
  */
-export function authenticate(db: Db, token: string | undefined, rule: Rule, method: string, path: string): Actor | HttpError {
+export async function authenticate(db: Db, token: string | undefined, rule: Rule, method: string, path: string): Promise<Actor | HttpError> {
   const adminRoute = rule.least === 'admin';
   const adminOnly = () => noSuchRoute(method, path);
   if (!token) return adminRoute ? adminOnly() : unauthorized();
@@ -42,7 +42,7 @@ export function authenticate(db: Db, token: string | undefined, rule: Rule, meth
     if (isAdmin) return notFound('That');
     if (!atLeast(user.role, rule.least)) return forbidden(rule.message);
   }
-  touchSession(db, session);
+  await touchSession(db, session);
   return {
     userId: user.id,
     sessionId: session.id,
@@ -57,7 +57,7 @@ export function authenticate(db: Db, token: string | undefined, rule: Rule, meth
 /** auth(rule): the first step of every protected route (see authenticate). */
 export function auth(rule: Rule): Mw {
   return describesSecurity<Mw>(async (ctx, next) => {
-    const actor = authenticate(ctx.deps.store.db, bearer(ctx.get('Authorization')), rule, ctx.method, ctx.path);
+    const actor = await authenticate(ctx.deps.store.db, bearer(ctx.get('Authorization')), rule, ctx.method, ctx.path);
     if (actor instanceof HttpError) throw actor;
     ctx.state.actor = actor;
     addLogField(ctx, 'user_id', actor.userId);

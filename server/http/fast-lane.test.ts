@@ -10,6 +10,7 @@ import { sessions } from '../auth/schema.js';
 import { hashToken } from '../auth/tokens.js';
 import { securityOf } from './describe.js';
 import { withFastLane } from './fast-lane.js';
+import { one } from '../db/query.js';
 
 /**
  * The fast lane answers exactly as Koa does. Two listeners on one running head office (same database, logger and
@@ -188,11 +189,11 @@ describe('the fast lane', () => {
     // The access token runs out (its session lives on): token_expired, from Koa.
     const db = h.server.store.db;
     const hash = hashToken(staff.access_token);
-    const was = db.select().from(sessions).where(eq(sessions.accessHash, hash)).get()!.accessExpiresAt;
-    db.update(sessions).set({ accessExpiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(sessions.accessHash, hash)).run();
+    const was = (await one(db.select().from(sessions).where(eq(sessions.accessHash, hash))))!.accessExpiresAt;
+    (await db.update(sessions).set({ accessExpiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(sessions.accessHash, hash)));
     const expired = await same('GET', '/api/auth/me', auth(staff.access_token));
     expect([expired.lane.status, JSON.parse(expired.lane.body).error, expired.fellBack]).toEqual([401, 'token_expired', true]);
-    db.update(sessions).set({ accessExpiresAt: was }).where(eq(sessions.accessHash, hash)).run();
+    (await db.update(sessions).set({ accessExpiresAt: was }).where(eq(sessions.accessHash, hash)));
     expect((await same('GET', '/api/auth/me', auth(staff.access_token))).fellBack).toBe(false);
 
     // Deactivated by the owner: refused at once.

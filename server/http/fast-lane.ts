@@ -34,13 +34,13 @@ export interface FastRoute {
 export function withFastLane(deps: Deps, routes: readonly FastRoute[], koa: RequestListener): RequestListener {
   const byPath = new Map(routes.map((r) => [r.path, r]));
   /** Answers the request and says so, or leaves it untouched for Koa. */
-  const answered = (req: IncomingMessage, res: ServerResponse): boolean => {
+  const answered = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const url = req.url ?? '';
     const q = url.indexOf('?');
     const route = byPath.get(q < 0 ? url : url.slice(0, q));
     if (!route) return false;
     const started = process.hrtime.bigint();
-    const actor = authenticate(deps.store.db, bearer(req.headers.authorization), route.rule, 'GET', route.path);
+    const actor = await authenticate(deps.store.db, bearer(req.headers.authorization), route.rule, 'GET', route.path);
     if (actor instanceof HttpError) return false;
     let body: string;
     try {
@@ -61,6 +61,15 @@ export function withFastLane(deps: Deps, routes: readonly FastRoute[], koa: Requ
     return true;
   };
   return (req, res) => {
-    if (req.method !== 'GET' || !answered(req, res)) koa(req, res);
+    if (req.method !== 'GET') return void koa(req, res);
+    answered(req, res).then(
+      (done) => {
+        if (!done) void koa(req, res);
+      },
+      (err: unknown) => {
+        deps.log.error({ err }, 'fast lane failed; answering through Koa');
+        if (!res.headersSent) void koa(req, res);
+      },
+    );
   };
 }

@@ -63,15 +63,12 @@ export function queryOf<S extends z.ZodType>(ctx: Ctx, _schema: S): z.output<S> 
 }
 
 /**
- * transaction(handler): runs a synchronous handler inside one SQLite BEGIN IMMEDIATE transaction.
- * A throw rolls everything back. Handlers that must await (password hashing) do that first and then call
- * store.tx themselves for the write.
+ * transaction(handler): runs a handler inside one database transaction (server/db/transaction.ts). A throw rolls
+ * everything back. The handler may await only the database: handlers that must await something else (password
+ * hashing) do that first and then call store.tx themselves for the write.
  */
-export function transaction(handler: (ctx: Ctx) => void): Mw {
+export function transaction(handler: (ctx: Ctx) => Promise<void>): Mw {
   return async (ctx) => {
-    ctx.deps.store.tx(() => {
-      const result: unknown = handler(ctx);
-      if (result instanceof Promise) throw new Error('transaction() handlers must be synchronous');
-    });
+    await ctx.deps.store.tx(() => handler(ctx));
   };
 }

@@ -42,11 +42,11 @@ export class EmbeddedProvider implements AccountProvider {
   }
 
   signInWithPhoneNumber(sessionInfo: string, code: string): Promise<PhoneSignIn> {
-    return mapped(async () => ({ ...(await this.idp.signInWithPhoneNumber(sessionInfo, code)), isNewUser: false }));
+    return mapped(async () => ({ ...await this.idp.signInWithPhoneNumber(sessionInfo, code), isNewUser: false }));
   }
 
   async revokeSessions(uid: string, validSince: number): Promise<void> {
-    this.idp.d.store.tx(() => this.idp.revoke(uid, validSince));
+    (await this.idp.d.store.tx(async () => await this.idp.revoke(uid, validSince)));
   }
 
   /** Company deletion: the accounts are the company's users rows, deleted with it (refresh tokens cascade). */

@@ -53,9 +53,9 @@ interface Call {
 }
 
 /** Books a limited attempt (the /auth limits' rows, so the SDK path and /auth share them); refused: TOO_MANY_ATTEMPTS_TRY_LATER. */
-function booked(c: Call, kind: AttemptKind, key: string): number {
+async function booked(c: Call, kind: AttemptKind, key: string): Promise<number> {
   const { store, config } = c.ctx.deps;
-  const r = store.tx(() => book(store.db, config, { kind, key, ip: c.ip, ...limitsFor(config)[kind] }));
+  const r = await store.tx(async () => await book(store.db, config, { kind, key, ip: c.ip, ...limitsFor(config)[kind] }));
   if (!r.ok) {
     c.ctx.set('Retry-After', String(r.retryAfterSeconds));
     throw tooManyAttempts();
@@ -77,7 +77,7 @@ const operations: Record<string, (c: Call) => Promise<unknown>> = {
 
   'accounts:lookup': async ({ idp, body, ctx }) => {
     const { user } = await idp.accountOf(body.idToken);
-    return presentLookup(user, revokedBefore(ctx.deps.store.db, user.id));
+    return presentLookup(user, await revokedBefore(ctx.deps.store.db, user.id));
   },
 
   'accounts:update': async ({ idp, body }) => {
@@ -92,11 +92,11 @@ const operations: Record<string, (c: Call) => Promise<unknown>> = {
   'accounts:sendVerificationCode': async (c) => {
     const phone = need(c.body.phoneNumber, 'MISSING_PHONE_NUMBER').trim();
     if (!e164.test(phone)) throw new IdpError('INVALID_PHONE_NUMBER', 'TOO_SHORT');
-    const attempt = booked(c, 'sms', phone);
+    const attempt = await booked(c, 'sms', phone);
     try {
       return presentSendCode(await c.idp.sendVerificationCode(phone));
     } catch (err) {
-      if (err instanceof IdpError && err.kind === 'unavailable') c.ctx.deps.store.tx(() => forget(c.ctx.deps.store.db, attempt));
+      if (err instanceof IdpError && err.kind === 'unavailable') (await c.ctx.deps.store.tx(async () => await forget(c.ctx.deps.store.db, attempt)));
       throw err;
     }
   },
@@ -106,9 +106,9 @@ const operations: Record<string, (c: Call) => Promise<unknown>> = {
     const sessionInfo = need(c.body.sessionInfo, 'MISSING_SESSION_INFO');
     const code = need(c.body.code, 'MISSING_CODE');
     const key = sessionKey(sessionInfo);
-    booked(c, 'code', key);
+    await booked(c, 'code', key);
     const signed = await c.idp.signInWithPhoneNumber(sessionInfo, code);
-    c.ctx.deps.store.tx(() => clearKey(c.ctx.deps.store.db, 'code', key));
+    (await c.ctx.deps.store.tx(async () => await clearKey(c.ctx.deps.store.db, 'code', key)));
     return presentPhoneSignIn(signed);
   },
 };

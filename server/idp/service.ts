@@ -13,6 +13,7 @@ import { IdpError, adminOnly, invalidCredentials, tooManyAttempts } from './erro
 import { idpCodes } from './schema.js';
 import { sendSms } from './sms.js';
 import { refresh, revokeRefreshTokens, signIn, type IssuedTokens, type TokenDeps } from './tokens.js';
+import { one } from '../db/query.js';
 
 /** One-time code: 6 digits, 10 minutes. */
 export const CODE_DIGITS = 6;
@@ -42,11 +43,11 @@ export class EmbeddedIdp {
   async signInWithPassword(email: string, password: string, ip: string): Promise<IssuedTokens & { email: string; displayName: string }> {
     const { store, config } = this.d;
     const address = email.trim().toLowerCase();
-    const attempt = store.tx(() => bookAttempt(store.db, config, address, ip));
+    const attempt = await store.tx(async () => await bookAttempt(store.db, config, address, ip));
     if (attempt === undefined) throw tooManyAttempts('Access to this account has been temporarily disabled due to many failed login attempts.');
-    const user = store.db.select().from(users).where(eq(users.email, address)).get();
+    const user = await one(store.db.select().from(users).where(eq(users.email, address)));
     if (!(await verifyPassword(user?.passwordHash, password)) || !user) throw invalidCredentials();
-    store.tx(() => clearFailures(store.db, address));
+    (await store.tx(async () => await clearFailures(store.db, address)));
     const tokens = await signIn(this.d, user, 'password', null);
     return { ...tokens, email: user.email, displayName: user.fullName };
   }
@@ -54,7 +55,7 @@ export class EmbeddedIdp {
   /** Verifies one of our ID tokens: signature and claims, then sign-out (revocation). */
   async verify(idToken: string): Promise<IdClaims> {
     const claims = await verifyIdToken(idToken, this.d.projectId, this.d.keys);
-    const before = revokedBefore(this.d.store.db, claims.uid);
+    const before = await revokedBefore(this.d.store.db, claims.uid);
     if (before !== undefined && claims.authTime < before) throw new BadToken('token_revoked');
     return claims;
   }
@@ -72,7 +73,7 @@ export class EmbeddedIdp {
       }
       throw err;
     }
-    const user = this.d.store.db.select().from(users).where(eq(users.id, claims.uid)).get();
+    const user = await one(this.d.store.db.select().from(users).where(eq(users.id, claims.uid)));
     if (!user) throw new IdpError('USER_NOT_FOUND');
     return { user, claims };
   }
@@ -96,19 +97,19 @@ export class EmbeddedIdp {
       if (change.password.length < config.FOOTFALL_PASSWORD_MIN_LENGTH) throw new IdpError('WEAK_PASSWORD', `Password should be at least ${config.FOOTFALL_PASSWORD_MIN_LENGTH} characters`);
       passwordHash = await hashPassword(change.password);
     }
-    store.tx(() => {
-      store.db.update(users).set({ fullName, ...(passwordHash ? { passwordHash } : {}) }).where(eq(users.id, user.id)).run();
-      if (passwordHash) this.revoke(user.id);
-    });
+    (await store.tx(async () => {
+      (await store.db.update(users).set({ fullName, ...(passwordHash ? { passwordHash } : {}) }).where(eq(users.id, user.id)));
+      if (passwordHash) await this.revoke(user.id);
+    }));
     const updated = { ...user, fullName };
     const tokens = passwordHash ? await signIn(this.d, updated, claims.signInProvider === 'phone' ? 'phone' : 'password', claims.phone ?? null) : undefined;
     return { user: updated, tokens };
   }
 
   /** Sign-out: refresh tokens die and ID tokens authenticated before the next second are refused. In a transaction. */
-  revoke(uid: string, validSince = Math.floor(Date.now() / 1000) + 1): void {
-    revokeRefreshTokens(this.d.store, uid);
-    recordRevocation(this.d.store.db, uid, validSince);
+  async revoke(uid: string, validSince = Math.floor(Date.now() / 1000) + 1): Promise<void> {
+    await revokeRefreshTokens(this.d.store, uid);
+    await recordRevocation(this.d.store.db, uid, validSince);
   }
 
   /**
@@ -121,14 +122,14 @@ export class EmbeddedIdp {
     const sessionInfo = randomBytes(32).toString('base64url');
     const id = sha256(sessionInfo);
     const code = String(randomInt(0, 10 ** CODE_DIGITS)).padStart(CODE_DIGITS, '0');
-    const pick = pickStaff(membersByPhone(store.db, phone));
+    const pick = pickStaff(await membersByPhone(store.db, phone));
     const send = 'member' in pick;
     const mac = createHmac('sha256', keys.codeKey).update(`${id}:${send ? code : randomBytes(16).toString('hex')}`).digest('hex');
     const now = Date.now();
-    store.tx(() => {
-      store.db.delete(idpCodes).where(lt(idpCodes.expiresAt, now - CODE_LIFE_MS)).run();
-      store.db.insert(idpCodes).values({ id, phone, codeMac: mac, expiresAt: now + CODE_LIFE_MS, createdAt: new Date(now).toISOString() }).run();
-    });
+    (await store.tx(async () => {
+      (await store.db.delete(idpCodes).where(lt(idpCodes.expiresAt, now - CODE_LIFE_MS)));
+      (await store.db.insert(idpCodes).values({ id, phone, codeMac: mac, expiresAt: now + CODE_LIFE_MS, createdAt: new Date(now).toISOString() }));
+    }));
     if (!send) {
       log.info({ phone: maskPhone(phone), reason: pick.refusal.reason }, 'verification code not sent: the number is not exactly one active member');
       return sessionInfo;
@@ -136,7 +137,7 @@ export class EmbeddedIdp {
     try {
       await sendSms(this.d.config, log, phone, `Your Footfall sign-in code is ${code}. It expires in 10 minutes. Do not share it.`);
     } catch (err) {
-      store.tx(() => store.db.delete(idpCodes).where(eq(idpCodes.id, id)).run());
+      (await store.tx(async () => await store.db.delete(idpCodes).where(eq(idpCodes.id, id))));
       throw err;
     }
     return sessionInfo;
@@ -150,19 +151,19 @@ export class EmbeddedIdp {
   async signInWithPhoneNumber(sessionInfo: string, code: string): Promise<IssuedTokens & { phoneNumber: string }> {
     const { store, config, keys } = this.d;
     const id = sha256(sessionInfo);
-    const row = store.tx(() => {
-      const r = store.db.select().from(idpCodes).where(eq(idpCodes.id, id)).get();
+    const row = await store.tx(async () => {
+      const r = await one(store.db.select().from(idpCodes).where(eq(idpCodes.id, id)));
       if (!r || r.usedAt) throw new IdpError('INVALID_SESSION_INFO');
       if (r.expiresAt <= Date.now()) throw new IdpError('SESSION_EXPIRED');
       if (r.attempts >= config.FOOTFALL_IDP_CODE_MAX_ATTEMPTS) throw tooManyAttempts('Too many wrong codes for this verification. Start again to get a new code.');
-      store.db.update(idpCodes).set({ attempts: r.attempts + 1 }).where(eq(idpCodes.id, id)).run();
+      (await store.db.update(idpCodes).set({ attempts: r.attempts + 1 }).where(eq(idpCodes.id, id)));
       return r;
     });
     const mac = createHmac('sha256', keys.codeKey).update(`${id}:${code}`).digest();
     if (!timingSafeEqual(mac, Buffer.from(row.codeMac, 'hex'))) throw new IdpError('INVALID_CODE');
-    const used = store.tx(() => store.db.update(idpCodes).set({ usedAt: new Date().toISOString() }).where(and(eq(idpCodes.id, id), isNull(idpCodes.usedAt))).run().changes);
+    const used = await store.tx(async () => (await store.db.update(idpCodes).set({ usedAt: new Date().toISOString() }).where(and(eq(idpCodes.id, id), isNull(idpCodes.usedAt)))).changes);
     if (used !== 1) throw new IdpError('INVALID_SESSION_INFO');
-    const pick = pickStaff(membersByPhone(store.db, row.phone));
+    const pick = pickStaff(await membersByPhone(store.db, row.phone));
     if (!('member' in pick)) throw new IdpError('USER_DISABLED', 'this number is not exactly one active team member any more');
     const tokens = await signIn(this.d, pick.member.user, 'phone', row.phone);
     return { ...tokens, phoneNumber: row.phone };

@@ -9,6 +9,7 @@ import type { Db } from '../db/open.js';
 import { IdpError } from './errors.js';
 import type { SigningKeys } from './keys.js';
 import { idpRefreshTokens } from './schema.js';
+import { one } from '../db/query.js';
 
 /** ID token life (seconds), as Google's. */
 export const ID_TOKEN_LIFE_S = 3600;
@@ -52,13 +53,12 @@ export function signIdToken(d: TokenDeps, user: UserRow, provider: SignInProvide
   return d.keys.sign(claims, user.id, d.projectId, issuerOf(d.projectId), ID_TOKEN_LIFE_S);
 }
 
-function newRefresh(d: TokenDeps, uid: string, provider: SignInProvider, phone: string | null, authTime: number): string {
+async function newRefresh(d: TokenDeps, uid: string, provider: SignInProvider, phone: string | null, authTime: number): Promise<string> {
   const token = `ff1.${randomBytes(32).toString('base64url')}`;
   const now = Date.now();
-  d.store.db
+  (await d.store.db
     .insert(idpRefreshTokens)
-    .values({ tokenHash: hash(token), uid, signInProvider: provider, phone, authTime, createdAt: new Date(now).toISOString(), expiresAt: new Date(now + d.config.FOOTFALL_REFRESH_TOKEN_TTL_S * 1000).toISOString() })
-    .run();
+    .values({ tokenHash: hash(token), uid, signInProvider: provider, phone, authTime, createdAt: new Date(now).toISOString(), expiresAt: new Date(now + d.config.FOOTFALL_REFRESH_TOKEN_TTL_S * 1000).toISOString() }));
   return token;
 }
 
@@ -67,9 +67,9 @@ function newRefresh(d: TokenDeps, uid: string, provider: SignInProvider, phone: 
  * sign-in's auth_time is that instant, so it is not refused with the tokens it revoked.
  */
 export async function signIn(d: TokenDeps, user: UserRow, provider: SignInProvider, phone: string | null): Promise<IssuedTokens> {
-  const authTime = Math.max(nowS(), revokedBefore(d.store.db, user.id) ?? 0);
+  const authTime = Math.max(nowS(), (await revokedBefore(d.store.db, user.id)) ?? 0);
   const idToken = await signIdToken(d, user, provider, phone, authTime);
-  const refreshToken = d.store.tx(() => newRefresh(d, user.id, provider, phone, authTime));
+  const refreshToken = await d.store.tx(async () => await newRefresh(d, user.id, provider, phone, authTime));
   return { idToken, refreshToken, expiresIn: String(ID_TOKEN_LIFE_S), localId: user.id };
 }
 
@@ -80,24 +80,24 @@ export async function signIn(d: TokenDeps, user: UserRow, provider: SignInProvid
  */
 export async function refresh(d: TokenDeps, refreshToken: string): Promise<IssuedTokens> {
   const db = d.store.db;
-  const rotated = d.store.tx(() => {
-    const row = db.select().from(idpRefreshTokens).where(eq(idpRefreshTokens.tokenHash, hash(refreshToken))).get();
+  const rotated = await d.store.tx(async () => {
+    const row = await one(db.select().from(idpRefreshTokens).where(eq(idpRefreshTokens.tokenHash, hash(refreshToken))));
     if (!row) throw new IdpError('INVALID_REFRESH_TOKEN');
-    db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.tokenHash, row.tokenHash)).run();
+    (await db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.tokenHash, row.tokenHash)));
     if (Date.parse(row.expiresAt) <= Date.now()) throw new IdpError('TOKEN_EXPIRED');
-    const before = revokedBefore(db, row.uid);
+    const before = await revokedBefore(db, row.uid);
     if (before !== undefined && row.authTime < before) throw new IdpError('TOKEN_EXPIRED');
-    const user = db.select().from(users).where(eq(users.id, row.uid)).get();
+    const user = await one(db.select().from(users).where(eq(users.id, row.uid)));
     if (!user) throw new IdpError('USER_NOT_FOUND');
-    return { row, user, token: newRefresh(d, row.uid, row.signInProvider, row.phone, row.authTime) };
+    return { row, user, token: await newRefresh(d, row.uid, row.signInProvider, row.phone, row.authTime) };
   });
   const idToken = await signIdToken(d, rotated.user, rotated.row.signInProvider, rotated.row.phone, rotated.row.authTime);
   return { idToken, refreshToken: rotated.token, expiresIn: String(ID_TOKEN_LIFE_S), localId: rotated.user.id };
 }
 
 /** Sign-out: every refresh token of the account dies. Call inside a transaction. */
-export function revokeRefreshTokens(store: Store, uid: string): number {
-  return store.db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.uid, uid)).run().changes;
+export async function revokeRefreshTokens(store: Store, uid: string): Promise<number> {
+  return (await store.db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.uid, uid))).changes;
 }
 
 /**
@@ -105,13 +105,13 @@ export function revokeRefreshTokens(store: Store, uid: string): number {
  * ends their /api sessions: refresh tokens die, and ID tokens issued before are refused. Nothing when the member has
  * none (e.g. in `google` mode, whose accounts are Google's). Call inside the caller's transaction.
  */
-export function endProviderSessions(db: Db, uid: string): number {
-  const ended = db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.uid, uid)).run().changes;
-  if (ended > 0) recordRevocation(db, uid, nowS() + 1);
+export async function endProviderSessions(db: Db, uid: string): Promise<number> {
+  const ended = (await db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.uid, uid))).changes;
+  if (ended > 0) await recordRevocation(db, uid, nowS() + 1);
   return ended;
 }
 
 /** Drops refresh tokens past their life. */
-export function pruneRefreshTokens(store: Store): number {
-  return store.db.delete(idpRefreshTokens).where(and(lt(idpRefreshTokens.expiresAt, new Date().toISOString()))).run().changes;
+export async function pruneRefreshTokens(store: Store): Promise<number> {
+  return (await store.db.delete(idpRefreshTokens).where(and(lt(idpRefreshTokens.expiresAt, new Date().toISOString())))).changes;
 }

@@ -17,6 +17,7 @@ import type { LiveHub } from '../cameras/live.js';
 import type { IngestStats } from '../visits/ingest.js';
 import type { CrossingStats } from '../crossings/ingest.js';
 import { shops } from '../shops/schema.js';
+import { one } from '../db/query.js';
 
 /** What the gauges read at each scrape. */
 export interface MetricSources {
@@ -194,14 +195,14 @@ export class Metrics {
         },
       });
     }
-    const fleet = (): Fleet => (this.fleetNow ??= fleetOf(s));
+    const fleet = async (): Promise<Fleet> => (this.fleetNow ??= await fleetOf(s));
     new Gauge({
       name: 'footfall_shop_pcs',
       help: 'Shops by their shop PC: online (a heartbeat within three intervals), offline (enrolled, silent), not_enrolled.',
       labelNames: ['state'],
       registers,
-      collect() {
-        const f = fleet();
+      async collect() {
+        const f = await fleet();
         this.set({ state: 'online' }, f.online);
         this.set({ state: 'offline' }, f.enrolled - f.online);
         this.set({ state: 'not_enrolled' }, f.shops - f.enrolled);
@@ -212,8 +213,8 @@ export class Metrics {
       help: 'Cameras of online shop PCs, as their last heartbeat reported them: up or down.',
       labelNames: ['state'],
       registers,
-      collect() {
-        const f = fleet();
+      async collect() {
+        const f = await fleet();
         this.set({ state: 'up' }, f.camerasUp);
         this.set({ state: 'down' }, f.camerasTotal - f.camerasUp);
       },
@@ -222,16 +223,16 @@ export class Metrics {
       name: 'footfall_shop_pc_queued_visits',
       help: 'Visits waiting in the queues of online shop PCs (not yet delivered to head office).',
       registers,
-      collect() {
-        this.set(fleet().queued);
+      async collect() {
+        this.set((await fleet()).queued);
       },
     });
     new Gauge({
       name: 'footfall_shop_pc_dropped_visits',
       help: 'Visits online shop PCs report they had to drop (queue full), since each started.',
       registers,
-      collect() {
-        this.set(fleet().dropped);
+      async collect() {
+        this.set((await fleet()).dropped);
       },
     });
   }
@@ -254,10 +255,10 @@ interface Fleet {
 }
 
 /** Every fleet gauge from one aggregate query over the shops (all companies). */
-function fleetOf({ store, config }: MetricSources): Fleet {
+async function fleetOf({ store, config }: MetricSources): Promise<Fleet> {
   const since = new Date(Date.now() - 3 * config.FOOTFALL_HEARTBEAT_INTERVAL_S * 1000).toISOString();
   const online = and(isNotNull(shops.agentTokenHash), sql`${shops.lastHeartbeatAt} >= ${since}`, sql`(${shops.offlineSince} is null or ${shops.offlineSince} < ${shops.lastHeartbeatAt})`);
-  const row = store.db
+  const row = await one(store.db
     .select({
       shops: sql<number>`count(*)`,
       enrolled: sql<number>`count(${shops.agentTokenHash})`,
@@ -267,7 +268,6 @@ function fleetOf({ store, config }: MetricSources): Fleet {
       queued: sql<number>`coalesce(sum(case when ${online} then ${shops.queued} else 0 end), 0)`,
       dropped: sql<number>`coalesce(sum(case when ${online} then ${shops.dropped} else 0 end), 0)`,
     })
-    .from(shops)
-    .get();
+    .from(shops));
   return row ?? { shops: 0, enrolled: 0, online: 0, camerasUp: 0, camerasTotal: 0, queued: 0, dropped: 0 };
 }

@@ -9,6 +9,7 @@ import { memberToken } from '../../test/support/shop-pc.js';
 import { arrivals, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
 import { customers, faceImages } from '../customers/schema.js';
 import { sweepPrivacy } from './sweep.js';
+import { one } from '../db/query.js';
 
 interface Stored {
   template: number;
@@ -127,9 +128,9 @@ describe('privacy settings, subject access and the consented mode', () => {
 
   it('in consented mode keeps no template of a non-consenting face after their stay, in the database file', async () => {
     expect(stored(h, ids['V-2']!)).toMatchObject({ template: 1, photos: 1, visits: 1 });
-    const files = h.server.store.db.select().from(faceImages).where(eq(faceImages.customerId, ids['V-2']!)).all().map((f) => path.join(h.dataDir, f.path));
+    const files = (await h.server.store.db.select().from(faceImages).where(eq(faceImages.customerId, ids['V-2']!))).map((f) => path.join(h.dataDir, f.path));
     expect(files.every((f) => fs.existsSync(f))).toBe(true);
-    const template = h.server.store.db.select({ t: customers.template }).from(customers).where(eq(customers.id, ids['V-2']!)).get()!.t!;
+    const template = (await one(h.server.store.db.select({ t: customers.template }).from(customers).where(eq(customers.id, ids['V-2']!))))!.t!;
     const inFiles = () => ['footfall.db', 'footfall.db-wal'].some((f) => fs.existsSync(path.join(h.dataDir, f)) && fs.readFileSync(path.join(h.dataDir, f)).includes(template.subarray(0, 256)));
     expect(inFiles()).toBe(true);
     const r = await h.request('PATCH', '/api/company/privacy', { token: a.ownerToken, body: { recognition: 'consented' } });
@@ -189,8 +190,8 @@ describe('template retention, across a restart mid-sweep', () => {
       // Last seen 100 days ago: three without consent, one with; one seen an hour ago.
       const db = h.server.store.db;
       const longAgo = new Date(Date.now() - 100 * 86_400_000).toISOString();
-      for (const id of [old1, old2, old3, consenting]) db.update(customers).set({ lastSeenAt: longAgo }).where(eq(customers.id, id)).run();
-      db.update(customers).set({ consent: true }).where(eq(customers.id, consenting)).run();
+      for (const id of [old1, old2, old3, consenting]) (await db.update(customers).set({ lastSeenAt: longAgo }).where(eq(customers.id, id)));
+      (await db.update(customers).set({ consent: true }).where(eq(customers.id, consenting)));
 
       // A sweep cut short after its first batch of one (as by a stop): one of the three forgotten, nothing else.
       const cut = await sweepPrivacy(h.server.deps, { batch: 1, maxBatches: 1 });
@@ -207,7 +208,7 @@ describe('template retention, across a restart mid-sweep', () => {
       expect(stored(h, consenting)).toMatchObject({ template: 1, erased: 0, visits: 1 });
 
       // A shorter retention applies at once: `recent` last seen 40 days ago goes with 30 days, not with 90.
-      h.server.store.db.update(customers).set({ lastSeenAt: new Date(Date.now() - 40 * 86_400_000).toISOString() }).where(eq(customers.id, recent)).run();
+      (await h.server.store.db.update(customers).set({ lastSeenAt: new Date(Date.now() - 40 * 86_400_000).toISOString() }).where(eq(customers.id, recent)));
       await h.server.deps.privacy!.request();
       expect(stored(h, recent)).toMatchObject({ template: 1, erased: 0 });
       const owner = (await h.login(c.ownerEmail, c.ownerPassword)).access_token;
@@ -237,9 +238,9 @@ describe('scrubbing the database files after a sweep', () => {
       const [{ visitor_id: id }] = await arrivals(h, c.ownerToken, 1);
       await pc.close();
       const db = h.server.store.db;
-      const template = db.select({ t: customers.template }).from(customers).where(eq(customers.id, id)).get()!.t!;
+      const template = (await one(db.select({ t: customers.template }).from(customers).where(eq(customers.id, id))))!.t!;
       const inFiles = () => ['footfall.db', 'footfall.db-wal'].some((f) => fs.existsSync(path.join(h.dataDir, f)) && fs.readFileSync(path.join(h.dataDir, f)).includes(template.subarray(0, 256)));
-      db.update(customers).set({ lastSeenAt: new Date(Date.now() - 100 * 86_400_000).toISOString() }).where(eq(customers.id, id)).run();
+      (await db.update(customers).set({ lastSeenAt: new Date(Date.now() - 100 * 86_400_000).toISOString() }).where(eq(customers.id, id)));
 
       // Another connection holds a snapshot from before the sweep (a long report, a backup): the log cannot start over.
       const reader = new Database(path.join(h.dataDir, 'footfall.db'), { readonly: true });

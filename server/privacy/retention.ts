@@ -42,11 +42,11 @@ function oldestDay(deps: Deps, shopId: string, tz: string, keptFrom: string): st
 }
 
 /** Counts one shop's local day into footfall_counts and deletes its visits and crossings, in one transaction. */
-function ageDay(deps: Deps, shopId: string, tz: string, day: string): AgedDay {
+async function ageDay(deps: Deps, shopId: string, tz: string, day: string): Promise<AgedDay> {
   const db = deps.store.db;
   const lo = iso(localToUtc(tz, day));
   const hi = iso(localToUtc(tz, addDays(day, 1)));
-  return deps.store.tx(() => {
+  return await deps.store.tx(async () => {
     const inDay = sql`shop_id = ${shopId} and occurred_at >= ${lo} and occurred_at < ${hi}`;
     // Visits per slot, staff's left out (reports never count them).
     db.run(sql`
@@ -105,7 +105,7 @@ export async function ageVisits(deps: Deps, companyId: string, days: number, opt
       const day = oldestDay(deps, shop.id, tz, keptFrom);
       if (day === null) break;
       if (opts.stop()) return false;
-      await opts.after(ageDay(deps, shop.id, tz, day));
+      await opts.after(await ageDay(deps, shop.id, tz, day));
     }
   }
   return true;

@@ -24,15 +24,15 @@ export const PrivacyPatch = z
   .refine((b) => Object.keys(b).length > 0, 'Send at least one of recognition, template_retention_days, visit_retention_days.');
 
 /** Every shop of the company, to be told to pull its camera list again (which carries the recognition mode). */
-function shopAddressesOf(db: Db, companyId: string): ShopAddress[] {
-  return db.select({ companySlug: companies.slug, shopSlug: shops.slug }).from(shops).innerJoin(companies, eq(companies.id, shops.companyId)).where(eq(shops.companyId, companyId)).all();
+async function shopAddressesOf(db: Db, companyId: string): Promise<ShopAddress[]> {
+  return await db.select({ companySlug: companies.slug, shopSlug: shops.slug }).from(shops).innerJoin(companies, eq(companies.id, shops.companyId)).where(eq(shops.companyId, companyId));
 }
 
 export function privacyRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api/company' });
 
-  r.get('/privacy', auth(privacyPolicy.read), (ctx) => {
-    ctx.body = presentPrivacy(privacyOf(ctx.deps.store.db, tenantOf(ctx)));
+  r.get('/privacy', auth(privacyPolicy.read), async (ctx) => {
+    ctx.body = presentPrivacy(await privacyOf(ctx.deps.store.db, tenantOf(ctx)));
   });
 
   /**
@@ -43,9 +43,9 @@ export function privacyRoutes(): AppRouter {
     const body = bodyOf(ctx, PrivacyPatch);
     const companyId = tenantOf(ctx);
     const { store } = ctx.deps;
-    const { before, after } = store.tx(() => changePrivacy(ctx, companyId, body));
+    const { before, after } = await store.tx(async () => await changePrivacy(ctx, companyId, body));
     if (before.recognition !== after.recognition) {
-      for (const address of shopAddressesOf(store.db, companyId)) notifyShop(ctx.deps.broker, ctx.log, address, 'cameras', { kind: 'cameras_changed', at: new Date().toISOString() });
+      for (const address of (await shopAddressesOf(store.db, companyId))) notifyShop(ctx.deps.broker, ctx.log, address, 'cameras', { kind: 'cameras_changed', at: new Date().toISOString() });
     }
     void ctx.deps.privacy?.request();
     ctx.body = presentPrivacy(after);

@@ -3,6 +3,7 @@ import { audit } from '../audit/service.js';
 import type { Ctx } from '../context.js';
 import type { Db } from '../db/open.js';
 import { companyPrivacy, type RecognitionMode } from './schema.js';
+import { one } from '../db/query.js';
 
 export interface PrivacySettings {
   recognition: RecognitionMode;
@@ -25,14 +26,14 @@ export const DEFAULT_PRIVACY: PrivacySettings = {
 };
 
 /** A company's settings: its row, or the defaults when it never changed them. */
-export function privacyOf(db: Db, companyId: string): PrivacySettings {
-  const row = db.select().from(companyPrivacy).where(eq(companyPrivacy.companyId, companyId)).get();
+export async function privacyOf(db: Db, companyId: string): Promise<PrivacySettings> {
+  const row = await one(db.select().from(companyPrivacy).where(eq(companyPrivacy.companyId, companyId)));
   return row ? { ...row } : { ...DEFAULT_PRIVACY };
 }
 
 /** The recognition mode shop PCs of the company are told (GET /api/agent/cameras). */
-export function recognitionOf(db: Db, companyId: string): RecognitionMode {
-  return db.select({ r: companyPrivacy.recognition }).from(companyPrivacy).where(eq(companyPrivacy.companyId, companyId)).get()?.r ?? 'all';
+export async function recognitionOf(db: Db, companyId: string): Promise<RecognitionMode> {
+  return (await one(db.select({ r: companyPrivacy.recognition }).from(companyPrivacy).where(eq(companyPrivacy.companyId, companyId))))?.r ?? 'all';
 }
 
 export interface PrivacyChange {
@@ -45,9 +46,9 @@ export interface PrivacyChange {
  * Applies a change (inside the caller's transaction): stores it, asks for a sweep (the sweep clears the request once
  * it has applied it) and audits what changed. Returns the settings before and after.
  */
-export function changePrivacy(ctx: Ctx, companyId: string, change: PrivacyChange): { before: PrivacySettings; after: PrivacySettings } {
+export async function changePrivacy(ctx: Ctx, companyId: string, change: PrivacyChange): Promise<{ before: PrivacySettings; after: PrivacySettings }> {
   const db = ctx.deps.store.db;
-  const before = privacyOf(db, companyId);
+  const before = await privacyOf(db, companyId);
   const now = new Date().toISOString();
   const next = {
     recognition: change.recognition ?? before.recognition,
@@ -57,11 +58,10 @@ export function changePrivacy(ctx: Ctx, companyId: string, change: PrivacyChange
     updatedBy: ctx.state.actor!.email,
     sweepRequestedAt: now,
   };
-  db.insert(companyPrivacy)
+  (await db.insert(companyPrivacy)
     .values({ companyId, ...next })
-    .onConflictDoUpdate({ target: companyPrivacy.companyId, set: next })
-    .run();
-  const after = privacyOf(db, companyId);
+    .onConflictDoUpdate({ target: companyPrivacy.companyId, set: next }));
+  const after = await privacyOf(db, companyId);
   audit(ctx, {
     action: 'privacy.update',
     target: companyId,

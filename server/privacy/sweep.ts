@@ -46,8 +46,8 @@ export function cutoffOf(settings: PrivacySettings, gapS: number, now: number): 
   return new Date(Math.max(retention, stay)).toISOString();
 }
 
-function candidates(deps: Deps, companyId: string, cutoff: string, limit: number) {
-  return deps.store.db
+async function candidates(deps: Deps, companyId: string, cutoff: string, limit: number) {
+  return await deps.store.db
     .select({ id: customers.id, model: customers.recognitionModel })
     .from(customers)
     .where(
@@ -61,8 +61,7 @@ function candidates(deps: Deps, companyId: string, cutoff: string, limit: number
         or(sql`${customers.template} is not null`, sql`exists (select 1 from face_images f where f.customer_id = ${customers.id})`),
       ),
     )
-    .limit(limit)
-    .all();
+    .limit(limit);
 }
 
 /**
@@ -71,18 +70,17 @@ function candidates(deps: Deps, companyId: string, cutoff: string, limit: number
  * (the person may be enrolled again on a later visit, and forgotten again). Photo files go after the commit; the
  * templates leave the ingest thread's galleries.
  */
-function forget(deps: Deps, companyId: string, batch: { id: string; model: string }[]): number {
+async function forget(deps: Deps, companyId: string, batch: { id: string; model: string }[]): Promise<number> {
   const db = deps.store.db;
   const ids = batch.map((c) => c.id);
   const now = new Date().toISOString();
-  const files = deps.store.tx(() => {
-    const photos = db.select().from(faceImages).where(inArray(faceImages.customerId, ids)).all();
-    db.update(visits).set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null }).where(inArray(visits.customerId, ids)).run();
-    db.delete(faceImages).where(inArray(faceImages.customerId, ids)).run();
-    db.update(customers)
+  const files = await deps.store.tx(async () => {
+    const photos = await db.select().from(faceImages).where(inArray(faceImages.customerId, ids));
+    (await db.update(visits).set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null }).where(inArray(visits.customerId, ids)));
+    (await db.delete(faceImages).where(inArray(faceImages.customerId, ids)));
+    (await db.update(customers)
       .set({ ...cleared, profileUpdatedAt: null, firstSeenAt: null, lastSeenAt: null, erasedAt: now })
-      .where(and(eq(customers.companyId, companyId), inArray(customers.id, ids)))
-      .run();
+      .where(and(eq(customers.companyId, companyId), inArray(customers.id, ids))));
     return photos.map((p) => faceFile(deps.config.dataDir, p));
   });
   let removed = 0;
@@ -105,9 +103,9 @@ export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?
   const total = none();
   let batches = 0;
   const stop = () => opts.closing?.() === true || (opts.maxBatches !== undefined && batches >= opts.maxBatches);
-  const list = db.select({ id: companies.id }).from(companies).where(opts.companyId ? eq(companies.id, opts.companyId) : undefined).all();
+  const list = await db.select({ id: companies.id }).from(companies).where(opts.companyId ? eq(companies.id, opts.companyId) : undefined);
   for (const { id: companyId } of list) {
-    const settings = privacyOf(db, companyId);
+    const settings = await privacyOf(db, companyId);
     const requested = settings.sweepRequestedAt;
     const now = opts.now ?? Date.now();
     const cutoff = cutoffOf(settings, deps.config.FOOTFALL_VISIT_GAP_S, now);
@@ -119,9 +117,9 @@ export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?
     };
     for (;;) {
       if (stop()) return cut();
-      const batch = candidates(deps, companyId, cutoff, batchSize);
+      const batch = await candidates(deps, companyId, cutoff, batchSize);
       if (batch.length === 0) break;
-      mine.photos += forget(deps, companyId, batch);
+      mine.photos += await forget(deps, companyId, batch);
       mine.templates += batch.length;
       batches++;
       await new Promise((r) => setImmediate(r)); // let requests in between batches
@@ -143,10 +141,9 @@ export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?
     record(deps, companyId, settings, mine, true);
     if (requested) {
       // Done with what was asked; a change made meanwhile keeps its own request.
-      db.update(companyPrivacy)
+      (await db.update(companyPrivacy)
         .set({ sweepRequestedAt: null, sweptAt: new Date().toISOString() })
-        .where(and(eq(companyPrivacy.companyId, companyId), eq(companyPrivacy.sweepRequestedAt, requested)))
-        .run();
+        .where(and(eq(companyPrivacy.companyId, companyId), eq(companyPrivacy.sweepRequestedAt, requested))));
     }
     add(total, mine);
   }
@@ -241,8 +238,8 @@ export class PrivacySweeper {
   constructor(private readonly deps: Deps) {}
 
   start(): void {
-    this.request();
-    this.timer = setInterval(() => this.request(), this.deps.config.FOOTFALL_PRIVACY_SWEEP_S * 1000);
+    void this.request();
+    this.timer = setInterval(() => void this.request(), this.deps.config.FOOTFALL_PRIVACY_SWEEP_S * 1000);
     this.timer.unref();
   }
 

@@ -46,27 +46,27 @@ export function purchasesRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api' });
 
   /** A customer's purchases, newest first (not in the spec: docs/visits-and-customers.md). */
-  r.get('/visitors/:id/purchases', auth(purchasesPolicy.view), validate({ query: PurchasesQuery }), (ctx) => {
+  r.get('/visitors/:id/purchases', auth(purchasesPolicy.view), validate({ query: PurchasesQuery }), async (ctx) => {
     const db = ctx.deps.store.db;
     const companyId = tenantOf(ctx);
-    const customer = customerOr404(db, companyId, resolve(db, customerRef, companyId, String(ctx.params.id), 'path'));
+    const customer = await customerOr404(db, companyId, await resolve(db, customerRef, companyId, String(ctx.params.id), 'path'));
     const { limit = 100 } = queryOf(ctx, PurchasesQuery);
-    ctx.body = purchasesOf(db, customer.id, limit).map(({ purchase, shop }) => presentPurchase(purchase, customer, shop ?? undefined));
+    ctx.body = (await purchasesOf(db, customer.id, limit)).map(({ purchase, shop }) => presentPurchase(purchase, customer, shop ?? undefined));
   });
 
   /**
    * Records a sale for a customer in a shop. 201 with the purchase; a retry with the same purchase_id and content
    * answers 200 with the stored one (409 if the content differs). Unknown customer or shop: 404.
    */
-  r.post('/purchases', auth(purchasesPolicy.record), validate({ body: PurchaseBody }), (ctx) => {
+  r.post('/purchases', auth(purchasesPolicy.record), validate({ body: PurchaseBody }), async (ctx) => {
     const b = bodyOf(ctx, PurchaseBody);
     const { store } = ctx.deps;
     const db = store.db;
     const companyId = tenantOf(ctx);
     const actor = actorOf(ctx);
-    const { row, customer, shop, created } = store.tx(() => {
-      const customer = customerOr404(db, companyId, resolve(db, customerRef, companyId, b.visitor_id, 'path'));
-      const shop = getShop(db, resolve(db, shopRef, companyId, b.site_id, 'path'))!;
+    const { row, customer, shop, created } = await store.tx(async () => {
+      const customer = await customerOr404(db, companyId, await resolve(db, customerRef, companyId, b.visitor_id, 'path'));
+      const shop = (await getShop(db, await resolve(db, shopRef, companyId, b.site_id, 'path')))!;
       const input = {
         id: b.purchase_id?.toLowerCase(),
         companyId,
@@ -81,13 +81,13 @@ export function purchasesRoutes(): AppRouter {
         createdByEmail: actor.email,
       };
       if (input.id) {
-        const existing = findPurchase(db, input.id);
+        const existing = await findPurchase(db, input.id);
         if (existing) {
           if (!samePurchase(existing, input)) throw conflict('purchase_id: a different purchase was already recorded with this id.');
           return { row: existing, customer, shop, created: false };
         }
       }
-      const row = insertPurchase(db, input);
+      const row = await insertPurchase(db, input);
       audit(ctx, { action: 'purchase.create', target: row.id, detail: { visitor_id: customer.id, site_id: shop.id, amount_minor: row.amountMinor, currency: row.currency } });
       return { row, customer, shop, created: true };
     });

@@ -3,6 +3,7 @@ import { desc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
 import { shops } from '../shops/schema.js';
 import { purchases } from './schema.js';
+import { one, returned } from '../db/query.js';
 
 export type PurchaseRow = typeof purchases.$inferSelect;
 
@@ -44,17 +45,16 @@ export interface NewPurchase {
   createdByEmail: string;
 }
 
-export function findPurchase(db: Db, id: string): PurchaseRow | undefined {
-  return db.select().from(purchases).where(eq(purchases.id, id)).get();
+export async function findPurchase(db: Db, id: string): Promise<PurchaseRow | undefined> {
+  return await one(db.select().from(purchases).where(eq(purchases.id, id)));
 }
 
 /** Call inside a transaction. */
-export function insertPurchase(db: Db, p: NewPurchase): PurchaseRow {
-  return db
+export async function insertPurchase(db: Db, p: NewPurchase): Promise<PurchaseRow> {
+  return await returned(db
     .insert(purchases)
     .values({ ...p, id: p.id ?? randomUUID(), createdAt: new Date().toISOString() })
-    .returning()
-    .get();
+    .returning());
 }
 
 /** Whether a stored purchase is the same sale as a retried request (same id, same content). */
@@ -72,13 +72,12 @@ export function samePurchase(row: PurchaseRow, p: NewPurchase): boolean {
 }
 
 /** A customer's purchases, newest first (then last recorded first), each with its shop (none when the shop was removed since). */
-export function purchasesOf(db: Db, customerId: string, limit: number): { purchase: PurchaseRow; shop: { id: string; name: string; slug: string } | null }[] {
-  return db
+export async function purchasesOf(db: Db, customerId: string, limit: number): Promise<{ purchase: PurchaseRow; shop: { id: string; name: string; slug: string } | null }[]> {
+  return await db
     .select({ purchase: purchases, shop: { id: shops.id, name: shops.name, slug: shops.slug } })
     .from(purchases)
     .leftJoin(shops, eq(shops.id, purchases.shopId))
     .where(eq(purchases.customerId, customerId))
     .orderBy(desc(purchases.createdAt), sql`${purchases}.rowid desc`)
-    .limit(limit)
-    .all();
+    .limit(limit);
 }

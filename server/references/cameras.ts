@@ -1,6 +1,7 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import { cameras } from '../cameras/schema.js';
 import type { RefKind } from './resolver.js';
+import { one } from '../db/query.js';
 
 /**
  * A camera: uuid, or its camera_id (exact). Removed cameras (tombstones) never resolve. Two shops may each have the
@@ -8,17 +9,15 @@ import type { RefKind } from './resolver.js';
  */
 export const cameraRef: RefKind = {
   noun: 'camera',
-  byId: (db, tenantId, id) =>
-    db
+  byId: async (db, tenantId, id) =>
+    (await one(db
       .select({ id: cameras.id })
       .from(cameras)
-      .where(and(eq(cameras.id, id), eq(cameras.companyId, tenantId), isNull(cameras.deletedAt)))
-      .get()?.id,
-  byRef: (db, tenantId, ref) =>
-    db
+      .where(and(eq(cameras.id, id), eq(cameras.companyId, tenantId), isNull(cameras.deletedAt)))))?.id,
+  byRef: async (db, tenantId, ref) =>
+    (await db
       .select({ id: cameras.id })
       .from(cameras)
-      .where(and(eq(cameras.cameraId, ref), eq(cameras.companyId, tenantId), isNull(cameras.deletedAt)))
-      .all()
+      .where(and(eq(cameras.cameraId, ref), eq(cameras.companyId, tenantId), isNull(cameras.deletedAt))))
       .map((r) => r.id),
 };

@@ -2,6 +2,7 @@ import { and, eq } from 'drizzle-orm';
 import { customers } from '../customers/schema.js';
 import type { Db } from '../db/open.js';
 import type { RefKind } from './resolver.js';
+import { one } from '../db/query.js';
 
 /** `V-<n>`, `v-<n>` or the bare number `<n>`: the customer number, or undefined. */
 export function customerNumberOf(ref: string): number | undefined {
@@ -10,14 +11,13 @@ export function customerNumberOf(ref: string): number | undefined {
 }
 
 /** Follows merges to the surviving customer; undefined for an erased one. */
-function live(db: Db, tenantId: string, id: string): string | undefined {
+async function live(db: Db, tenantId: string, id: string): Promise<string | undefined> {
   let current = id;
   for (let hops = 0; hops < 32; hops++) {
-    const row = db
+    const row = await one(db
       .select({ id: customers.id, erasedAt: customers.erasedAt, mergedInto: customers.mergedInto })
       .from(customers)
-      .where(and(eq(customers.id, current), eq(customers.companyId, tenantId)))
-      .get();
+      .where(and(eq(customers.id, current), eq(customers.companyId, tenantId))));
     if (!row || row.erasedAt) return undefined;
     if (!row.mergedInto) return row.id;
     current = row.mergedInto;
@@ -31,16 +31,15 @@ function live(db: Db, tenantId: string, id: string): string | undefined {
  */
 export const customerRef: RefKind = {
   noun: 'customer',
-  byId: (db, tenantId, id) => live(db, tenantId, id),
-  byRef: (db, tenantId, ref) => {
+  byId: async (db, tenantId, id) => await live(db, tenantId, id),
+  byRef: async (db, tenantId, ref) => {
     const n = customerNumberOf(ref);
     if (n === undefined) return [];
-    const row = db
+    const row = await one(db
       .select({ id: customers.id })
       .from(customers)
-      .where(and(eq(customers.companyId, tenantId), eq(customers.number, n)))
-      .get();
-    const id = row && live(db, tenantId, row.id);
+      .where(and(eq(customers.companyId, tenantId), eq(customers.number, n))));
+    const id = row && (await live(db, tenantId, row.id));
     return id ? [id] : [];
   },
 };

@@ -16,25 +16,25 @@ import { queryOf, validate } from '../http/pipeline.js';
 import { rule } from '../policy.js';
 import { personRef } from './people.js';
 import { isUuid, lookup, resolve, type Place, type RefKind } from './resolver.js';
+import { one } from '../db/query.js';
 
 /** A throwaway table in the test's real SQLite file: per-tenant things whose `code` need not be unique. */
 const widgets = sqliteTable('test_widgets', { id: text('id').primaryKey(), companyId: text('company_id').notNull(), code: text('code').notNull() });
 
 const widgetRef: RefKind = {
   noun: 'widget',
-  byId: (db, tenantId, id) => db.select({ id: widgets.id }).from(widgets).where(and(eq(widgets.id, id), eq(widgets.companyId, tenantId))).get()?.id,
-  byRef: (db, tenantId, ref) =>
-    db
+  byId: async (db, tenantId, id) => (await one(db.select({ id: widgets.id }).from(widgets).where(and(eq(widgets.id, id), eq(widgets.companyId, tenantId)))))?.id,
+  byRef: async (db, tenantId, ref) =>
+    (await db
       .select({ id: widgets.id })
       .from(widgets)
-      .where(and(eq(widgets.code, ref), eq(widgets.companyId, tenantId)))
-      .all()
+      .where(and(eq(widgets.code, ref), eq(widgets.companyId, tenantId))))
       .map((r) => r.id),
 };
 
-function failure(db: Db, kind: RefKind, tenant: string, value: string, place: Place): HttpError {
+async function failure(db: Db, kind: RefKind, tenant: string, value: string, place: Place): Promise<HttpError> {
   try {
-    resolve(db, kind, tenant, value, place);
+    await resolve(db, kind, tenant, value, place);
   } catch (err) {
     if (err instanceof HttpError) return err;
     throw err;
@@ -56,15 +56,14 @@ describe('reference resolver', () => {
     a = await h.company('Ref Alpha');
     b = await h.company('Ref Beta');
     h.server.store.sqlite.exec('CREATE TABLE test_widgets (id TEXT PRIMARY KEY, company_id TEXT NOT NULL, code TEXT NOT NULL)');
-    db.insert(widgets)
+    (await db.insert(widgets)
       .values([
         { id: ids.twinA1, companyId: a.id, code: 'cam-1' },
         { id: ids.twinA2, companyId: a.id, code: 'cam-1' },
         { id: ids.soloA, companyId: a.id, code: 'cam-2' },
         { id: ids.twinB, companyId: b.id, code: 'cam-1' },
         { id: ids.uuidCoded, companyId: a.id, code: uuidShapedCode },
-      ])
-      .run();
+      ]));
   });
   afterAll(() => h.close());
 
@@ -75,76 +74,76 @@ describe('reference resolver', () => {
     for (const v of ['', 'cam-1', id.slice(1), `${id}x`, id.replace(/-/g, ''), `{${id}}`]) expect(isUuid(v), v).toBe(false);
   });
 
-  it('a uuid resolves, in any case and with spaces around it', () => {
+  it('a uuid resolves, in any case and with spaces around it', async () => {
     const owner = a.owner.user.id;
-    expect(resolve(db, personRef, a.id, owner, 'path')).toBe(owner);
-    expect(resolve(db, personRef, a.id, owner.toUpperCase(), 'query')).toBe(owner);
-    expect(resolve(db, personRef, a.id, ` ${owner} `, 'path')).toBe(owner);
+    expect(await resolve(db, personRef, a.id, owner, 'path')).toBe(owner);
+    expect(await resolve(db, personRef, a.id, owner.toUpperCase(), 'query')).toBe(owner);
+    expect(await resolve(db, personRef, a.id, ` ${owner} `, 'path')).toBe(owner);
   });
 
-  it('a reference resolves: a person by email, case-insensitively', () => {
+  it('a reference resolves: a person by email, case-insensitively', async () => {
     const owner = a.owner.user.id;
-    expect(resolve(db, personRef, a.id, a.ownerEmail, 'path')).toBe(owner);
-    expect(resolve(db, personRef, a.id, a.ownerEmail.toUpperCase(), 'path')).toBe(owner);
-    expect(resolve(db, personRef, a.id, `  ${a.ownerEmail}\t`, 'query')).toBe(owner);
-    expect(resolve(db, widgetRef, a.id, 'cam-2', 'path')).toBe(ids.soloA);
+    expect(await resolve(db, personRef, a.id, a.ownerEmail, 'path')).toBe(owner);
+    expect(await resolve(db, personRef, a.id, a.ownerEmail.toUpperCase(), 'path')).toBe(owner);
+    expect(await resolve(db, personRef, a.id, `  ${a.ownerEmail}\t`, 'query')).toBe(owner);
+    expect(await resolve(db, widgetRef, a.id, 'cam-2', 'path')).toBe(ids.soloA);
   });
 
-  it("another tenant's uuid and email resolve to nothing", () => {
+  it("another tenant's uuid and email resolve to nothing", async () => {
     for (const value of [b.owner.user.id, b.ownerEmail, b.ownerEmail.toUpperCase()]) {
-      expect(lookup(db, personRef, a.id, value)).toEqual({ id: undefined, why: 'unknown' });
+      expect(await lookup(db, personRef, a.id, value)).toEqual({ id: undefined, why: 'unknown' });
     }
-    expect(lookup(db, widgetRef, a.id, ids.twinB)).toEqual({ id: undefined, why: 'unknown' });
-    expect(lookup(db, widgetRef, b.id, ids.soloA)).toEqual({ id: undefined, why: 'unknown' });
+    expect(await lookup(db, widgetRef, a.id, ids.twinB)).toEqual({ id: undefined, why: 'unknown' });
+    expect(await lookup(db, widgetRef, b.id, ids.soloA)).toEqual({ id: undefined, why: 'unknown' });
     // The platform admin belongs to no tenant.
-    expect(lookup(db, personRef, a.id, h.admin.email)).toEqual({ id: undefined, why: 'unknown' });
+    expect(await lookup(db, personRef, a.id, h.admin.email)).toEqual({ id: undefined, why: 'unknown' });
   });
 
-  it('unknown: 404 not_found in a path, 400 invalid_request in a query', () => {
+  it('unknown: 404 not_found in a path, 400 invalid_request in a query', async () => {
     for (const value of ['nobody@nowhere.test', randomUUID(), b.ownerEmail, b.owner.user.id, '', '   ']) {
-      const inPath = failure(db, personRef, a.id, value, 'path');
+      const inPath = await failure(db, personRef, a.id, value, 'path');
       expect(inPath.status, value).toBe(404);
       expect(inPath.code).toBe('not_found');
-      const inQuery = failure(db, personRef, a.id, value, 'query');
+      const inQuery = await failure(db, personRef, a.id, value, 'query');
       expect(inQuery.status, value).toBe(400);
       expect(inQuery.code).toBe('invalid_request');
     }
-    expect(failure(db, personRef, a.id, 'nobody@nowhere.test', 'path').message).toBe('Person "nobody@nowhere.test" was not found.');
-    expect(failure(db, personRef, a.id, 'nobody@nowhere.test', 'query').message).toBe('There is no person "nobody@nowhere.test" in your company.');
+    expect((await failure(db, personRef, a.id, 'nobody@nowhere.test', 'path')).message).toBe('Person "nobody@nowhere.test" was not found.');
+    expect((await failure(db, personRef, a.id, 'nobody@nowhere.test', 'query')).message).toBe('There is no person "nobody@nowhere.test" in your company.');
   });
 
-  it('a reference matching more than one row resolves to nothing: 404 in a path, 400 in a query', () => {
-    expect(lookup(db, widgetRef, a.id, 'cam-1')).toEqual({ id: undefined, why: 'ambiguous' });
-    const inPath = failure(db, widgetRef, a.id, 'cam-1', 'path');
+  it('a reference matching more than one row resolves to nothing: 404 in a path, 400 in a query', async () => {
+    expect(await lookup(db, widgetRef, a.id, 'cam-1')).toEqual({ id: undefined, why: 'ambiguous' });
+    const inPath = await failure(db, widgetRef, a.id, 'cam-1', 'path');
     expect([inPath.status, inPath.code]).toEqual([404, 'not_found']);
     expect(inPath.message).toBe('"cam-1" names more than one widget; use its id.');
-    const inQuery = failure(db, widgetRef, a.id, 'cam-1', 'query');
+    const inQuery = await failure(db, widgetRef, a.id, 'cam-1', 'query');
     expect([inQuery.status, inQuery.code]).toEqual([400, 'invalid_request']);
     expect(inQuery.message).toMatch(/names more than one widget/);
     // The uuid always works; in the other tenant the same reference is unique.
-    expect(resolve(db, widgetRef, a.id, ids.twinA1, 'path')).toBe(ids.twinA1);
-    expect(resolve(db, widgetRef, a.id, ids.twinA2, 'query')).toBe(ids.twinA2);
-    expect(resolve(db, widgetRef, b.id, 'cam-1', 'path')).toBe(ids.twinB);
+    expect(await resolve(db, widgetRef, a.id, ids.twinA1, 'path')).toBe(ids.twinA1);
+    expect(await resolve(db, widgetRef, a.id, ids.twinA2, 'query')).toBe(ids.twinA2);
+    expect(await resolve(db, widgetRef, b.id, 'cam-1', 'path')).toBe(ids.twinB);
   });
 
-  it('the same row named twice by a kind is not ambiguous', () => {
-    const doubled: RefKind = { ...widgetRef, byRef: (d, t, r) => [...widgetRef.byRef(d, t, r), ...widgetRef.byRef(d, t, r)] };
-    expect(resolve(db, doubled, a.id, 'cam-2', 'path')).toBe(ids.soloA);
+  it('the same row named twice by a kind is not ambiguous', async () => {
+    const doubled: RefKind = { ...widgetRef, byRef: async (d, t, r) => [...await widgetRef.byRef(d, t, r), ...await widgetRef.byRef(d, t, r)] };
+    expect(await resolve(db, doubled, a.id, 'cam-2', 'path')).toBe(ids.soloA);
   });
 
-  it('a uuid that is no id of the tenant is still tried as a reference', () => {
-    expect(resolve(db, widgetRef, a.id, uuidShapedCode, 'path')).toBe(ids.uuidCoded);
-    expect(lookup(db, widgetRef, b.id, uuidShapedCode)).toEqual({ id: undefined, why: 'unknown' });
+  it('a uuid that is no id of the tenant is still tried as a reference', async () => {
+    expect(await resolve(db, widgetRef, a.id, uuidShapedCode, 'path')).toBe(ids.uuidCoded);
+    expect(await lookup(db, widgetRef, b.id, uuidShapedCode)).toEqual({ id: undefined, why: 'unknown' });
   });
 
   it('over HTTP: the envelope, 404 in a path and 400 in a query, scoped to the session tenant', async () => {
     const Query = z.object({ person: z.string() });
     const extra: AppRouter = new Router({ prefix: '/test-only' });
-    extra.get('/people/:ref', auth(rule('staff', 'look people up')), (ctx) => {
-      ctx.body = { id: resolve(ctx.deps.store.db, personRef, tenantOf(ctx), ctx.params.ref!, 'path') };
+    extra.get('/people/:ref', auth(rule('staff', 'look people up')), async (ctx) => {
+      ctx.body = { id: await resolve(ctx.deps.store.db, personRef, tenantOf(ctx), ctx.params.ref!, 'path') };
     });
-    extra.get('/search', auth(rule('staff', 'search')), validate({ query: Query }), (ctx) => {
-      ctx.body = { id: resolve(ctx.deps.store.db, personRef, tenantOf(ctx), queryOf(ctx, Query).person, 'query') };
+    extra.get('/search', auth(rule('staff', 'search')), validate({ query: Query }), async (ctx) => {
+      ctx.body = { id: await resolve(ctx.deps.store.db, personRef, tenantOf(ctx), queryOf(ctx, Query).person, 'query') };
     });
     const app = buildApp(h.server.deps);
     app.use(extra.routes());

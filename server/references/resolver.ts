@@ -10,9 +10,9 @@ export interface RefKind {
   /** For messages: "shop", "camera", "customer", "person". */
   noun: string;
   /** The thing's id if a row with this uuid exists in the tenant. */
-  byId(db: Db, tenantId: string, id: string): string | undefined;
+  byId(db: Db, tenantId: string, id: string): Promise<string | undefined>;
   /** Ids of the tenant's rows this reference names (more than one means ambiguous). */
-  byRef(db: Db, tenantId: string, ref: string): string[];
+  byRef(db: Db, tenantId: string, ref: string): Promise<string[]>;
 }
 
 export type Place = 'path' | 'query';
@@ -26,21 +26,21 @@ export function isUuid(value: string): boolean {
 export type Resolution = { id: string } | { id: undefined; why: 'unknown' | 'ambiguous' };
 
 /** Resolution without an opinion on the status code. */
-export function lookup(db: Db, kind: RefKind, tenantId: string, value: string): Resolution {
+export async function lookup(db: Db, kind: RefKind, tenantId: string, value: string): Promise<Resolution> {
   const v = value.trim();
   if (isUuid(v)) {
-    const id = kind.byId(db, tenantId, v.toLowerCase());
+    const id = await kind.byId(db, tenantId, v.toLowerCase());
     if (id) return { id };
   }
   if (v === '') return { id: undefined, why: 'unknown' };
-  const ids = [...new Set(kind.byRef(db, tenantId, v))];
+  const ids = [...new Set(await kind.byRef(db, tenantId, v))];
   if (ids.length === 1) return { id: ids[0]! };
   return { id: undefined, why: ids.length > 1 ? 'ambiguous' : 'unknown' };
 }
 
 /** Resolves or throws: 404 not_found for a path, 400 invalid_request for a query filter. */
-export function resolve(db: Db, kind: RefKind, tenantId: string, value: string, place: Place): string {
-  const r = lookup(db, kind, tenantId, value);
+export async function resolve(db: Db, kind: RefKind, tenantId: string, value: string, place: Place): Promise<string> {
+  const r = await lookup(db, kind, tenantId, value);
   if (r.id !== undefined) return r.id;
   const Noun = kind.noun[0]!.toUpperCase() + kind.noun.slice(1);
   if (place === 'path') {

@@ -28,8 +28,8 @@ const sums = sql`sum(f.visits) as visits, sum(f.below_gate) as belowGate, sum(f.
   sum(f.known) as known, sum(f.fresh) as fresh, sum(f.known_hour) as knownHour, sum(f.fresh_hour) as freshHour, sum(f.entries) as entries, sum(f.exits) as exits`;
 
 /** Per shop of the scope over [lo, hi): only shops with aged counts in it. */
-export function agedBySite(db: Db, companyId: string, scope: Scope, lo: string, hi: string): (AgedCounts & { id: string; name: string; slug: string })[] {
-  return db.all(sql`
+export async function agedBySite(db: Db, companyId: string, scope: Scope, lo: string, hi: string): Promise<(AgedCounts & { id: string; name: string; slug: string })[]> {
+  return await db.all(sql`
     select s.id as id, s.name as name, s.slug as slug, ${sums}
     from shops s join footfall_counts f on f.shop_id = s.id
     where ${shopScope(companyId, scope)} and f.slot_at >= ${lo} and f.slot_at < ${hi}
@@ -37,8 +37,8 @@ export function agedBySite(db: Db, companyId: string, scope: Scope, lo: string, 
 }
 
 /** Per bucket (its index in the bounds JSON, as service.ts and door.ts build it) and shop: only pairs with counts. */
-export function agedByBucket(db: Db, companyId: string, scope: Scope, bounds: string): (AgedCounts & { i: number; shop: string })[] {
-  return db.all(sql`
+export async function agedByBucket(db: Db, companyId: string, scope: Scope, bounds: string): Promise<(AgedCounts & { i: number; shop: string })[]> {
+  return await db.all(sql`
     with b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))
     select b.i as i, s.id as shop, ${sums}
     from b cross join shops s join footfall_counts f on f.shop_id = s.id and f.slot_at >= b.lo and f.slot_at < b.hi
@@ -47,6 +47,6 @@ export function agedByBucket(db: Db, companyId: string, scope: Scope, bounds: st
 }
 
 /** Whether the company has any aged counts (most have none: reports then skip the extra queries). */
-export function hasAged(db: Db, companyId: string): boolean {
-  return db.get<{ n: number }>(sql`select exists (select 1 from shops s join footfall_counts f on f.shop_id = s.id where s.company_id = ${companyId}) as n`)?.n === 1;
+export async function hasAged(db: Db, companyId: string): Promise<boolean> {
+  return (await db.get<{ n: number }>(sql`select exists (select 1 from shops s join footfall_counts f on f.shop_id = s.id where s.company_id = ${companyId}) as n`))?.n === 1;
 }

@@ -42,19 +42,19 @@ export function shopScope(companyId: string, scope: Scope): SQL {
  * scope. Entries and exits are two counted index ranges per bucket and shop (crossings_shop_direction_time_idx);
  * identified visits are read only for the shops with entries in the window.
  */
-export function doorCounts(db: Db, companyId: string, where: Scope, buckets: readonly Bucket[]): { points: DoorCounts[]; total: DoorCounts } {
+export async function doorCounts(db: Db, companyId: string, where: Scope, buckets: readonly Bucket[]): Promise<{ points: DoorCounts[]; total: DoorCounts }> {
   const bounds = JSON.stringify(buckets.map((b) => [iso(b.lo), iso(b.hi)]));
   const b = sql`b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))`;
   const scope = shopScope(companyId, where);
   const side = (direction: 'in' | 'out') =>
     sql`(select count(*) from crossings x indexed by crossings_shop_direction_time_idx
          where x.shop_id = s.id and x.direction = ${direction} and x.occurred_at >= b.lo and x.occurred_at < b.hi)`;
-  const crossed = db.all<{ i: number; shop: string; entries: number; exits: number }>(sql`
+  const crossed = await db.all<{ i: number; shop: string; entries: number; exits: number }>(sql`
     with ${b}
     select * from (select b.i as i, s.id as shop, ${side('in')} as entries, ${side('out')} as exits from b cross join shops s where ${scope})
     where entries > 0 or exits > 0`);
   // Aged days (visit_retention_days, aged.ts): their entries and exits, and their identified visits, per bucket and shop.
-  const aged = hasAged(db, companyId) ? agedByBucket(db, companyId, where, bounds) : [];
+  const aged = (await hasAged(db, companyId)) ? (await agedByBucket(db, companyId, where, bounds)) : [];
   for (const a of aged) if (a.entries > 0 || a.exits > 0) crossed.push({ i: a.i, shop: a.shop, entries: a.entries, exits: a.exits });
   const points = buckets.map(() => ({ entries: 0, exits: 0, identified: 0 }));
   const total = { entries: 0, exits: 0, identified: 0 };
@@ -72,7 +72,7 @@ export function doorCounts(db: Db, companyId: string, where: Scope, buckets: rea
     }
   }
   if (entered.size > 0) {
-    const identified = db.all<{ i: number; shop: string; n: number }>(sql`
+    const identified = await db.all<{ i: number; shop: string; n: number }>(sql`
       with ${b}
       select b.i as i, s.id as shop, count(*) as n
       from b cross join shops s cross join visits v indexed by visits_shop_time_idx

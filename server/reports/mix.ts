@@ -95,7 +95,7 @@ function ageColumns(): SQL {
  * the window the buckets partition. `bands: false` skips the band counts (which read each visit's row; the dwell
  * figures come from visits_shop_time_idx alone).
  */
-export function visitMix(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[], bands = true): { points: Mix[]; shops: ShopMix[]; window: Mix } {
+export async function visitMix(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[], bands = true): Promise<{ points: Mix[]; shops: ShopMix[]; window: Mix }> {
   const bounds = JSON.stringify(buckets.map((b) => [iso(b.lo), iso(b.hi)]));
   const b = sql`b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))`;
   const visits = sql`b cross join shops s cross join visits v indexed by visits_shop_time_idx
@@ -103,7 +103,7 @@ export function visitMix(db: Db, companyId: string, scope: Scope, buckets: reado
   const bandCols = bands
     ? sql`count(*) filter (where lower(v.gender) = 'female') as female, count(*) filter (where lower(v.gender) = 'male') as male, ${ageColumns()}`
     : sql`0 as female, 0 as male, 0 as a0, 0 as a1, 0 as a2, 0 as a3, 0 as a4, 0 as a5, 0 as a6`;
-  const pairs = db.all<PairRow>(sql`
+  const pairs = await db.all<PairRow>(sql`
     with ${b}
     select b.i as i, s.id as shop, count(*) as visits, total(v.dwell_ms) as dwell, ${bandCols}
     from ${visits} group by b.i, s.id`);
@@ -119,9 +119,9 @@ export function visitMix(db: Db, companyId: string, scope: Scope, buckets: reado
   }
   // Medians: the middle visit (or the two middle ones) of each bucket, each shop and the window, by an ordered read
   // with limit and offset, the count known from the pass above (measured: a third of row_number() over a window).
-  const median = (where: SQL, n: number): number => {
+  const median = async (where: SQL, n: number): Promise<number> => {
     if (n === 0) return 0;
-    const r = db.get<{ ms: number | null }>(sql`
+    const r = await db.get<{ ms: number | null }>(sql`
       with d as materialized (select v.dwell_ms as ms from shops s cross join visits v indexed by visits_shop_time_idx
         where ${where} and v.shop_id = s.id and v.staff = 0 order by v.dwell_ms)
       select avg(ms) as ms from (select ms from d limit ${2 - (n % 2)} offset ${Math.floor((n - 1) / 2)})`);
@@ -130,15 +130,15 @@ export function visitMix(db: Db, companyId: string, scope: Scope, buckets: reado
   const scoped = shopScope(companyId, scope);
   const lo = iso(buckets[0]?.lo ?? 0);
   const hi = iso(buckets[buckets.length - 1]?.hi ?? 0);
-  buckets.forEach((bk, i) => (points[i]!.medianDwellMs = median(sql`${scoped} and v.occurred_at >= ${iso(bk.lo)} and v.occurred_at < ${iso(bk.hi)}`, points[i]!.visits)));
-  for (const [id, m] of byShop) m.medianDwellMs = median(sql`${scoped} and s.id = ${id} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`, m.visits);
+  for (const [i, bk] of buckets.entries()) points[i]!.medianDwellMs = await median(sql`${scoped} and v.occurred_at >= ${iso(bk.lo)} and v.occurred_at < ${iso(bk.hi)}`, points[i]!.visits);
+  for (const [id, m] of byShop) m.medianDwellMs = await median(sql`${scoped} and s.id = ${id} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`, m.visits);
   // One bucket, or one shop with visits: the window's median is already known.
   const only = [...byShop.values()].filter((m) => m.visits > 0);
-  window.medianDwellMs = buckets.length === 1 ? points[0]!.medianDwellMs : only.length === 1 ? only[0]!.medianDwellMs : median(sql`${scoped} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`, window.visits);
+  window.medianDwellMs = buckets.length === 1 ? points[0]!.medianDwellMs : only.length === 1 ? only[0]!.medianDwellMs : await median(sql`${scoped} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`, window.visits);
   // Visits aged out by visit_retention_days (aged.ts) count in visits and the mean dwell like the rows held; they keep
   // no attributes (their bands are unknown) and no single stays (the medians are of the visits held).
-  if (hasAged(db, companyId)) {
-    for (const a of agedByBucket(db, companyId, scope, bounds)) {
+  if (await hasAged(db, companyId)) {
+    for (const a of (await agedByBucket(db, companyId, scope, bounds))) {
       const r: PairRow = { i: a.i, shop: a.shop, visits: a.visits, dwell: a.dwellMs, female: 0, male: 0, a0: 0, a1: 0, a2: 0, a3: 0, a4: 0, a5: 0, a6: 0 };
       add(points[r.i]!, r);
       add(window, r);
@@ -147,7 +147,7 @@ export function visitMix(db: Db, companyId: string, scope: Scope, buckets: reado
       add(m, r);
     }
   }
-  const names = db.all<{ id: string; name: string; slug: string }>(sql`select s.id as id, s.name as name, s.slug as slug from shops s where ${shopScope(companyId, scope)} order by s.slug`);
+  const names = await db.all<{ id: string; name: string; slug: string }>(sql`select s.id as id, s.name as name, s.slug as slug from shops s where ${shopScope(companyId, scope)} order by s.slug`);
   const shops = names.map((s): ShopMix => ({ ...s, ...close(byShop.get(s.id) ?? emptyMix()) }));
   return { points: points.map(close), shops, window: close(window) };
 }

@@ -47,7 +47,7 @@ describe('reports in a thread (pool.ts)', () => {
   let powai: Shop;
 
   const get = (report: 'footfall' | 'conversion', query: string, token = a.ownerToken) => h.request('GET', `/api/reports/${report}?${query}`, { token });
-  const queryOf = (query: string, companyId = a.id): ReportQuery => resolveReportQuery(h.server.store.db, companyId, ReportQueryInput.parse(Object.fromEntries(new URLSearchParams(query))));
+  const queryOf = async (query: string, companyId = a.id): Promise<ReportQuery> => await resolveReportQuery(h.server.store.db, companyId, ReportQueryInput.parse(Object.fromEntries(new URLSearchParams(query))));
 
   async function visit(pc: Shop, at: string, face: RealFace | undefined, over: Partial<VisitMessage> = {}) {
     await pc.publish(visitOf(faces, face, { occurred_at: at, camera_id: 'door', ...over }));
@@ -92,16 +92,16 @@ describe('reports in a thread (pool.ts)', () => {
     const db = h.server.store.db;
     const today = new Date().toISOString().slice(0, 10);
     for (const query of [...QUERIES, `from=${today}&to=${today}&tz=UTC`]) {
-      const q = queryOf(query);
+      const q = await queryOf(query);
       const footfall = await get('footfall', query);
       expect(footfall.status, query).toBe(200);
-      expect(footfall.body, query).toEqual(presentFootfall(footfallReport(db, a.id, q)));
+      expect(footfall.body, query).toEqual(presentFootfall(await footfallReport(db, a.id, q)));
       const conversion = await get('conversion', query);
       expect(conversion.status, query).toBe(200);
-      expect(conversion.body, query).toEqual(presentConversion(conversionReport(db, a.id, q)));
+      expect(conversion.body, query).toEqual(presentConversion(await conversionReport(db, a.id, q)));
       // The plain report objects too, before the presenter (structured clone loses nothing).
-      expect(await h.server.reports.footfall(a.id, q), query).toEqual(footfallReport(db, a.id, q));
-      expect(await h.server.reports.conversion(a.id, q), query).toEqual(conversionReport(db, a.id, q));
+      expect(await h.server.reports.footfall(a.id, q), query).toEqual(await footfallReport(db, a.id, q));
+      expect(await h.server.reports.conversion(a.id, q), query).toEqual(await conversionReport(db, a.id, q));
     }
     // Something was counted (the comparison is not between two empty answers).
     expect((await get('footfall', QUERIES[0]!)).body).toMatchObject({ visits: 8 });
@@ -133,12 +133,12 @@ describe('reports in a thread (pool.ts)', () => {
   it('queues reports in order, one at a time on the one thread', async () => {
     const pool = h.server.reports;
     const done: number[] = [];
-    const qs = QUERIES.slice(0, 3).map((query) => queryOf(query));
+    const qs = await Promise.all(QUERIES.slice(0, 3).map((query) => queryOf(query)));
     const runs = qs.map((q, i) => pool.footfall(a.id, q).then((r) => (done.push(i), r)));
     expect(pool.pending).toEqual({ running: 1, queued: 2 });
     const results = await Promise.all(runs);
     expect(done).toEqual([0, 1, 2]);
-    results.forEach((r, i) => expect(r).toEqual(footfallReport(h.server.store.db, a.id, qs[i]!)));
+    for (const [i, r] of results.entries()) expect(r).toEqual(await footfallReport(h.server.store.db, a.id, qs[i]!));
     expect(pool.pending).toEqual({ running: 0, queued: 0 });
   });
 
@@ -156,7 +156,7 @@ describe('reports in a thread (pool.ts)', () => {
     expect(pool.threads).toBe(0);
     const again = await get('footfall', QUERIES[0]!);
     expect(again.status).toBe(200);
-    expect(again.body).toEqual(presentFootfall(footfallReport(h.server.store.db, a.id, queryOf(QUERIES[0]!))));
+    expect(again.body).toEqual(presentFootfall(await footfallReport(h.server.store.db, a.id, await queryOf(QUERIES[0]!))));
     expect(pool.threads).toBe(1);
     expect((await pool.probeForTest()).threadId).not.toBe(before);
   });
@@ -189,7 +189,7 @@ describe('the report pool: closing, inline, configuration', () => {
       const r = await h.request('GET', '/api/reports/footfall', { token: c.ownerToken });
       expect(r.status).toBe(200);
       expect(pool.threads).toBe(1);
-      const q = resolveReportQuery(h.server.store.db, c.id, ReportQueryInput.parse({}), new Date('2026-03-10T00:00:00Z'));
+      const q = await resolveReportQuery(h.server.store.db, c.id, ReportQueryInput.parse({}), new Date('2026-03-10T00:00:00Z'));
       await h.close();
       expect(pool.threads).toBe(0);
       await expect(pool.footfall(c.id, q)).rejects.toMatchObject({ status: 503, code: 'reports_unavailable' });
@@ -217,7 +217,7 @@ describe('the report pool: closing, inline, configuration', () => {
       const pool = new ReportPool({ store, size: 1, log: pino({ level: 'silent' }) });
       expect(pool.file).toBeNull();
       const q: ReportQuery = { from: '2026-03-01', to: '2026-03-02', siteId: null, region: null, tz: 'UTC', bucket: 'day' };
-      expect(await pool.footfall('no-such-company', q)).toEqual(footfallReport(store.db, 'no-such-company', q));
+      expect(await pool.footfall('no-such-company', q)).toEqual(await footfallReport(store.db, 'no-such-company', q));
       expect(pool.threads).toBe(0);
       await pool.close();
     } finally {

@@ -153,7 +153,7 @@ export class ReportPool {
       // Inline: the same synchronous call as before the pool, errors included.
       try {
         const db = this.opts.store.db;
-        return Promise.resolve((kind === 'footfall' ? footfallReport(db, companyId, query) : conversionReport(db, companyId, query)) as Reports[K]);
+        return (kind === 'footfall' ? footfallReport(db, companyId, query) : conversionReport(db, companyId, query)) as Promise<Reports[K]>;
       } catch (err) {
         return Promise.reject(err as Error);
       }

@@ -7,6 +7,7 @@ import { shopRef } from '../references/shops.js';
 import { shops } from '../shops/schema.js';
 import { DEFAULT_TIMEZONE, canonicalTimezone, getShop } from '../shops/service.js';
 import { LAST_YEAR, addDays, daysBetween, isDate, mondayOf, monthStart, todayIn, type BucketKind } from './calendar.js';
+import { one } from '../db/query.js';
 
 export const BUCKETS = ['hour', 'day', 'week', 'month'] as const satisfies readonly BucketKind[];
 
@@ -54,8 +55,8 @@ function defaultFrom(to: string, bucket: BucketKind): string {
 }
 
 /** The zone of the filtered shop; else of the company's first shop; else the spec's shop default. */
-function defaultZone(db: Db, companyId: string, siteId: string | null): string {
-  const shop = siteId ? getShop(db, siteId) : db.select().from(shops).where(eq(shops.companyId, companyId)).orderBy(asc(shops.createdAt), asc(shops.slug)).get();
+async function defaultZone(db: Db, companyId: string, siteId: string | null): Promise<string> {
+  const shop = siteId ? (await getShop(db, siteId)) : await one(db.select().from(shops).where(eq(shops.companyId, companyId)).orderBy(asc(shops.createdAt), asc(shops.slug)));
   return (shop && canonicalTimezone(shop.timezone)) ?? DEFAULT_TIMEZONE;
 }
 
@@ -63,13 +64,13 @@ function defaultZone(db: Db, companyId: string, siteId: string | null): string {
  * Applies the defaults (docs/reports.md), resolves the shop in the caller's company (unknown or another company's:
  * 400) and checks the window. Throws 400 invalid_request naming the field.
  */
-export function resolveReportQuery(db: Db, companyId: string, input: z.output<typeof ReportQueryInput>, now: Date = new Date()): ReportQuery {
+export async function resolveReportQuery(db: Db, companyId: string, input: z.output<typeof ReportQueryInput>, now: Date = new Date()): Promise<ReportQuery> {
   const refs = [input.site, input.site_id].filter((v): v is string => v !== undefined);
-  const ids = [...new Set(refs.map((v) => resolve(db, shopRef, companyId, v, 'query')))];
+  const ids = [...new Set(await Promise.all(refs.map((v) => resolve(db, shopRef, companyId, v, 'query'))))];
   if (ids.length > 1) throw badRequest('site and site_id name different shops; send one of them.');
   const siteId = ids[0] ?? null;
   const region = input.region ?? null;
-  if (region !== null && !db.select({ id: shops.id }).from(shops).where(and(eq(shops.companyId, companyId), eq(shops.region, region))).get())
+  if (region !== null && !(await one(db.select({ id: shops.id }).from(shops).where(and(eq(shops.companyId, companyId), eq(shops.region, region))))))
     throw badRequest(`region: no shop of yours is in the region "${region}"`);
 
   let tz: string;
@@ -78,7 +79,7 @@ export function resolveReportQuery(db: Db, companyId: string, input: z.output<ty
     if (!zone) throw badRequest(`tz: "${input.tz}" is not an IANA time zone name (for example Asia/Kolkata or America/New_York)`);
     tz = zone;
   } else {
-    tz = defaultZone(db, companyId, siteId);
+    tz = await defaultZone(db, companyId, siteId);
   }
 
   const bucket = input.bucket ?? 'day';

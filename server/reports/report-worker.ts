@@ -18,11 +18,11 @@ sqlite.pragma('busy_timeout = 5000');
 const db = drizzle(sqlite, { schema });
 const send = (m: FromThread) => port.postMessage(m);
 
-port.on('message', (m: ToThread) => {
+port.on('message', async (m: ToThread) => {
   switch (m.t) {
     case 'report':
       try {
-        const report = m.kind === 'footfall' ? footfallReport(db, m.companyId, m.query) : conversionReport(db, m.companyId, m.query);
+        const report = m.kind === 'footfall' ? await footfallReport(db, m.companyId, m.query) : await conversionReport(db, m.companyId, m.query);
         send({ t: 'done', id: m.id, report });
       } catch (err) {
         const e = err instanceof Error ? err : new Error(String(err));

@@ -273,22 +273,22 @@ describe('GET /api/reports/footfall and /api/reports/conversion', () => {
     expect(older(nothing.body)).toEqual({ visitors: 0, purchasers: 0, conversion: 0, revenue: 0, average_basket: 0, currency: '' });
   });
 
-  it('defaults: today in the zone, seven days (one for hours, four weeks, twelve months); the shop’s zone, else the first shop’s', () => {
+  it('defaults: today in the zone, seven days (one for hours, four weeks, twelve months); the shop’s zone, else the first shop’s', async () => {
     const db = h.server.store.db;
     const now = new Date('2026-03-09T19:00:00Z'); // 10 March 00:30 in India, 9 March 15:00 in New York
-    const q = (input: Record<string, string>, company = a.id) => resolveReportQuery(db, company, ReportQueryInput.parse(input), now);
-    expect(q({})).toEqual({ from: '2026-03-04', to: '2026-03-10', siteId: null, region: null, tz: 'Asia/Kolkata', bucket: 'day' });
-    expect(q({ site: 'brooklyn' })).toEqual({ from: '2026-03-03', to: '2026-03-09', siteId: brooklyn.shop.site_id, region: null, tz: 'America/New_York', bucket: 'day' });
-    expect(q({ site: 'brooklyn', tz: 'europe/london', bucket: 'hour' })).toEqual({ from: '2026-03-09', to: '2026-03-09', siteId: brooklyn.shop.site_id, region: null, tz: 'Europe/London', bucket: 'hour' });
-    expect(q({ bucket: 'week' })).toMatchObject({ from: '2026-02-16', to: '2026-03-10' }); // four weeks from Monday
-    expect(q({ bucket: 'month' })).toMatchObject({ from: '2025-04-01', to: '2026-03-10' });
-    expect(q({ to: '2026-01-31' })).toMatchObject({ from: '2026-01-25', to: '2026-01-31' });
-    expect(q({ from: '2026-03-01' })).toMatchObject({ from: '2026-03-01', to: '2026-03-10' });
-    expect(q({ from: '', to: '', site: '', tz: '', bucket: '' })).toEqual(q({}));
+    const q = async (input: Record<string, string>, company = a.id) => await resolveReportQuery(db, company, ReportQueryInput.parse(input), now);
+    expect(await q({})).toEqual({ from: '2026-03-04', to: '2026-03-10', siteId: null, region: null, tz: 'Asia/Kolkata', bucket: 'day' });
+    expect(await q({ site: 'brooklyn' })).toEqual({ from: '2026-03-03', to: '2026-03-09', siteId: brooklyn.shop.site_id, region: null, tz: 'America/New_York', bucket: 'day' });
+    expect(await q({ site: 'brooklyn', tz: 'europe/london', bucket: 'hour' })).toEqual({ from: '2026-03-09', to: '2026-03-09', siteId: brooklyn.shop.site_id, region: null, tz: 'Europe/London', bucket: 'hour' });
+    expect(await q({ bucket: 'week' })).toMatchObject({ from: '2026-02-16', to: '2026-03-10' }); // four weeks from Monday
+    expect(await q({ bucket: 'month' })).toMatchObject({ from: '2025-04-01', to: '2026-03-10' });
+    expect(await q({ to: '2026-01-31' })).toMatchObject({ from: '2026-01-25', to: '2026-01-31' });
+    expect(await q({ from: '2026-03-01' })).toMatchObject({ from: '2026-03-01', to: '2026-03-10' });
+    expect(await q({ from: '', to: '', site: '', tz: '', bucket: '' })).toEqual(await q({}));
     // Company C: its first shop's zone. A company without shops: the spec's shop default.
-    expect(q({}, c.id).tz).toBe('Asia/Dubai');
-    expect(q({}, d.id)).toEqual({ from: '2026-03-04', to: '2026-03-10', siteId: null, region: null, tz: 'Asia/Kolkata', bucket: 'day' });
-    expect(() => q({ site: 'powai' })).toThrow('There is no shop "powai" in your company.');
+    expect((await q({}, c.id)).tz).toBe('Asia/Dubai');
+    expect(await q({}, d.id)).toEqual({ from: '2026-03-04', to: '2026-03-10', siteId: null, region: null, tz: 'Asia/Kolkata', bucket: 'day' });
+    await expect(q({ site: 'powai' })).rejects.toThrow('There is no shop "powai" in your company.');
   });
 
   it('defaults over HTTP: seven local days ending today', async () => {

@@ -1,5 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
+import { readTransactionOf } from '../db/transaction.js';
+import type Database from 'better-sqlite3';
 import { minorDigits } from '../purchases/service.js';
 import { bucketsOf, previousWindow, windowOf, type Bucket } from './calendar.js';
 import { visitMix, type Mix, type ShopMix } from './mix.js';
@@ -140,8 +142,8 @@ function scopedVisits(companyId: string, scope: Scope): { from: SQL; where: SQL 
 const bucketTable = (bounds: string) => sql`b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))`;
 
 /** Runs fn in one read transaction (a savepoint when already inside one), so every query sees the same rows. */
-function snapshot<T>(db: Db, fn: () => T): T {
-  return db.transaction(() => fn(), { behavior: 'deferred' });
+function snapshot<T>(db: Db, fn: () => Promise<T>): Promise<T> {
+  return readTransactionOf(db as unknown as { $client: Database.Database })(fn);
 }
 
 interface WindowCounts {
@@ -153,21 +155,21 @@ interface WindowCounts {
   sites: SiteShare[];
 }
 
-function windowCounts(db: Db, companyId: string, scope: Scope, lo: string, hi: string): WindowCounts {
+async function windowCounts(db: Db, companyId: string, scope: Scope, lo: string, hi: string): Promise<WindowCounts> {
   const { from, where } = scopedVisits(companyId, scope);
   const range = sql`${where} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`;
   // Grouped by slug: shops are read in slug order (shops_company_slug_uq), so grouping needs no sort.
-  const sites = db.all<SiteShare & { anon: number; dwell: number }>(sql`
+  const sites = await db.all<SiteShare & { anon: number; dwell: number }>(sql`
     select s.id as id, s.name as name, s.slug as slug, count(*) as visits,
       count(*) filter (where v.passed_gate = 0) as belowGate, count(*) filter (where v.customer_id is null) as anon,
       total(v.dwell_ms) as dwell
     from ${from} where ${range} group by s.slug`);
-  const known = db.get<{ n: number }>(sql`select count(distinct v.customer_id) as n from ${from} where ${range}`)?.n ?? 0;
+  const known = (await db.get<{ n: number }>(sql`select count(distinct v.customer_id) as n from ${from} where ${range}`))?.n ?? 0;
   let people = known + sites.reduce((n, r) => n + r.anon, 0);
-  if (hasAged(db, companyId)) {
+  if (await hasAged(db, companyId)) {
     // Aged days (visit_retention_days): their counts add to the rows held, shop by shop (aged.ts).
     const byId = new Map(sites.map((r) => [r.id, r]));
-    for (const a of agedBySite(db, companyId, scope, lo, hi)) {
+    for (const a of (await agedBySite(db, companyId, scope, lo, hi))) {
       people += a.known + a.anon;
       const r = byId.get(a.id);
       if (r) {
@@ -225,21 +227,21 @@ interface BucketCounts {
  * customer_id null), then each customer's first_seen_at read once from customers_id_first_idx (migration 0006), not
  * from the customer's row, which carries a 2 KiB template.
  */
-function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[], hourly: boolean): BucketCounts[] {
+async function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[], hourly: boolean): Promise<BucketCounts[]> {
   const bounds = boundsJson(buckets);
   const { from, where } = scopedVisits(companyId, scope);
   const inBucket = sql`${where} and v.occurred_at >= b.lo and v.occurred_at < b.hi`;
   const firstInBucket = sql`c.first_seen_at >= b.lo and c.first_seen_at < b.hi`;
   const rows = scope.siteId || scope.region !== null
-    ? db.all<{ i: number; r: string }>(sql`
+    ? (await db.all<{ i: number; r: string }>(sql`
         with ${bucketTable(bounds)}
         select b.i as i, (
           select json_array(count(d.customer_id), coalesce(sum(d.visits) filter (where d.customer_id is null), 0),
                             count(*) filter (where ${firstInBucket}))
           from (select v.customer_id as customer_id, count(*) as visits from ${from} where ${inBucket} group by v.customer_id) d
             left join customers c indexed by customers_id_first_idx on c.id = d.customer_id) as r
-        from b`)
-    : db.all<{ i: number; r: string }>(sql`
+        from b`))
+    : await db.all<{ i: number; r: string }>(sql`
         with ${bucketTable(bounds)}
         select b.i as i, (
           select json_array(count(distinct v.customer_id), count(*) filter (where v.customer_id is null),
@@ -252,11 +254,11 @@ function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly
     const [known, anon, fresh] = JSON.parse(row.r) as [number, number, number];
     out[row.i] = { known, anon, fresh };
   }
-  if (hasAged(db, companyId)) {
+  if (await hasAged(db, companyId)) {
     // Aged days: each customer counted once per shop and local day; "new" for the whole company stays the count on
     // customers.first_seen_at above (kept when visits age out), for a shop or region it comes with the counts.
     const scoped = scope.siteId !== null || scope.region !== null;
-    for (const a of agedByBucket(db, companyId, scope, bounds)) {
+    for (const a of (await agedByBucket(db, companyId, scope, bounds))) {
       const o = out[a.i]!;
       o.known += hourly ? a.knownHour : a.known;
       o.anon += a.anon;
@@ -266,15 +268,15 @@ function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: readonly
   return out;
 }
 
-export function footfallReport(db: Db, companyId: string, q: ReportQuery): FootfallReport {
+export async function footfallReport(db: Db, companyId: string, q: ReportQuery): Promise<FootfallReport> {
   const buckets = bucketsOf(q.tz, q.from, q.to, q.bucket);
   const w = windowOf(q.tz, q.from, q.to);
-  return snapshot(db, () => {
-    const counts = windowCounts(db, companyId, q, iso(w.lo), iso(w.hi));
-    const per = bucketCounts(db, companyId, q, buckets, q.bucket === 'hour');
-    const { points: door, total: whole } = doorCounts(db, companyId, q, buckets);
-    const hours = scopeHours(db, companyId, q);
-    const mix = visitMix(db, companyId, q, buckets);
+  return await snapshot(db, async () => {
+    const counts = await windowCounts(db, companyId, q, iso(w.lo), iso(w.hi));
+    const per = await bucketCounts(db, companyId, q, buckets, q.bucket === 'hour');
+    const { points: door, total: whole } = await doorCounts(db, companyId, q, buckets);
+    const hours = await scopeHours(db, companyId, q);
+    const mix = await visitMix(db, companyId, q, buckets);
     const points = buckets.map((b, i): FootfallPoint => {
       const { known, anon, fresh } = per[i]!;
       const { entries, exits, captureRate } = door[i]!;
@@ -298,7 +300,7 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
       medianDwellMs: mix.window.medianDwellMs,
       mix: mix.window,
       shops: mix.shops,
-      previous: previousFootfall(db, companyId, q, hours),
+      previous: await previousFootfall(db, companyId, q, hours),
     };
   });
 }
@@ -307,13 +309,13 @@ export function footfallReport(db: Db, companyId: string, q: ReportQuery): Footf
  * The footfall report's window figures over the period before (calendar.ts previousWindow): people, visits, faces
  * below the gate, dwell (mean and median), entries, exits, capture rate and open hours; no points, no bands.
  */
-function previousFootfall(db: Db, companyId: string, q: ReportQuery, hours: { hours: OpeningHours; tz: string }[] | null): PreviousFootfall {
+async function previousFootfall(db: Db, companyId: string, q: ReportQuery, hours: { hours: OpeningHours; tz: string }[] | null): Promise<PreviousFootfall> {
   const p = previousWindow(q.from, q.to);
   const w = windowOf(q.tz, p.from, p.to);
-  const counts = windowCounts(db, companyId, q, iso(w.lo), iso(w.hi));
+  const counts = await windowCounts(db, companyId, q, iso(w.lo), iso(w.hi));
   const one = [{ label: '', lo: w.lo, hi: w.hi }];
-  const { total: door } = doorCounts(db, companyId, q, one);
-  const mix = visitMix(db, companyId, q, one, false);
+  const { total: door } = await doorCounts(db, companyId, q, one);
+  const mix = await visitMix(db, companyId, q, one, false);
   return {
     from: p.from,
     to: p.to,
@@ -330,8 +332,8 @@ function previousFootfall(db: Db, companyId: string, q: ReportQuery, hours: { ho
 }
 
 /** The opening hours of every shop in scope, or null when one of them has none set (or the scope has no shop). */
-function scopeHours(db: Db, companyId: string, scope: Scope): { hours: OpeningHours; tz: string }[] | null {
-  const rows = db.all<{ hours: string | null; tz: string }>(sql`select s.opening_hours as hours, s.timezone as tz from shops s where ${shopScope(companyId, scope)}`);
+async function scopeHours(db: Db, companyId: string, scope: Scope): Promise<{ hours: OpeningHours; tz: string }[] | null> {
+  const rows = await db.all<{ hours: string | null; tz: string }>(sql`select s.opening_hours as hours, s.timezone as tz from shops s where ${shopScope(companyId, scope)}`);
   if (rows.length === 0 || rows.some((r) => r.hours === null)) return null;
   return rows.map((r) => ({ hours: JSON.parse(r.hours!) as OpeningHours, tz: r.tz }));
 }
@@ -342,27 +344,27 @@ function byMain(a: CurrencyTotal & { major: number }, b: CurrencyTotal & { major
 }
 
 /** Visitors, purchasers and the currencies of purchases over [lo, hi) (one read snapshot is the caller's). */
-function conversionWindow(db: Db, companyId: string, q: ReportQuery, lo: string, hi: string) {
-  const visitors = windowCounts(db, companyId, q, lo, hi).people;
+async function conversionWindow(db: Db, companyId: string, q: ReportQuery, lo: string, hi: string) {
+  const visitors = (await windowCounts(db, companyId, q, lo, hi)).people;
   // Staff's purchases are left out like their visits (customers_company_staff_idx lists them).
   const scope = sql`p.company_id = ${companyId} and p.created_at >= ${lo} and p.created_at < ${hi} ${q.siteId || q.region !== null ? sql`and p.shop_id in (select s.id from shops s where ${shopScope(companyId, q)})` : sql``}
     and p.customer_id not in (select c.id from customers c where c.company_id = ${companyId} and c.staff = 1)`;
-  const purchasers = db.get<{ n: number }>(sql`select count(distinct p.customer_id) as n from purchases p where ${scope}`)?.n ?? 0;
-  const currencies = db
-    .all<CurrencyTotal>(sql`select p.currency as currency, count(*) as baskets, sum(p.amount_minor) as amountMinor from purchases p where ${scope} group by p.currency`)
+  const purchasers = (await db.get<{ n: number }>(sql`select count(distinct p.customer_id) as n from purchases p where ${scope}`))?.n ?? 0;
+  const currencies = (await db
+    .all<CurrencyTotal>(sql`select p.currency as currency, count(*) as baskets, sum(p.amount_minor) as amountMinor from purchases p where ${scope} group by p.currency`))
     .map((c) => ({ ...c, major: c.amountMinor / 10 ** minorDigits(c.currency) }))
     .sort(byMain)
     .map(({ currency, baskets, amountMinor }) => ({ currency, baskets, amountMinor }));
   return { visitors, purchasers, conversion: visitors === 0 ? 0 : purchasers / visitors, main: currencies[0] ?? null, currencies };
 }
 
-export function conversionReport(db: Db, companyId: string, q: ReportQuery): ConversionReport {
+export async function conversionReport(db: Db, companyId: string, q: ReportQuery): Promise<ConversionReport> {
   const w = windowOf(q.tz, q.from, q.to);
   const p = previousWindow(q.from, q.to);
   const pw = windowOf(q.tz, p.from, p.to);
-  return snapshot(db, () => {
-    const now = conversionWindow(db, companyId, q, iso(w.lo), iso(w.hi));
-    const before = conversionWindow(db, companyId, q, iso(pw.lo), iso(pw.hi));
+  return await snapshot(db, async () => {
+    const now = await conversionWindow(db, companyId, q, iso(w.lo), iso(w.hi));
+    const before = await conversionWindow(db, companyId, q, iso(pw.lo), iso(pw.hi));
     return {
       query: q,
       ...now,

@@ -8,6 +8,7 @@ import { companies } from '../clients/schema.js';
 import type { Keys } from '../crypto/keys.js';
 import type { Store } from '../db/open.js';
 import { shops } from './schema.js';
+import { one } from '../db/query.js';
 
 /** The broker would not take a new login (it is closed or failing). Routes answer 502 broker_unavailable. */
 export class BrokerRefused extends Error {}
@@ -34,13 +35,12 @@ export class ShopLogins implements BrokerAuth {
 
   constructor(private readonly deps: { store: Store; keys: Keys; broker: Broker; log: Logger }) {}
 
-  authenticate(username: string, password: string): boolean {
-    const row = this.deps.store.db
+  async authenticate(username: string, password: string): Promise<boolean> {
+    const row = await one(this.deps.store.db
       .select({ shopId: shops.id, shopSlug: shops.slug, sealed: shops.brokerSecret, companySlug: companies.slug })
       .from(shops)
       .innerJoin(companies, eq(companies.id, shops.companyId))
-      .where(eq(shops.brokerUsername, username))
-      .get();
+      .where(eq(shops.brokerUsername, username)));
     if (!row?.sealed) return false;
     let secret: string;
     try {
@@ -67,13 +67,12 @@ export class ShopLogins implements BrokerAuth {
   }
 
   /** Every enrolled shop PC's login (an external broker creates the ones it lacks on connect). */
-  logins(): ShopLogin[] {
-    const rows = this.deps.store.db
+  async logins(): Promise<ShopLogin[]> {
+    const rows = await this.deps.store.db
       .select({ username: shops.brokerUsername, shopSlug: shops.slug, sealed: shops.brokerSecret, companySlug: companies.slug })
       .from(shops)
       .innerJoin(companies, eq(companies.id, shops.companyId))
-      .where(and(isNotNull(shops.brokerSecret), isNotNull(shops.agentTokenHash)))
-      .all();
+      .where(and(isNotNull(shops.brokerSecret), isNotNull(shops.agentTokenHash)));
     const out: ShopLogin[] = [];
     for (const r of rows) {
       try {
@@ -131,10 +130,10 @@ export function shopLoginsPurger(store: Store, logins: ShopLogins): CompanyPurge
     name: 'broker_logins',
     failure: { status: 502, code: 'broker_unavailable', message: "The shops' broker logins could not be removed, so nothing was deleted. Try again." },
     async purge(companyId) {
-      const rows = store.db.select({ id: shops.id, username: shops.brokerUsername }).from(shops).where(eq(shops.companyId, companyId)).all();
+      const rows = await store.db.select({ id: shops.id, username: shops.brokerUsername }).from(shops).where(eq(shops.companyId, companyId));
       if (rows.length === 0) return 0;
-      store.tx(() => {
-        store.db
+      (await store.tx(async () => {
+        (await store.db
           .update(shops)
           .set({ brokerSecret: null, agentTokenHash: null })
           .where(
@@ -142,9 +141,8 @@ export function shopLoginsPurger(store: Store, logins: ShopLogins): CompanyPurge
               shops.id,
               rows.map((r) => r.id),
             ),
-          )
-          .run();
-      });
+          ));
+      }));
       // An external broker that refuses the change fails the deletion (502 broker_unavailable) before any row is
       // deleted; one that cannot be reached gets the change when head office reconnects (Broker.endLogin).
       for (const r of rows) await logins.end(r.username, { remove: true });

@@ -42,7 +42,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
     }
     // Kept until the next write (the latest heartbeat of each shop wins): see `flush`.
     pending.set(brokerUsername(parsed.companySlug, parsed.shopSlug), { h: hb.data, at: new Date().toISOString() });
-    timer ??= setTimeout(flush, FLUSH_MS);
+    timer ??= setTimeout(() => void flush(), FLUSH_MS);
   };
   /**
    * The heartbeats received since the last write, in one transaction. One transaction per heartbeat (2,000 shop PCs:
@@ -58,21 +58,21 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
        fraction_below_gate = @fractionBelowGate, worst_camera_id = @worstCameraId
      where broker_username = @username returning id`,
   );
-  const flush = () => {
+  const flush = async () => {
     if (timer) clearTimeout(timer);
     timer = undefined;
     if (pending.size === 0) return;
     const beats = [...pending];
     pending.clear();
     try {
-      store.tx(() => {
-        for (const [username, { h, at }] of beats) write(username, h, at);
-      });
+      (await store.tx(async () => {
+        for (const [username, { h, at }] of beats) await write(username, h, at);
+      }));
     } catch (err) {
       log.error({ err, heartbeats: beats.length }, 'heartbeats not recorded');
     }
   };
-  const write = (username: string, h: Heartbeat, now: string) => {
+  const write = async (username: string, h: Heartbeat, now: string) => {
     const shop = update.get({
       username,
       at: now,
@@ -92,18 +92,17 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
     // have is ignored (removed meanwhile).
     if (shop && h.doors) {
       for (const d of h.doors) {
-        store.db
+        (await store.db
           .update(cameras)
           .set({ doorStats: d, doorStatsAt: now })
-          .where(and(eq(cameras.shopId, shop.id), eq(cameras.cameraId, d.camera_id), isNull(cameras.deletedAt)))
-          .run();
+          .where(and(eq(cameras.shopId, shop.id), eq(cameras.cameraId, d.camera_id), isNull(cameras.deletedAt))));
       }
     }
   };
   // Goodbye (a clean stop) and the last will (a lost connection): offline at once. A will published because the
   // same shop PC reconnected and took its session over is ignored: another connection of the login is still there
   // (the embedded broker counts them; an external one does not say, and the next heartbeat clears offline_since).
-  const bye = (packet: HeldMessage) => {
+  const bye = async (packet: HeldMessage) => {
     try {
       const parsed = parseTopic(packet.topic);
       if (!parsed) return;
@@ -120,9 +119,9 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
       }
       const username = brokerUsername(parsed.companySlug, parsed.shopSlug);
       // A heartbeat received before the goodbye is written first, so it cannot undo the offline mark.
-      if (pending.has(username)) flush();
+      if (pending.has(username)) await flush();
       if (msg.data.reason === 'connection_lost' && (broker.connections(username) ?? 0) > 1) return;
-      store.db.update(shops).set({ offlineSince: new Date().toISOString() }).where(eq(shops.brokerUsername, username)).run();
+      (await store.db.update(shops).set({ offlineSince: new Date().toISOString() }).where(eq(shops.brokerUsername, username)));
       log.info({ shop: username, reason: msg.data.reason }, 'shop PC went offline');
     } catch (err) {
       log.error({ err, topic: packet.topic }, 'goodbye not recorded');
@@ -133,6 +132,6 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
   return async () => {
     await stopHeartbeats();
     await stopBye();
-    flush();
+    await flush();
   };
 }

@@ -6,6 +6,7 @@ import type { Broker } from '../broker/broker.js';
 import { companies } from '../clients/schema.js';
 import type { Db } from '../db/open.js';
 import { shops } from './schema.js';
+import { one } from '../db/query.js';
 
 /** Where a shop's messages go: its company and shop slugs. */
 export interface ShopAddress {
@@ -13,13 +14,12 @@ export interface ShopAddress {
   shopSlug: string;
 }
 
-export function shopAddress(db: Db, shopId: string): ShopAddress | undefined {
-  return db
+export async function shopAddress(db: Db, shopId: string): Promise<ShopAddress | undefined> {
+  return await one(db
     .select({ companySlug: companies.slug, shopSlug: shops.slug })
     .from(shops)
     .innerJoin(companies, eq(companies.id, shops.companyId))
-    .where(eq(shops.id, shopId))
-    .get();
+    .where(eq(shops.id, shopId)));
 }
 
 const delivery: Record<DownName, { qos: 0 | 1; retain: boolean }> = {

@@ -63,10 +63,10 @@ export const EnrolmentCodeBody = z.object({
 });
 
 /** The shop named in the path (slug or uuid), in the caller's company; 404 otherwise. */
-export function shopInPath(ctx: Ctx): ShopRow {
+export async function shopInPath(ctx: Ctx): Promise<ShopRow> {
   const db = ctx.deps.store.db;
-  const id = resolve(db, shopRef, tenantOf(ctx), String(ctx.params.site), 'path');
-  const shop = getShop(db, id);
+  const id = await resolve(db, shopRef, tenantOf(ctx), String(ctx.params.site), 'path');
+  const shop = await getShop(db, id);
   if (!shop) throw notFound('That shop');
   return shop;
 }
@@ -74,25 +74,25 @@ export function shopInPath(ctx: Ctx): ShopRow {
 export function shopsRoutes(): AppRouter {
   const r: AppRouter = new Router({ prefix: '/api/sites' });
 
-  r.get('/', auth(shopsPolicy.view), validate({ query: SitesQuery }), (ctx) => {
+  r.get('/', auth(shopsPolicy.view), validate({ query: SitesQuery }), async (ctx) => {
     const now = Date.now();
     const db = ctx.deps.store.db;
     const { region } = queryOf(ctx, SitesQuery);
-    const list = listShops(db, tenantOf(ctx)).filter((s) => region === undefined || (s.region ?? '') === region);
-    const today = shopsToday(db, list, new Date(now));
-    const silent = silentDoors(db, ctx.deps.config, tenantOf(ctx), now);
+    const list = (await listShops(db, tenantOf(ctx))).filter((s) => region === undefined || (s.region ?? '') === region);
+    const today = await shopsToday(db, list, new Date(now));
+    const silent = await silentDoors(db, ctx.deps.config, tenantOf(ctx), now);
     ctx.body = list.map((s) => presentSite(s, ctx.deps.config, today.get(s.id)!, now, silent.get(s.id) ?? null));
   });
 
-  r.get('/:site', auth(shopsPolicy.view), (ctx) => {
+  r.get('/:site', auth(shopsPolicy.view), async (ctx) => {
     const now = Date.now();
-    const shop = shopInPath(ctx);
-    const today = shopsToday(ctx.deps.store.db, [shop], new Date(now));
-    const silent = silentDoors(ctx.deps.store.db, ctx.deps.config, shop.companyId, now);
+    const shop = await shopInPath(ctx);
+    const today = await shopsToday(ctx.deps.store.db, [shop], new Date(now));
+    const silent = await silentDoors(ctx.deps.store.db, ctx.deps.config, shop.companyId, now);
     ctx.body = presentSite(shop, ctx.deps.config, today.get(shop.id)!, now, silent.get(shop.id) ?? null);
   });
 
-  r.post('/', auth(shopsPolicy.open), validate({ body: CreateShopBody }), (ctx) => {
+  r.post('/', auth(shopsPolicy.open), validate({ body: CreateShopBody }), async (ctx) => {
     const body = bodyOf(ctx, CreateShopBody);
     const { config, store, shopLogins } = ctx.deps;
     const companyId = tenantOf(ctx);
@@ -113,15 +113,15 @@ export function shopsRoutes(): AppRouter {
     if (!timezone) throw badRequest(`timezone: "${body.timezone}" is not an IANA time zone name (for example Asia/Kolkata or Europe/London)`);
     try {
       const { sealed } = shopLogins.newSecret();
-      const shop = store.tx(() => {
-        const made = createShop(store.db, {
-          companyId,
-          companySlug: companySlugOf(store.db, companyId),
-          name: body.name,
-          slug: slug ?? freeShopSlug(store.db, companyId, derived!, max),
-          timezone,
-          sealedSecret: sealed,
-        });
+      const shop = await store.tx(async () => {
+        const made = await createShop(store.db, {
+                  companyId,
+                  companySlug: await companySlugOf(store.db, companyId),
+                  name: body.name,
+                  slug: slug ?? (await freeShopSlug(store.db, companyId, derived!, max)),
+                  timezone,
+                  sealedSecret: sealed,
+                });
         audit(ctx, { action: 'shop.open', target: made.id, detail: { slug: made.slug, broker_username: made.brokerUsername } });
         // Registration with the broker is the last step: if it refuses, the transaction (shop and login) rolls back.
         shopLogins.assertAccepting();
@@ -134,34 +134,34 @@ export function shopsRoutes(): AppRouter {
     }
   });
 
-  r.patch('/:site', auth(shopsPolicy.edit), validate({ body: PatchShopBody }), (ctx) => {
+  r.patch('/:site', auth(shopsPolicy.edit), validate({ body: PatchShopBody }), async (ctx) => {
     const body = bodyOf(ctx, PatchShopBody);
     const { store } = ctx.deps;
     const now = Date.now();
-    const shop = store.tx(() => {
-      const found = shopInPath(ctx);
+    const shop = await store.tx(async () => {
+      const found = await shopInPath(ctx);
       const changes = {
         ...(body.name !== undefined ? { name: body.name } : {}),
         ...(body.opening_hours !== undefined ? { openingHours: body.opening_hours } : {}),
         ...(body.region !== undefined ? { region: body.region } : {}),
         ...(body.occupancy_limit !== undefined ? { occupancyLimit: body.occupancy_limit } : {}),
       };
-      const updated = updateShop(store.db, found.id, changes);
+      const updated = await updateShop(store.db, found.id, changes);
       audit(ctx, { action: 'shop.edit', target: found.id, detail: { slug: found.slug, fields: Object.keys(body) } });
       return updated;
     });
-    const today = shopsToday(store.db, [shop], new Date(now));
+    const today = await shopsToday(store.db, [shop], new Date(now));
     ctx.body = presentSite(shop, ctx.deps.config, today.get(shop.id)!, now);
   });
 
   r.delete('/:site', auth(shopsPolicy.remove), async (ctx) => {
     const { store, shopLogins, broker, log } = ctx.deps;
-    const shop = store.tx(() => {
-      const found = shopInPath(ctx);
-      const blockers = shopBlockers(store.db, found.id);
+    const shop = await store.tx(async () => {
+      const found = await shopInPath(ctx);
+      const blockers = await shopBlockers(store.db, found.id);
       if (blockers.length > 0) throw conflict(`${found.name} cannot be removed: ${blockers.join('; ')}.`, 'site_not_empty');
-      const address = shopAddress(store.db, found.id);
-      deleteShop(store.db, found.id);
+      const address = await shopAddress(store.db, found.id);
+      await deleteShop(store.db, found.id);
       audit(ctx, { action: 'shop.remove', target: found.id, detail: { slug: found.slug, broker_username: found.brokerUsername } });
       return { ...found, address };
     });
@@ -175,13 +175,13 @@ export function shopsRoutes(): AppRouter {
     ctx.body = { deleted: shop.slug, site_id: shop.id };
   });
 
-  r.get('/:site/check', auth(shopsPolicy.view), (ctx) => {
-    const shop = shopInPath(ctx);
-    const cams = shopCameraStates(ctx.deps.store.db, shop.id, companyCounting(ctx.deps.store.db, ctx.deps.config, shop.companyId, shop.id).health);
+  r.get('/:site/check', auth(shopsPolicy.view), async (ctx) => {
+    const shop = await shopInPath(ctx);
+    const cams = await shopCameraStates(ctx.deps.store.db, shop.id, (await companyCounting(ctx.deps.store.db, ctx.deps.config, shop.companyId, shop.id)).health);
     ctx.body = presentShopCheck(shop, checkShop(shop, cams, ctx.deps.config));
   });
 
-  r.post('/:site/enrolment-code', auth(shopsPolicy.enrolmentCode), validate({ body: EnrolmentCodeBody }), (ctx) => {
+  r.post('/:site/enrolment-code', auth(shopsPolicy.enrolmentCode), validate({ body: EnrolmentCodeBody }), async (ctx) => {
     const body = bodyOf(ctx, EnrolmentCodeBody);
     const { config, store, keys } = ctx.deps;
     const max = config.FOOTFALL_ENROLMENT_CODE_DAYS_MAX;
@@ -190,9 +190,9 @@ export function shopsRoutes(): AppRouter {
     requireKey(ctx, 'create enrolment codes');
     const actor = actorOf(ctx);
     try {
-      ctx.body = store.tx(() => {
-        const shop = shopInPath(ctx);
-        const { code, row } = createEnrolmentCode(store.db, keys, { shop, label: body.label ?? '', days, requestedBy: actor.userId, requestedByEmail: actor.email });
+      ctx.body = await store.tx(async () => {
+        const shop = await shopInPath(ctx);
+        const { code, row } = await createEnrolmentCode(store.db, keys, { shop, label: body.label ?? '', days, requestedBy: actor.userId, requestedByEmail: actor.email });
         audit(ctx, { action: 'shop.enrolment_code', target: shop.id, detail: { code_id: row.id, slug: shop.slug, label: row.label, expires_at: row.expiresAt } });
         return presentEnrolmentCode(code, row, shop);
       });

@@ -12,6 +12,7 @@ import { shopVisitCount } from '../visits/service.js';
 import { crossings } from '../crossings/schema.js';
 import { IANA_NAMES } from '../console/web/zones-data.js';
 import { enrolmentCodes, shops } from './schema.js';
+import { one, returned } from '../db/query.js';
 
 export type ShopRow = typeof shops.$inferSelect;
 export type EnrolmentCodeRow = typeof enrolmentCodes.$inferSelect;
@@ -43,41 +44,41 @@ export function canonicalTimezone(zone: string): string | undefined {
   }
 }
 
-export function listShops(db: Db, companyId: string): ShopRow[] {
-  return db.select().from(shops).where(eq(shops.companyId, companyId)).orderBy(asc(shops.name), asc(shops.slug)).all();
+export async function listShops(db: Db, companyId: string): Promise<ShopRow[]> {
+  return await db.select().from(shops).where(eq(shops.companyId, companyId)).orderBy(asc(shops.name), asc(shops.slug));
 }
 
-export function getShop(db: Db, id: string): ShopRow | undefined {
-  return db.select().from(shops).where(eq(shops.id, id)).get();
+export async function getShop(db: Db, id: string): Promise<ShopRow | undefined> {
+  return await one(db.select().from(shops).where(eq(shops.id, id)));
 }
 
-export function shopSlugTaken(db: Db, companyId: string, slug: string): boolean {
-  return db.select({ id: shops.id }).from(shops).where(and(eq(shops.companyId, companyId), eq(shops.slug, slug))).get() !== undefined;
+export async function shopSlugTaken(db: Db, companyId: string, slug: string): Promise<boolean> {
+  return (await one(db.select({ id: shops.id }).from(shops).where(and(eq(shops.companyId, companyId), eq(shops.slug, slug))))) !== undefined;
 }
 
 /** The derived slug, or it with -2, -3... (cut so it still fits) when the company already has it. */
-export function freeShopSlug(db: Db, companyId: string, base: string, max: number): string {
-  if (!shopSlugTaken(db, companyId, base)) return base;
+export async function freeShopSlug(db: Db, companyId: string, base: string, max: number): Promise<string> {
+  if (!(await shopSlugTaken(db, companyId, base))) return base;
   for (let n = 2; ; n++) {
     const suffix = `-${n}`;
     const candidate = base.slice(0, max - suffix.length).replace(/-+$/, '') + suffix;
-    if (!shopSlugTaken(db, companyId, candidate)) return candidate;
+    if (!(await shopSlugTaken(db, companyId, candidate))) return candidate;
   }
 }
 
 /** Shops per company (for the admin's company list). */
-export function shopCounts(db: Db): Map<string, number> {
-  const rows = db.select({ companyId: shops.companyId, n: count() }).from(shops).groupBy(shops.companyId).all();
+export async function shopCounts(db: Db): Promise<Map<string, number>> {
+  const rows = await db.select({ companyId: shops.companyId, n: count() }).from(shops).groupBy(shops.companyId);
   return new Map(rows.map((r) => [r.companyId, r.n]));
 }
 
 /** Opens a shop with its broker login. Call inside a transaction; a taken slug is 409 conflict. */
-export function createShop(
+export async function createShop(
   db: Db,
   input: { companyId: string; companySlug: string; name: string; slug: string; timezone: string; sealedSecret: string },
-): ShopRow {
-  if (shopSlugTaken(db, input.companyId, input.slug)) throw conflict(`Your company already has a shop with the slug "${input.slug}".`);
-  return db
+): Promise<ShopRow> {
+  if (await shopSlugTaken(db, input.companyId, input.slug)) throw conflict(`Your company already has a shop with the slug "${input.slug}".`);
+  return await returned(db
     .insert(shops)
     .values({
       id: randomUUID(),
@@ -89,12 +90,11 @@ export function createShop(
       brokerUsername: brokerUsername(input.companySlug, input.slug),
       brokerSecret: input.sealedSecret,
     })
-    .returning()
-    .get();
+    .returning());
 }
 
-export function companySlugOf(db: Db, companyId: string): string {
-  const row = db.select({ slug: companies.slug }).from(companies).where(eq(companies.id, companyId)).get();
+export async function companySlugOf(db: Db, companyId: string): Promise<string> {
+  const row = await one(db.select({ slug: companies.slug }).from(companies).where(eq(companies.id, companyId)));
   if (!row) throw new Error(`company ${companyId} not found`);
   return row.slug;
 }
@@ -103,35 +103,34 @@ export function companySlugOf(db: Db, companyId: string): string {
  * Why a shop cannot be removed, as sentences; empty when it can. The spec allows removing only an empty shop:
  * no cameras (tombstones do not count) and no visits.
  */
-export function shopBlockers(db: Db, shopId: string): string[] {
+export async function shopBlockers(db: Db, shopId: string): Promise<string[]> {
   const reasons: string[] = [];
-  const n = db
+  const n = (await one(db
     .select({ n: count() })
     .from(cameras)
-    .where(and(eq(cameras.shopId, shopId), isNull(cameras.deletedAt)))
-    .get()!.n;
+    .where(and(eq(cameras.shopId, shopId), isNull(cameras.deletedAt)))))!.n;
   if (n > 0) reasons.push(`it has ${n} camera${n === 1 ? '' : 's'} (remove them first)`);
-  const v = shopVisitCount(db, shopId);
+  const v = await shopVisitCount(db, shopId);
   if (v > 0) reasons.push(`it has visit history (${v} visit${v === 1 ? '' : 's'}), which is kept`);
-  const x = db.select({ n: count() }).from(crossings).where(eq(crossings.shopId, shopId)).get()!.n;
+  const x = (await one(db.select({ n: count() }).from(crossings).where(eq(crossings.shopId, shopId))))!.n;
   if (x > 0) reasons.push(`it has entry and exit history (${x} crossing${x === 1 ? '' : 's'}), which is kept`);
   return reasons;
 }
 
 /** Changes a shop's settings; returns the updated row. */
-export function updateShop(db: Db, shopId: string, changes: Partial<Pick<ShopRow, 'name' | 'openingHours' | 'region' | 'occupancyLimit'>>): ShopRow {
-  if (Object.keys(changes).length === 0) return getShop(db, shopId)!;
-  return db.update(shops).set(changes).where(eq(shops.id, shopId)).returning().get()!;
+export async function updateShop(db: Db, shopId: string, changes: Partial<Pick<ShopRow, 'name' | 'openingHours' | 'region' | 'occupancyLimit'>>): Promise<ShopRow> {
+  if (Object.keys(changes).length === 0) return (await getShop(db, shopId))!;
+  return (await returned(db.update(shops).set(changes).where(eq(shops.id, shopId)).returning()))!;
 }
 
 /** The company's regions, by name. */
-export function listRegions(db: Db, companyId: string): string[] {
-  const rows = db.selectDistinct({ region: shops.region }).from(shops).where(eq(shops.companyId, companyId)).all();
+export async function listRegions(db: Db, companyId: string): Promise<string[]> {
+  const rows = await db.selectDistinct({ region: shops.region }).from(shops).where(eq(shops.companyId, companyId));
   return rows.map((r) => r.region).filter((r): r is string => r !== null).sort((a, b) => a.localeCompare(b));
 }
 
-export function deleteShop(db: Db, shopId: string): void {
-  db.delete(shops).where(eq(shops.id, shopId)).run();
+export async function deleteShop(db: Db, shopId: string): Promise<void> {
+  (await db.delete(shops).where(eq(shops.id, shopId)));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -149,14 +148,14 @@ export function generateEnrolmentCode(): string {
 }
 
 /** Stores a new code (only its HMAC). Call inside a transaction. */
-export function createEnrolmentCode(
+export async function createEnrolmentCode(
   db: Db,
   keys: Keys,
   input: { shop: ShopRow; label: string; days: number; requestedBy: string; requestedByEmail: string },
-): { code: string; row: EnrolmentCodeRow } {
+): Promise<{ code: string; row: EnrolmentCodeRow }> {
   const code = generateEnrolmentCode();
   const now = Date.now();
-  const row = db
+  const row = await returned(db
     .insert(enrolmentCodes)
     .values({
       id: randomUUID(),
@@ -169,8 +168,7 @@ export function createEnrolmentCode(
       createdAt: new Date(now).toISOString(),
       expiresAt: new Date(now + input.days * 86_400_000).toISOString(),
     })
-    .returning()
-    .get();
+    .returning());
   return { code, row };
 }
 
@@ -178,18 +176,17 @@ export function createEnrolmentCode(
  * Spends a code: the live (unused, unexpired) code row and its shop, or undefined for unknown, expired and spent
  * codes alike. Call inside a transaction; the code is marked used there.
  */
-export function spendEnrolmentCode(db: Db, keys: Keys, presented: string): { code: EnrolmentCodeRow; shop: ShopRow } | undefined {
+export async function spendEnrolmentCode(db: Db, keys: Keys, presented: string): Promise<{ code: EnrolmentCodeRow; shop: ShopRow } | undefined> {
   const normal = normaliseEnrolmentCode(presented);
   if (!/^[A-Z0-9]{24}$/.test(normal)) return undefined;
-  const row = db
+  const row = await one(db
     .select({ code: enrolmentCodes, shop: shops })
     .from(enrolmentCodes)
     .innerJoin(shops, eq(shops.id, enrolmentCodes.shopId))
-    .where(eq(enrolmentCodes.codeHash, keys.codeHash(normal)))
-    .get();
+    .where(eq(enrolmentCodes.codeHash, keys.codeHash(normal))));
   const now = new Date().toISOString();
   if (!row || row.code.usedAt || row.code.expiresAt <= now) return undefined;
-  db.update(enrolmentCodes).set({ usedAt: now }).where(eq(enrolmentCodes.id, row.code.id)).run();
+  (await db.update(enrolmentCodes).set({ usedAt: now }).where(eq(enrolmentCodes.id, row.code.id)));
   return row;
 }
 

@@ -123,7 +123,7 @@ describe('shops over HTTP', () => {
       expect(bad.status, String(days)).toBe(400);
       expect(bad.body.error).toBe('invalid_request');
     }
-    const rows = h.server.store.db.select().from(auditLog).where(eq(auditLog.action, 'shop.enrolment_code')).all();
+    const rows = await h.server.store.db.select().from(auditLog).where(eq(auditLog.action, 'shop.enrolment_code'));
     const row = rows.find((a) => a.target === shop.site_id && (a.detail as any).label === 'till PC');
     expect(row?.actorEmail).toMatch(/^manager-/);
     expect(JSON.stringify(rows)).not.toContain(r.body.code);
@@ -197,7 +197,7 @@ describe('shops over HTTP', () => {
     const del = await h.request('DELETE', `/api/admin/clients/${c.id}`, { token: admin, body: { confirm: c.slug } });
     expect(del.status).toBe(200);
     expect(fs.existsSync(snapDir)).toBe(false);
-    expect(h.server.deps.shopLogins.authenticate(e.broker.username, e.broker.password)).toBe(false);
+    expect(await h.server.deps.shopLogins.authenticate(e.broker.username, e.broker.password)).toBe(false);
     expect((await h.request('GET', '/api/agent/me', { token: e.token })).status).toBe(401);
   });
 });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { normaliseCode } from './codes.js';
 import { invitations } from './schema.js';
+import { one } from '../db/query.js';
 
 const isoRe = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const codeRe = /^[A-Z0-9]{6}(?:-[A-Z0-9]{6}){3}$/;
@@ -31,7 +32,7 @@ describe('invitations and registration', () => {
   const preview = (code: string) => h.request('GET', `/api/auth/invitation?code=${encodeURIComponent(code)}`);
   const register = (body: Record<string, unknown>) => h.request('POST', '/api/auth/register', { body });
   const pending = async (c: Company) => (await h.request<Array<{ id: string; email: string }>>('GET', '/api/team/invitations', { token: c.ownerToken })).body;
-  const row = (id: string) => h.server.store.db.select().from(invitations).where(eq(invitations.id, id)).get()!;
+  const row = async (id: string) => (await one(h.server.store.db.select().from(invitations).where(eq(invitations.id, id))))!;
 
   async function memberToken(c: Company, role: Role) {
     const email = address(`m-${role}`);
@@ -65,7 +66,7 @@ describe('invitations and registration', () => {
 
     it('keeps only the HMAC of the code, never the code', async () => {
       const inv = await invited(a);
-      const stored = row(inv.id);
+      const stored = await row(inv.id);
       expect(stored.codeHash).toBe(h.server.deps.keys.codeHash(normaliseCode(inv.code)));
       expect(stored.codeHash).toMatch(/^[0-9a-f]{64}$/);
       expect(JSON.stringify(stored)).not.toContain(inv.code);
@@ -160,7 +161,7 @@ describe('invitations and registration', () => {
       const r = await h.request('DELETE', `/api/team/invitations/${inv.id}`, { token: manager });
       expect(r.status).toBe(204);
       expect(r.body).toBe('');
-      expect(row(inv.id).withdrawnAt).toMatch(isoRe);
+      expect((await row(inv.id)).withdrawnAt).toMatch(isoRe);
       expect((await pending(a)).some((i) => i.id === inv.id)).toBe(false);
       expect((await preview(inv.code)).body.error).toBe('invalid_code');
       const again = await h.request('DELETE', `/api/team/invitations/${inv.id}`, { token: manager });
@@ -186,7 +187,7 @@ describe('invitations and registration', () => {
       const made = await h.request('POST', '/api/team/members', { token: a.ownerToken, body: { email: inv.email, full_name: 'Direct' } });
       expect(made.status).toBe(201);
       expect((await pending(a)).some((i) => i.id === inv.id)).toBe(false);
-      expect(row(inv.id).withdrawnAt).toMatch(isoRe);
+      expect((await row(inv.id)).withdrawnAt).toMatch(isoRe);
       expect((await preview(inv.code)).status).toBe(404);
     });
   });
@@ -225,7 +226,7 @@ describe('invitations and registration', () => {
       expect(sessions.body[0].device).toBe('Till 2');
       const listed = (await h.request('GET', '/api/team', { token: a.ownerToken })).body.find((m: { email: string }) => m.email === inv.email);
       expect(listed).toMatchObject({ id: r.body.user.id, role: 'manager', active: true, last_login_at: expect.stringMatching(isoRe) });
-      expect(row(inv.id)).toMatchObject({ redeemedAt: expect.stringMatching(isoRe), redeemedUserId: r.body.user.id });
+      expect(await row(inv.id)).toMatchObject({ redeemedAt: expect.stringMatching(isoRe), redeemedUserId: r.body.user.id });
       expect((await pending(a)).some((i) => i.id === inv.id)).toBe(false);
       await h.login(inv.email, 'registered-pw');
       // Spent: a redeemed invitation cannot be withdrawn either.
@@ -252,7 +253,7 @@ describe('invitations and registration', () => {
       expect(missing.status).toBe(400);
       expect(missing.body.message).toMatch(/full_name/);
       expect(missing.body.message).toMatch(/password/);
-      expect(row(inv.id).redeemedAt).toBeNull();
+      expect((await row(inv.id)).redeemedAt).toBeNull();
       expect((await preview(inv.code)).status).toBe(200);
       expect((await register({ code: inv.code, full_name: 'N', password: '12345678' })).status).toBe(201);
     });
@@ -273,7 +274,7 @@ describe('invitations and registration', () => {
       expect((await preview(target.code)).status).toBe(200);
       // expired: moved into the past directly in the database
       const expired = await invited(a);
-      h.server.store.db.update(invitations).set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(invitations.id, expired.id)).run();
+      (await h.server.store.db.update(invitations).set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(invitations.id, expired.id)));
       await refuse(expired.code);
       expect((await pending(a)).some((i) => i.id === expired.id)).toBe(false);
       expect((await h.request('DELETE', `/api/team/invitations/${expired.id}`, { token: a.ownerToken })).status).toBe(404);
@@ -286,7 +287,7 @@ describe('invitations and registration', () => {
       expect((await h.request('DELETE', `/api/team/invitations/${withdrawn.id}`, { token: a.ownerToken })).status).toBe(204);
       await refuse(withdrawn.code);
       expect(messages.size).toBe(1);
-      expect(row(target.id).redeemedAt).toBeNull();
+      expect((await row(target.id)).redeemedAt).toBeNull();
     });
 
     it('409 conflict once the address has an account: invited by two companies, the second redemption is refused', async () => {
@@ -298,7 +299,7 @@ describe('invitations and registration', () => {
         expect(r.status).toBe(409);
         expect(r.body.error).toBe('conflict');
       }
-      expect(row(fromB.body.id).redeemedAt).toBeNull();
+      expect((await row(fromB.body.id)).redeemedAt).toBeNull();
     });
 
     it('403 while the inviting company is suspended; the invitation stays pending', async () => {

@@ -239,7 +239,7 @@ describe('team members', () => {
       const login = await h.request('POST', '/api/auth/login', { body: { email: s.email, password: s.password } });
       expect(login.status).toBe(403);
       expect(login.body.error).toBe('forbidden');
-      const rows = h.server.store.db.select().from(sessions).where(eq(sessions.userId, s.id)).all();
+      const rows = await h.server.store.db.select().from(sessions).where(eq(sessions.userId, s.id));
       expect(rows.length).toBe(2);
       expect(rows.every((r) => r.revokedAt !== null && r.revokedReason === 'member_deactivated')).toBe(true);
 
@@ -311,7 +311,7 @@ describe('team members', () => {
       expect(Object.keys(r.body)).toEqual(['password']);
       expect(r.body.password).toMatch(generatedRe);
       for (const token of [s.token, second.access_token]) expect((await me(token)).status).toBe(401);
-      const rows = h.server.store.db.select().from(sessions).where(eq(sessions.userId, s.id)).all();
+      const rows = await h.server.store.db.select().from(sessions).where(eq(sessions.userId, s.id));
       expect(rows.length).toBe(2);
       expect(rows.every((x) => x.revokedReason === 'password_reset')).toBe(true);
       expect(new Set(rows.map((x) => x.revokedAt)).size).toBe(1); // same instant: one statement, one transaction

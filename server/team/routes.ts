@@ -84,26 +84,26 @@ function chosenPassword(config: Config, supplied: string | undefined): { passwor
 }
 
 /** The actor's role as it is in the database now; call inside the write's transaction. */
-function actorRoleNow(ctx: Ctx): Role {
-  const current = roleNow(ctx.deps.store.db, actorOf(ctx).userId);
+async function actorRoleNow(ctx: Ctx): Promise<Role> {
+  const current = await roleNow(ctx.deps.store.db, actorOf(ctx).userId);
   if (!current) throw unauthorized('Your session has ended. Sign in again.');
   return current;
 }
 
 /** The member a path `{id}` names (uuid or email), in the caller's company; 404 otherwise. */
-function memberOr404(ctx: Ctx): UserRow {
+async function memberOr404(ctx: Ctx): Promise<UserRow> {
   const companyId = tenantOf(ctx);
   const db = ctx.deps.store.db;
-  const id = resolve(db, personRef, companyId, String(ctx.params.id), 'path');
-  const member = findMember(db, companyId, id);
+  const id = await resolve(db, personRef, companyId, String(ctx.params.id), 'path');
+  const member = await findMember(db, companyId, id);
   if (!member) throw new HttpError(404, 'not_found', `Person "${String(ctx.params.id)}" was not found.`);
   return member;
 }
 
 /** A found code is still refused when the company is suspended or the address got an account meanwhile. */
-function assertRedeemable(ctx: Ctx, found: { invitation: InvitationRow; company: CompanyRow }): void {
+async function assertRedeemable(ctx: Ctx, found: { invitation: InvitationRow; company: CompanyRow }): Promise<void> {
   if (!found.company.active) throw suspended();
-  if (accountExists(ctx.deps.store.db, found.invitation.email)) throw hasAccount(found.invitation.email);
+  if (await accountExists(ctx.deps.store.db, found.invitation.email)) throw hasAccount(found.invitation.email);
 }
 
 /**
@@ -113,8 +113,8 @@ function assertRedeemable(ctx: Ctx, found: { invitation: InvitationRow; company:
 export function teamRoutes(): AppRouter {
   const r: AppRouter = new Router();
 
-  r.get('/api/team', auth(teamPolicy.list), (ctx) => {
-    ctx.body = listMembers(ctx.deps.store.db, tenantOf(ctx)).map(presentMember);
+  r.get('/api/team', auth(teamPolicy.list), async (ctx) => {
+    ctx.body = (await listMembers(ctx.deps.store.db, tenantOf(ctx))).map(presentMember);
   });
 
   r.post('/api/team/members', auth(teamPolicy.addMember), validate({ body: AddMemberBody }), async (ctx) => {
@@ -123,16 +123,16 @@ export function teamRoutes(): AppRouter {
     const companyId = tenantOf(ctx);
     assertMayGrant(actorOf(ctx).role, body.role, 'add');
     const { password: plain, generated } = chosenPassword(config, body.password);
-    if (accountExists(store.db, body.email)) throw hasAccount(body.email);
+    if (await accountExists(store.db, body.email)) throw hasAccount(body.email);
     const passwordHash = await hashPassword(plain);
-    const member = store.tx(() => {
-      const actorRole = actorRoleNow(ctx);
+    const member = await store.tx(async () => {
+      const actorRole = await actorRoleNow(ctx);
       assertStillAllowed(actorRole, teamPolicy.addMember);
       assertMayGrant(actorRole, body.role, 'add');
-      if (accountExists(store.db, body.email)) throw hasAccount(body.email);
-      if (body.phone && phoneTaken(store.db, companyId, body.phone)) throw phoneInUse();
-      const made = insertMember(store.db, companyId, { email: body.email, fullName: body.full_name, role: body.role, passwordHash, phone: body.phone ?? null });
-      const withdrawn = withdrawInvitationsFor(store.db, companyId, body.email);
+      if (await accountExists(store.db, body.email)) throw hasAccount(body.email);
+      if (body.phone && (await phoneTaken(store.db, companyId, body.phone))) throw phoneInUse();
+      const made = await insertMember(store.db, companyId, { email: body.email, fullName: body.full_name, role: body.role, passwordHash, phone: body.phone ?? null });
+      const withdrawn = await withdrawInvitationsFor(store.db, companyId, body.email);
       audit(ctx, {
         action: 'team.member.create',
         target: made.id,
@@ -144,7 +144,7 @@ export function teamRoutes(): AppRouter {
     ctx.body = presentNewMember(member, plain);
   });
 
-  r.post('/api/team/invitations', auth(teamPolicy.invite), validate({ body: InviteBody }), transaction((ctx) => {
+  r.post('/api/team/invitations', auth(teamPolicy.invite), validate({ body: InviteBody }), transaction(async (ctx) => {
     const body = bodyOf(ctx, InviteBody);
     const { store, config, keys } = ctx.deps;
     const max = config.FOOTFALL_INVITATION_DAYS_MAX;
@@ -152,37 +152,37 @@ export function teamRoutes(): AppRouter {
     if (days > max) throw badRequest(`expires_in_days: must be at most ${max} (days)`);
     const companyId = tenantOf(ctx);
     const actor = actorOf(ctx);
-    const actorRole = actorRoleNow(ctx);
+    const actorRole = await actorRoleNow(ctx);
     assertStillAllowed(actorRole, teamPolicy.invite);
     assertMayGrant(actorRole, body.role, 'invite');
-    if (accountExists(store.db, body.email)) throw hasAccount(body.email);
-    const open = pendingInvitationFor(store.db, companyId, body.email);
+    if (await accountExists(store.db, body.email)) throw hasAccount(body.email);
+    const open = await pendingInvitationFor(store.db, companyId, body.email);
     if (open) {
       throw new HttpError(409, 'conflict', `${body.email} already has a pending invitation (expires ${open.expiresAt}). Withdraw it first to send a new one.`, { invitation_id: open.id });
     }
-    const { invitation, code } = createInvitation(store.db, keys, companyId, {
-      email: body.email,
-      fullName: body.full_name,
-      role: body.role,
-      days,
-      invitedBy: { id: actor.userId, email: actor.email },
-    });
+    const { invitation, code } = await createInvitation(store.db, keys, companyId, {
+          email: body.email,
+          fullName: body.full_name,
+          role: body.role,
+          days,
+          invitedBy: { id: actor.userId, email: actor.email },
+        });
     audit(ctx, { action: 'team.invitation.create', target: invitation.id, detail: { email: invitation.email, role: invitation.role, expires_at: invitation.expiresAt } });
     ctx.status = 201;
     ctx.body = presentNewInvitation(invitation, code);
   }));
 
-  r.get('/api/team/invitations', auth(teamPolicy.listInvitations), (ctx) => {
-    ctx.body = listPendingInvitations(ctx.deps.store.db, tenantOf(ctx)).map(presentInvitation);
+  r.get('/api/team/invitations', auth(teamPolicy.listInvitations), async (ctx) => {
+    ctx.body = (await listPendingInvitations(ctx.deps.store.db, tenantOf(ctx))).map(presentInvitation);
   });
 
-  r.delete('/api/team/invitations/:id', auth(teamPolicy.withdrawInvitation), transaction((ctx) => {
+  r.delete('/api/team/invitations/:id', auth(teamPolicy.withdrawInvitation), transaction(async (ctx) => {
     const db = ctx.deps.store.db;
-    assertStillAllowed(actorRoleNow(ctx), teamPolicy.withdrawInvitation);
+    assertStillAllowed(await actorRoleNow(ctx), teamPolicy.withdrawInvitation);
     const id = String(ctx.params.id);
-    const invitation = isUuid(id) ? findPendingInvitation(db, tenantOf(ctx), id.toLowerCase()) : undefined;
+    const invitation = isUuid(id) ? (await findPendingInvitation(db, tenantOf(ctx), id.toLowerCase())) : undefined;
     if (!invitation) throw new HttpError(404, 'not_found', 'There is no pending invitation with that id.');
-    withdrawInvitation(db, invitation.id);
+    await withdrawInvitation(db, invitation.id);
     audit(ctx, { action: 'team.invitation.withdraw', target: invitation.id, detail: { email: invitation.email } });
     ctx.status = 204;
   }));
@@ -190,35 +190,35 @@ export function teamRoutes(): AppRouter {
   r.post('/api/team/:id/password', auth(teamPolicy.resetPassword), validate({ body: PasswordBody }), async (ctx) => {
     const body = bodyOf(ctx, PasswordBody);
     const { store, config } = ctx.deps;
-    const target = memberOr404(ctx);
+    const target = await memberOr404(ctx);
     assertMayResetPassword(actorOf(ctx).role, target.role);
     const { password: plain, generated } = chosenPassword(config, body.password);
     const passwordHash = await hashPassword(plain);
-    store.tx(() => {
-      const member = memberOr404(ctx);
-      const actorRole = actorRoleNow(ctx);
+    (await store.tx(async () => {
+      const member = await memberOr404(ctx);
+      const actorRole = await actorRoleNow(ctx);
       assertStillAllowed(actorRole, teamPolicy.resetPassword);
       assertMayResetPassword(actorRole, member.role);
-      const revoked = resetPassword(store.db, member.id, passwordHash);
+      const revoked = await resetPassword(store.db, member.id, passwordHash);
       audit(ctx, { action: 'team.member.password', target: member.id, detail: { email: member.email, password: generated ? 'generated' : 'supplied', sessions_revoked: revoked } });
-    });
+    }));
     ctx.body = { password: plain };
   });
 
-  r.patch('/api/team/:id', auth(teamPolicy.editMember), validate({ body: PatchMemberBody }), transaction((ctx) => {
+  r.patch('/api/team/:id', auth(teamPolicy.editMember), validate({ body: PatchMemberBody }), transaction(async (ctx) => {
     const body = bodyOf(ctx, PatchMemberBody);
     const db = ctx.deps.store.db;
-    const target = memberOr404(ctx);
-    const actorRole = actorRoleNow(ctx);
+    const target = await memberOr404(ctx);
+    const actorRole = await actorRoleNow(ctx);
     assertStillAllowed(actorRole, teamPolicy.editMember);
     if (body.role !== undefined) assertMayGrant(actorRole, body.role, 'promote');
     const after = { role: body.role ?? target.role, active: body.active ?? target.active };
     // Impossible for anyone comes first: a change that leaves no active owner is 409 whoever asks.
-    assertLeavesAnOwner(target, after, otherActiveOwners(db, tenantOf(ctx), target.id));
+    assertLeavesAnOwner(target, after, await otherActiveOwners(db, tenantOf(ctx), target.id));
     assertMayChange(actorRole, target.role);
     const phoneAfter = body.phone === undefined ? target.phone : body.phone;
-    if (after.active && phoneAfter && phoneTaken(db, tenantOf(ctx), phoneAfter, target.id)) throw phoneInUse();
-    const { member, revoked } = applyChange(db, target, { role: body.role, active: body.active, phone: body.phone });
+    if (after.active && phoneAfter && (await phoneTaken(db, tenantOf(ctx), phoneAfter, target.id))) throw phoneInUse();
+    const { member, revoked } = await applyChange(db, target, { role: body.role, active: body.active, phone: body.phone });
     if (member !== target) {
       audit(ctx, {
         action: 'team.member.update',
@@ -234,11 +234,11 @@ export function teamRoutes(): AppRouter {
     ctx.body = presentMember(member);
   }));
 
-  r.get('/api/auth/invitation', validate({ query: InvitationQuery }), (ctx) => {
+  r.get('/api/auth/invitation', validate({ query: InvitationQuery }), async (ctx) => {
     const { code } = queryOf(ctx, InvitationQuery);
-    const found = findByCode(ctx.deps.store.db, ctx.deps.keys, code);
+    const found = await findByCode(ctx.deps.store.db, ctx.deps.keys, code);
     if (!found) throw invalidCode();
-    assertRedeemable(ctx, found);
+    await assertRedeemable(ctx, found);
     ctx.body = presentInvitationPreview(found.invitation, found.company.name);
   });
 
@@ -248,18 +248,18 @@ export function teamRoutes(): AppRouter {
     const min = config.FOOTFALL_PASSWORD_MIN_LENGTH;
     if (body.password.length < min) throw badRequest(`password: must be at least ${min} characters`);
     // Look the code up before paying for argon2, so wrong codes are cheap to refuse.
-    const first = findByCode(store.db, keys, body.code);
+    const first = await findByCode(store.db, keys, body.code);
     if (!first) throw invalidCode();
-    assertRedeemable(ctx, first);
+    await assertRedeemable(ctx, first);
     const passwordHash = await hashPassword(body.password);
     const device = deviceLabel(body.device, ctx.get('User-Agent'));
-    const { issued, user, company } = store.tx(() => {
-      const found = findByCode(store.db, keys, body.code);
+    const { issued, user, company } = await store.tx(async () => {
+      const found = await findByCode(store.db, keys, body.code);
       if (!found) throw invalidCode();
-      assertRedeemable(ctx, found);
+      await assertRedeemable(ctx, found);
       const { invitation } = found;
-      const made = insertMember(store.db, invitation.companyId, { email: invitation.email, fullName: body.full_name, role: invitation.role, passwordHash }, new Date().toISOString());
-      if (!markRedeemed(store.db, invitation.id, made.id)) throw invalidCode();
+      const made = await insertMember(store.db, invitation.companyId, { email: invitation.email, fullName: body.full_name, role: invitation.role, passwordHash }, new Date().toISOString());
+      if (!(await markRedeemed(store.db, invitation.id, made.id))) throw invalidCode();
       writeAudit(store.db, {
         action: 'team.invitation.redeem',
         companyId: invitation.companyId,
@@ -269,7 +269,7 @@ export function teamRoutes(): AppRouter {
         requestId: ctx.state.requestId,
         detail: { user_id: made.id, role: made.role, invited_by: invitation.invitedByEmail },
       });
-      return { issued: createSession(store.db, config, made, device), user: made, company: found.company };
+      return { issued: await createSession(store.db, config, made, device), user: made, company: found.company };
     });
     ctx.status = 201;
     ctx.body = presentEnvelope(issued, user, company);

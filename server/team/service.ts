@@ -9,6 +9,7 @@ import type { Role, TenantRole } from '../policy.js';
 import { generateInvitationCode, normaliseCode } from './codes.js';
 import { invitations } from './schema.js';
 import { endProviderSessions } from '../idp/tokens.js';
+import { one, returned } from '../db/query.js';
 
 export type InvitationRow = typeof invitations.$inferSelect;
 
@@ -17,40 +18,37 @@ const nowIso = () => new Date().toISOString();
 // ---- Members ------------------------------------------------------------------------------------------
 
 /** Every member of the company, active or not, oldest first. */
-export function listMembers(db: Db, companyId: string): UserRow[] {
-  return db.select().from(users).where(eq(users.companyId, companyId)).orderBy(asc(users.createdAt), asc(users.email)).all();
+export async function listMembers(db: Db, companyId: string): Promise<UserRow[]> {
+  return await db.select().from(users).where(eq(users.companyId, companyId)).orderBy(asc(users.createdAt), asc(users.email));
 }
 
 /** A member of this company by uuid (already resolved by the reference resolver). */
-export function findMember(db: Db, companyId: string, id: string): UserRow | undefined {
-  return db
+export async function findMember(db: Db, companyId: string, id: string): Promise<UserRow | undefined> {
+  return await one(db
     .select()
     .from(users)
-    .where(and(eq(users.id, id), eq(users.companyId, companyId)))
-    .get();
+    .where(and(eq(users.id, id), eq(users.companyId, companyId))));
 }
 
 /** The role of a signed-in member as it is now (undefined if the account is gone or inactive). */
-export function roleNow(db: Db, userId: string): Role | undefined {
-  return db
+export async function roleNow(db: Db, userId: string): Promise<Role | undefined> {
+  return (await one(db
     .select({ role: users.role })
     .from(users)
-    .where(and(eq(users.id, userId), eq(users.active, true)))
-    .get()?.role;
+    .where(and(eq(users.id, userId), eq(users.active, true)))))?.role;
 }
 
 /** Any account on the platform with this address (merchant of any company, or platform admin). */
-export function accountExists(db: Db, email: string): boolean {
-  return db.select({ id: users.id }).from(users).where(eq(users.email, email)).get() !== undefined;
+export async function accountExists(db: Db, email: string): Promise<boolean> {
+  return (await one(db.select({ id: users.id }).from(users).where(eq(users.email, email)))) !== undefined;
 }
 
 /** Active owners of the company other than `exceptId`. Read it inside the transaction that writes. */
-export function otherActiveOwners(db: Db, companyId: string, exceptId: string): number {
-  const row = db
+export async function otherActiveOwners(db: Db, companyId: string, exceptId: string): Promise<number> {
+  const row = await one(db
     .select({ n: count() })
     .from(users)
-    .where(and(eq(users.companyId, companyId), eq(users.role, 'owner'), eq(users.active, true), ne(users.id, exceptId)))
-    .get();
+    .where(and(eq(users.companyId, companyId), eq(users.role, 'owner'), eq(users.active, true), ne(users.id, exceptId))));
   return row?.n ?? 0;
 }
 
@@ -64,30 +62,28 @@ export interface NewMember {
 }
 
 /** Inserts a member. Call inside a transaction, after accountExists. */
-export function insertMember(db: Db, companyId: string, m: NewMember, lastLoginAt: string | null = null): UserRow {
-  return db
+export async function insertMember(db: Db, companyId: string, m: NewMember, lastLoginAt: string | null = null): Promise<UserRow> {
+  return await returned(db
     .insert(users)
     .values({ id: randomUUID(), companyId, email: m.email, fullName: m.fullName, role: m.role, passwordHash: m.passwordHash, phone: m.phone ?? null, active: true, lastLoginAt, createdAt: nowIso() })
-    .returning()
-    .get();
+    .returning());
 }
 
 /** Another active member of the company already has this phone number (it signs them in: it must name one person). */
-export function phoneTaken(db: Db, companyId: string, phone: string, exceptId?: string): boolean {
+export async function phoneTaken(db: Db, companyId: string, phone: string, exceptId?: string): Promise<boolean> {
   return (
-    db
+    (await one(db
       .select({ id: users.id })
       .from(users)
-      .where(and(eq(users.companyId, companyId), eq(users.phone, phone), eq(users.active, true), exceptId ? ne(users.id, exceptId) : undefined))
-      .get() !== undefined
+      .where(and(eq(users.companyId, companyId), eq(users.phone, phone), eq(users.active, true), exceptId ? ne(users.id, exceptId) : undefined)))) !== undefined
   );
 }
 
 /** Replaces the password and revokes every live session of the member. Returns how many were revoked. */
-export function resetPassword(db: Db, userId: string, passwordHash: string): number {
-  db.update(users).set({ passwordHash }).where(eq(users.id, userId)).run();
-  endProviderSessions(db, userId); // the same account on /auth's embedded provider (docs/auth-service.md)
-  return revokeUserSessions(db, userId, 'password_reset');
+export async function resetPassword(db: Db, userId: string, passwordHash: string): Promise<number> {
+  (await db.update(users).set({ passwordHash }).where(eq(users.id, userId)));
+  await endProviderSessions(db, userId); // the same account on /auth's embedded provider (docs/auth-service.md)
+  return await revokeUserSessions(db, userId, 'password_reset');
 }
 
 export interface MemberChange {
@@ -101,15 +97,15 @@ export interface MemberChange {
  * Applies a role/active/phone change. Deactivation revokes every live session in the same transaction;
  * reactivation restores none (they stay revoked). Returns the updated row and how many sessions ended.
  */
-export function applyChange(db: Db, member: UserRow, change: MemberChange): { member: UserRow; revoked: number } {
+export async function applyChange(db: Db, member: UserRow, change: MemberChange): Promise<{ member: UserRow; revoked: number }> {
   const set: Partial<Pick<UserRow, 'role' | 'active' | 'phone'>> = {};
   if (change.role !== undefined && change.role !== member.role) set.role = change.role;
   if (change.active !== undefined && change.active !== member.active) set.active = change.active;
   if (change.phone !== undefined && change.phone !== member.phone) set.phone = change.phone;
   if (Object.keys(set).length === 0) return { member, revoked: 0 };
-  const updated = db.update(users).set(set).where(eq(users.id, member.id)).returning().get();
-  if (set.active === false) endProviderSessions(db, member.id);
-  const revoked = set.active === false ? revokeUserSessions(db, member.id, 'member_deactivated') : 0;
+  const updated = await returned(db.update(users).set(set).where(eq(users.id, member.id)).returning());
+  if (set.active === false) await endProviderSessions(db, member.id);
+  const revoked = set.active === false ? (await revokeUserSessions(db, member.id, 'member_deactivated')) : 0;
   return { member: updated, revoked };
 }
 
@@ -126,10 +122,10 @@ export interface NewInvitation {
 }
 
 /** Creates a pending invitation. Returns the row and the code, which exists only in this return value. */
-export function createInvitation(db: Db, keys: Keys, companyId: string, input: NewInvitation): { invitation: InvitationRow; code: string } {
+export async function createInvitation(db: Db, keys: Keys, companyId: string, input: NewInvitation): Promise<{ invitation: InvitationRow; code: string }> {
   const code = generateInvitationCode();
   const now = Date.now();
-  const invitation = db
+  const invitation = await returned(db
     .insert(invitations)
     .values({
       id: randomUUID(),
@@ -143,76 +139,69 @@ export function createInvitation(db: Db, keys: Keys, companyId: string, input: N
       createdAt: new Date(now).toISOString(),
       expiresAt: new Date(now + input.days * 86_400_000).toISOString(),
     })
-    .returning()
-    .get();
+    .returning());
   return { invitation, code };
 }
 
 /** Pending invitations of the company, oldest first. */
-export function listPendingInvitations(db: Db, companyId: string): InvitationRow[] {
-  return db
+export async function listPendingInvitations(db: Db, companyId: string): Promise<InvitationRow[]> {
+  return await db
     .select()
     .from(invitations)
     .where(and(eq(invitations.companyId, companyId), pending(nowIso())))
-    .orderBy(asc(invitations.createdAt))
-    .all();
+    .orderBy(asc(invitations.createdAt));
 }
 
 /** The company's pending invitation for this address, if any. */
-export function pendingInvitationFor(db: Db, companyId: string, email: string): InvitationRow | undefined {
-  return db
+export async function pendingInvitationFor(db: Db, companyId: string, email: string): Promise<InvitationRow | undefined> {
+  return await one(db
     .select()
     .from(invitations)
-    .where(and(eq(invitations.companyId, companyId), eq(invitations.email, email), pending(nowIso())))
-    .get();
+    .where(and(eq(invitations.companyId, companyId), eq(invitations.email, email), pending(nowIso()))));
 }
 
 /** A pending invitation of the company by id; undefined for another company's, or one no longer pending. */
-export function findPendingInvitation(db: Db, companyId: string, id: string): InvitationRow | undefined {
-  return db
+export async function findPendingInvitation(db: Db, companyId: string, id: string): Promise<InvitationRow | undefined> {
+  return await one(db
     .select()
     .from(invitations)
-    .where(and(eq(invitations.id, id), eq(invitations.companyId, companyId), pending(nowIso())))
-    .get();
+    .where(and(eq(invitations.id, id), eq(invitations.companyId, companyId), pending(nowIso()))));
 }
 
 /** Pending -> withdrawn. */
-export function withdrawInvitation(db: Db, id: string): void {
-  db.update(invitations).set({ withdrawnAt: nowIso() }).where(and(eq(invitations.id, id), pending(nowIso()))).run();
+export async function withdrawInvitation(db: Db, id: string): Promise<void> {
+  (await db.update(invitations).set({ withdrawnAt: nowIso() }).where(and(eq(invitations.id, id), pending(nowIso()))));
 }
 
 /** Withdraws the company's pending invitations for an address (it just got an account). Returns how many. */
-export function withdrawInvitationsFor(db: Db, companyId: string, email: string): number {
-  return db
+export async function withdrawInvitationsFor(db: Db, companyId: string, email: string): Promise<number> {
+  return (await db
     .update(invitations)
     .set({ withdrawnAt: nowIso() })
-    .where(and(eq(invitations.companyId, companyId), eq(invitations.email, email), pending(nowIso())))
-    .run().changes;
+    .where(and(eq(invitations.companyId, companyId), eq(invitations.email, email), pending(nowIso())))).changes;
 }
 
 /**
  * The pending invitation a presented code names, with its company. Unknown, expired, redeemed and withdrawn
  * codes are all simply not found: the caller answers them alike.
  */
-export function findByCode(db: Db, keys: Keys, presented: string): { invitation: InvitationRow; company: CompanyRow } | undefined {
+export async function findByCode(db: Db, keys: Keys, presented: string): Promise<{ invitation: InvitationRow; company: CompanyRow } | undefined> {
   const normalised = normaliseCode(presented);
   if (normalised === '') return undefined;
-  return db
+  return await one(db
     .select({ invitation: invitations, company: companies })
     .from(invitations)
     .innerJoin(companies, eq(companies.id, invitations.companyId))
-    .where(and(eq(invitations.codeHash, keys.codeHash(normalised)), pending(nowIso())))
-    .get();
+    .where(and(eq(invitations.codeHash, keys.codeHash(normalised)), pending(nowIso()))));
 }
 
 /** Pending -> redeemed, only if still pending (returns false otherwise). Call inside the register transaction. */
-export function markRedeemed(db: Db, invitationId: string, userId: string): boolean {
+export async function markRedeemed(db: Db, invitationId: string, userId: string): Promise<boolean> {
   const now = nowIso();
   return (
-    db
+    (await db
       .update(invitations)
       .set({ redeemedAt: now, redeemedUserId: userId })
-      .where(and(eq(invitations.id, invitationId), pending(now)))
-      .run().changes === 1
+      .where(and(eq(invitations.id, invitationId), pending(now)))).changes === 1
   );
 }

@@ -49,8 +49,8 @@ export class Identities {
   }
 
   /** The matcher of a company's faces made by one model (loaded from the database on first use). */
-  matcher(companyId: string, model: string): Matcher {
-    return this.entry(companyId, model).matcher;
+  async matcher(companyId: string, model: string): Promise<Matcher> {
+    return (await this.entry(companyId, model)).matcher;
   }
 
   /** After an erasure committed: the customer leaves memory; its marker starts blocking. */
@@ -81,31 +81,30 @@ export class Identities {
   }
 
   /** Loads every company's galleries now (start-up), so the first visit does not pay for it. */
-  loadAll(): { galleries: number; customers: number; ms: number } {
+  async loadAll(): Promise<{ galleries: number; customers: number; ms: number }> {
     const t = performance.now();
-    const pairs = this.deps.store.db
+    const pairs = await this.deps.store.db
       .selectDistinct({ companyId: customers.companyId, model: customers.recognitionModel })
       .from(customers)
-      .where(isNotNull(customers.template))
-      .all();
+      .where(isNotNull(customers.template));
     let n = 0;
-    for (const p of pairs) n += this.entry(p.companyId, p.model).gallery.size;
+    for (const p of pairs) n += (await this.entry(p.companyId, p.model)).gallery.size;
     return { galleries: pairs.length, customers: n, ms: performance.now() - t };
   }
 
-  private entry(companyId: string, model: string): Entry {
+  private async entry(companyId: string, model: string): Promise<Entry> {
     const k = Identities.key(companyId, model);
     let e = this.entries.get(k);
     if (!e) {
-      e = this.load(companyId, model);
+      e = await this.load(companyId, model);
       this.entries.set(k, e);
     }
     return e;
   }
 
-  private load(companyId: string, model: string): Entry {
+  private async load(companyId: string, model: string): Promise<Entry> {
     const { store, keys, log } = this.deps;
-    const rows = store.db
+    const rows = await store.db
       .select({ customerId: customers.id, template: customers.template, count: customers.templateCount })
       .from(customers)
       .where(
@@ -116,18 +115,16 @@ export class Identities {
           isNull(customers.erasedAt),
           isNull(customers.mergedInto),
         ),
-      )
-      .all();
+      );
     const gallery = Gallery.load(rows.map((r) => ({ customerId: r.customerId, template: r.template!, count: Math.max(1, r.count) })));
     let markers: DoNotEnrolList | undefined;
     if (keys.problem === undefined) {
       markers = new DoNotEnrolList(markerKey(keys, companyId));
       const now = Date.now();
-      const stored = store.db
+      const stored = await store.db
         .select({ sketch: doNotEnrol.sketch, expiresAt: doNotEnrol.expiresAt })
         .from(doNotEnrol)
-        .where(and(eq(doNotEnrol.companyId, companyId), eq(doNotEnrol.recognitionModel, model), gt(doNotEnrol.expiresAt, new Date(now).toISOString())))
-        .all();
+        .where(and(eq(doNotEnrol.companyId, companyId), eq(doNotEnrol.recognitionModel, model), gt(doNotEnrol.expiresAt, new Date(now).toISOString())));
       markers.load(
         stored.map((m) => ({ sketch: new Uint8Array(m.sketch), expiresAt: Date.parse(m.expiresAt) })),
         now,

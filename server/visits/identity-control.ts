@@ -64,8 +64,8 @@ export class IdentityControl {
   }
 
   /** Deletes expired markers (the ingest thread's lists skip expired ones by themselves). */
-  pruneMarkers(db: Db, now = Date.now()): number {
-    return db.delete(doNotEnrol).where(lte(doNotEnrol.expiresAt, new Date(now).toISOString())).run().changes;
+  async pruneMarkers(db: Db, now = Date.now()): Promise<number> {
+    return (await db.delete(doNotEnrol).where(lte(doNotEnrol.expiresAt, new Date(now).toISOString()))).changes;
   }
 
   /** Company deletion step: the company's galleries leave the ingest thread's memory (its rows go with it). */

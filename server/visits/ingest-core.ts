@@ -72,9 +72,9 @@ export class IngestCore {
   private lastId = 0;
 
   /** Writes everything queued now (shutdown). */
-  flushAll(): void {
+  async flushAll(): Promise<void> {
     this.clearTimer();
-    while (this.queue.length > 0) this.flush();
+    while (this.queue.length > 0) await this.flush();
     for (const f of this.idle.splice(0)) f();
   }
 
@@ -140,13 +140,13 @@ export class IngestCore {
       // A full batch: write it on the next turn of the event loop instead of waiting for the window.
       if (this.timer?.kind !== 'now') {
         this.clearTimer();
-        this.timer = { kind: 'now', handle: setImmediate(() => this.tick()) };
+        this.timer = { kind: 'now', handle: setImmediate(() => void this.tick()) };
       }
       return;
     }
     if (this.timer !== undefined) return;
     const ms = this.deps.config.FOOTFALL_INGEST_BATCH_MS;
-    this.timer = ms === 0 ? { kind: 'now', handle: setImmediate(() => this.tick()) } : { kind: 'window', handle: setTimeout(() => this.tick(), ms) };
+    this.timer = ms === 0 ? { kind: 'now', handle: setImmediate(() => void this.tick()) } : { kind: 'window', handle: setTimeout(() => void this.tick(), ms) };
   }
 
   private clearTimer(): void {
@@ -157,23 +157,23 @@ export class IngestCore {
     this.timer = undefined;
   }
 
-  private tick(): void {
+  private async tick(): Promise<void> {
     this.timer = undefined;
-    this.flush();
+    await this.flush();
     if (this.queue.length > 0) this.schedule();
     else for (const f of this.idle.splice(0)) f();
     this.deps.onTick?.();
   }
 
   /** Writes one batch (at most MAX_BATCH visits) now. */
-  flush(): void {
+  async flush(): Promise<void> {
     const batch = this.queue.splice(0, MAX_BATCH);
     if (batch.length === 0) return;
     const { log } = this.deps;
     let lastErr: unknown;
     for (let attempt = 0; attempt < STALE_RETRIES; attempt++) {
       try {
-        this.after(this.attempt(batch));
+        await this.after(await this.attempt(batch));
         return;
       } catch (err) {
         lastErr = err;
@@ -189,7 +189,7 @@ export class IngestCore {
     log.warn({ err: lastErr, visits: batch.length }, 'visit batch failed; retrying one by one');
     for (const item of batch) {
       try {
-        this.after(this.attempt([item]));
+        await this.after(await this.attempt([item]));
       } catch (err) {
         this.stats.failed++;
         log.error({ err, visit_id: item.msg.visit_id, shop: item.username }, 'visit not stored; dropped');
@@ -198,10 +198,10 @@ export class IngestCore {
   }
 
   /** One transaction; on failure the galleries it touched are forgotten (the next use reloads them). */
-  private attempt(batch: readonly Pending[]): Written {
+  private async attempt(batch: readonly Pending[]): Promise<Written> {
     const touched = new Set<string>();
     try {
-      return this.deps.store.tx(() => writeBatch(this.deps, batch, touched));
+      return await this.deps.store.tx(async () => await writeBatch(this.deps, batch, touched));
     } catch (err) {
       for (const k of touched) {
         const [companyId, model] = k.split('\u0000') as [string, string];
@@ -212,11 +212,11 @@ export class IngestCore {
   }
 
   /** After the commit: rows to the main thread, discarded uploads deleted. */
-  private after(out: Written): void {
+  private async after(out: Written): Promise<void> {
     this.stats.batches++;
     for (const [k, n] of Object.entries(out.counts) as [keyof IngestStats, number][]) this.stats[k] += n;
     if (out.items.size > 0) this.deps.emit({ items: [...out.items] });
-    if (out.discard.length > 0) discardFaces(this.deps, out.discard);
+    if (out.discard.length > 0) await discardFaces(this.deps, out.discard);
   }
 }
 

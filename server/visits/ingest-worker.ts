@@ -17,7 +17,7 @@ import type { FromWorker, ToWorker, WorkerInit } from './ingest-protocol.js';
 const port = parentPort!;
 const send = (m: FromWorker) => port.postMessage(m);
 
-function main(): void {
+async function main(): Promise<void> {
   const { config } = workerData as WorkerInit;
   const log = createLogger(config.FOOTFALL_LOG_LEVEL).child({ thread: 'ingest' });
   const store = openDatabase(path.join(config.dataDir, 'footfall.db'));
@@ -64,7 +64,7 @@ function main(): void {
     onTick: queueAck,
   });
 
-  port.on('message', (m: ToWorker) => {
+  port.on('message', async (m: ToWorker) => {
     switch (m.t) {
       case 'visits':
         for (const v of m.list) core.accept(v.id, v.topic, v.payload, v.at);
@@ -87,7 +87,7 @@ function main(): void {
         break;
       case 'stop':
         stopCheckpoints();
-        core.flushAll();
+        await core.flushAll();
         ack();
         store.close();
         send({ t: 'stopped', stats: { ...core.stats } });
@@ -95,13 +95,13 @@ function main(): void {
         break;
     }
   });
-  const loaded = identities.loadAll();
+  const loaded = await identities.loadAll();
   log.info({ galleries: loaded.galleries, customers: loaded.customers, ms: Math.round(loaded.ms) }, 'face galleries loaded');
   send({ t: 'ready', ...loaded });
 }
 
 try {
-  main();
+  await main();
 } catch (err) {
   send({ t: 'failed', error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
 }

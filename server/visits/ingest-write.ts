@@ -37,7 +37,7 @@ interface Shop {
  * the galleries (company, model) the batch decided against, so a failed transaction can forget them. Throws
  * StaleGallery when a decision met a customer the main thread erased, merged or re-templated meanwhile.
  */
-export function writeBatch(deps: { store: Store; config: Config; identities: Identities }, batch: readonly Pending[], touched: Set<string>): Written {
+export async function writeBatch(deps: { store: Store; config: Config; identities: Identities }, batch: readonly Pending[], touched: Set<string>): Promise<Written> {
   const { store, config, identities } = deps;
   const db = store.db;
   const q = statements(store);
@@ -119,7 +119,7 @@ export function writeBatch(deps: { store: Store; config: Config; identities: Ide
   const templates = new Map<string, Buffer>();
   for (const [k, g] of groups) {
     touched.add(k);
-    const matcher = identities.matcher(g.companyId, g.model);
+    const matcher = await identities.matcher(g.companyId, g.model);
     let next = (q.maxNumber.get(g.companyId) as { n: number | null } | undefined)?.n ?? 0;
     const vs: Visit[] = g.items.map((i) => ({ embedding: i.embedding!, passedGate: i.msg.passed_gate, at: Date.parse(i.msg.occurred_at) }));
     const ds = matcher.decideBatch(vs, (v) => {
@@ -166,9 +166,9 @@ export function writeBatch(deps: { store: Store; config: Config; identities: Ide
       dropFace(shop.companyId, faceId);
       continue;
     }
-    if (linkFace(db, { id: faceId, companyId: shop.companyId, customerId, visitId: item.msg.visit_id, at: now })) faceOf.set(item, faceId);
+    if (await linkFace(db, { id: faceId, companyId: shop.companyId, customerId, visitId: item.msg.visit_id, at: now })) faceOf.set(item, faceId);
   }
-  for (const [companyId, ids] of dropFaces) out.discard.push(...unlinkedFaces(db, companyId, ids));
+  for (const [companyId, ids] of dropFaces) out.discard.push(...await unlinkedFaces(db, companyId, ids));
 
   if (fresh.length === 0) return out;
 

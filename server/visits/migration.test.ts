@@ -18,7 +18,7 @@ describe('migration 0008 (stays and staff) on an older database', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-migration-'));
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('keeps every visit, backfills last_seen_at and sightings, and rebuilds the report indexes', () => {
+  it('keeps every visit, backfills last_seen_at and sightings, and rebuilds the report indexes', async () => {
     // The migrations as they were before 0008.
     const source = path.join(packageRoot(), 'server/db/migrations');
     const older = path.join(dir, 'migrations');
@@ -56,7 +56,7 @@ describe('migration 0008 (stays and staff) on an older database', () => {
 
       // A sighting of the same customer ten minutes later extends the visit stored before stays.
       const stays = new Stays(s, 1800_000);
-      const r = store.tx(() =>
+      const r = await store.tx(async () =>
         stays.add({
           visitId: 'new-1',
           companyId: 'co',

@@ -41,10 +41,10 @@ const MAX_STREAM_BUFFER = 4 * 1024 * 1024;
 const STREAM_AUDIT_MS = 1000;
 
 /** `site` / `site_id` (slug or uuid; both may be given if they name the same shop); unknown: 400. */
-function siteFilter(ctx: Ctx, q: { site?: string | undefined; site_id?: string | undefined }): string | undefined {
+async function siteFilter(ctx: Ctx, q: { site?: string | undefined; site_id?: string | undefined }): Promise<string | undefined> {
   const db = ctx.deps.store.db;
   const values = [q.site, q.site_id].filter((v): v is string => v !== undefined && v.trim() !== '');
-  const ids = [...new Set(values.map((v) => resolve(db, shopRef, tenantOf(ctx), v, 'query')))];
+  const ids = [...new Set(await Promise.all(values.map((v) => resolve(db, shopRef, tenantOf(ctx), v, 'query'))))];
   if (ids.length > 1) throw badRequest('site and site_id name different shops; send one of them.');
   return ids[0];
 }
@@ -71,14 +71,14 @@ export function visitsRoutes(): AppRouter {
    * The arrivals feed: ascending rows after the cursor, at most `limit`. Without a cursor: the latest `limit` rows.
    * The answer's cursor is the last row's position, or the caller's own cursor when nothing is new.
    */
-  r.get('/', auth(visitsPolicy.view), validate({ query: FeedQuery }), (ctx) => {
+  r.get('/', auth(visitsPolicy.view), validate({ query: FeedQuery }), async (ctx) => {
     const q = queryOf(ctx, FeedQuery);
     const { store, config } = ctx.deps;
     const companyId = tenantOf(ctx);
     const max = config.FOOTFALL_VISITS_LIMIT_MAX;
     const limit = q.limit ?? config.FOOTFALL_VISITS_LIMIT_DEFAULT;
     if (limit < 1 || limit > max) throw badRequest(`limit: must be from 1 to ${max}`);
-    const shopId = siteFilter(ctx, q);
+    const shopId = await siteFilter(ctx, q);
     const given = q.cursor?.trim() ? q.cursor.trim() : undefined;
     const cursors = feedCursors(ctx.deps.keys);
     const after = given === undefined ? undefined : cursorOr400(cursors, companyId, given);
@@ -96,7 +96,7 @@ export function visitsRoutes(): AppRouter {
         cursor = rows.length > 0 ? cursors.encode(companyId, rows[rows.length - 1]!.seq) : given!;
       } else {
         rows = feedTail(store.db, companyId, limit, shopId);
-        cursor = cursors.encode(companyId, rows.length > 0 ? rows[rows.length - 1]!.seq : headSeq(store.db, companyId));
+        cursor = cursors.encode(companyId, rows.length > 0 ? rows[rows.length - 1]!.seq : await headSeq(store.db, companyId));
       }
       const arrivals = rows.map((row) => presentArrival(row, config));
       page = { arrivals: JSON.stringify(arrivals), cursor, links: photoLinks(rows.map((row, i) => ({ ...row, image: arrivals[i]!.image }))) };
@@ -113,11 +113,11 @@ export function visitsRoutes(): AppRouter {
    * (or `cursor` when the header is absent); without either, only arrivals from now on. `: keep-alive` comments every
    * FOOTFALL_SSE_KEEPALIVE_S seconds.
    */
-  r.get('/stream', auth(visitsPolicy.view), validate({ query: StreamQuery }), (ctx) => {
+  r.get('/stream', auth(visitsPolicy.view), validate({ query: StreamQuery }), async (ctx) => {
     const q = queryOf(ctx, StreamQuery);
     const { store, config, arrivals, log } = ctx.deps;
     const companyId = tenantOf(ctx);
-    const shopId = siteFilter(ctx, q);
+    const shopId = await siteFilter(ctx, q);
     const header = ctx.get('Last-Event-ID').trim();
     const given = header !== '' ? header : q.cursor?.trim() ? q.cursor.trim() : undefined;
     const cursors = feedCursors(ctx.deps.keys);
@@ -133,7 +133,7 @@ export function visitsRoutes(): AppRouter {
     ctx.set('X-Accel-Buffering', 'no');
     ctx.body = stream;
 
-    let lastSent = after ?? headSeq(store.db, companyId);
+    let lastSent = after ?? (await headSeq(store.db, companyId));
     let catchingUp = after !== undefined;
     let buffered: FeedItem[] = [];
     let links: { faceImageId: string; customerId: string | undefined }[] = [];

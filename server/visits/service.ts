@@ -4,6 +4,7 @@ import type { Db } from '../db/open.js';
 import { shops } from '../shops/schema.js';
 import type { FeedRow } from './presenter.js';
 import { visits } from './schema.js';
+import { one } from '../db/query.js';
 
 const feedColumns = {
   seq: visits.seq,
@@ -91,11 +92,11 @@ export function feedRange(db: Db, companyIds: string[], from: number, to: number
 }
 
 /** The company's newest position (0 when it has no visit): an empty poll without a cursor answers it. */
-export function headSeq(db: Db, companyId: string): number {
-  return db.select({ seq: max(visits.seq) }).from(visits).where(eq(visits.companyId, companyId)).get()?.seq ?? 0;
+export async function headSeq(db: Db, companyId: string): Promise<number> {
+  return (await one(db.select({ seq: max(visits.seq) }).from(visits).where(eq(visits.companyId, companyId))))?.seq ?? 0;
 }
 
 /** Visits recorded for a shop (a shop with visits cannot be removed). */
-export function shopVisitCount(db: Db, shopId: string): number {
-  return db.select({ n: count() }).from(visits).where(eq(visits.shopId, shopId)).get()?.n ?? 0;
+export async function shopVisitCount(db: Db, shopId: string): Promise<number> {
+  return (await one(db.select({ n: count() }).from(visits).where(eq(visits.shopId, shopId))))?.n ?? 0;
 }

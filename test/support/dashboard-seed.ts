@@ -88,7 +88,7 @@ export async function seedChain(h: Harness, opts: { days?: number } = {}): Promi
     if (r.status !== 201) throw new Error(`purchase: ${r.status} ${JSON.stringify(r.body)}`);
     // The API records a purchase now; for a realistic history it is moved to a day of the last 30.
     const back = Math.floor(rand() * Math.min(days, 30)) * DAY + 3600_000;
-    h.server.store.db.update(purchases).set({ createdAt: new Date(now - back).toISOString() }).where(eq(purchases.id, r.body.id)).run();
+    (await h.server.store.db.update(purchases).set({ createdAt: new Date(now - back).toISOString() }).where(eq(purchases.id, r.body.id)));
   }
   return {
     chain,
