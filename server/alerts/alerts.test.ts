@@ -5,6 +5,7 @@ import { upTopic } from '../../shared/topics.js';
 import type { Heartbeat } from '../../shared/messages.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { addCamera, connectPc, enrol, heartbeat, openShop, waitFor } from '../../test/support/shop-pc.js';
+import { zoneAwayFromMidnight } from '../../test/support/visits.js';
 
 /**
  * The rules other than "shop PC offline" and "camera down" (those run end to end with the real shop PC in
@@ -43,7 +44,8 @@ describe('alert rules', () => {
   beforeAll(async () => {
     h = await startHarness({ FOOTFALL_ALERT_INTERVAL_S: 3600 });
     [c, other] = await Promise.all([h.company('Rules Co'), h.company('Rules Other')]);
-    shop = await openShop(h, c.ownerToken, { name: 'Fort', timezone: 'UTC' });
+    // Occupancy is today's: a zone where it is not near midnight, so the entries and the passes fall on one day.
+    shop = await openShop(h, c.ownerToken, { name: 'Fort', timezone: zoneAwayFromMidnight() });
     pc = await connectPc(h, await enrol(h, c.ownerToken, shop.slug));
     await addCamera(h, c.ownerToken, shop.slug, { camera_id: 'door', label: 'Front door', tuning: { line: LINE } });
     const allDay = [{ open: '00:00', close: '24:00' }];

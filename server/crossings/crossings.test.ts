@@ -7,6 +7,7 @@ import type { CrossingMessage } from '../../shared/messages.js';
 import { upTopic } from '../../shared/topics.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { addCamera, closed, connectPc, enrol, memberToken, openShop } from '../../test/support/shop-pc.js';
+import { zoneAwayFromMidnight } from '../../test/support/visits.js';
 import { addDays, localToUtc, todayIn } from '../reports/calendar.js';
 import { crossings } from './schema.js';
 import { shopsToday } from './service.js';
@@ -219,10 +220,13 @@ describe('crossings: ingest over the real broker, and the shops\' day at the doo
 
   it('polled occupancy stays exact: nothing new, later crossings (walk continued), a late one with an earlier time (walked again)', async () => {
     const c = await h.company('Door Epsilon');
-    const pc = await doorPc(h, c, 'Colaba', 'UTC');
+    // Crossings a minute past the shop's last midnight, polled as today's: a zone where that midnight is hours ago and
+    // the next one hours away (in UTC, at 00:00 UTC the day could turn between them and the polls).
+    const tz = zoneAwayFromMidnight();
+    const pc = await doorPc(h, c, 'Colaba', tz);
     try {
       await addCamera(h, c.ownerToken, pc.shop.slug, { camera_id: 'door', tuning: { line: LINE } });
-      const midnight = Date.parse(new Date().toISOString().slice(0, 10) + 'T00:00:00Z');
+      const midnight = localToUtc(tz, todayIn(tz, new Date()));
       const at = (s: number) => new Date(midnight + s * 1000).toISOString();
       const poll = async () => {
         const r = await site(c.ownerToken, pc.shop.slug);
