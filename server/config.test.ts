@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, configSchema, loadConfig } from './config.js';
+import { databaseDialect } from './db/dialect.js';
 
 function problem(env: Record<string, string>, overrides = {}): string {
   try {
@@ -240,6 +241,17 @@ describe('identity provider mode and text messages', () => {
     const m = problem({ FOOTFALL_SMS_TOKEN: 'has a space' });
     expect(m).toMatch(/FOOTFALL_SMS_TOKEN/);
     expect(m).not.toMatch(/has a space/);
+  });
+
+  it('FOOTFALL_DATABASE_URL: refused with the reason until head office runs on PostgreSQL, its password never echoed; the tables stay SQLite\'s without it', () => {
+    expect(loadConfig({}).FOOTFALL_DATABASE_URL).toBeUndefined();
+    const m = problem({ FOOTFALL_DATABASE_URL: 'postgres://footfall:secret-pw@db.example:5432/footfall' });
+    expect(m).toMatch(/FOOTFALL_DATABASE_URL: head office does not run on PostgreSQL yet/);
+    expect(m).not.toMatch(/secret-pw/);
+    expect(databaseDialect({})).toBe('sqlite');
+    expect(databaseDialect({ FOOTFALL_DATABASE_URL: ' ' })).toBe('sqlite');
+    expect(databaseDialect({ FOOTFALL_DATABASE_URL: 'postgresql://db.example/footfall' })).toBe('postgres');
+    expect(databaseDialect({ FOOTFALL_DATABASE_URL: 'POSTGRES://db.example/footfall' })).toBe('postgres');
   });
 
   it('FOOTFALL_MQTT_URL: unset keeps the embedded broker; mqtt(s)://host:port with head office login; the URL is never echoed', () => {

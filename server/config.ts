@@ -23,7 +23,7 @@ const bool = z
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 
 /** Never echoed back in an error message. */
-const secret = new Set(['FOOTFALL_MQTT_URL', 'FOOTFALL_MQTT_PASSWORD', 'FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY', 'FOOTFALL_METRICS_TOKEN', 'FOOTFALL_SMS_TOKEN', 'FOOTFALL_SMTP_PASSWORD']);
+const secret = new Set(['FOOTFALL_DATABASE_URL', 'FOOTFALL_MQTT_URL', 'FOOTFALL_MQTT_PASSWORD', 'FOOTFALL_ADMIN_PASSWORD', 'FOOTFALL_ENCRYPTION_KEY', 'FOOTFALL_ASSISTANT_API_KEY', 'FOOTFALL_IDP_API_KEY', 'FOOTFALL_METRICS_TOKEN', 'FOOTFALL_SMS_TOKEN', 'FOOTFALL_SMTP_PASSWORD']);
 
 /** A loopback host: localhost, 127.0.0.0/8 or ::1. */
 function isLoopback(hostname: string): boolean {
@@ -83,6 +83,8 @@ export const configSchema = z.object({
   // An external broker (Mosquitto 2 with its dynamic-security plugin) instead of the embedded one (docs/operations.md,
   // "An external MQTT broker"). Head office's own login: FOOTFALL_MQTT_USERNAME and _PASSWORD, or in the URL.
   FOOTFALL_MQTT_URL: mqttUrl.optional(),
+  // PostgreSQL instead of the embedded SQLite file (docs/scale-out.md): refused until head office runs on it.
+  FOOTFALL_DATABASE_URL: z.string().trim().min(1).optional(),
   FOOTFALL_MQTT_USERNAME: z.string().min(1).optional(),
   FOOTFALL_MQTT_PASSWORD: z.string().min(1).optional(),
   /** The broker's address as shop PCs reach it (enrolment answer); default: FOOTFALL_MQTT_URL's host and port. */
@@ -242,6 +244,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     [cfg.FOOTFALL_ADMIN_PASSWORD === undefined || cfg.FOOTFALL_ADMIN_EMAIL !== undefined, 'FOOTFALL_ADMIN_PASSWORD: set FOOTFALL_ADMIN_EMAIL too'],
     [cfg.FOOTFALL_MQTT_URL !== undefined || (cfg.FOOTFALL_MQTT_PUBLIC_URL ?? cfg.FOOTFALL_MQTT_USERNAME ?? cfg.FOOTFALL_MQTT_PASSWORD) === undefined, 'FOOTFALL_MQTT_PUBLIC_URL, FOOTFALL_MQTT_USERNAME, FOOTFALL_MQTT_PASSWORD: only with FOOTFALL_MQTT_URL (the external broker)'],
     [cfg.FOOTFALL_MQTT_URL === undefined || (cfg.FOOTFALL_MQTT_USERNAME ?? new URL(cfg.FOOTFALL_MQTT_URL).username) !== '', "FOOTFALL_MQTT_USERNAME: required with FOOTFALL_MQTT_URL (head office's own login on the broker), or give it in the URL"],
+    [
+      cfg.FOOTFALL_DATABASE_URL === undefined,
+      'FOOTFALL_DATABASE_URL: head office does not run on PostgreSQL yet (docs/scale-out.md, "What does not work yet"); unset it to keep the embedded SQLite file. `footfall migrate --to` already copies a database into PostgreSQL.',
+    ],
     [cfg.FOOTFALL_SMS !== 'http' || cfg.FOOTFALL_SMS_URL !== undefined, 'FOOTFALL_SMS_URL: required with FOOTFALL_SMS=http (the SMS gateway)'],
     [idpMode !== 'emulator' || cfg.FIREBASE_AUTH_EMULATOR_HOST !== undefined, 'FIREBASE_AUTH_EMULATOR_HOST: required with FOOTFALL_IDP=emulator (host:port of the Firebase Auth emulator)'],
     [idpMode === 'emulator' || cfg.FIREBASE_AUTH_EMULATOR_HOST === undefined, `FIREBASE_AUTH_EMULATOR_HOST: set, but FOOTFALL_IDP is ${idpMode}; unset one of them`],

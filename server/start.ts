@@ -117,7 +117,9 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   void warmPasswords();
 
   const app = buildApp(deps);
-  const koa = app.callback();
+  const callback = app.callback();
+  // Koa answers its own errors (its onerror), so the promise of a request never rejects.
+  const koa = (req: http.IncomingMessage, res: http.ServerResponse): void => void callback(req, res);
   const server = http.createServer(config.FOOTFALL_FAST_LANE ? withFastLane(deps, fastRoutes(), koa) : koa);
   server.requestTimeout = 0; // SSE streams stay open; each route bounds its own work
   server.on('clientError', answerClientError);

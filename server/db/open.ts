@@ -41,7 +41,7 @@ export function openDatabase(file: string, opts: { autoCheckpoint?: boolean } = 
   return {
     sqlite,
     db,
-    tx: sqliteTransactions(sqlite),
+    tx: sqliteTransactions(sqlite).write,
     txSync: <T>(fn: () => T): T => sqlite.transaction(fn).immediate(),
     close: () => sqlite.close(),
   };

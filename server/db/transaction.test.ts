@@ -63,19 +63,24 @@ describe('store.tx on SQLite', () => {
     expect(await slugs()).toEqual(['inner-kept', 'outer']);
   });
 
-  it('transactions started side by side run one after the other, each whole', async () => {
-    const order: string[] = [];
-    const run = (slug: string) =>
+  it('transactions of different turns are independent; one started while another is open joins it as a savepoint', async () => {
+    const run = (slug: string, fail = false) =>
       store.tx(async () => {
-        order.push(`begin ${slug}`);
         await store.db.insert(companies).values(company(slug));
-        order.push(`end ${slug}`);
-        if (slug === 'b') throw new Error('b refused');
+        if (fail) throw new Error(`${slug} refused`);
       });
-    const results = await Promise.allSettled([run('a'), run('b'), run('c')]);
+    const turn = <T>(f: () => Promise<T>) => new Promise<T>((resolve, reject) => setImmediate(() => f().then(resolve, reject)));
+    const results = await Promise.allSettled([turn(() => run('a')), turn(() => run('b', true)), turn(() => run('c'))]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    expect(order).toEqual(['begin a', 'end a', 'begin b', 'end b', 'begin c', 'end c']);
     expect(await slugs()).toEqual(['a', 'c']);
+    // In one chain, side by side: they cannot be told from nested ones when they start, so they are refused when
+    // the first ends, and neither is kept.
+    const beside = await Promise.allSettled([run('d'), run('e')]);
+    expect(beside.map((r) => (r.status === 'rejected' ? (r.reason as Error).constructor.name : r.status))).toEqual(['BesideError', 'BesideError']);
+    expect(await slugs()).toEqual(['a', 'c']);
+    expect(store.sqlite.inTransaction).toBe(false);
+    await run('f');
+    expect(await slugs()).toEqual(['a', 'c', 'f']);
   });
 
   it('a body that awaits something other than the database is refused and rolled back, every time', async () => {

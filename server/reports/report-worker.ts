@@ -18,7 +18,7 @@ sqlite.pragma('busy_timeout = 5000');
 const db = drizzle(sqlite, { schema });
 const send = (m: FromThread) => port.postMessage(m);
 
-port.on('message', async (m: ToThread) => {
+const handle = async (m: ToThread): Promise<void> => {
   switch (m.t) {
     case 'report':
       try {
@@ -43,4 +43,6 @@ port.on('message', async (m: ToThread) => {
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, m.ms);
       break;
   }
-});
+};
+// A failure is the thread's to report, as a throw in a synchronous handler was: an unhandled rejection ends the thread.
+port.on('message', (m: ToThread) => void handle(m));

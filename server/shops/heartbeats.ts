@@ -128,7 +128,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
     }
   };
   const stopHeartbeats = await broker.listen(topic, deliver);
-  const stopBye = await broker.listen(upFilterAllShops('goodbye'), bye);
+  const stopBye = await broker.listen(upFilterAllShops('goodbye'), (packet) => void bye(packet));
   return async () => {
     await stopHeartbeats();
     await stopBye();

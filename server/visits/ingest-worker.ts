@@ -64,7 +64,7 @@ async function main(): Promise<void> {
     onTick: queueAck,
   });
 
-  port.on('message', async (m: ToWorker) => {
+  const handle = async (m: ToWorker): Promise<void> => {
     switch (m.t) {
       case 'visits':
         for (const v of m.list) core.accept(v.id, v.topic, v.payload, v.at);
@@ -94,7 +94,9 @@ async function main(): Promise<void> {
         port.close();
         break;
     }
-  });
+  };
+  // A failure is the thread's to report, as a throw in a synchronous handler was: an unhandled rejection ends the thread.
+  port.on('message', (m: ToWorker) => void handle(m));
   const loaded = await identities.loadAll();
   log.info({ galleries: loaded.galleries, customers: loaded.customers, ms: Math.round(loaded.ms) }, 'face galleries loaded');
   send({ t: 'ready', ...loaded });

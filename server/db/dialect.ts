@@ -1,0 +1,10 @@
+/**
+ * Which store head office runs on: the embedded SQLite file, or PostgreSQL when FOOTFALL_DATABASE_URL is set
+ * (docs/scale-out.md). Read once per process, when the tables are chosen (server/db/tables.ts).
+ */
+export type Dialect = 'sqlite' | 'postgres';
+
+export function databaseDialect(env: NodeJS.ProcessEnv = process.env): Dialect {
+  const url = env.FOOTFALL_DATABASE_URL?.trim();
+  return url && /^postgres(ql)?:\/\//i.test(url) ? 'postgres' : 'sqlite';
+}
