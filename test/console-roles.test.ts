@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { cameras } from '../server/cameras/schema.js';
 import { upTopic } from '../shared/topics.js';
 import { done, haveChromium, launchChromium, openWatched, signIn, warnIfNoChromium, type Watched } from './support/browser.js';
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, heartbeat, waitFor } from './support/shop-pc.js';
 import { shopPc, type ShopPc } from './support/visits.js';
+import { cameras } from "../server/db/tables.js";
 
 /**
  * Camera roles and counting health in the console (issue 25, docs/console.md "Camera roles"), in Debian's chromium

@@ -15,11 +15,11 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { DOOR_LINE, ensureDoorVideo } from '../agent/fixtures/door-video.js';
 import { ensureTestBodyModels, ensureTestModels } from '../agent/models/test-cache.js';
-import { visits } from '../server/visits/schema.js';
 import { useDoorRig } from './support/door-rig.js';
 import { waitFor } from './support/shop-pc.js';
 import { zoneAwayFromMidnight } from './support/visits.js';
 import { useCameraSlot } from './support/camera-slot.js';
+import { visits } from "../server/db/tables.js";
 
 // Real-time counting: one such file at a time (test/support/camera-slot.ts).
 useCameraSlot();

@@ -4,10 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_ROUTES, AgentIdentity, CameraList, EnrolResponse } from '../../shared/agent-api.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { addCamera, enrol, enrolmentCode, jpeg, memberToken, openShop, upload } from '../../test/support/shop-pc.js';
-import { auditLog } from '../audit/schema.js';
-import { enrolmentCodes } from '../shops/schema.js';
 import { faceImageFile } from './faces.js';
 import { agentRoutes } from './routes.js';
+import { auditLog, enrolmentCodes } from '../db/tables.js';
 
 describe('shop-PC routes', () => {
   let h: Harness;

@@ -1,13 +1,12 @@
 import { eq } from 'drizzle-orm';
 import { hashToken, tokenKind } from '../auth/tokens.js';
-import { companies } from '../clients/schema.js';
 import type { AgentCaller, Ctx, Mw } from '../context.js';
 import { bearer } from '../http/auth.js';
 import { describesSecurity } from '../http/describe.js';
 import { unauthorized } from '../http/errors.js';
 import { addLogField } from '../http/middleware.js';
-import { shops } from '../shops/schema.js';
 import { one } from '../db/query.js';
+import { companies, shops } from '../db/tables.js';
 
 /**
  * agentAuth(): the first step of every /api/agent route but enrolment. Only a shop PC's own token (`ffs_...`)

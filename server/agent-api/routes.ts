@@ -7,13 +7,11 @@ import { newToken, hashToken } from '../auth/tokens.js';
 import { answerCheck, claimNextCheck, shopCheck } from '../cameras/checks.js';
 import { findShopCamera, recordCameraState, recordSnapshot, shopCameras } from '../cameras/service.js';
 import { writeSnapshot } from '../cameras/snapshots.js';
-import { companies } from '../clients/schema.js';
 import type { AppRouter, Ctx } from '../context.js';
 import { HttpError, badRequest } from '../http/errors.js';
 import { bodyOf, validate } from '../http/pipeline.js';
 import { isUuid } from '../references/resolver.js';
 import { mapInfraErrors, requireKey } from '../shops/errors.js';
-import { shops } from '../shops/schema.js';
 import { getShop, spendEnrolmentCode } from '../shops/service.js';
 import { agentAuth, agentOf } from './auth.js';
 import { storeUploadedFace } from '../customers/faces.js';
@@ -21,6 +19,7 @@ import { presentCameraList, presentIdentity } from './presenter.js';
 import { recognitionOf } from '../privacy/service.js';
 import { checkJpeg, looksLikeJpeg, readJpegBody } from './raw-body.js';
 import { one } from '../db/query.js';
+import { companies, shops } from '../db/tables.js';
 
 const invalidCode = () =>
   new HttpError(404, 'invalid_code', 'This enrolment code is unknown, expired or already used. Ask a manager for a new one (Shops, then Enrolment code).');

@@ -1,13 +1,11 @@
 import { and, eq, isNull, isNotNull, sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
-import { cameras } from '../cameras/schema.js';
-import { companies } from '../clients/schema.js';
 import { shopsToday, shopsWithLine } from '../crossings/service.js';
-import { shops } from '../shops/schema.js';
 import { isOpenAt } from '../shops/hours.js';
 import { isOnline, type ShopRow } from '../shops/service.js';
 import type { AlertKind, AlertRules } from './rules.js';
+import { cameras, companies, shops } from '../db/tables.js';
 
 /**
  * What each rule sees now (docs/operations.md, "Alerts"). A condition is `true` (wrong now), `false` (fine now) or

@@ -6,11 +6,9 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Keys } from '../crypto/keys.js';
 import type { Store } from '../db/open.js';
-import { alertDeliveries, alerts } from './schema.js';
-import { shops } from '../shops/schema.js';
-import { cameras } from '../cameras/schema.js';
 import { settingsOf } from './service.js';
 import { alertEmail, alertPayload, type AlertView } from './presenter.js';
+import { alertDeliveries, alerts, shops, cameras } from '../db/tables.js';
 
 /**
  * Sends queued alert deliveries (docs/operations.md, "Alerts"): e-mail through the SMTP server of FOOTFALL_SMTP_*,

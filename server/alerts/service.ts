@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { and, desc, eq, inArray, isNull, lt, sql } from 'drizzle-orm';
-import { users } from '../auth/schema.js';
 import type { Config } from '../config.js';
 import type { Db, Store } from '../db/open.js';
-import { shops } from '../shops/schema.js';
-import { cameras } from '../cameras/schema.js';
-import { alertDeliveries, alertSettings, alerts } from './schema.js';
 import { conditions, type Condition } from './conditions.js';
 import { withDefaults, type AlertRules } from './rules.js';
 import { one, returned } from '../db/query.js';
+import { users, shops, cameras, alertDeliveries, alertSettings, alerts } from '../db/tables.js';
 
 export type AlertRow = typeof alerts.$inferSelect;
 export type SettingsRow = typeof alertSettings.$inferSelect;

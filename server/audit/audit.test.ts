@@ -5,7 +5,7 @@ import { realFaces, visitOf, type RealFaces } from '../../test/support/faces.js'
 import { memberToken } from '../../test/support/shop-pc.js';
 import { arrivals, shopPc, type ShopPc } from '../../test/support/visits.js';
 import { pruneAudit } from './query.js';
-import { auditLog } from './schema.js';
+import { auditLog } from '../db/tables.js';
 
 /**
  * GET /api/audit (issue 29): every listed action writes a row an owner can read, filtered by actor, action, customer

@@ -1,6 +1,6 @@
 import { and, desc, eq, gte, lt, lte, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
-import { auditLog } from './schema.js';
+import { auditLog } from '../db/tables.js';
 
 export type AuditRow = typeof auditLog.$inferSelect;
 

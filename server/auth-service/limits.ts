@@ -1,8 +1,8 @@
 import { and, count, eq, gt, lt, min } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
-import { idpAttempts } from './schema.js';
 import { one, returned } from '../db/query.js';
+import { idpAttempts } from '../db/tables.js';
 
 /**
  * The /auth limits, the same approach as /api sign-in (server/auth/login-limits.ts): attempts are rows, booked

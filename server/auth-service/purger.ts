@@ -9,9 +9,8 @@ import { eq, inArray } from 'drizzle-orm';
 import type { CompanyPurger } from '../clients/deletion.js';
 import type { Config } from '../config.js';
 import type { Store } from '../db/open.js';
-import { users } from '../auth/schema.js';
 import { runtimeFor } from './runtime.js';
-import { idpLinks, idpRevocations } from './schema.js';
+import { users, idpLinks, idpRevocations } from '../db/tables.js';
 
 export function providerAccountsPurger(config: Config, store: Store): CompanyPurger {
   return {

@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq } from 'drizzle-orm';
-import { users } from '../auth/schema.js';
 import type { CompanyRow, UserRow } from '../auth/sessions.js';
-import { companies } from '../clients/schema.js';
 import type { Db } from '../db/open.js';
-import { businesses, idpLinks, idpRevocations } from './schema.js';
 import { one, returned } from '../db/query.js';
+import { users, companies, businesses, idpLinks, idpRevocations } from '../db/tables.js';
 
 /** Queries and writes of the authentication service. Writers must be called inside a transaction. */
 

@@ -4,8 +4,8 @@ import { z } from 'zod';
 import type { Store } from '../db/open.js';
 import { writeAudit } from '../audit/service.js';
 import { generatePassword, hashPassword } from './passwords.js';
-import { users } from './schema.js';
 import { one } from '../db/query.js';
+import { users } from '../db/tables.js';
 
 export async function adminExists(store: Store): Promise<boolean> {
   return (await one(store.db.select({ id: users.id }).from(users).where(eq(users.role, 'admin')).limit(1))) !== undefined;

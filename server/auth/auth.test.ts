@@ -10,8 +10,8 @@ import { buildApp } from '../app.js';
 import type { AppRouter } from '../context.js';
 import { pruneFailures } from './login-limits.js';
 import { hashPassword } from './passwords.js';
-import { loginFailures, users } from './schema.js';
 import { newToken } from './tokens.js';
+import { loginFailures, users } from '../db/tables.js';
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const isoRe = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;

@@ -1,8 +1,8 @@
 import { and, count, eq, gt, lt } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
-import { loginFailures } from './schema.js';
 import { one, returned } from '../db/query.js';
+import { loginFailures } from '../db/tables.js';
 
 /**
  * Login throttling (spec: 10 failures per account or 60 per IP address in 15 minutes, cleared by a success).

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditLog } from '../audit/schema.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
+import { auditLog } from '../db/tables.js';
 
 /** POST /api/auth/password: a person changes their own password (docs/api-conventions.md, Own password). */
 describe('POST /api/auth/password', () => {

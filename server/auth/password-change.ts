@@ -5,9 +5,9 @@ import { actorOf, type Ctx } from '../context.js';
 import { HttpError, badRequest, unauthorized } from '../http/errors.js';
 import { bookAttempt, clearFailures } from './login-limits.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import { users } from './schema.js';
 import { revokeUserSessions } from './sessions.js';
 import { one } from '../db/query.js';
+import { users } from '../db/tables.js';
 
 /**
  * POST /api/auth/password (docs/api-conventions.md, Own password): the signed-in person changes their own password.

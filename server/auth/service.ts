@@ -1,13 +1,12 @@
 import { eq } from 'drizzle-orm';
 import type { Ctx } from '../context.js';
-import { companies } from '../clients/schema.js';
 import { auditSignIn } from '../audit/service.js';
 import { HttpError } from '../http/errors.js';
 import { bookAttempt, clearFailures, forgetAttempt } from './login-limits.js';
 import { verifyPassword } from './passwords.js';
-import { users } from './schema.js';
 import { createSession, type CompanyRow, type IssuedSession, type UserRow } from './sessions.js';
 import { one } from '../db/query.js';
+import { companies, users } from '../db/tables.js';
 
 export interface SignedIn {
   issued: IssuedSession;

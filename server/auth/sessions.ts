@@ -3,10 +3,9 @@ import { and, eq, gt, isNull, ne, sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
 import { dbVersion, noteUnreadWrite, readCache } from '../db/read-cache.js';
-import { companies } from '../clients/schema.js';
-import { retiredRefreshTokens, sessions, users } from './schema.js';
 import { hashToken, newToken } from './tokens.js';
 import { one, returned } from '../db/query.js';
+import { companies, retiredRefreshTokens, sessions, users } from '../db/tables.js';
 
 export type SessionRow = typeof sessions.$inferSelect;
 export type UserRow = typeof users.$inferSelect;

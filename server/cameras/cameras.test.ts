@@ -3,9 +3,9 @@ import type { MqttClient } from 'mqtt';
 import { downFilter } from '../../shared/topics.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { addCamera, connectPc, enrol, inbox, jpeg, memberToken, openShop, upload } from '../../test/support/shop-pc.js';
-import { cameras } from './schema.js';
 import { eq } from 'drizzle-orm';
 import { one } from '../db/query.js';
+import { cameras } from '../db/tables.js';
 
 describe('cameras', () => {
   let h: Harness;

@@ -4,9 +4,9 @@ import type { CheckAnswer } from '../../shared/agent-api.js';
 import type { CheckKind } from '../../shared/messages.js';
 import type { Db } from '../db/open.js';
 import { HttpError, conflict } from '../http/errors.js';
-import { cameraChecks, cameras } from './schema.js';
 import type { CameraRow, CheckRow } from './service.js';
 import { one, returned } from '../db/query.js';
+import { cameraChecks, cameras } from '../db/tables.js';
 
 /**
  * Camera check lifecycle (spec: States and transitions, Camera check):

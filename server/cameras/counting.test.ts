@@ -6,8 +6,7 @@ import type { EnrolResponse } from '../../shared/agent-api.js';
 import { upTopic } from '../../shared/topics.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { addCamera, connectPc, enrol, heartbeat, memberToken, openShop, waitFor } from '../../test/support/shop-pc.js';
-import { shops } from '../shops/schema.js';
-import { cameras } from './schema.js';
+import { shops, cameras } from '../db/tables.js';
 
 const LINE = { a: [0.1, 0.5], b: [0.9, 0.5], inside: 'right' };
 

@@ -3,9 +3,8 @@ import { cameraRole, type CameraRole } from '../../shared/agent-api.js';
 import type { DoorStats } from '../../shared/messages.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
-import { shops } from '../shops/schema.js';
 import { isOnline } from '../shops/service.js';
-import { cameras } from './schema.js';
+import { shops, cameras } from '../db/tables.js';
 
 /**
  * Counting health (docs/shops-and-cameras.md "Counting health"): for each camera that counts a door (role `door` or

@@ -3,10 +3,9 @@ import { and, asc, eq, isNull } from 'drizzle-orm';
 import { DEFAULT_TUNING, type Tuning } from '../../shared/agent-api.js';
 import type { Db } from '../db/open.js';
 import { conflict } from '../http/errors.js';
-import { shops } from '../shops/schema.js';
 import type { CameraState } from '../shops/check.js';
-import { cameraChecks, cameras } from './schema.js';
 import { one, returned } from '../db/query.js';
+import { shops, cameraChecks, cameras } from '../db/tables.js';
 
 export type CameraRow = typeof cameras.$inferSelect;
 export type CheckRow = typeof cameraChecks.$inferSelect;

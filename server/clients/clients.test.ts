@@ -14,11 +14,11 @@ import { rule } from '../policy.js';
 import { personRef } from '../references/people.js';
 import { resolve } from '../references/resolver.js';
 import { hashPassword, passwordHashing } from '../auth/passwords.js';
-import { sessions, users } from '../auth/schema.js';
 import { newToken } from '../auth/tokens.js';
 import { companyImagesDir } from '../photos/local-store.js';
 import type { CompanyPurger } from './deletion.js';
 import { one } from '../db/query.js';
+import { sessions, users } from '../db/tables.js';
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const generatedRe = /^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/;

@@ -1,9 +1,8 @@
 import { isNotNull } from 'drizzle-orm';
-import { users } from '../auth/schema.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
-import { shops } from '../shops/schema.js';
 import { isOnline } from '../shops/service.js';
+import { users, shops } from '../db/tables.js';
 
 /**
  * Each company's health for the platform admin's list (GET /api/admin/clients, additive fields in

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { and, count, eq } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
-import { users } from '../auth/schema.js';
 import type { CompanyRow, UserRow } from '../auth/sessions.js';
 import { conflict } from '../http/errors.js';
 import type { CompanyCounts } from './presenter.js';
-import { companies } from './schema.js';
 import { shopCounts } from '../shops/service.js';
 import { one, returned } from '../db/query.js';
+import { users, companies } from '../db/tables.js';
 
 const uuidLike = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

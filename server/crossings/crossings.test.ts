@@ -9,8 +9,8 @@ import { startHarness, type Company, type Harness } from '../../test/support/har
 import { addCamera, closed, connectPc, enrol, memberToken, openShop } from '../../test/support/shop-pc.js';
 import { zoneAwayFromMidnight } from '../../test/support/visits.js';
 import { addDays, localToUtc, todayIn } from '../reports/calendar.js';
-import { crossings } from './schema.js';
 import { shopsToday } from './service.js';
+import { crossings } from '../db/tables.js';
 
 const LINE = { a: [0.1, 0.5], b: [0.9, 0.5], inside: 'right' };
 

@@ -3,14 +3,13 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditLog } from '../audit/schema.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { realFaces, visitOf, type RealFaces } from '../../test/support/faces.js';
 import { connectPc, memberToken, upload } from '../../test/support/shop-pc.js';
 import { upTopic } from '../../shared/topics.js';
 import { arrivals, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
 import { sweepUnlinkedFaces } from './faces.js';
-import { customerConsents, faceImages } from './schema.js';
+import { auditLog, customerConsents, faceImages } from '../db/tables.js';
 
 describe('customers, photos, erasure and merge (images stored locally)', () => {
   let h: Harness;

@@ -5,12 +5,11 @@ import { presentAuditEntry } from '../audit/presenter.js';
 import type { Ctx } from '../context.js';
 import { presentPurchase } from '../purchases/presenter.js';
 import { purchasesOf } from '../purchases/service.js';
-import { shops } from '../shops/schema.js';
 import { presentAttributes, presentStay } from '../visits/presenter.js';
 import { noSpend, spendOf } from './ranking.js';
 import { customerRef, presentCustomer, presentProfile, type CustomerRow } from './presenter.js';
-import { customerConsents, customers, faceImages } from './schema.js';
 import { historyOf } from './service.js';
+import { shops, customerConsents, customers, faceImages } from '../db/tables.js';
 
 /**
  * Subject access (GDPR Art. 15; issue 29): everything head office holds about one customer, as one JSON document

@@ -4,8 +4,8 @@ import { and, asc, desc, eq, inArray, isNull, lt } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { faceImageFile, storeFaceImage } from '../agent-api/faces.js';
 import type { Db, Store } from '../db/open.js';
-import { faceImages } from './schema.js';
 import { one } from '../db/query.js';
+import { faceImages } from '../db/tables.js';
 
 export type FaceImageRow = typeof faceImages.$inferSelect;
 

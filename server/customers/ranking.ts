@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
 import { fromMinor } from '../purchases/service.js';
 import type { CustomerRow } from './presenter.js';
-import { customers } from './schema.js';
+import { customers } from '../db/tables.js';
 
 /**
  * The customers list sorted and filtered for the console (GET /api/visitors `sort`, `lapsed_days`; docs/

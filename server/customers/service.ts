@@ -6,15 +6,12 @@ import { HttpError, notFound } from '../http/errors.js';
 import { DEFAULT_MATCHER_OPTIONS } from '../identity/matcher.js';
 import { mergedTemplate, type TemplateState } from '../identity/template.js';
 import { templateFromBlob, templateToBlob } from '../identity/vector.js';
-import { purchases } from '../purchases/schema.js';
 import { customerNumberOf } from '../references/customers.js';
-import { shops } from '../shops/schema.js';
-import { visits } from '../visits/schema.js';
 import { rejoinStays } from '../visits/stays.js';
 import { destroyMoved, facesOf, moveAside, putBack, StorageError } from './faces.js';
 import { customerRef, type CustomerRow } from './presenter.js';
-import { customerConsents, customers, doNotEnrol, faceImages } from './schema.js';
 import { one, returned } from '../db/query.js';
+import { purchases, shops, visits, customerConsents, customers, doNotEnrol, faceImages } from '../db/tables.js';
 
 /** A live (not erased, not merged-away) customer of the company, by id; 404 otherwise. */
 export async function customerOr404(db: Db, companyId: string, id: string): Promise<CustomerRow> {

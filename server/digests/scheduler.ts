@@ -1,12 +1,12 @@
 import { eq } from 'drizzle-orm';
 import type { Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
-import { companies } from '../clients/schema.js';
 import type { Config } from '../config.js';
 import type { Store } from '../db/open.js';
 import { createMailer } from '../mail.js';
 import { digestEmail } from './presenter.js';
 import { companyZone, digestFigures, duePeriods, markSent, recipientsDue } from './service.js';
+import { companies } from '../db/tables.js';
 
 /**
  * Scheduled report e-mails (docs/reports.md, "Scheduled e-mails"): every minute, for each active company, the

@@ -1,13 +1,10 @@
 import { and, asc, eq, inArray } from 'drizzle-orm';
-import { users } from '../auth/schema.js';
-import { companies } from '../clients/schema.js';
 import type { Db } from '../db/open.js';
 import { addDays, localToUtc, mondayOf, todayIn } from '../reports/calendar.js';
 import { conversionReport, footfallReport } from '../reports/service.js';
-import { shops } from '../shops/schema.js';
 import { DEFAULT_TIMEZONE, canonicalTimezone } from '../shops/service.js';
-import { reportSubscriptions } from './schema.js';
 import { one } from '../db/query.js';
+import { users, companies, shops, reportSubscriptions } from '../db/tables.js';
 
 export type Frequency = 'daily' | 'weekly' | 'off';
 

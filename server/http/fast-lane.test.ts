@@ -6,11 +6,11 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { appRouters, buildApp, fastRoutes } from '../app.js';
-import { sessions } from '../auth/schema.js';
 import { hashToken } from '../auth/tokens.js';
 import { securityOf } from './describe.js';
 import { withFastLane } from './fast-lane.js';
 import { one } from '../db/query.js';
+import { sessions } from '../db/tables.js';
 
 /**
  * The fast lane answers exactly as Koa does. Two listeners on one running head office (same database, logger and

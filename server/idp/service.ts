@@ -3,17 +3,16 @@ import { and, eq, isNull, lt } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { bookAttempt, clearFailures } from '../auth/login-limits.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
-import { users } from '../auth/schema.js';
 import type { UserRow } from '../auth/sessions.js';
 import { BadToken, verifyIdToken, type IdClaims } from '../auth-service/id-tokens.js';
 import { pickStaff } from '../auth-service/policy.js';
 import { membersByPhone, recordRevocation, revokedBefore } from '../auth-service/service.js';
 import { maskPhone } from '../team/phone.js';
 import { IdpError, adminOnly, invalidCredentials, tooManyAttempts } from './errors.js';
-import { idpCodes } from './schema.js';
 import { sendSms } from './sms.js';
 import { refresh, revokeRefreshTokens, signIn, type IssuedTokens, type TokenDeps } from './tokens.js';
 import { one } from '../db/query.js';
+import { users, idpCodes } from '../db/tables.js';
 
 /** One-time code: 6 digits, 10 minutes. */
 export const CODE_DIGITS = 6;

@@ -1,15 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { and, eq, lt } from 'drizzle-orm';
 import type { UserRow } from '../auth/sessions.js';
-import { users } from '../auth/schema.js';
 import type { Config } from '../config.js';
 import type { Store } from '../db/open.js';
 import { recordRevocation, revokedBefore } from '../auth-service/service.js';
 import type { Db } from '../db/open.js';
 import { IdpError } from './errors.js';
 import type { SigningKeys } from './keys.js';
-import { idpRefreshTokens } from './schema.js';
 import { one } from '../db/query.js';
+import { users, idpRefreshTokens } from '../db/tables.js';
 
 /** ID token life (seconds), as Google's. */
 export const ID_TOKEN_LIFE_S = 3600;

@@ -16,8 +16,8 @@ import type { ArrivalsHub } from '../visits/hub.js';
 import type { LiveHub } from '../cameras/live.js';
 import type { IngestStats } from '../visits/ingest.js';
 import type { CrossingStats } from '../crossings/ingest.js';
-import { shops } from '../shops/schema.js';
 import { one } from '../db/query.js';
+import { shops } from '../db/tables.js';
 
 /** What the gauges read at each scrape. */
 export interface MetricSources {

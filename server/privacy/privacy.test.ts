@@ -7,9 +7,9 @@ import { onDisk, startHarness, type Company, type Harness } from '../../test/sup
 import { realFaces, visitOf, type RealFaces } from '../../test/support/faces.js';
 import { memberToken } from '../../test/support/shop-pc.js';
 import { arrivals, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
-import { customers, faceImages } from '../customers/schema.js';
 import { sweepPrivacy } from './sweep.js';
 import { one } from '../db/query.js';
+import { customers, faceImages } from '../db/tables.js';
 
 interface Stored {
   template: number;

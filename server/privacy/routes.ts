@@ -2,16 +2,15 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { tenantOf, type AppRouter } from '../context.js';
 import { eq } from 'drizzle-orm';
-import { companies } from '../clients/schema.js';
 import type { Db } from '../db/open.js';
 import { auth } from '../http/auth.js';
 import { bodyOf, validate } from '../http/pipeline.js';
 import { privacyPolicy } from './policy.js';
 import { presentPrivacy } from './presenter.js';
 import { RECOGNITION_MODES } from './schema.js';
-import { shops } from '../shops/schema.js';
 import { notifyShop, type ShopAddress } from '../shops/notices.js';
 import { changePrivacy, privacyOf } from './service.js';
+import { companies, shops } from '../db/tables.js';
 
 const days = (what: string) => z.number({ error: `must be a whole number of days (${what})` }).int('must be a whole number of days').min(1, 'must be at least 1 day').max(3650, 'must be at most 3650 days');
 

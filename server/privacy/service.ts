@@ -2,8 +2,9 @@ import { eq } from 'drizzle-orm';
 import { audit } from '../audit/service.js';
 import type { Ctx } from '../context.js';
 import type { Db } from '../db/open.js';
-import { companyPrivacy, type RecognitionMode } from './schema.js';
+import { type RecognitionMode } from './schema.js';
 import { one } from '../db/query.js';
+import { companyPrivacy } from '../db/tables.js';
 
 export interface PrivacySettings {
   recognition: RecognitionMode;

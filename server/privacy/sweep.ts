@@ -2,14 +2,11 @@ import fs from 'node:fs';
 import { and, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Deps } from '../context.js';
 import { writeAudit } from '../audit/service.js';
-import { companies } from '../clients/schema.js';
 import { faceFile } from '../customers/faces.js';
-import { customers, faceImages } from '../customers/schema.js';
 import { cleared } from '../customers/service.js';
-import { visits } from '../visits/schema.js';
-import { companyPrivacy } from './schema.js';
 import { ageVisits } from './retention.js';
 import { privacyOf, type PrivacySettings } from './service.js';
+import { companies, customers, faceImages, visits, companyPrivacy } from '../db/tables.js';
 
 const DAY_MS = 86_400_000;
 

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { desc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
-import { shops } from '../shops/schema.js';
-import { purchases } from './schema.js';
 import { one, returned } from '../db/query.js';
+import { shops, purchases } from '../db/tables.js';
 
 export type PurchaseRow = typeof purchases.$inferSelect;
 

@@ -1,7 +1,7 @@
 import { and, eq, isNull } from 'drizzle-orm';
-import { cameras } from '../cameras/schema.js';
 import type { RefKind } from './resolver.js';
 import { one } from '../db/query.js';
+import { cameras } from '../db/tables.js';
 
 /**
  * A camera: uuid, or its camera_id (exact). Removed cameras (tombstones) never resolve. Two shops may each have the

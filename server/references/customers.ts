@@ -1,8 +1,8 @@
 import { and, eq } from 'drizzle-orm';
-import { customers } from '../customers/schema.js';
 import type { Db } from '../db/open.js';
 import type { RefKind } from './resolver.js';
 import { one } from '../db/query.js';
+import { customers } from '../db/tables.js';
 
 /** `V-<n>`, `v-<n>` or the bare number `<n>`: the customer number, or undefined. */
 export function customerNumberOf(ref: string): number | undefined {

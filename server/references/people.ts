@@ -1,7 +1,7 @@
 import { and, eq } from 'drizzle-orm';
-import { users } from '../auth/schema.js';
 import type { RefKind } from './resolver.js';
 import { one } from '../db/query.js';
+import { users } from '../db/tables.js';
 
 /** A person: uuid, or their email address (case-insensitive). Never a platform admin (not in any tenant). */
 export const personRef: RefKind = {

@@ -1,7 +1,7 @@
 import { and, eq } from 'drizzle-orm';
-import { shops } from '../shops/schema.js';
 import type { RefKind } from './resolver.js';
 import { one } from '../db/query.js';
+import { shops } from '../db/tables.js';
 
 /** A shop: uuid, or its slug (case-insensitive; slugs are lower-case). */
 export const shopRef: RefKind = {

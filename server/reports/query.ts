@@ -4,10 +4,10 @@ import type { Db } from '../db/open.js';
 import { badRequest } from '../http/errors.js';
 import { resolve } from '../references/resolver.js';
 import { shopRef } from '../references/shops.js';
-import { shops } from '../shops/schema.js';
 import { DEFAULT_TIMEZONE, canonicalTimezone, getShop } from '../shops/service.js';
 import { LAST_YEAR, addDays, daysBetween, isDate, mondayOf, monthStart, todayIn, type BucketKind } from './calendar.js';
 import { one } from '../db/query.js';
+import { shops } from '../db/tables.js';
 
 export const BUCKETS = ['hour', 'day', 'week', 'month'] as const satisfies readonly BucketKind[];
 

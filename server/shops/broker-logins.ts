@@ -4,11 +4,10 @@ import type { Logger } from 'pino';
 import { shopPrefix } from '../../shared/topics.js';
 import type { Broker, BrokerAuth, ShopLogin } from '../broker/broker.js';
 import type { CompanyPurger } from '../clients/deletion.js';
-import { companies } from '../clients/schema.js';
 import type { Keys } from '../crypto/keys.js';
 import type { Store } from '../db/open.js';
-import { shops } from './schema.js';
 import { one } from '../db/query.js';
+import { companies, shops } from '../db/tables.js';
 
 /** The broker would not take a new login (it is closed or failing). Routes answer 502 broker_unavailable. */
 export class BrokerRefused extends Error {}

@@ -3,9 +3,8 @@ import type { Logger } from 'pino';
 import { Goodbye, Heartbeat } from '../../shared/messages.js';
 import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
 import type { Broker, HeldMessage } from '../broker/broker.js';
-import { cameras } from '../cameras/schema.js';
 import type { Store } from '../db/open.js';
-import { shops } from './schema.js';
+import { cameras, shops } from '../db/tables.js';
 
 /** Heartbeats are written at most this long after they arrive. */
 const FLUSH_MS = 500;

@@ -3,10 +3,9 @@ import type { Logger } from 'pino';
 import { DownMessage } from '../../shared/messages.js';
 import { downTopic, type DownName } from '../../shared/topics.js';
 import type { Broker } from '../broker/broker.js';
-import { companies } from '../clients/schema.js';
 import type { Db } from '../db/open.js';
-import { shops } from './schema.js';
 import { one } from '../db/query.js';
+import { companies, shops } from '../db/tables.js';
 
 /** Where a shop's messages go: its company and shop slugs. */
 export interface ShopAddress {

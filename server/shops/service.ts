@@ -2,17 +2,14 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { and, asc, count, eq, isNull } from 'drizzle-orm';
 import { ENROLMENT_CODE_ALPHABET, normaliseEnrolmentCode } from '../../shared/agent-api.js';
 import { brokerUsername } from '../../shared/topics.js';
-import { cameras } from '../cameras/schema.js';
-import { companies } from '../clients/schema.js';
 import type { Config } from '../config.js';
 import type { Keys } from '../crypto/keys.js';
 import type { Db } from '../db/open.js';
 import { conflict } from '../http/errors.js';
 import { shopVisitCount } from '../visits/service.js';
-import { crossings } from '../crossings/schema.js';
 import { IANA_NAMES } from '../console/web/zones-data.js';
-import { enrolmentCodes, shops } from './schema.js';
 import { one, returned } from '../db/query.js';
+import { cameras, companies, crossings, enrolmentCodes, shops } from '../db/tables.js';
 
 export type ShopRow = typeof shops.$inferSelect;
 export type EnrolmentCodeRow = typeof enrolmentCodes.$inferSelect;

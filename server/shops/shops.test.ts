@@ -5,9 +5,9 @@ import { enrolmentCodePattern } from '../../shared/agent-api.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { addCamera, enrol, memberToken, openShop, upload, jpeg } from '../../test/support/shop-pc.js';
 import { unusableKeys } from '../crypto/keys.js';
-import { auditLog } from '../audit/schema.js';
 import { eq } from 'drizzle-orm';
 import { embeddedOf } from '../broker/embedded.js';
+import { auditLog } from '../db/tables.js';
 
 describe('shops over HTTP', () => {
   let h: Harness;

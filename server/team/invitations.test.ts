@@ -2,8 +2,8 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { normaliseCode } from './codes.js';
-import { invitations } from './schema.js';
 import { one } from '../db/query.js';
+import { invitations } from '../db/tables.js';
 
 const isoRe = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const codeRe = /^[A-Z0-9]{6}(?:-[A-Z0-9]{6}){3}$/;

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
-import { sessions } from '../auth/schema.js';
+import { sessions } from '../db/tables.js';
 
 const isoRe = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const generatedRe = /^[a-z2-9]{5}(?:-[a-z2-9]{5}){3}$/;

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { and, asc, count, eq, gt, isNull, ne } from 'drizzle-orm';
-import { users } from '../auth/schema.js';
 import { revokeUserSessions, type CompanyRow, type UserRow } from '../auth/sessions.js';
-import { companies } from '../clients/schema.js';
 import type { Keys } from '../crypto/keys.js';
 import type { Db } from '../db/open.js';
 import type { Role, TenantRole } from '../policy.js';
 import { generateInvitationCode, normaliseCode } from './codes.js';
-import { invitations } from './schema.js';
 import { endProviderSessions } from '../idp/tokens.js';
 import { one, returned } from '../db/query.js';
+import { users, companies, invitations } from '../db/tables.js';
 
 export type InvitationRow = typeof invitations.$inferSelect;
 

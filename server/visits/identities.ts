@@ -2,11 +2,11 @@ import { and, eq, gt, isNotNull, isNull } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Keys } from '../crypto/keys.js';
 import type { Store } from '../db/open.js';
-import { customers, doNotEnrol } from '../customers/schema.js';
 import { DoNotEnrolList, type DoNotEnrolMarker } from '../identity/erasure.js';
 import { Gallery } from '../identity/gallery.js';
 import { Matcher, type MatcherOptions } from '../identity/matcher.js';
 import type { TemplateState } from '../identity/template.js';
+import { customers, doNotEnrol } from '../db/tables.js';
 
 interface Entry {
   companyId: string;

@@ -1,12 +1,12 @@
 import { lte } from 'drizzle-orm';
 import type { CompanyPurger } from '../clients/deletion.js';
 import type { Keys } from '../crypto/keys.js';
-import { doNotEnrol } from '../customers/schema.js';
 import type { Db } from '../db/open.js';
 import { DoNotEnrolList, type DoNotEnrolMarker } from '../identity/erasure.js';
 import type { TemplateState } from '../identity/template.js';
 import { markerKey } from './identities.js';
 import type { ControlMessage } from './ingest-protocol.js';
+import { doNotEnrol } from '../db/tables.js';
 
 /** How long an erased face is kept from being enrolled again (the marker's life). */
 export const MARKER_TTL_MS = 180 * 24 * 3600 * 1000;

@@ -1,10 +1,8 @@
 import { and, asc, count, desc, eq, gt, gte, lte, max, sql, type SQL } from 'drizzle-orm';
-import { customers } from '../customers/schema.js';
 import type { Db } from '../db/open.js';
-import { shops } from '../shops/schema.js';
 import type { FeedRow } from './presenter.js';
-import { visits } from './schema.js';
 import { one } from '../db/query.js';
+import { customers, shops, visits } from '../db/tables.js';
 
 const feedColumns = {
   seq: visits.seq,

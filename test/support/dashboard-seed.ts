@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
-import { purchases } from '../../server/purchases/schema.js';
 import { upTopic } from '../../shared/topics.js';
 import type { Harness, Company } from './harness.js';
 import { addCamera, heartbeat, jpeg, openShop, syntheticFace, upload } from './shop-pc.js';
 import { settled, shopPc, type ShopPc } from './visits.js';
+import { purchases } from "../../server/db/tables.js";
 
 /**
  * A chain for the dashboard's browser tests and screenshots (npm run screenshots): three shops in Asia/Kolkata.
