@@ -1,0 +1,46 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Db } from '../open.js';
+import { applyPgMigrations, connectPostgres, type PgDb } from './open.js';
+
+/**
+ * Head office's data on PostgreSQL (issue 27; docs/scale-out.md): the same `db` and `tx` the services use on SQLite.
+ * Not yet what `FOOTFALL_DATABASE_URL` starts head office on: the raw SQL, the prepared statements, the ingest and
+ * report threads, the read cache and the cross-process parts still have to follow (docs/scale-out.md, "What does not
+ * work yet"). What it does now: the services that use drizzle's query builder run on it unchanged, tested in
+ * test/services-postgres.test.ts.
+ *
+ * `db` is the pool, or inside `tx` the transaction's connection: a body keeps calling `store.db` as on SQLite, and an
+ * AsyncLocalStorage hands it the open transaction. That costs every promise of the process something on Node 20
+ * (server/db/transaction.ts measures it); the SQLite store has no need for it and does not use it.
+ */
+export interface PostgresStore {
+  readonly db: Db;
+  tx<T>(fn: () => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+type PgTx = Parameters<Parameters<PgDb['transaction']>[0]>[0];
+
+export async function openPostgresStore(url: string, opts: { max?: number } = {}): Promise<PostgresStore> {
+  const pg = connectPostgres(url, opts);
+  try {
+    await pg.db.transaction(async (t) => void (await applyPgMigrations(t as unknown as PgDb)));
+  } catch (err) {
+    await pg.close();
+    throw err;
+  }
+  const open = new AsyncLocalStorage<PgTx>();
+  return {
+    get db(): Db {
+      // Typed as the SQLite database: the services are written once against the query builder both dialects share,
+      // with the dialect's tables (server/db/tables.ts).
+      return (open.getStore() ?? pg.db) as unknown as Db;
+    },
+    tx<T>(fn: () => Promise<T>): Promise<T> {
+      const outer = open.getStore();
+      // Inside a transaction, drizzle's nested transaction is a savepoint, as on SQLite.
+      return outer ? outer.transaction((t) => open.run(t, fn)) : pg.db.transaction((t) => open.run(t, fn));
+    },
+    close: () => pg.close(),
+  };
+}
