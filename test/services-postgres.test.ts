@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresStore } from '../server/db/pg/store.js';
+import type * as Tables from '../server/db/tables.js';
+import type * as ShopsService from '../server/shops/service.js';
 import { startPostgres, postgresMissing, type TestPostgres } from './support/postgres.js';
 import { noteSkip } from './support/skips.js';
 
@@ -16,8 +18,9 @@ if (missing) noteSkip(FILE, missing);
 describe.skipIf(missing)('the shops service on PostgreSQL', () => {
   let cluster: TestPostgres;
   let store: PostgresStore;
-  let shops: typeof import('../server/shops/service.js');
-  let tables: typeof import('../server/db/tables.js');
+  // Type-only imports above: the modules themselves are loaded after FOOTFALL_DATABASE_URL is set.
+  let shops: typeof ShopsService;
+  let tables: typeof Tables;
 
   beforeAll(async () => {
     cluster = await startPostgres();
