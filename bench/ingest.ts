@@ -105,12 +105,12 @@ async function workerMain(): Promise<void> {
       );
       const t = performance.now();
       for (let i = 0; i < SQLITE_ROWS; i += SQLITE_BATCH) {
-        (await store.tx(async () => {
+        await store.tx(async () => {
           for (let j = i; j < Math.min(SQLITE_ROWS, i + SQLITE_BATCH); j++) {
             const at = new Date().toISOString();
             insert.run(randomUUID(), 'c', 's', 'entrance', at, at, MODEL, 'female', 31, 'neutral', `t-${j}`);
           }
-        }));
+        });
       }
       const elapsed = performance.now() - t;
       store.close();
@@ -172,9 +172,9 @@ async function workerMain(): Promise<void> {
       const insert = db.prepare(
         'insert into customers (id, company_id, number, recognition_model, template, template_count, visit_count, first_seen_at, last_seen_at, created_at) values (?, ?, ?, ?, ?, 3, 3, ?, ?, ?)',
       );
-      (await server.store.tx(async () => {
+      await server.store.tx(async () => {
         for (let i = 0; i < GALLERY; i++) insert.run(randomUUID(), company.client_id, i + 1, MODEL, templateToBlob(ids.subarray(i * DIM, (i + 1) * DIM)), now, now, now);
-      }));
+      });
       return {
         url,
         mqttPort: server.mqttPort,

@@ -53,7 +53,7 @@ export async function run(): Promise<string | undefined> {
     let seed = 7;
     const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
     progress(`occupancy: ${SHOPS} shops, ${count(CROSSINGS_PER_DAY)} crossings a day each, ${DAYS} days`);
-    (await store.tx(async () => {
+    await store.tx(async () => {
       store.sqlite.prepare('insert into companies (id, slug, name, created_at) values (?, ?, ?, ?)').run(companyId, 'bench-door', 'Bench Door', at);
       const shop = store.sqlite.prepare('insert into shops (id, company_id, slug, name, timezone, created_at, broker_username) values (?, ?, ?, ?, ?, ?, ?)');
       const camera = store.sqlite.prepare(
@@ -67,7 +67,7 @@ export async function run(): Promise<string | undefined> {
         camera.run(randomUUID(), companyId, s.id, tuning, at, at);
         shops.push(s);
       }
-    }));
+    });
     const insert = store.sqlite.prepare(
       `insert into crossings (company_id, shop_id, crossing_id, camera_id, camera_uuid, direction, occurred_at, received_at)
        values (?, ?, ?, 'door', null, ?, ?, ?)`,
@@ -75,7 +75,7 @@ export async function run(): Promise<string | undefined> {
     let rows = 0;
     for (const s of shops) {
       const today = todayIn(s.timezone, now);
-      (await store.tx(async () => {
+      await store.tx(async () => {
         for (let d = DAYS - 1; d >= 0; d--) {
           const day = addDays(today, -d);
           // Opening hours 09:00 to 21:00 local; a few more entries than exits (some leave unseen).
@@ -87,7 +87,7 @@ export async function run(): Promise<string | undefined> {
             rows++;
           }
         }
-      }));
+      });
     }
     store.sqlite.pragma('optimize');
     progress(`occupancy: ${count(rows)} crossings written`);
@@ -127,11 +127,11 @@ export async function run(): Promise<string | undefined> {
       [
         `shopsToday, next poll after one new crossing in every shop (walk continued), ${SHOPS} shops`,
         await measure(async () => {
-          (await store.tx(async () => {
+          await store.tx(async () => {
             later++;
             // 22:00 local and on: after the day's other crossings (09:00 to 21:00), before midnight.
             shops.forEach((s, k) => insert.run(companyId, s.id, randomUUID(), 'in', new Date(evening[k]! + later).toISOString(), at));
-          }));
+          });
           await shopsToday(db, shops, now);
         }),
       ],

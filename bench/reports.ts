@@ -302,7 +302,8 @@ interface Written {
 
 function write(server: RunningServer, companyId: string, plan: ShopPlan[], shopIds: string[], g: Generated, rand: () => number): Written {
   const sqlite = server.store.sqlite;
-  const tx = server.store.txSync;
+  // Bulk fills of prepared statements, synchronous: better-sqlite3's own transaction.
+  const tx = <T>(fn: () => T): T => sqlite.transaction(fn).immediate();
   const template = Buffer.alloc(512 * 4);
   for (let d = 0; d < 512; d++) template.writeFloatLE((rand() - 0.5) / 11.3, d * 4);
   const iso = (t: number) => new Date(t).toISOString();

@@ -7,7 +7,7 @@ import { done, haveChromium, launchChromium, openWatched, signIn, warnIfNoChromi
 import { startHarness, type Company, type Harness } from './support/harness.js';
 import { addCamera, heartbeat, waitFor } from './support/shop-pc.js';
 import { shopPc, type ShopPc } from './support/visits.js';
-import { cameras } from "../server/db/tables.js";
+import { cameras } from '../server/db/tables.js';
 
 /**
  * Camera roles and counting health in the console (issue 25, docs/console.md "Camera roles"), in Debian's chromium
@@ -40,7 +40,7 @@ describe.skipIf(!haveChromium)('camera roles and counting health in the console'
     cams.walkway = await add({ camera_id: 'walkway', label: 'Walkway', tuning: { line: LINE, role: 'both' } });
     cams.side = await add({ camera_id: 'side', label: 'Side door' });
     // The walkway's line has been there two hours; every camera is connected.
-    (await h.server.store.db.update(cameras).set({ updatedAt: new Date(Date.now() - 7_200_000).toISOString() }).where(eq(cameras.id, cams.walkway.id)));
+    await h.server.store.db.update(cameras).set({ updatedAt: new Date(Date.now() - 7_200_000).toISOString() }).where(eq(cameras.id, cams.walkway.id));
     const state = await h.request('POST', '/api/agent/cameras/state', { token: pc.enrolment.token, body: { cameras: Object.keys(cams).map((camera) => ({ camera, connected: true })) } });
     expect(state.status).toBe(200);
     // The front door counted three people in the last hour; the shop PC reports its detector's frames.

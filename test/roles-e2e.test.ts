@@ -19,7 +19,7 @@ import { useDoorRig } from './support/door-rig.js';
 import { waitFor } from './support/shop-pc.js';
 import { zoneAwayFromMidnight } from './support/visits.js';
 import { useCameraSlot } from './support/camera-slot.js';
-import { visits } from "../server/db/tables.js";
+import { visits } from '../server/db/tables.js';
 
 // Real-time counting: one such file at a time (test/support/camera-slot.ts).
 useCameraSlot();

@@ -66,7 +66,7 @@ describe('shop-PC routes', () => {
     }
     const code = await enrolmentCode(h, manager, shop.slug);
     const row = (await h.server.store.db.select().from(enrolmentCodes)).at(-1)!;
-    (await h.server.store.db.update(enrolmentCodes).set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(enrolmentCodes.id, row.id)));
+    await h.server.store.db.update(enrolmentCodes).set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(enrolmentCodes.id, row.id));
     const expired = await h.request('POST', '/api/agent/enrol', { body: { code } });
     expect(expired.status).toBe(404);
     expect(expired.body.error).toBe('invalid_code');

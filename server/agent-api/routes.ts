@@ -54,7 +54,7 @@ export function agentRoutes(): AppRouter {
         const spent = await spendEnrolmentCode(store.db, keys, body.code);
         if (!spent) throw invalidCode();
         const { code, shop } = spent;
-        (await store.db
+        await store.db
           .update(shops)
           .set({
             agentTokenHash: hashToken(token),
@@ -63,7 +63,7 @@ export function agentRoutes(): AppRouter {
             brokerSecret: sealed,
             ...(body.agent_version ? { agentVersion: body.agent_version } : {}),
           })
-          .where(eq(shops.id, shop.id)));
+          .where(eq(shops.id, shop.id));
         writeAudit(store.db, {
           action: 'shop.enrol',
           companyId: shop.companyId,

@@ -57,15 +57,15 @@ export class Deliverer {
       const attempts = row.d.attempts + 1;
       const at = new Date().toISOString();
       if (error === null) {
-        (await store.db.update(alertDeliveries).set({ attempts, deliveredAt: at, lastError: null }).where(eq(alertDeliveries.id, row.d.id)));
+        await store.db.update(alertDeliveries).set({ attempts, deliveredAt: at, lastError: null }).where(eq(alertDeliveries.id, row.d.id));
         continue;
       }
       const giveUp = attempts >= config.FOOTFALL_ALERT_RETRY_MAX;
       const wait = Math.min(3_600_000, config.FOOTFALL_ALERT_RETRY_BASE_S * 1000 * 2 ** (attempts - 1));
-      (await store.db
+      await store.db
         .update(alertDeliveries)
         .set({ attempts, lastError: error.slice(0, 500), ...(giveUp ? { failedAt: at } : { nextAt: new Date(Date.now() + wait).toISOString() }) })
-        .where(eq(alertDeliveries.id, row.d.id)));
+        .where(eq(alertDeliveries.id, row.d.id));
       (giveUp ? log.error.bind(log) : log.warn.bind(log))({ channel: row.d.channel, alert_id: row.a.id, attempts, error }, giveUp ? 'alert delivery given up' : 'alert delivery failed; will retry');
     }
   }

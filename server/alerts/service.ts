@@ -31,9 +31,9 @@ export async function settingsOf(db: Db, companyId: string): Promise<Settings> {
 
 export async function saveSettings(db: Db, companyId: string, s: Omit<Settings, 'updatedAt'>): Promise<Settings> {
   const values = { rules: s.rules, emailTo: s.emailTo, webhookUrl: s.webhookUrl, webhookSecret: s.webhookSecret, updatedAt: new Date().toISOString() };
-  (await db.insert(alertSettings)
+  await db.insert(alertSettings)
     .values({ companyId, ...values })
-    .onConflictDoUpdate({ target: alertSettings.companyId, set: values }));
+    .onConflictDoUpdate({ target: alertSettings.companyId, set: values });
   return await settingsOf(db, companyId);
 }
 

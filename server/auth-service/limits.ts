@@ -59,12 +59,12 @@ export async function book(db: Db, config: Config, l: Limit): Promise<Booked> {
 
 /** The attempt ended for another reason than a wrong credential (e.g. the provider was down): it does not count. */
 export async function forget(db: Db, id: number): Promise<void> {
-  (await db.delete(idpAttempts).where(eq(idpAttempts.id, id)));
+  await db.delete(idpAttempts).where(eq(idpAttempts.id, id));
 }
 
 /** A success clears the key's failures (from every address). */
 export async function clearKey(db: Db, kind: AttemptKind, key: string): Promise<void> {
-  (await db.delete(idpAttempts).where(and(eq(idpAttempts.kind, kind), eq(idpAttempts.key, key))));
+  await db.delete(idpAttempts).where(and(eq(idpAttempts.kind, kind), eq(idpAttempts.key, key)));
 }
 
 /** Drops rows older than the window. */

@@ -31,9 +31,9 @@ export function providerAccountsPurger(config: Config, store: Store): CompanyPur
         .map((r) => r.uid);
       if (uids.length === 0) return 0;
       const deleted = await rt.provider.deleteAccountsByUid(uids);
-      (await store.tx(async () => {
+      await store.tx(async () => {
         for (let i = 0; i < uids.length; i += 500) (await store.db.delete(idpRevocations).where(inArray(idpRevocations.providerUid, uids.slice(i, i + 500))));
-      }));
+      });
       return deleted;
     },
   };

@@ -101,14 +101,14 @@ export function authServiceRoutes(): AppRouter {
     let found = await clientMember(ctx, signed.localId, undefined);
     if (!found.member) {
       const account = await rt.provider.lookup(signed.idToken).catch(async (err: unknown) => {
-        (await store.tx(async () => await forget(store.db, attempt)));
+        await store.tx(async () => await forget(store.db, attempt));
         return providerFailure(ctx, err, 'lookup');
       });
       found = await clientMember(ctx, signed.localId, account?.emailVerified && account.email ? account.email.toLowerCase() : undefined);
     }
     const refusal = memberRefusal(found.member);
     if (refusal) {
-      (await store.tx(async () => await forget(store.db, attempt)));
+      await store.tx(async () => await forget(store.db, attempt));
       ctx.log.info({ provider_uid: signed.localId, reason: refusal.reason }, 'client sign-in refused');
       refuse(refusal);
     }
@@ -235,7 +235,7 @@ export function authServiceRoutes(): AppRouter {
         if (!(err instanceof HttpError && err.status === 401)) (await store.tx(async () => await forget(store.db, attempt)));
         throw err;
       });
-      (await store.tx(async () => await forget(store.db, attempt)));
+      await store.tx(async () => await forget(store.db, attempt));
       if (kindOf(claims) !== 'staff' || !claims.phone) throw unauthenticated('This ID token is not from a phone sign-in. Verify the phone number with the SDK first.', 'not_a_phone_sign_in');
       uid = claims.uid;
       phone = claims.phone;
@@ -245,7 +245,7 @@ export function authServiceRoutes(): AppRouter {
       const key = createHash('sha256').update(b.sessionInfo!).digest('hex').slice(0, 32);
       const attempt = await bookOrThrow(ctx, 'code', key);
       const signed = await counted(ctx, attempt, 'signInWithPhoneNumber', () => rt.provider.signInWithPhoneNumber(b.sessionInfo!, b.code!));
-      (await store.tx(async () => await clearKey(store.db, 'code', key)));
+      await store.tx(async () => await clearKey(store.db, 'code', key));
       if (!signed.phoneNumber) providerFailure(ctx, new ProviderError('unavailable', 'NO_PHONE_NUMBER'), 'signInWithPhoneNumber');
       uid = signed.localId;
       phone = signed.phoneNumber!;
@@ -305,7 +305,7 @@ export function authServiceRoutes(): AppRouter {
     // Every token authenticated up to this second is refused from now on, here and at the provider.
     const validSince = Math.floor(Date.now() / 1000) + 1;
     await rt.provider.revokeSessions(claims.uid, validSince).catch((err: unknown) => providerFailure(ctx, err, 'revoke'));
-    (await store.tx(async () => await recordRevocation(store.db, claims.uid, validSince)));
+    await store.tx(async () => await recordRevocation(store.db, claims.uid, validSince));
     ctx.log.info({ provider_uid: claims.uid, kind: kindOf(claims) }, 'signed out');
     ctx.body = presentSignedOut(ctx.state.requestId);
   };

@@ -53,9 +53,9 @@ export async function membersByPhone(db: Db, phone: string): Promise<Member[]> {
 /** Links (or re-points) a provider account to a user and marks the sign-in. */
 export async function link(db: Db, providerUid: string, userId: string, method: LinkMethod, signedIn: boolean): Promise<void> {
   const now = nowIso();
-  (await db.insert(idpLinks)
+  await db.insert(idpLinks)
     .values({ providerUid, userId, method, createdAt: now, lastSignInAt: signedIn ? now : null })
-    .onConflictDoUpdate({ target: idpLinks.providerUid, set: { userId, method, ...(signedIn ? { lastSignInAt: now } : {}) } }));
+    .onConflictDoUpdate({ target: idpLinks.providerUid, set: { userId, method, ...(signedIn ? { lastSignInAt: now } : {}) } });
 }
 
 /**
@@ -82,15 +82,15 @@ export async function hasPhoneSignIn(db: Db, userId: string): Promise<boolean> {
 
 /** Signing in through the service counts as signing in (Team member `last_login_at`). */
 export async function markSignedIn(db: Db, userId: string): Promise<void> {
-  (await db.update(users).set({ lastLoginAt: nowIso() }).where(eq(users.id, userId)));
+  await db.update(users).set({ lastLoginAt: nowIso() }).where(eq(users.id, userId));
 }
 
 /** Tokens of this provider account authenticated before `revokedBefore` (seconds) are refused from now on. */
 export async function recordRevocation(db: Db, providerUid: string, revokedBefore: number): Promise<void> {
   const now = nowIso();
-  (await db.insert(idpRevocations)
+  await db.insert(idpRevocations)
     .values({ providerUid, revokedBefore, revokedAt: now })
-    .onConflictDoUpdate({ target: idpRevocations.providerUid, set: { revokedBefore, revokedAt: now } }));
+    .onConflictDoUpdate({ target: idpRevocations.providerUid, set: { revokedBefore, revokedAt: now } });
 }
 
 export async function revokedBefore(db: Db, providerUid: string): Promise<number | undefined> {

@@ -20,13 +20,13 @@ export async function createAdmin(store: Store, email: string, password?: string
   if (password !== undefined && password.length < 8) throw new AdminError('The password must be at least 8 characters.');
   const plain = password ?? generatePassword();
   const hash = await hashPassword(plain);
-  (await store.tx(async () => {
+  await store.tx(async () => {
     if (await one(store.db.select({ id: users.id }).from(users).where(eq(users.email, address)))) {
       throw new AdminError(`${address} already has an account.`);
     }
     const id = randomUUID();
     (await store.db.insert(users).values({ id, companyId: null, email: address, fullName: 'Platform admin', role: 'admin', passwordHash: hash, active: true, createdAt: new Date().toISOString() }));
     writeAudit(store.db, { action: 'admin.create', companyId: null, target: id, detail: { email: address } });
-  }));
+  });
   return { email: address, password: plain, generated: password === undefined };
 }

@@ -24,9 +24,9 @@ function expectEnvelope(body: unknown, code: string) {
 /** Adds a user straight into the database (the team routes belong to a later issue). */
 async function addUser(h: Harness, companyId: string | null, email: string, role: 'staff' | 'manager' | 'owner' | 'admin', password: string, active = true) {
   const id = randomUUID();
-  (await h.server.store.db
+  await h.server.store.db
     .insert(users)
-    .values({ id, companyId, email, fullName: `User ${email}`, role, passwordHash: await hashPassword(password), active, createdAt: new Date().toISOString() }));
+    .values({ id, companyId, email, fullName: `User ${email}`, role, passwordHash: await hashPassword(password), active, createdAt: new Date().toISOString() });
   return id;
 }
 
@@ -96,7 +96,7 @@ describe('sign-in and sessions', () => {
     it('refuses a deactivated account, and its live sessions stop working', async () => {
       const id = await addUser(h, a.id, 'gone@alpha.test', 'staff', 'staff-password-1');
       const s = await h.login('gone@alpha.test', 'staff-password-1');
-      (await h.server.store.db.update(users).set({ active: false }).where(eq(users.id, id)));
+      await h.server.store.db.update(users).set({ active: false }).where(eq(users.id, id));
       const r = await h.request('POST', '/api/auth/login', { body: { email: 'gone@alpha.test', password: 'staff-password-1' } });
       expect(r.status).toBe(403);
       expectEnvelope(r.body, 'forbidden');
@@ -571,7 +571,7 @@ describe('login throttling under a burst', () => {
         const r = await h.request('POST', '/api/auth/login', { body: { email: 'off@refused.test', password: 'off-password-1' } });
         expect(r.status).toBe(403);
       }
-      (await h.server.store.db.update(users).set({ active: true }).where(eq(users.id, id)));
+      await h.server.store.db.update(users).set({ active: true }).where(eq(users.id, id));
       expect((await h.request('POST', '/api/auth/login', { body: { email: 'off@refused.test', password: 'off-password-1' } })).status).toBe(200);
     } finally {
       await h.close();
@@ -605,9 +605,9 @@ describe('login throttling survives a restart', () => {
     try {
       const at = (minutesAgo: number) => new Date(Date.now() - minutesAgo * 60_000).toISOString();
       const book = async (minutesAgo: number, n: number) =>
-        (await h.server.store.db
+        await h.server.store.db
           .insert(loginFailures)
-          .values(Array.from({ length: n }, () => ({ email: h.admin.email, ip: '10.9.8.7', at: at(minutesAgo) }))));
+          .values(Array.from({ length: n }, () => ({ email: h.admin.email, ip: '10.9.8.7', at: at(minutesAgo) })));
       await book(16, 10); // outside the window
       await book(14, 9); // inside: one short of the limit
       const ok = await h.request('POST', '/api/auth/login', { body: { email: h.admin.email, password: h.admin.password } });

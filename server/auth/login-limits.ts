@@ -35,11 +35,11 @@ export async function bookAttempt(db: Db, config: Config, email: string, ip: str
 }
 
 export async function forgetAttempt(db: Db, id: number): Promise<void> {
-  (await db.delete(loginFailures).where(eq(loginFailures.id, id)));
+  await db.delete(loginFailures).where(eq(loginFailures.id, id));
 }
 
 export async function clearFailures(db: Db, email: string): Promise<void> {
-  (await db.delete(loginFailures).where(eq(loginFailures.email, email)));
+  await db.delete(loginFailures).where(eq(loginFailures.email, email));
 }
 
 /** Drops rows older than the window; run now and then. */

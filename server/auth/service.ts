@@ -39,12 +39,12 @@ export async function login(ctx: Ctx, email: string, password: string, device: s
       ? 'Your company is suspended. Contact your Footfall platform administrator.'
       : undefined;
   if (refused) {
-    (await store.tx(async () => await forgetAttempt(store.db, attempt))); // the password was right: not a failed guess
+    await store.tx(async () => await forgetAttempt(store.db, attempt)); // the password was right: not a failed guess
     throw new HttpError(403, 'forbidden', refused);
   }
   const issued = await store.tx(async () => {
     await clearFailures(store.db, email);
-    (await store.db.update(users).set({ lastLoginAt: new Date().toISOString() }).where(eq(users.id, user.id)));
+    await store.db.update(users).set({ lastLoginAt: new Date().toISOString() }).where(eq(users.id, user.id));
     auditSignIn(store.db, user, 'password', ctx.state.requestId, { device });
     return await createSession(store.db, config, user, device);
   });

@@ -115,7 +115,7 @@ export async function rotate(db: Db, config: Config, refreshToken: string, devic
   }
   const accessToken = newToken('access');
   const nextRefresh = newToken('refresh');
-  (await db.insert(retiredRefreshTokens).values({ hash, sessionId: session.id, retiredAt: iso(now) }));
+  await db.insert(retiredRefreshTokens).values({ hash, sessionId: session.id, retiredAt: iso(now) });
   const updated = await returned(db
     .update(sessions)
     .set({

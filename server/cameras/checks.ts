@@ -49,7 +49,7 @@ export async function requestCheck(
       releaseAt: new Date(now + input.releaseS * 1000).toISOString(),
     })
     .returning());
-  (await db.update(cameras).set({ lastCheckId: check.id }).where(eq(cameras.id, camera.id)));
+  await db.update(cameras).set({ lastCheckId: check.id }).where(eq(cameras.id, camera.id));
   return check;
 }
 
@@ -81,7 +81,7 @@ export async function claimNextCheck(db: Db, shopId: string, now = Date.now()): 
     .limit(1));
   if (!row) return undefined;
   const claimedAt = new Date(now).toISOString();
-  (await db.update(cameraChecks).set({ claimedAt }).where(eq(cameraChecks.id, row.check.id)));
+  await db.update(cameraChecks).set({ claimedAt }).where(eq(cameraChecks.id, row.check.id));
   return { check: { ...row.check, claimedAt }, camera: row.camera };
 }
 

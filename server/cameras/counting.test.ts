@@ -112,7 +112,7 @@ describe('camera roles and counting health', () => {
   it('a door that counts nobody for an hour while other cameras see people is not_counting, on the camera and on the shop', async () => {
     const db = h.server.store.db;
     // The walkway's line has been in place for two hours; the door counted people in the last hour, the walkway none.
-    (await db.update(cameras).set({ updatedAt: new Date(Date.now() - 2 * 3_600_000).toISOString() }).where(eq(cameras.id, cams.walkway.id)));
+    await db.update(cameras).set({ updatedAt: new Date(Date.now() - 2 * 3_600_000).toISOString() }).where(eq(cameras.id, cams.walkway.id));
     let all = await list();
     expect(all.walkway.counting).toMatchObject({ state: 'not_counting', counted_last_hour: 0, problem: expect.stringMatching(/^Counted nobody in the last hour while door counted people/) });
     expect(all.door.counting.state).toBe('counting');
@@ -135,7 +135,7 @@ describe('camera roles and counting health', () => {
     expect(all.door.counting).toMatchObject({ state: 'not_counting', problem: 'The shop PC is not counting: person detector would not load: no model.' });
 
     // An offline shop PC: unknown, not a false alarm.
-    (await db.update(shops).set({ lastHeartbeatAt: new Date(Date.now() - 3_600_000).toISOString(), doorCountingProblem: null }).where(eq(shops.id, shop.site_id)));
+    await db.update(shops).set({ lastHeartbeatAt: new Date(Date.now() - 3_600_000).toISOString(), doorCountingProblem: null }).where(eq(shops.id, shop.site_id));
     all = await list();
     expect(all.walkway.counting).toMatchObject({ state: 'unknown', detector_keeps_up: null });
     expect((await h.request('GET', `/api/sites/${shop.slug}`, { token: staff })).body.door_counting_problem).toBeNull();

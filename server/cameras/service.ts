@@ -125,24 +125,24 @@ export async function updateCamera(db: Db, camera: CameraRow, changes: Partial<C
  */
 export async function tombstoneCamera(db: Db, camera: CameraRow): Promise<void> {
   const now = new Date().toISOString();
-  (await db.update(cameras)
+  await db.update(cameras)
     .set({ deletedAt: now, updatedAt: now, revision: camera.revision + 1, password: null })
-    .where(eq(cameras.id, camera.id)));
-  (await db.update(cameraChecks)
+    .where(eq(cameras.id, camera.id));
+  await db.update(cameraChecks)
     .set({ state: 'timed_out' })
-    .where(and(eq(cameraChecks.cameraUuid, camera.id), eq(cameraChecks.state, 'requested'))));
+    .where(and(eq(cameraChecks.cameraUuid, camera.id), eq(cameraChecks.state, 'requested')));
 }
 
 /** A shop PC's report on one camera. `connected` null before the first report; last_seen_at is the last true one. */
 export async function recordCameraState(db: Db, camera: CameraRow, connected: boolean, reason: string | undefined): Promise<void> {
   const now = new Date().toISOString();
-  (await db.update(cameras)
+  await db.update(cameras)
     .set({ connected, connectionReason: reason ?? null, stateReportedAt: now, ...(connected ? { lastSeenAt: now } : {}) })
-    .where(eq(cameras.id, camera.id)));
+    .where(eq(cameras.id, camera.id));
 }
 
 export async function recordSnapshot(db: Db, cameraUuid: string, at: string): Promise<void> {
-  (await db.update(cameras).set({ snapshotAt: at }).where(eq(cameras.id, cameraUuid)));
+  await db.update(cameras).set({ snapshotAt: at }).where(eq(cameras.id, cameraUuid));
 }
 
 export function mergeTuning(base: Tuning, changes: Partial<Tuning> | undefined): Tuning {

@@ -29,9 +29,9 @@ function expectEnvelope(body: unknown, code: string) {
 
 async function addUser(h: Harness, companyId: string, email: string, role: 'staff' | 'manager' | 'owner', password: string) {
   const id = randomUUID();
-  (await h.server.store.db
+  await h.server.store.db
     .insert(users)
-    .values({ id, companyId, email, fullName: `User ${email}`, role, passwordHash: await hashPassword(password), active: true, createdAt: new Date().toISOString() }));
+    .values({ id, companyId, email, fullName: `User ${email}`, role, passwordHash: await hashPassword(password), active: true, createdAt: new Date().toISOString() });
   return id;
 }
 

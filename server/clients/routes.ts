@@ -84,10 +84,10 @@ export function clientsRoutes(): AppRouter {
       const company = await companyOr404(ctx);
       let revoked = 0;
       if (company.active !== active) {
-        (await store.db
+        await store.db
           .update(companies)
           .set({ active, suspendedAt: active ? null : new Date().toISOString() })
-          .where(eq(companies.id, company.id)));
+          .where(eq(companies.id, company.id));
         if (!active) revoked = await revokeCompanySessions(store.db, company.id, 'company_suspended');
         audit(ctx, { action: active ? 'client.reactivate' : 'client.suspend', companyId: null, target: company.id, detail: { sessions_revoked: revoked } });
       }
@@ -116,12 +116,12 @@ export function clientsRoutes(): AppRouter {
     const password = generatePassword();
     const passwordHash = await hashPassword(password);
     const target = owner;
-    (await store.tx(async () => {
+    await store.tx(async () => {
       (await store.db.update(users).set({ passwordHash }).where(eq(users.id, target.id)));
       await endProviderSessions(store.db, target.id); // the same account on /auth's embedded provider
       const revoked = await revokeUserSessions(store.db, target.id, 'password_reset');
       audit(ctx, { action: 'client.owner_password', companyId: null, target: target.id, detail: { company_id: company.id, email: target.email, sessions_revoked: revoked } });
-    }));
+    });
     ctx.body = { email: target.email, password };
   });
 
@@ -140,14 +140,14 @@ export function clientsRoutes(): AppRouter {
         throw new HttpError(purger.failure.status, purger.failure.code, purger.failure.message);
       }
     }
-    (await store.tx(async () => {
+    await store.tx(async () => {
       // Re-read: it may have been reactivated (or deleted) while the purgers ran.
       const now = await findCompany(store.db, company.id);
       if (!now) throw notFound('That company');
       if (now.active) throw new HttpError(409, 'still_active', `${company.name} was reactivated during the deletion; its rows were kept. Suspend it and delete it again.`);
       (await store.db.delete(companies).where(eq(companies.id, company.id)));
       audit(ctx, { action: 'client.delete', companyId: null, target: company.id, detail: { slug: company.slug, ...removed } });
-    }));
+    });
     ctx.body = { deleted: company.slug, images_deleted: removed.images ?? 0 };
   });
 

@@ -28,9 +28,9 @@ export async function storeUploadedFace(
   const id = await storeFaceImage(dataDir, agent.companyId, jpeg);
   const file = faceImageFile(dataDir, agent.companyId, id);
   try {
-    (await deps.store.db
+    await deps.store.db
       .insert(faceImages)
-      .values({ id, companyId: agent.companyId, shopId: agent.shopId, path: path.relative(dataDir, file), createdAt: new Date().toISOString() }));
+      .values({ id, companyId: agent.companyId, shopId: agent.shopId, path: path.relative(dataDir, file), createdAt: new Date().toISOString() });
   } catch (err) {
     fs.rmSync(file, { force: true });
     throw err;
@@ -88,7 +88,7 @@ export async function discardFaces(deps: { store: Store; config: { dataDir: stri
   for (const row of rows) {
     try {
       fs.rmSync(faceFile(deps.config.dataDir, row), { force: true });
-      (await deps.store.db.delete(faceImages).where(and(eq(faceImages.id, row.id), isNull(faceImages.visitId))));
+      await deps.store.db.delete(faceImages).where(and(eq(faceImages.id, row.id), isNull(faceImages.visitId)));
       n++;
     } catch (err) {
       deps.log.warn({ err, face_image_id: row.id }, 'face image not discarded; the sweeper will retry');

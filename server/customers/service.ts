@@ -193,9 +193,9 @@ export async function replaceProfile(ctx: Ctx, customer: CustomerRow, p: Profile
 
 async function recordConsent(ctx: Ctx, customer: Pick<CustomerRow, 'id' | 'companyId'>, consent: boolean, reason: string, at: string): Promise<void> {
   const actor = ctx.state.actor;
-  (await ctx.deps.store.db
+  await ctx.deps.store.db
     .insert(customerConsents)
-    .values({ companyId: customer.companyId, customerId: customer.id, consent, reason, at, actorId: actor?.userId ?? null, actorEmail: actor?.email ?? null }));
+    .values({ companyId: customer.companyId, customerId: customer.id, consent, reason, at, actorId: actor?.userId ?? null, actorEmail: actor?.email ?? null });
 }
 
 export interface Erased {
@@ -240,16 +240,16 @@ export async function eraseCustomer(ctx: Ctx, customerId: string): Promise<Erase
       }
       const marker = c.template ? identities.markerFor(companyId, templateFromBlob(c.template), nowMs) : undefined;
       if (marker) {
-        (await db.insert(doNotEnrol)
-          .values({ companyId, recognitionModel: c.recognitionModel, sketch: Buffer.from(marker.sketch), expiresAt: new Date(marker.expiresAt).toISOString() }));
+        await db.insert(doNotEnrol)
+          .values({ companyId, recognitionModel: c.recognitionModel, sketch: Buffer.from(marker.sketch), expiresAt: new Date(marker.expiresAt).toISOString() });
       }
       const unlinked = (await db
         .update(visits)
         .set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null })
         .where(eq(visits.customerId, c.id))).changes;
-      (await db.delete(faceImages).where(eq(faceImages.customerId, c.id)));
+      await db.delete(faceImages).where(eq(faceImages.customerId, c.id));
       await recordConsent(ctx, c, false, 'erasure', now);
-      (await db.update(customers)
+      await db.update(customers)
         .set({
           ...cleared,
           consentChangedAt: now,
@@ -258,7 +258,7 @@ export async function eraseCustomer(ctx: Ctx, customerId: string): Promise<Erase
           lastSeenAt: null,
           erasedAt: now,
         })
-        .where(eq(customers.id, c.id)));
+        .where(eq(customers.id, c.id));
       const result: Erased = {
         erased: c.id,
         ref: customerRef(c.number),
@@ -314,8 +314,8 @@ export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: Customer
     .where(and(eq(visits.customerId, keep.id), eq(visits.isNewVisitor, true)))
     .orderBy(asc(visits.occurredAt), asc(visits.seq));
   for (const f of firsts.slice(1)) (await db.update(visits).set({ isNewVisitor: false }).where(eq(visits.seq, f.seq)));
-  (await db.update(faceImages).set({ customerId: keep.id }).where(eq(faceImages.customerId, drop.id)));
-  (await db.update(purchases).set({ customerId: keep.id }).where(eq(purchases.customerId, drop.id)));
+  await db.update(faceImages).set({ customerId: keep.id }).where(eq(faceImages.customerId, drop.id));
+  await db.update(purchases).set({ customerId: keep.id }).where(eq(purchases.customerId, drop.id));
 
   const fill = (a: string, b: string) => (a.trim() !== '' ? a : b);
   const consent = keep.consent || drop.consent;
@@ -341,15 +341,15 @@ export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: Customer
     .where(eq(customers.id, keep.id))
     .returning()))!;
   if (consent !== keep.consent) await recordConsent(ctx, keep, consent, 'merge', now);
-  (await db.update(customers)
+  await db.update(customers)
     .set({
       mergedInto: keep.id,
       mergedAt: now,
       ...cleared,
     })
-    .where(eq(customers.id, drop.id)));
+    .where(eq(customers.id, drop.id));
   // Customers merged into `drop` earlier now point at `keep` directly.
-  (await db.update(customers).set({ mergedInto: keep.id }).where(eq(customers.mergedInto, drop.id)));
+  await db.update(customers).set({ mergedInto: keep.id }).where(eq(customers.mergedInto, drop.id));
   audit(ctx, {
     action: 'customer.merge',
     target: keep.id,

@@ -17,8 +17,6 @@ export interface Store {
    * see server/db/transaction.ts.
    */
   tx<T>(fn: () => Promise<T>): Promise<T>;
-  /** The same, for synchronous code on this connection (the ingest thread's prepared statements). */
-  txSync<T>(fn: () => T): T;
   close(): void;
 }
 
@@ -42,7 +40,6 @@ export function openDatabase(file: string, opts: { autoCheckpoint?: boolean } = 
     sqlite,
     db,
     tx: sqliteTransactions(sqlite).write,
-    txSync: <T>(fn: () => T): T => sqlite.transaction(fn).immediate(),
     close: () => sqlite.close(),
   };
 }

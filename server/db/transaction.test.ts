@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Store } from './open.js';
 import { changes, one, returned } from './query.js';
 import { CrossedTurnError, readTransactionOf } from './transaction.js';
-import { companies } from "./tables.js";
+import { companies } from './tables.js';
 
 /** Asynchronous transactions on the one SQLite connection (server/db/transaction.ts), on a real database file. */
 describe('store.tx on SQLite', () => {

@@ -15,9 +15,8 @@ import type Database from 'better-sqlite3';
  * starts, or ones started side by side with it in the same chain (Promise.all of two transactions). Those would be
  * nested, not independent, so they are refused: the outer transaction finds a savepoint its body did not wait for,
  * rolls back and throws BesideError (head office never starts transactions side by side). No AsyncLocalStorage tells
- * the two apart at the start: on Node 20 its
- * first use slows every promise of the process (measured: a chain of three awaited async calls 0.33 us before, 1.17 us
- * after), which is most of what a request is made of.
+ * the two apart at the start: on Node 20 its first use slows every promise of the process (measured: a chain of three
+ * awaited async calls 0.33 us before, 1.17 us after), which is most of what a request is made of.
  */
 export type AsyncTx = <T>(fn: () => Promise<T>) => Promise<T>;
 

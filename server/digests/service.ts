@@ -16,9 +16,9 @@ export async function frequencyOf(db: Db, user: { id: string; role: string }): P
 
 export async function setFrequency(db: Db, user: { id: string; companyId: string }, frequency: Frequency): Promise<void> {
   const at = new Date().toISOString();
-  (await db.insert(reportSubscriptions)
+  await db.insert(reportSubscriptions)
     .values({ userId: user.id, companyId: user.companyId, frequency, updatedAt: at })
-    .onConflictDoUpdate({ target: reportSubscriptions.userId, set: { frequency, updatedAt: at } }));
+    .onConflictDoUpdate({ target: reportSubscriptions.userId, set: { frequency, updatedAt: at } });
 }
 
 /** The company's zone for its e-mails: the zone of its first shop (as reports default to), else the spec's default. */
@@ -70,9 +70,9 @@ export async function recipientsDue(db: Db, companyId: string, p: Period): Promi
 export async function markSent(db: Db, user: { id: string }, companyId: string, p: Period): Promise<void> {
   const at = new Date().toISOString();
   const set = p.kind === 'daily' ? { lastDaily: p.from } : { lastWeekly: p.from };
-  (await db.insert(reportSubscriptions)
+  await db.insert(reportSubscriptions)
     .values({ userId: user.id, companyId, frequency: p.kind, updatedAt: at, ...set })
-    .onConflictDoUpdate({ target: reportSubscriptions.userId, set }));
+    .onConflictDoUpdate({ target: reportSubscriptions.userId, set });
 }
 
 /** The figures of one e-mail: the period against the one before, shops ranked by visitors. */

@@ -190,10 +190,10 @@ describe('the fast lane', () => {
     const db = h.server.store.db;
     const hash = hashToken(staff.access_token);
     const was = (await one(db.select().from(sessions).where(eq(sessions.accessHash, hash))))!.accessExpiresAt;
-    (await db.update(sessions).set({ accessExpiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(sessions.accessHash, hash)));
+    await db.update(sessions).set({ accessExpiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(sessions.accessHash, hash));
     const expired = await same('GET', '/api/auth/me', auth(staff.access_token));
     expect([expired.lane.status, JSON.parse(expired.lane.body).error, expired.fellBack]).toEqual([401, 'token_expired', true]);
-    (await db.update(sessions).set({ accessExpiresAt: was }).where(eq(sessions.accessHash, hash)));
+    await db.update(sessions).set({ accessExpiresAt: was }).where(eq(sessions.accessHash, hash));
     expect((await same('GET', '/api/auth/me', auth(staff.access_token))).fellBack).toBe(false);
 
     // Deactivated by the owner: refused at once.

@@ -46,7 +46,7 @@ export class EmbeddedProvider implements AccountProvider {
   }
 
   async revokeSessions(uid: string, validSince: number): Promise<void> {
-    (await this.idp.d.store.tx(async () => await this.idp.revoke(uid, validSince)));
+    await this.idp.d.store.tx(async () => await this.idp.revoke(uid, validSince));
   }
 
   /** Company deletion: the accounts are the company's users rows, deleted with it (refresh tokens cascade). */

@@ -108,7 +108,7 @@ const operations: Record<string, (c: Call) => Promise<unknown>> = {
     const key = sessionKey(sessionInfo);
     await booked(c, 'code', key);
     const signed = await c.idp.signInWithPhoneNumber(sessionInfo, code);
-    (await c.ctx.deps.store.tx(async () => await clearKey(c.ctx.deps.store.db, 'code', key)));
+    await c.ctx.deps.store.tx(async () => await clearKey(c.ctx.deps.store.db, 'code', key));
     return presentPhoneSignIn(signed);
   },
 };

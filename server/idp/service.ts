@@ -46,7 +46,7 @@ export class EmbeddedIdp {
     if (attempt === undefined) throw tooManyAttempts('Access to this account has been temporarily disabled due to many failed login attempts.');
     const user = await one(store.db.select().from(users).where(eq(users.email, address)));
     if (!(await verifyPassword(user?.passwordHash, password)) || !user) throw invalidCredentials();
-    (await store.tx(async () => await clearFailures(store.db, address)));
+    await store.tx(async () => await clearFailures(store.db, address));
     const tokens = await signIn(this.d, user, 'password', null);
     return { ...tokens, email: user.email, displayName: user.fullName };
   }
@@ -96,10 +96,10 @@ export class EmbeddedIdp {
       if (change.password.length < config.FOOTFALL_PASSWORD_MIN_LENGTH) throw new IdpError('WEAK_PASSWORD', `Password should be at least ${config.FOOTFALL_PASSWORD_MIN_LENGTH} characters`);
       passwordHash = await hashPassword(change.password);
     }
-    (await store.tx(async () => {
+    await store.tx(async () => {
       (await store.db.update(users).set({ fullName, ...(passwordHash ? { passwordHash } : {}) }).where(eq(users.id, user.id)));
       if (passwordHash) await this.revoke(user.id);
-    }));
+    });
     const updated = { ...user, fullName };
     const tokens = passwordHash ? await signIn(this.d, updated, claims.signInProvider === 'phone' ? 'phone' : 'password', claims.phone ?? null) : undefined;
     return { user: updated, tokens };
@@ -125,10 +125,10 @@ export class EmbeddedIdp {
     const send = 'member' in pick;
     const mac = createHmac('sha256', keys.codeKey).update(`${id}:${send ? code : randomBytes(16).toString('hex')}`).digest('hex');
     const now = Date.now();
-    (await store.tx(async () => {
+    await store.tx(async () => {
       (await store.db.delete(idpCodes).where(lt(idpCodes.expiresAt, now - CODE_LIFE_MS)));
       (await store.db.insert(idpCodes).values({ id, phone, codeMac: mac, expiresAt: now + CODE_LIFE_MS, createdAt: new Date(now).toISOString() }));
-    }));
+    });
     if (!send) {
       log.info({ phone: maskPhone(phone), reason: pick.refusal.reason }, 'verification code not sent: the number is not exactly one active member');
       return sessionInfo;
@@ -136,7 +136,7 @@ export class EmbeddedIdp {
     try {
       await sendSms(this.d.config, log, phone, `Your Footfall sign-in code is ${code}. It expires in 10 minutes. Do not share it.`);
     } catch (err) {
-      (await store.tx(async () => await store.db.delete(idpCodes).where(eq(idpCodes.id, id))));
+      await store.tx(async () => await store.db.delete(idpCodes).where(eq(idpCodes.id, id)));
       throw err;
     }
     return sessionInfo;
@@ -155,7 +155,7 @@ export class EmbeddedIdp {
       if (!r || r.usedAt) throw new IdpError('INVALID_SESSION_INFO');
       if (r.expiresAt <= Date.now()) throw new IdpError('SESSION_EXPIRED');
       if (r.attempts >= config.FOOTFALL_IDP_CODE_MAX_ATTEMPTS) throw tooManyAttempts('Too many wrong codes for this verification. Start again to get a new code.');
-      (await store.db.update(idpCodes).set({ attempts: r.attempts + 1 }).where(eq(idpCodes.id, id)));
+      await store.db.update(idpCodes).set({ attempts: r.attempts + 1 }).where(eq(idpCodes.id, id));
       return r;
     });
     const mac = createHmac('sha256', keys.codeKey).update(`${id}:${code}`).digest();

@@ -55,9 +55,9 @@ export function signIdToken(d: TokenDeps, user: UserRow, provider: SignInProvide
 async function newRefresh(d: TokenDeps, uid: string, provider: SignInProvider, phone: string | null, authTime: number): Promise<string> {
   const token = `ff1.${randomBytes(32).toString('base64url')}`;
   const now = Date.now();
-  (await d.store.db
+  await d.store.db
     .insert(idpRefreshTokens)
-    .values({ tokenHash: hash(token), uid, signInProvider: provider, phone, authTime, createdAt: new Date(now).toISOString(), expiresAt: new Date(now + d.config.FOOTFALL_REFRESH_TOKEN_TTL_S * 1000).toISOString() }));
+    .values({ tokenHash: hash(token), uid, signInProvider: provider, phone, authTime, createdAt: new Date(now).toISOString(), expiresAt: new Date(now + d.config.FOOTFALL_REFRESH_TOKEN_TTL_S * 1000).toISOString() });
   return token;
 }
 
@@ -82,7 +82,7 @@ export async function refresh(d: TokenDeps, refreshToken: string): Promise<Issue
   const rotated = await d.store.tx(async () => {
     const row = await one(db.select().from(idpRefreshTokens).where(eq(idpRefreshTokens.tokenHash, hash(refreshToken))));
     if (!row) throw new IdpError('INVALID_REFRESH_TOKEN');
-    (await db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.tokenHash, row.tokenHash)));
+    await db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.tokenHash, row.tokenHash));
     if (Date.parse(row.expiresAt) <= Date.now()) throw new IdpError('TOKEN_EXPIRED');
     const before = await revokedBefore(db, row.uid);
     if (before !== undefined && row.authTime < before) throw new IdpError('TOKEN_EXPIRED');

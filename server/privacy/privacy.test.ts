@@ -191,7 +191,7 @@ describe('template retention, across a restart mid-sweep', () => {
       const db = h.server.store.db;
       const longAgo = new Date(Date.now() - 100 * 86_400_000).toISOString();
       for (const id of [old1, old2, old3, consenting]) (await db.update(customers).set({ lastSeenAt: longAgo }).where(eq(customers.id, id)));
-      (await db.update(customers).set({ consent: true }).where(eq(customers.id, consenting)));
+      await db.update(customers).set({ consent: true }).where(eq(customers.id, consenting));
 
       // A sweep cut short after its first batch of one (as by a stop): one of the three forgotten, nothing else.
       const cut = await sweepPrivacy(h.server.deps, { batch: 1, maxBatches: 1 });
@@ -208,7 +208,7 @@ describe('template retention, across a restart mid-sweep', () => {
       expect(stored(h, consenting)).toMatchObject({ template: 1, erased: 0, visits: 1 });
 
       // A shorter retention applies at once: `recent` last seen 40 days ago goes with 30 days, not with 90.
-      (await h.server.store.db.update(customers).set({ lastSeenAt: new Date(Date.now() - 40 * 86_400_000).toISOString() }).where(eq(customers.id, recent)));
+      await h.server.store.db.update(customers).set({ lastSeenAt: new Date(Date.now() - 40 * 86_400_000).toISOString() }).where(eq(customers.id, recent));
       await h.server.deps.privacy!.request();
       expect(stored(h, recent)).toMatchObject({ template: 1, erased: 0 });
       const owner = (await h.login(c.ownerEmail, c.ownerPassword)).access_token;
@@ -240,7 +240,7 @@ describe('scrubbing the database files after a sweep', () => {
       const db = h.server.store.db;
       const template = (await one(db.select({ t: customers.template }).from(customers).where(eq(customers.id, id))))!.t!;
       const inFiles = () => ['footfall.db', 'footfall.db-wal'].some((f) => fs.existsSync(path.join(h.dataDir, f)) && fs.readFileSync(path.join(h.dataDir, f)).includes(template.subarray(0, 256)));
-      (await db.update(customers).set({ lastSeenAt: new Date(Date.now() - 100 * 86_400_000).toISOString() }).where(eq(customers.id, id)));
+      await db.update(customers).set({ lastSeenAt: new Date(Date.now() - 100 * 86_400_000).toISOString() }).where(eq(customers.id, id));
 
       // Another connection holds a snapshot from before the sweep (a long report, a backup): the log cannot start over.
       const reader = new Database(path.join(h.dataDir, 'footfall.db'), { readonly: true });

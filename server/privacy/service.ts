@@ -59,9 +59,9 @@ export async function changePrivacy(ctx: Ctx, companyId: string, change: Privacy
     updatedBy: ctx.state.actor!.email,
     sweepRequestedAt: now,
   };
-  (await db.insert(companyPrivacy)
+  await db.insert(companyPrivacy)
     .values({ companyId, ...next })
-    .onConflictDoUpdate({ target: companyPrivacy.companyId, set: next }));
+    .onConflictDoUpdate({ target: companyPrivacy.companyId, set: next });
   const after = await privacyOf(db, companyId);
   audit(ctx, {
     action: 'privacy.update',

@@ -73,11 +73,11 @@ async function forget(deps: Deps, companyId: string, batch: { id: string; model:
   const now = new Date().toISOString();
   const files = await deps.store.tx(async () => {
     const photos = await db.select().from(faceImages).where(inArray(faceImages.customerId, ids));
-    (await db.update(visits).set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null }).where(inArray(visits.customerId, ids)));
-    (await db.delete(faceImages).where(inArray(faceImages.customerId, ids)));
-    (await db.update(customers)
+    await db.update(visits).set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null }).where(inArray(visits.customerId, ids));
+    await db.delete(faceImages).where(inArray(faceImages.customerId, ids));
+    await db.update(customers)
       .set({ ...cleared, profileUpdatedAt: null, firstSeenAt: null, lastSeenAt: null, erasedAt: now })
-      .where(and(eq(customers.companyId, companyId), inArray(customers.id, ids))));
+      .where(and(eq(customers.companyId, companyId), inArray(customers.id, ids)));
     return photos.map((p) => faceFile(deps.config.dataDir, p));
   });
   let removed = 0;
@@ -138,9 +138,9 @@ export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?
     record(deps, companyId, settings, mine, true);
     if (requested) {
       // Done with what was asked; a change made meanwhile keeps its own request.
-      (await db.update(companyPrivacy)
+      await db.update(companyPrivacy)
         .set({ sweepRequestedAt: null, sweptAt: new Date().toISOString() })
-        .where(and(eq(companyPrivacy.companyId, companyId), eq(companyPrivacy.sweepRequestedAt, requested))));
+        .where(and(eq(companyPrivacy.companyId, companyId), eq(companyPrivacy.sweepRequestedAt, requested)));
     }
     add(total, mine);
   }

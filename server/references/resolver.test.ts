@@ -56,14 +56,14 @@ describe('reference resolver', () => {
     a = await h.company('Ref Alpha');
     b = await h.company('Ref Beta');
     h.server.store.sqlite.exec('CREATE TABLE test_widgets (id TEXT PRIMARY KEY, company_id TEXT NOT NULL, code TEXT NOT NULL)');
-    (await db.insert(widgets)
+    await db.insert(widgets)
       .values([
         { id: ids.twinA1, companyId: a.id, code: 'cam-1' },
         { id: ids.twinA2, companyId: a.id, code: 'cam-1' },
         { id: ids.soloA, companyId: a.id, code: 'cam-2' },
         { id: ids.twinB, companyId: b.id, code: 'cam-1' },
         { id: ids.uuidCoded, companyId: a.id, code: uuidShapedCode },
-      ]));
+      ]);
   });
   afterAll(() => h.close());
 

@@ -131,7 +131,7 @@ export function shopLoginsPurger(store: Store, logins: ShopLogins): CompanyPurge
     async purge(companyId) {
       const rows = await store.db.select({ id: shops.id, username: shops.brokerUsername }).from(shops).where(eq(shops.companyId, companyId));
       if (rows.length === 0) return 0;
-      (await store.tx(async () => {
+      await store.tx(async () => {
         (await store.db
           .update(shops)
           .set({ brokerSecret: null, agentTokenHash: null })
@@ -141,7 +141,7 @@ export function shopLoginsPurger(store: Store, logins: ShopLogins): CompanyPurge
               rows.map((r) => r.id),
             ),
           ));
-      }));
+      });
       // An external broker that refuses the change fails the deletion (502 broker_unavailable) before any row is
       // deleted; one that cannot be reached gets the change when head office reconnects (Broker.endLogin).
       for (const r of rows) await logins.end(r.username, { remove: true });

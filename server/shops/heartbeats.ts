@@ -64,9 +64,9 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
     const beats = [...pending];
     pending.clear();
     try {
-      (await store.tx(async () => {
+      await store.tx(async () => {
         for (const [username, { h, at }] of beats) await write(username, h, at);
-      }));
+      });
     } catch (err) {
       log.error({ err, heartbeats: beats.length }, 'heartbeats not recorded');
     }
@@ -91,10 +91,10 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
     // have is ignored (removed meanwhile).
     if (shop && h.doors) {
       for (const d of h.doors) {
-        (await store.db
+        await store.db
           .update(cameras)
           .set({ doorStats: d, doorStatsAt: now })
-          .where(and(eq(cameras.shopId, shop.id), eq(cameras.cameraId, d.camera_id), isNull(cameras.deletedAt))));
+          .where(and(eq(cameras.shopId, shop.id), eq(cameras.cameraId, d.camera_id), isNull(cameras.deletedAt)));
       }
     }
   };
@@ -120,7 +120,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
       // A heartbeat received before the goodbye is written first, so it cannot undo the offline mark.
       if (pending.has(username)) await flush();
       if (msg.data.reason === 'connection_lost' && (broker.connections(username) ?? 0) > 1) return;
-      (await store.db.update(shops).set({ offlineSince: new Date().toISOString() }).where(eq(shops.brokerUsername, username)));
+      await store.db.update(shops).set({ offlineSince: new Date().toISOString() }).where(eq(shops.brokerUsername, username));
       log.info({ shop: username, reason: msg.data.reason }, 'shop PC went offline');
     } catch (err) {
       log.error({ err, topic: packet.topic }, 'goodbye not recorded');

@@ -127,7 +127,7 @@ export async function listRegions(db: Db, companyId: string): Promise<string[]> 
 }
 
 export async function deleteShop(db: Db, shopId: string): Promise<void> {
-  (await db.delete(shops).where(eq(shops.id, shopId)));
+  await db.delete(shops).where(eq(shops.id, shopId));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -183,7 +183,7 @@ export async function spendEnrolmentCode(db: Db, keys: Keys, presented: string):
     .where(eq(enrolmentCodes.codeHash, keys.codeHash(normal))));
   const now = new Date().toISOString();
   if (!row || row.code.usedAt || row.code.expiresAt <= now) return undefined;
-  (await db.update(enrolmentCodes).set({ usedAt: now }).where(eq(enrolmentCodes.id, row.code.id)));
+  await db.update(enrolmentCodes).set({ usedAt: now }).where(eq(enrolmentCodes.id, row.code.id));
   return row;
 }
 

@@ -274,7 +274,7 @@ describe('invitations and registration', () => {
       expect((await preview(target.code)).status).toBe(200);
       // expired: moved into the past directly in the database
       const expired = await invited(a);
-      (await h.server.store.db.update(invitations).set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(invitations.id, expired.id)));
+      await h.server.store.db.update(invitations).set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where(eq(invitations.id, expired.id));
       await refuse(expired.code);
       expect((await pending(a)).some((i) => i.id === expired.id)).toBe(false);
       expect((await h.request('DELETE', `/api/team/invitations/${expired.id}`, { token: a.ownerToken })).status).toBe(404);

@@ -194,14 +194,14 @@ export function teamRoutes(): AppRouter {
     assertMayResetPassword(actorOf(ctx).role, target.role);
     const { password: plain, generated } = chosenPassword(config, body.password);
     const passwordHash = await hashPassword(plain);
-    (await store.tx(async () => {
+    await store.tx(async () => {
       const member = await memberOr404(ctx);
       const actorRole = await actorRoleNow(ctx);
       assertStillAllowed(actorRole, teamPolicy.resetPassword);
       assertMayResetPassword(actorRole, member.role);
       const revoked = await resetPassword(store.db, member.id, passwordHash);
       audit(ctx, { action: 'team.member.password', target: member.id, detail: { email: member.email, password: generated ? 'generated' : 'supplied', sessions_revoked: revoked } });
-    }));
+    });
     ctx.body = { password: plain };
   });
 

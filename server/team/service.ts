@@ -79,7 +79,7 @@ export async function phoneTaken(db: Db, companyId: string, phone: string, excep
 
 /** Replaces the password and revokes every live session of the member. Returns how many were revoked. */
 export async function resetPassword(db: Db, userId: string, passwordHash: string): Promise<number> {
-  (await db.update(users).set({ passwordHash }).where(eq(users.id, userId)));
+  await db.update(users).set({ passwordHash }).where(eq(users.id, userId));
   await endProviderSessions(db, userId); // the same account on /auth's embedded provider (docs/auth-service.md)
   return await revokeUserSessions(db, userId, 'password_reset');
 }
@@ -168,7 +168,7 @@ export async function findPendingInvitation(db: Db, companyId: string, id: strin
 
 /** Pending -> withdrawn. */
 export async function withdrawInvitation(db: Db, id: string): Promise<void> {
-  (await db.update(invitations).set({ withdrawnAt: nowIso() }).where(and(eq(invitations.id, id), pending(nowIso()))));
+  await db.update(invitations).set({ withdrawnAt: nowIso() }).where(and(eq(invitations.id, id), pending(nowIso())));
 }
 
 /** Withdraws the company's pending invitations for an address (it just got an account). Returns how many. */

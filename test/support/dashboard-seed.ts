@@ -4,7 +4,7 @@ import { upTopic } from '../../shared/topics.js';
 import type { Harness, Company } from './harness.js';
 import { addCamera, heartbeat, jpeg, openShop, syntheticFace, upload } from './shop-pc.js';
 import { settled, shopPc, type ShopPc } from './visits.js';
-import { purchases } from "../../server/db/tables.js";
+import { purchases } from '../../server/db/tables.js';
 
 /**
  * A chain for the dashboard's browser tests and screenshots (npm run screenshots): three shops in Asia/Kolkata.
@@ -88,7 +88,7 @@ export async function seedChain(h: Harness, opts: { days?: number } = {}): Promi
     if (r.status !== 201) throw new Error(`purchase: ${r.status} ${JSON.stringify(r.body)}`);
     // The API records a purchase now; for a realistic history it is moved to a day of the last 30.
     const back = Math.floor(rand() * Math.min(days, 30)) * DAY + 3600_000;
-    (await h.server.store.db.update(purchases).set({ createdAt: new Date(now - back).toISOString() }).where(eq(purchases.id, r.body.id)));
+    await h.server.store.db.update(purchases).set({ createdAt: new Date(now - back).toISOString() }).where(eq(purchases.id, r.body.id));
   }
   return {
     chain,
