@@ -20,6 +20,7 @@ import { upTopic } from '../shared/topics.js';
 import { Faces } from '../server/identity/synthetic.js';
 import { DIM, templateToBlob } from '../server/identity/vector.js';
 import { BENCH_ADMIN, benchServerSettings, ms, percentile, progress, table } from './util.js';
+import { sqliteOf } from '../server/db/open.js';
 
 interface BrokerLogin {
   username: string;
@@ -98,9 +99,9 @@ async function workerMain(): Promise<void> {
     async sqlite() {
       const store = openDatabase(path.join(tmp, 'sqlite-only.db'));
       const now = new Date().toISOString();
-      store.sqlite.prepare("insert into companies (id, slug, name, active, created_at) values ('c', 'c', 'C', 1, ?)").run(now);
-      store.sqlite.prepare("insert into shops (id, company_id, slug, name, timezone, created_at, broker_username) values ('s', 'c', 's', 'S', 'UTC', ?, 'c.s')").run(now);
-      const insert = store.sqlite.prepare(
+      sqliteOf(store).prepare("insert into companies (id, slug, name, active, created_at) values ('c', 'c', 'C', 1, ?)").run(now);
+      sqliteOf(store).prepare("insert into shops (id, company_id, slug, name, timezone, created_at, broker_username) values ('s', 'c', 's', 'S', 'UTC', ?, 'c.s')").run(now);
+      const insert = sqliteOf(store).prepare(
         'insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, received_at, customer_id, is_new_visitor, similarity, quality, passed_gate, recognition_model, gender, age, emotion, track_id) values (?, ?, ?, ?, ?, ?, null, 0, 0.7, 0.8, 1, ?, ?, ?, ?, ?)',
       );
       const t = performance.now();
@@ -167,7 +168,7 @@ async function workerMain(): Promise<void> {
 
       // The 10k-customer gallery, written as ingest would have written it.
       const ids = identities(model, GALLERY, SEED);
-      const db = server.store.sqlite;
+      const db = sqliteOf(server.store);
       const now = new Date().toISOString();
       const insert = db.prepare(
         'insert into customers (id, company_id, number, recognition_model, template, template_count, visit_count, first_seen_at, last_seen_at, created_at) values (?, ?, ?, ?, ?, 3, 3, ?, ?, ?)',

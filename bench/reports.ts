@@ -30,6 +30,7 @@ import { ReportQueryInput, resolveReportQuery } from '../server/reports/query.js
 import { conversionReport, footfallReport } from '../server/reports/service.js';
 import { startServer, type RunningServer } from '../server/start.js';
 import { BENCH_ADMIN, benchServerSettings, loadAverage, ms, percentile, progress, table } from './util.js';
+import { sqliteOf } from '../server/db/open.js';
 
 const VISITS = Number(process.env.BENCH_VISITS ?? 2_000_000);
 const CUSTOMERS = Math.round(VISITS / 10);
@@ -301,7 +302,7 @@ interface Written {
 }
 
 function write(server: RunningServer, companyId: string, plan: ShopPlan[], shopIds: string[], g: Generated, rand: () => number): Written {
-  const sqlite = server.store.sqlite;
+  const sqlite = sqliteOf(server.store);
   // Bulk fills of prepared statements, synchronous: better-sqlite3's own transaction.
   const tx = <T>(fn: () => T): T => sqlite.transaction(fn).immediate();
   const template = Buffer.alloc(512 * 4);
@@ -602,7 +603,7 @@ export async function run(): Promise<string> {
 
     // 1. Generate and write.
     progress(`generating ${VISITS.toLocaleString('en')} visits (+ ${OTHER_VISITS.toLocaleString('en')} for a second company)`);
-    const sqlite = server.store.sqlite;
+    const sqlite = sqliteOf(server.store);
     // While writing only: a 4 GiB page cache (random index inserts) and no fsync; the server's settings again below.
     const cacheSize = sqlite.pragma('cache_size', { simple: true }) as number;
     const synchronous = sqlite.pragma('synchronous', { simple: true }) as number;

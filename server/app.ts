@@ -82,7 +82,7 @@ function healthRoutes(): AppRouter {
   const r: AppRouter = new Router();
   r.get('/healthz', (ctx) => {
     const { store, broker } = ctx.deps;
-    const dbOk = store.sqlite.open && store.db.get<{ ok: number }>(sql`select 1 as ok`)?.ok === 1;
+    const dbOk = store.dialect === 'sqlite' && store.sqlite.open && store.db.get<{ ok: number }>(sql`select 1 as ok`)?.ok === 1;
     const brokerOk = broker.accepting;
     ctx.status = dbOk && brokerOk ? 200 : 503;
     ctx.body = { status: ctx.status === 200 ? 'ok' : 'unavailable', database: dbOk ? 'ok' : 'down', broker: brokerOk ? 'ok' : 'down' };

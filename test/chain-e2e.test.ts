@@ -32,6 +32,7 @@ import { startHarness, type Harness } from './support/harness.js';
 import { startRtspServer } from './support/rtsp.js';
 import { addCamera, enrolmentCode, openShop, waitFor } from './support/shop-pc.js';
 import { useCameraSlot } from './support/camera-slot.js';
+import { sqliteOf } from '../server/db/open.js';
 
 const log = pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
 const report = (...args: unknown[]) => {
@@ -166,7 +167,7 @@ function checkRows(o: Observed, cameraId: string) {
   // Ingest de-duplicates: head office holds exactly the sightings the shop PC made. A visit is a stay: sightings of
   // one customer that overlap (FOOTFALL_VISIT_GAP_S is 0 here: the loops' passes are a second or two apart, and this
   // test counts passes) are one visit, so there may be fewer visits.
-  const sightings = h.server.store.sqlite.prepare('select count(*) as n from sightings where company_id = ?').get(o.companyId) as { n: number };
+  const sightings = sqliteOf(h.server.store).prepare('select count(*) as n from sightings where company_id = ?').get(o.companyId) as { n: number };
   expect(sightings.n).toBe(o.produced);
   expect(ids.length).toBeLessThanOrEqual(o.produced);
   for (const a of o.arrivals) {

@@ -6,6 +6,7 @@ import { startHarness, type Company, type Harness } from './support/harness.js';
 import { realFaces, visitOf, type RealFaces } from './support/faces.js';
 import { memberToken, waitFor } from './support/shop-pc.js';
 import { arrivals, settled, shopPc, type ShopPc } from './support/visits.js';
+import { sqliteOf } from '../server/db/open.js';
 
 /** `curl -N -H "Authorization: Bearer ..." <url>`: the arrival stream as a person would watch it. */
 function curlStream(url: string, token: string) {
@@ -89,7 +90,7 @@ describe('shop PC to head office: visits from real photos, arrivals, customers, 
     expect(poll.body.cursor).toBe(live[3]!.id);
     await watcher.stop();
     // The photo links the stream handed out are in the audit log.
-    const streamLinks = () => (h.server.store.sqlite.prepare("select count(*) as n from audit_log where action = 'photo.link' and detail like '%visits/stream%'").get() as { n: number }).n;
+    const streamLinks = () => (sqliteOf(h.server.store).prepare("select count(*) as n from audit_log where action = 'photo.link' and detail like '%visits/stream%'").get() as { n: number }).n;
     await waitFor(() => streamLinks() > 0);
 
     // The photo of the returning visit, through the link.
@@ -143,7 +144,7 @@ describe('shop PC to head office: visits from real photos, arrivals, customers, 
     expect(del.body).toEqual({ deleted: c.slug, images_deleted: 4 });
     expect(fs.existsSync(dir)).toBe(false);
     for (const table of ['visits', 'sightings', 'customers', 'face_images', 'purchases', 'do_not_enrol', 'customer_consents']) {
-      expect((h.server.store.sqlite.prepare(`select count(*) as n from ${table} where company_id = ?`).get(c.id) as { n: number }).n, table).toBe(0);
+      expect((sqliteOf(h.server.store).prepare(`select count(*) as n from ${table} where company_id = ?`).get(c.id) as { n: number }).n, table).toBe(0);
     }
   });
 });

@@ -19,6 +19,7 @@ import { companyImagesDir } from '../photos/local-store.js';
 import type { CompanyPurger } from './deletion.js';
 import { one } from '../db/query.js';
 import { sessions, users } from '../db/tables.js';
+import { sqliteOf } from '../db/open.js';
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const generatedRe = /^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/;
@@ -69,7 +70,7 @@ describe('platform administration', () => {
       // Shown once: not in the list, not in the audit log, not stored in plain.
       const listed = await h.request('GET', '/api/admin/clients', { token: admin });
       expect(JSON.stringify(listed.body)).not.toContain(r.body.password);
-      const audit = h.server.store.sqlite.prepare('select * from audit_log').all();
+      const audit = sqliteOf(h.server.store).prepare('select * from audit_log').all();
       expect(JSON.stringify(audit)).not.toContain(r.body.password);
       const row = await one(h.server.store.db.select().from(users).where(eq(users.email, 'owner@gamma.test')));
       const { memoryCost: m, parallelism: p, timeCost: t } = passwordHashing();

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { CrossingMessage } from '../../shared/messages.js';
 import { brokerUsername, parseTopic } from '../../shared/topics.js';
 import type { Broker, HeldMessage } from '../broker/broker.js';
-import type { Store } from '../db/open.js';
+import { type Store, sqliteOf, type SqliteStore } from '../db/open.js';
 
 export interface CrossingStats {
   /** Publishes on `up/crossing` handed to ingest. */
@@ -187,8 +187,8 @@ export class CrossingIngest {
   }
 }
 
-const prepared = new WeakMap<Store['sqlite'], ReturnType<typeof prepare>>();
-function prepare(sqlite: Store['sqlite']) {
+const prepared = new WeakMap<SqliteStore['sqlite'], ReturnType<typeof prepare>>();
+function prepare(sqlite: SqliteStore['sqlite']) {
   return {
     shop: sqlite.prepare(
       'select s.id as id, s.company_id as companyId, c.active as active from shops s join companies c on c.id = s.company_id where s.broker_username = ?',
@@ -203,7 +203,7 @@ function prepare(sqlite: Store['sqlite']) {
   };
 }
 function statements(store: Store): ReturnType<typeof prepare> {
-  let q = prepared.get(store.sqlite);
-  if (!q) prepared.set(store.sqlite, (q = prepare(store.sqlite)));
+  let q = prepared.get(sqliteOf(store));
+  if (!q) prepared.set(sqliteOf(store), (q = prepare(sqliteOf(store))));
   return q;
 }

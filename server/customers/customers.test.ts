@@ -10,6 +10,7 @@ import { upTopic } from '../../shared/topics.js';
 import { arrivals, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
 import { sweepUnlinkedFaces } from './faces.js';
 import { auditLog, customerConsents, faceImages } from '../db/tables.js';
+import { sqliteOf } from '../db/open.js';
 
 describe('customers, photos, erasure and merge (images stored locally)', () => {
   let h: Harness;
@@ -374,14 +375,14 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     }
     expect(feed.some((x: any) => x.label === 'Erin Erased' || x.visitor_ref === 'V-1')).toBe(false);
     // The row is kept, marked, with nothing identifying in it; consent revocation recorded.
-    const row = h.server.store.sqlite.prepare('select * from customers where id = ?').get(ids['V-1']) as any;
+    const row = sqliteOf(h.server.store).prepare('select * from customers where id = ?').get(ids['V-1']) as any;
     expect(row).toMatchObject({ erased_at: expect.any(String), template: null, full_name: '', phone: '', email: '', consent: 0, visit_count: 0 });
     const consents = await h.server.store.db.select().from(customerConsents).where(eq(customerConsents.customerId, ids['V-1']!));
     expect(consents.map((c) => [c.consent, c.reason])).toEqual([
       [true, 'profile'],
       [false, 'erasure'],
     ]);
-    const marker = h.server.store.sqlite.prepare('select * from do_not_enrol where company_id = ?').all(a.id) as any[];
+    const marker = sqliteOf(h.server.store).prepare('select * from do_not_enrol where company_id = ?').all(a.id) as any[];
     expect(marker).toHaveLength(1);
     expect(Object.keys(marker[0]).sort()).toEqual(['company_id', 'expires_at', 'id', 'recognition_model', 'sketch']);
 
@@ -400,7 +401,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     const deps = { store: h.server.store, config: h.server.deps.config, log: h.server.deps.log };
     expect(await sweepUnlinkedFaces(deps)).toBe(0);
     expect(fs.existsSync(file)).toBe(true);
-    h.server.store.sqlite.prepare('update face_images set created_at = ? where id = ?').run(new Date(Date.now() - 25 * 3600_000).toISOString(), id);
+    sqliteOf(h.server.store).prepare('update face_images set created_at = ? where id = ?').run(new Date(Date.now() - 25 * 3600_000).toISOString(), id);
     expect(await sweepUnlinkedFaces(deps)).toBe(1);
     expect(fs.existsSync(file)).toBe(false);
     expect(await h.server.store.db.select().from(faceImages).where(eq(faceImages.id, id))).toEqual([]);

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realFaces, visitOf } from '../../test/support/faces.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { arrivals, shopPc } from '../../test/support/visits.js';
+import { sqliteOf } from '../db/open.js';
 
 describe('erasure when the server key is unusable', () => {
   const overrides = { FOOTFALL_IMAGES: 'local' as const };
@@ -24,7 +25,7 @@ describe('erasure when the server key is unusable', () => {
   let visitIds: string[];
   let photoFiles: string[];
 
-  const count = (sql: string, ...args: unknown[]) => (h!.server.store.sqlite.prepare(sql).get(...args) as { n: number }).n;
+  const count = (sql: string, ...args: unknown[]) => (sqliteOf(h!.server.store).prepare(sql).get(...args) as { n: number }).n;
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-erasure-nokey-'));
@@ -51,7 +52,7 @@ describe('erasure when the server key is unusable', () => {
     customerId = rows[0].visitor_id;
     const profile = await h.request('PUT', '/api/visitors/V-1/profile', { token: c.ownerToken, body: { full_name: 'Kim Keyless', consent: true } });
     expect(profile.status).toBe(200);
-    photoFiles = (h.server.store.sqlite.prepare('select path from face_images where customer_id = ?').all(customerId) as { path: string }[]).map((r) =>
+    photoFiles = (sqliteOf(h.server.store).prepare('select path from face_images where customer_id = ?').all(customerId) as { path: string }[]).map((r) =>
       path.resolve(dataDir, r.path),
     );
     await pc.close();
@@ -72,7 +73,7 @@ describe('erasure when the server key is unusable', () => {
     expect(photoFiles).toHaveLength(2);
     expect(photoFiles.every((f) => fs.existsSync(f))).toBe(true);
     const owner = (await h!.login(c.ownerEmail, c.ownerPassword)).access_token;
-    const before = h!.server.store.sqlite.prepare('select * from customers where id = ?').get(customerId);
+    const before = sqliteOf(h!.server.store).prepare('select * from customers where id = ?').get(customerId);
 
     for (const ref of ['V-1', customerId]) {
       const r = await h!.request('DELETE', `/api/visitors/${ref}`, { token: owner });
@@ -81,7 +82,7 @@ describe('erasure when the server key is unusable', () => {
     }
 
     // The row is untouched (template, profile, consent, counts), and so is everything hanging off it.
-    expect(h!.server.store.sqlite.prepare('select * from customers where id = ?').get(customerId)).toEqual(before);
+    expect(sqliteOf(h!.server.store).prepare('select * from customers where id = ?').get(customerId)).toEqual(before);
     const customer = await h!.request('GET', '/api/visitors/V-1', { token: owner });
     expect(customer.status).toBe(200);
     expect(customer.body).toMatchObject({ id: customerId, ref: 'V-1', full_name: 'Kim Keyless', has_consent: true, visit_count: 2 });

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, inArray, isNull, like, or, sql, type SQL } from 'drizzle-orm';
 import { audit } from '../audit/service.js';
 import type { Ctx } from '../context.js';
-import type { Db } from '../db/open.js';
+import { type Db, sqliteOf } from '../db/open.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { DEFAULT_MATCHER_OPTIONS } from '../identity/matcher.js';
 import { mergedTemplate, type TemplateState } from '../identity/template.js';
@@ -306,7 +306,7 @@ export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: Customer
     .where(eq(visits.customerId, drop.id))).changes;
   if (staff !== keep.staff) (await db.update(visits).set({ staff }).where(eq(visits.customerId, keep.id)));
   // One person: their visits in a shop within the gap of each other are one stay (docs/visits-and-customers.md).
-  const joined = rejoinStays(ctx.deps.store.sqlite, keep.id, ctx.deps.config.FOOTFALL_VISIT_GAP_S * 1000);
+  const joined = rejoinStays(sqliteOf(ctx.deps.store), keep.id, ctx.deps.config.FOOTFALL_VISIT_GAP_S * 1000);
   // Exactly one enrolling visit: the earliest.
   const firsts = await db
     .select({ seq: visits.seq })

@@ -6,10 +6,19 @@ import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
 import { packageRoot } from '../paths.js';
 import * as schema from './schema.js';
 import { sqliteTransactions } from './transaction.js';
+import type { PostgresStore } from './pg/store.js';
 
 export type Db = BetterSQLite3Database<typeof schema>;
 
-export interface Store {
+/**
+ * Head office's database: the embedded SQLite file (the default), or PostgreSQL when FOOTFALL_DATABASE_URL names
+ * one (server/db/pg/store.ts). `db` and `tx` are the same on both; what only one has (SQLite's connection for its
+ * prepared statements, PostgreSQL's pool) is reached after asking `dialect`.
+ */
+export type Store = SqliteStore | PostgresStore;
+
+export interface SqliteStore {
+  readonly dialect: 'sqlite';
   sqlite: Database.Database;
   db: Db;
   /**
@@ -24,7 +33,7 @@ export interface Store {
  * Opens (creating if needed) the head-office database, in WAL mode with foreign keys on, and migrates it.
  * `autoCheckpoint: false`: this connection never checkpoints in its commits; another connection must (server/db/checkpoint.ts).
  */
-export function openDatabase(file: string, opts: { autoCheckpoint?: boolean } = {}): Store {
+export function openDatabase(file: string, opts: { autoCheckpoint?: boolean } = {}): SqliteStore {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const sqlite = new Database(file);
   sqlite.pragma('journal_mode = WAL');
@@ -37,9 +46,16 @@ export function openDatabase(file: string, opts: { autoCheckpoint?: boolean } = 
   const db = drizzle(sqlite, { schema });
   migrate(db, { migrationsFolder: path.join(packageRoot(), 'server/db/migrations') });
   return {
+    dialect: 'sqlite',
     sqlite,
     db,
     tx: sqliteTransactions(sqlite).write,
     close: () => sqlite.close(),
   };
+}
+
+/** The SQLite connection of a store known to be SQLite's: benchmarks and tests that look at the file itself. */
+export function sqliteOf(store: Store): Database.Database {
+  if (store.dialect !== 'sqlite') throw new Error('this reads the SQLite file directly: not on PostgreSQL');
+  return store.sqlite;
 }

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Store } from './open.js';
+import { openDatabase, type Store, sqliteOf } from './open.js';
 import { changes, one, returned } from './query.js';
 import { CrossedTurnError, readTransactionOf } from './transaction.js';
 import { companies } from './tables.js';
@@ -27,7 +27,7 @@ describe('store.tx on SQLite', () => {
   it('commits what the body wrote and hands back its value; the helpers read the answers', async () => {
     const row = await store.tx(async () => await returned(store.db.insert(companies).values(company('a')).returning()));
     expect(row.slug).toBe('a');
-    expect(store.sqlite.inTransaction).toBe(false);
+    expect(sqliteOf(store).inTransaction).toBe(false);
     expect((await one(store.db.select().from(companies).where(eq(companies.slug, 'a'))))?.id).toBe('id-a');
     expect(await one(store.db.select().from(companies).where(eq(companies.slug, 'none')))).toBeUndefined();
     expect(changes(await store.db.update(companies).set({ name: 'A' }).where(eq(companies.slug, 'a')))).toBe(1);
@@ -44,7 +44,7 @@ describe('store.tx on SQLite', () => {
       }),
     ).rejects.toThrow('refused');
     expect(await slugs()).toEqual([]);
-    expect(store.sqlite.inTransaction).toBe(false);
+    expect(sqliteOf(store).inTransaction).toBe(false);
   });
 
   it('a transaction inside another is a savepoint: its throw undoes only its own writes', async () => {
@@ -78,7 +78,7 @@ describe('store.tx on SQLite', () => {
     const beside = await Promise.allSettled([run('d'), run('e')]);
     expect(beside.map((r) => (r.status === 'rejected' ? (r.reason as Error).constructor.name : r.status))).toEqual(['BesideError', 'BesideError']);
     expect(await slugs()).toEqual(['a', 'c']);
-    expect(store.sqlite.inTransaction).toBe(false);
+    expect(sqliteOf(store).inTransaction).toBe(false);
     await run('f');
     expect(await slugs()).toEqual(['a', 'c', 'f']);
   });
@@ -92,7 +92,7 @@ describe('store.tx on SQLite', () => {
           await store.db.update(companies).set({ name: 'later' });
         }),
       ).rejects.toBeInstanceOf(CrossedTurnError);
-      expect(store.sqlite.inTransaction).toBe(false);
+      expect(sqliteOf(store).inTransaction).toBe(false);
       expect(await slugs()).toEqual([]);
     }
     // The connection is usable after a refusal.

@@ -7,6 +7,7 @@ import { cleared } from '../customers/service.js';
 import { ageVisits } from './retention.js';
 import { privacyOf, type PrivacySettings } from './service.js';
 import { companies, customers, faceImages, visits, companyPrivacy } from '../db/tables.js';
+import { sqliteOf, type SqliteStore } from '../db/open.js';
 
 const DAY_MS = 86_400_000;
 
@@ -167,7 +168,7 @@ async function scrubFiles(deps: Deps): Promise<void> {
   const until = performance.now() + SCRUB_FOR_MS;
   for (;;) {
     try {
-      if (!truncateNow(deps.store.sqlite)) {
+      if (!truncateNow(sqliteOf(deps.store))) {
         unscrubbed.delete(deps.store);
         return;
       }
@@ -182,7 +183,7 @@ async function scrubFiles(deps: Deps): Promise<void> {
 }
 
 /** One TRUNCATE checkpoint that answers at once; true when the log was in use. */
-function truncateNow(sqlite: Deps['store']['sqlite']): boolean {
+function truncateNow(sqlite: SqliteStore['sqlite']): boolean {
   const timeout = sqlite.pragma('busy_timeout', { simple: true }) as number;
   sqlite.pragma('busy_timeout = 0');
   try {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { buildApp } from '../app.js';
 import { tenantOf, type AppRouter } from '../context.js';
-import type { Db } from '../db/open.js';
+import { type Db, sqliteOf } from '../db/open.js';
 import { auth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { queryOf, validate } from '../http/pipeline.js';
@@ -55,7 +55,7 @@ describe('reference resolver', () => {
     db = h.server.store.db;
     a = await h.company('Ref Alpha');
     b = await h.company('Ref Beta');
-    h.server.store.sqlite.exec('CREATE TABLE test_widgets (id TEXT PRIMARY KEY, company_id TEXT NOT NULL, code TEXT NOT NULL)');
+    sqliteOf(h.server.store).exec('CREATE TABLE test_widgets (id TEXT PRIMARY KEY, company_id TEXT NOT NULL, code TEXT NOT NULL)');
     await db.insert(widgets)
       .values([
         { id: ids.twinA1, companyId: a.id, code: 'cam-1' },

@@ -9,7 +9,7 @@ import { realFaces, visitOf, type RealFace, type RealFaces } from '../../test/su
 import { connectPc, enrol, openShop } from '../../test/support/shop-pc.js';
 import { arrivals, settled } from '../../test/support/visits.js';
 import { loadConfig } from '../config.js';
-import { openDatabase } from '../db/open.js';
+import { openDatabase, sqliteOf } from '../db/open.js';
 import { ReportPool } from './pool.js';
 import { presentConversion, presentFootfall } from './presenter.js';
 import { ReportQueryInput, resolveReportQuery, type ReportQuery } from './query.js';
@@ -122,8 +122,8 @@ describe('reports in a thread (pool.ts)', () => {
     expect(probe.writeRefused).toMatch(/readonly/);
     expect(path.resolve(probe.file)).toBe(path.resolve(h.dataDir, 'footfall.db'));
     // The main thread's connection is the writer; the probe's write statement runs there.
-    expect(h.server.store.sqlite.readonly).toBe(false);
-    expect(() => h.server.store.sqlite.prepare('delete from visits where 0').run()).not.toThrow();
+    expect(sqliteOf(h.server.store).readonly).toBe(false);
+    expect(() => sqliteOf(h.server.store).prepare('delete from visits where 0').run()).not.toThrow();
     // Still the one thread (pool size 1).
     await get('conversion', QUERIES[0]!);
     expect(pool.threads).toBe(1);

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { Goodbye, Heartbeat } from '../../shared/messages.js';
 import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
 import type { Broker, HeldMessage } from '../broker/broker.js';
-import type { Store } from '../db/open.js';
+import { type Store, sqliteOf } from '../db/open.js';
 import { cameras, shops } from '../db/tables.js';
 
 /** Heartbeats are written at most this long after they arrive. */
@@ -50,7 +50,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
    */
   const pending = new Map<string, { h: Heartbeat; at: string }>();
   let timer: NodeJS.Timeout | undefined;
-  const update = store.sqlite.prepare(
+  const update = sqliteOf(store).prepare(
     `update shops set last_heartbeat_at = @at, offline_since = null, agent_version = @agentVersion, recognition_model = @recognitionModel,
        recognition_running = @recognitionRunning, recognition_problem = @recognitionProblem, door_counting_problem = @doorCountingProblem,
        cameras_up = @camerasUp, cameras_total = @camerasTotal, queued = @queued, dropped = @dropped,

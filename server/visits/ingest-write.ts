@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { VisitMessage } from '../../shared/messages.js';
 import type { Config } from '../config.js';
 import { linkFace, unlinkedFaces, type FaceImageRow } from '../customers/faces.js';
-import type { Store } from '../db/open.js';
+import { type Store, sqliteOf, type SqliteStore } from '../db/open.js';
 import type { Decision, Visit } from '../identity/matcher.js';
 import { templateToBlob, unitCopy } from '../identity/vector.js';
 import type { FeedItem } from './hub.js';
@@ -173,7 +173,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   if (fresh.length === 0) return out;
 
   // The visits, in arrival order: each sighting makes a visit or extends (joins) its customer's visits (stays.ts).
-  const stays = new Stays(store.sqlite, config.FOOTFALL_VISIT_GAP_S * 1000);
+  const stays = new Stays(sqliteOf(store), config.FOOTFALL_VISIT_GAP_S * 1000);
   let first = Number.POSITIVE_INFINITY;
   let last = 0;
   const shopIds = new Set<string>();
@@ -243,8 +243,8 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
  * The hot statements of ingest, prepared once per database (plain SQL through better-sqlite3: building them through
  * drizzle for every row cost more than running them).
  */
-const prepared = new WeakMap<Store['sqlite'], ReturnType<typeof prepare>>();
-function prepare(sqlite: Store['sqlite']) {
+const prepared = new WeakMap<SqliteStore['sqlite'], ReturnType<typeof prepare>>();
+function prepare(sqlite: SqliteStore['sqlite']) {
   return {
     maxNumber: sqlite.prepare('select max(number) as n from customers where company_id = ?'),
     insertCustomer: sqlite.prepare(
@@ -267,8 +267,8 @@ function prepare(sqlite: Store['sqlite']) {
   };
 }
 function statements(store: Store): ReturnType<typeof prepare> {
-  let q = prepared.get(store.sqlite);
-  if (!q) prepared.set(store.sqlite, (q = prepare(store.sqlite)));
+  let q = prepared.get(sqliteOf(store));
+  if (!q) prepared.set(sqliteOf(store), (q = prepare(sqliteOf(store))));
   return q;
 }
 

@@ -1,5 +1,5 @@
 import type { VisitMessage } from '../../shared/messages.js';
-import type { Store } from '../db/open.js';
+import { type Store, type SqliteStore } from '../db/open.js';
 
 /**
  * A visit is a stay (docs/visits-and-customers.md, "Visits are stays"). Ingest hands every sighting (one visit
@@ -68,8 +68,8 @@ interface Near {
   lastSeenAt: string;
 }
 
-const prepared = new WeakMap<Store['sqlite'], ReturnType<typeof prepare>>();
-function prepare(sqlite: Store['sqlite']) {
+const prepared = new WeakMap<SqliteStore['sqlite'], ReturnType<typeof prepare>>();
+function prepare(sqlite: SqliteStore['sqlite']) {
   return {
     insert: sqlite.prepare(
       `insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, last_seen_at, dwell_ms, received_at, customer_id, is_new_visitor,
@@ -99,7 +99,7 @@ export class Stays {
   readonly customers = new Map<string, { visits: number; first: string; last: string }>();
 
   constructor(
-    sqlite: Store['sqlite'],
+    sqlite: SqliteStore['sqlite'],
     private readonly gapMs: number,
   ) {
     let q = prepared.get(sqlite);
@@ -188,7 +188,7 @@ interface StayRow {
  * shop, visits with no pause longer than the gap between them become one (the earliest stays, spanning them; the new
  * visitor mark goes with it). Returns how many visits were joined away. Call inside the merge's transaction.
  */
-export function rejoinStays(sqlite: Store['sqlite'], customerId: string, gapMs: number): number {
+export function rejoinStays(sqlite: SqliteStore['sqlite'], customerId: string, gapMs: number): number {
   const rows = sqlite
     .prepare(
       `select seq, shop_id as shopId, occurred_at as occurredAt, last_seen_at as lastSeenAt, passed_gate as passedGate,

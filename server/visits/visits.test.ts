@@ -6,6 +6,7 @@ import { realFaces, visitOf, type RealFace, type RealFaces } from '../../test/su
 import { connectPc, memberToken, waitFor } from '../../test/support/shop-pc.js';
 import { arrivals, openStream, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
 import { feedCursors } from './cursor.js';
+import { sqliteOf } from '../db/open.js';
 
 describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
   let h: Harness;
@@ -317,7 +318,7 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
   });
 
   it('a visit is acknowledged (PUBACK) only once it is stored; the ingest thread is started again if it dies', async () => {
-    const stored = (id: string) => (h.server.store.sqlite.prepare('select count(*) as n from visits where visit_id = ?').get(id) as { n: number }).n;
+    const stored = (id: string) => (sqliteOf(h.server.store).prepare('select count(*) as n from visits where visit_id = ?').get(id) as { n: number }).n;
     for (let i = 0; i < 3; i++) {
       const m = visit(i === 0 ? faces.others[0] : undefined);
       await pcA.publish(m);
@@ -332,7 +333,7 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
   });
 
   it('a visit that cannot be stored does not take its batch with it; the gallery stays equal to the database', async () => {
-    const sqlite = h.server.store.sqlite;
+    const sqlite = sqliteOf(h.server.store);
     sqlite.exec("CREATE TRIGGER poison BEFORE INSERT ON visits WHEN NEW.camera_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END");
     try {
       const head = (await h.request('GET', '/api/visits?limit=1', { token: staffA })).body.cursor;
@@ -358,7 +359,7 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
   });
 
   it('a gallery made stale behind the ingest thread’s back is caught in the transaction and reloaded', async () => {
-    const sqlite = h.server.store.sqlite;
+    const sqlite = sqliteOf(h.server.store);
     const id2 = (await h.request('GET', '/api/visitors/V-2', { token: staffA })).body.id;
     const id3 = (await h.request('GET', '/api/visitors/V-3', { token: staffA })).body.id;
     // As if a merge had replaced V-2's template weight and an erasure had cleared V-3, and neither notice had arrived.

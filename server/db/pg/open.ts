@@ -25,11 +25,23 @@ export interface PgStore {
  * `...+00`; server/db/pg/columns.ts reads any zone anyway).
  */
 export function connectPostgres(url: string, opts: { max?: number } = {}): PgStore {
+  numbersAsNumbers();
   const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, options: '-c TimeZone=UTC' });
   // An idle connection the server drops (restart, failover) must not take the process down.
   pool.on('error', () => undefined);
   const db = drizzle(pool, { schema });
   return { pool, db, close: () => pool.end() };
+}
+
+/**
+ * int8 (count(*), sums of integers, bigint keys) and numeric (sums of bigints, avg) as JavaScript numbers, as SQLite
+ * answers them: node-postgres gives strings by default (for values past 2^53; none of head office's counts, sums of
+ * milliseconds or money in minor units gets near it). Set on the pg module, which drizzle's queries read: drizzle
+ * passes its own parsers for times and dates with every query and takes the module's for the rest.
+ */
+function numbersAsNumbers(): void {
+  pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
+  pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v: string) => Number(v));
 }
 
 /**

@@ -1,6 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Db } from '../open.js';
-import { applyPgMigrations, connectPostgres, type PgDb } from './open.js';
+import { applyPgMigrations, connectPostgres, type PgDb, type PgStore } from './open.js';
+
+type PgPool = PgStore['pool'];
 
 /**
  * Head office's data on PostgreSQL (issue 27; docs/scale-out.md): the same `db` and `tx` the services use on SQLite.
@@ -14,6 +16,8 @@ import { applyPgMigrations, connectPostgres, type PgDb } from './open.js';
  * (server/db/transaction.ts measures it); the SQLite store has no need for it and does not use it.
  */
 export interface PostgresStore {
+  readonly dialect: 'postgres';
+  readonly pool: PgPool;
   readonly db: Db;
   tx<T>(fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -31,6 +35,8 @@ export async function openPostgresStore(url: string, opts: { max?: number } = {}
   }
   const open = new AsyncLocalStorage<PgTx>();
   return {
+    dialect: 'postgres',
+    pool: pg.pool,
     get db(): Db {
       // Typed as the SQLite database: the services are written once against the query builder both dialects share,
       // with the dialect's tables (server/db/tables.ts).

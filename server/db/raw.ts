@@ -1,0 +1,53 @@
+import type { SQL } from 'drizzle-orm';
+import { isoFromPostgres } from './pg/columns.js';
+import { databaseDialect } from './dialect.js';
+import type { Db } from './open.js';
+
+/**
+ * SQL that drizzle's query builder cannot say, written once where both dialects agree and per dialect where they do
+ * not (docs/scale-out.md, "What differs between the drizzle dialects"). The dialect is the process's, read once, as
+ * server/db/tables.ts reads it.
+ */
+export const onPostgres = databaseDialect() === 'postgres';
+
+/** The dialect's text of a fragment: `bySql(sql\`json_each(...)\`, sql\`jsonb_array_elements(...)\`)`. */
+export const bySql = (sqlite: SQL, postgres: SQL): SQL => (onPostgres ? postgres : sqlite);
+
+interface PgResult {
+  rows: Record<string, unknown>[];
+  rowCount: number | null;
+  fields: { name: string; dataTypeID: number }[];
+}
+/** node-postgres's type id of `timestamp with time zone`: drizzle hands raw SQL's times over as PostgreSQL's text. */
+const TIMESTAMPTZ = 1184;
+
+function execute(db: Db, query: SQL): Promise<PgResult> {
+  return (db as unknown as { execute(q: SQL): Promise<PgResult> }).execute(query);
+}
+
+/**
+ * The rows of raw SQL (drizzle's `db.all` on SQLite, `db.execute` on PostgreSQL), keyed by the columns' names or
+ * aliases. Read the same on both stores: times as ISO strings, counts and sums as numbers (server/db/pg/open.ts sets
+ * node-postgres's parsers for int8 and numeric), booleans as PostgreSQL's booleans where SQLite gives 0/1 (select
+ * them as integers, `(x)::int` on PostgreSQL, when the caller compares with 1).
+ */
+export async function rows<T>(db: Db, query: SQL): Promise<T[]> {
+  if (!onPostgres) return await db.all<T>(query);
+  const r = await execute(db, query);
+  const times = r.fields.filter((f) => f.dataTypeID === TIMESTAMPTZ).map((f) => f.name);
+  if (times.length > 0) {
+    for (const row of r.rows) for (const name of times) if (typeof row[name] === 'string' || row[name] instanceof Date) row[name] = isoFromPostgres(row[name] as string | Date);
+  }
+  return r.rows as T[];
+}
+
+/** The first row of raw SQL, or undefined (drizzle's `db.get` on SQLite). */
+export async function row<T>(db: Db, query: SQL): Promise<T | undefined> {
+  return (await rows<T>(db, query))[0];
+}
+
+/** Runs raw SQL that writes; how many rows it changed (`changes` on SQLite, `rowCount` on PostgreSQL). */
+export async function run(db: Db, query: SQL): Promise<number> {
+  if (!onPostgres) return (await db.run(query)).changes;
+  return (await execute(db, query)).rowCount ?? 0;
+}
