@@ -1,5 +1,5 @@
 import type { VisitMessage } from '../../shared/messages.js';
-import { type Store, type SqliteStore } from '../db/open.js';
+import type { SqliteStore } from '../db/open.js';
 
 /**
  * A visit is a stay (docs/visits-and-customers.md, "Visits are stays"). Ingest hands every sighting (one visit
