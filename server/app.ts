@@ -3,6 +3,8 @@ import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import { sql } from 'drizzle-orm';
 import type { AppRouter, Custom, Deps, Mw, State } from './context.js';
+import type { Store } from './db/open.js';
+import { row } from './db/raw.js';
 import { accessLog, defineRequestLog, deferBodyErrors, errors, privateAnswers, requestId } from './http/middleware.js';
 import { noSuchRoute } from './http/errors.js';
 import { mountRouters } from './http/mount.js';
@@ -78,11 +80,21 @@ export const adminGuard: Mw = (ctx, next) => {
   return next();
 };
 
+/** Whether the database answers a trivial query: the SQLite file open, or a PostgreSQL connection that works. */
+async function databaseAnswers(store: Store): Promise<boolean> {
+  if (store.dialect === 'sqlite' && !store.sqlite.open) return false;
+  try {
+    return (await row<{ ok: number }>(store.db, sql`select 1 as ok`))?.ok === 1;
+  } catch {
+    return false;
+  }
+}
+
 function healthRoutes(): AppRouter {
   const r: AppRouter = new Router();
-  r.get('/healthz', (ctx) => {
+  r.get('/healthz', async (ctx) => {
     const { store, broker } = ctx.deps;
-    const dbOk = store.dialect === 'sqlite' && store.sqlite.open && store.db.get<{ ok: number }>(sql`select 1 as ok`)?.ok === 1;
+    const dbOk = await databaseAnswers(store);
     const brokerOk = broker.accepting;
     ctx.status = dbOk && brokerOk ? 200 : 503;
     ctx.body = { status: ctx.status === 200 ? 'ok' : 'unavailable', database: dbOk ? 'ok' : 'down', broker: brokerOk ? 'ok' : 'down' };

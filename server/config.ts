@@ -85,6 +85,11 @@ export const configSchema = z.object({
   FOOTFALL_MQTT_URL: mqttUrl.optional(),
   // PostgreSQL instead of the embedded SQLite file (docs/scale-out.md): refused until head office runs on it.
   FOOTFALL_DATABASE_URL: z.string().trim().min(1).optional(),
+  /**
+   * Starts head office on FOOTFALL_DATABASE_URL although PostgreSQL support is unfinished (docs/scale-out.md, "What
+   * does not work yet"): for the tests that run the server suite on PostgreSQL and for trying it out, never for a shop.
+   */
+  FOOTFALL_POSTGRES_PREVIEW: bool.default(false),
   FOOTFALL_MQTT_USERNAME: z.string().min(1).optional(),
   FOOTFALL_MQTT_PASSWORD: z.string().min(1).optional(),
   /** The broker's address as shop PCs reach it (enrolment answer); default: FOOTFALL_MQTT_URL's host and port. */
@@ -245,7 +250,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     [cfg.FOOTFALL_MQTT_URL !== undefined || (cfg.FOOTFALL_MQTT_PUBLIC_URL ?? cfg.FOOTFALL_MQTT_USERNAME ?? cfg.FOOTFALL_MQTT_PASSWORD) === undefined, 'FOOTFALL_MQTT_PUBLIC_URL, FOOTFALL_MQTT_USERNAME, FOOTFALL_MQTT_PASSWORD: only with FOOTFALL_MQTT_URL (the external broker)'],
     [cfg.FOOTFALL_MQTT_URL === undefined || (cfg.FOOTFALL_MQTT_USERNAME ?? new URL(cfg.FOOTFALL_MQTT_URL).username) !== '', "FOOTFALL_MQTT_USERNAME: required with FOOTFALL_MQTT_URL (head office's own login on the broker), or give it in the URL"],
     [
-      cfg.FOOTFALL_DATABASE_URL === undefined,
+      cfg.FOOTFALL_DATABASE_URL === undefined || cfg.FOOTFALL_POSTGRES_PREVIEW,
       'FOOTFALL_DATABASE_URL: head office does not run on PostgreSQL yet (docs/scale-out.md, "What does not work yet"); unset it to keep the embedded SQLite file. `footfall migrate --to` already copies a database into PostgreSQL.',
     ],
     [cfg.FOOTFALL_SMS !== 'http' || cfg.FOOTFALL_SMS_URL !== undefined, 'FOOTFALL_SMS_URL: required with FOOTFALL_SMS=http (the SMS gateway)'],

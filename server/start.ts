@@ -1,5 +1,4 @@
 import http from 'node:http';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { buildApp, fastRoutes } from './app.js';
@@ -7,7 +6,8 @@ import { withFastLane } from './http/fast-lane.js';
 import { answerClientError } from './http/client-errors.js';
 import type { Config } from './config.js';
 import type { Deps } from './context.js';
-import { openDatabase, type Store } from './db/open.js';
+import type { Store } from './db/open.js';
+import { closeStore, openStore } from './db/store.js';
 import { loadKeys, unusableKeys, type Keys } from './crypto/keys.js';
 import { openBroker, type Broker } from './broker/broker.js';
 import { adminExists, createAdmin } from './auth/admins.js';
@@ -65,7 +65,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const log = opts.log ?? createLogger(config.FOOTFALL_LOG_LEVEL);
   const announce = opts.announce ?? ((line: string) => process.stdout.write(line + '\n'));
   // The ingest thread checkpoints the WAL, so no request waits for one (server/db/checkpoint.ts).
-  const store = openDatabase(path.join(config.dataDir, 'footfall.db'), { autoCheckpoint: false });
+  const store = await openStore(config, { autoCheckpoint: false });
   let keys: Keys;
   try {
     keys = loadKeys(config);
@@ -74,13 +74,13 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     log.error({ err }, 'no usable encryption key: opening shops, enrolling shop PCs and camera passwords are refused until it is restored (do not delete the key file: secrets sealed with it would be lost)');
     keys = unusableKeys(err instanceof Error ? err.message : String(err));
   }
-  const broker = await openBroker(config, log).catch((err: unknown) => {
-    store.close();
+  const broker = await openBroker(config, log).catch(async (err: unknown) => {
+    await closeStore(store);
     throw err;
   });
   await startAuthRuntime(config, store, log).catch(async (err: unknown) => {
     await broker.close();
-    store.close();
+    await closeStore(store);
     throw err;
   });
   const shopLogins = new ShopLogins({ store, keys, broker, log });
@@ -129,7 +129,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     server.listen(config.FOOTFALL_HTTP_PORT, config.FOOTFALL_HTTP_HOST, () => resolve());
   }).catch(async (err: unknown) => {
     await broker.close();
-    store.close();
+    await closeStore(store);
     throw err;
   });
   const httpPort = (server.address() as AddressInfo).port;
@@ -192,7 +192,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         await ingest.stop();
         await crossings.stop();
         await broker.close();
-        store.close();
+        await closeStore(store);
       })();
       return closing;
     },

@@ -96,7 +96,7 @@ export function alertsRoutes(): AppRouter {
               webhookUrl: url,
               webhookSecret: secret,
             });
-      audit(ctx, { action: 'alerts.settings', target: companyId, detail: { fields: Object.keys(body).filter((k) => k !== 'webhook_secret'), webhook_secret_changed: body.webhook_secret !== undefined } });
+      await audit(ctx, { action: 'alerts.settings', target: companyId, detail: { fields: Object.keys(body).filter((k) => k !== 'webhook_secret'), webhook_secret_changed: body.webhook_secret !== undefined } });
       return presentSettings(saved, await recipientsOf(store.db, companyId, { ...saved, emailTo: null }));
     });
   });

@@ -2,6 +2,8 @@ import type Database from 'better-sqlite3';
 import type { Ctx } from '../context.js';
 import type { Db } from '../db/open.js';
 import { noteUnreadWrite } from '../db/read-cache.js';
+import { onPostgres, run } from '../db/raw.js';
+import { sql } from 'drizzle-orm';
 
 export interface AuditEntry {
   action: string;
@@ -11,9 +13,9 @@ export interface AuditEntry {
 }
 
 /** Writes an audit row naming the actor and the request; call it inside the write's transaction. */
-export function audit(ctx: Ctx, entry: AuditEntry): void {
+export async function audit(ctx: Ctx, entry: AuditEntry): Promise<void> {
   const actor = ctx.state.actor;
-  writeAudit(ctx.deps.store.db, {
+  await writeAudit(ctx.deps.store.db, {
     ...entry,
     companyId: entry.companyId === undefined ? (actor?.companyId ?? null) : entry.companyId,
     actorId: actor?.userId ?? null,
@@ -35,10 +37,8 @@ function insertStatement(db: Db) {
 
 const inserts = new WeakMap<Db, ReturnType<typeof insertStatement>>();
 
-export function writeAudit(db: Db, row: AuditEntry & { actorId?: string | null; actorEmail?: string | null; requestId?: string | null }): void {
-  let insert = inserts.get(db);
-  if (!insert) inserts.set(db, (insert = insertStatement(db)));
-  insert.run(
+export async function writeAudit(db: Db, row: AuditEntry & { actorId?: string | null; actorEmail?: string | null; requestId?: string | null }): Promise<void> {
+  const values = [
     new Date().toISOString(),
     row.companyId ?? null,
     row.actorId ?? null,
@@ -47,11 +47,23 @@ export function writeAudit(db: Db, row: AuditEntry & { actorId?: string | null; 
     row.target ?? null,
     row.detail === undefined || row.detail === null ? null : JSON.stringify(row.detail),
     row.requestId ?? null,
-  );
+  ] as const;
+  if (onPostgres) {
+    const [at, companyId, actorId, actorEmail, action, target, detail, requestId] = values;
+    await run(
+      db,
+      sql`insert into audit_log (at, company_id, actor_id, actor_email, action, target, detail, request_id)
+          values (${at}, ${companyId}, ${actorId}, ${actorEmail}, ${action}, ${target}, ${detail}::jsonb, ${requestId})`,
+    );
+    return;
+  }
+  let insert = inserts.get(db);
+  if (!insert) inserts.set(db, (insert = insertStatement(db)));
+  insert.run(...values);
   noteUnreadWrite(db, 1);
 }
 
 /** A sign-in (issue 29): who, how (`password`, `client`, `phone`), from which device; the actor is the member. */
-export function auditSignIn(db: Db, user: { id: string; companyId: string | null; email: string }, via: 'password' | 'client' | 'phone', requestId: string | undefined, detail: Record<string, unknown> = {}): void {
-  writeAudit(db, { action: 'auth.sign_in', companyId: user.companyId, actorId: user.id, actorEmail: user.email, target: user.id, detail: { via, ...detail }, requestId: requestId ?? null });
+export async function auditSignIn(db: Db, user: { id: string; companyId: string | null; email: string }, via: 'password' | 'client' | 'phone', requestId: string | undefined, detail: Record<string, unknown> = {}): Promise<void> {
+  await writeAudit(db, { action: 'auth.sign_in', companyId: user.companyId, actorId: user.id, actorEmail: user.email, target: user.id, detail: { via, ...detail }, requestId: requestId ?? null });
 }

@@ -38,7 +38,7 @@ export async function changeOwnPassword(ctx: Ctx, body: z.output<typeof Password
     await clearFailures(store.db, user.email);
     await store.db.update(users).set({ passwordHash: hash }).where(eq(users.id, user.id));
     const revoked = await revokeUserSessions(store.db, user.id, 'password_changed', actor.sessionId);
-    audit(ctx, { action: 'auth.password.change', target: user.id, detail: { other_sessions_revoked: revoked } });
+    await audit(ctx, { action: 'auth.password.change', target: user.id, detail: { other_sessions_revoked: revoked } });
     return { revoked };
   });
 }

@@ -18,7 +18,7 @@ export async function startCheck(ctx: Ctx, found: CameraView, input: { kind: Che
       requestedBy: actorOf(ctx).userId,
       releaseS: ctx.deps.config.FOOTFALL_CHECK_RELEASE_S,
     });
-  audit(ctx, {
+  await audit(ctx, {
     action: 'camera.check',
     target: found.camera.id,
     detail: { check_id: check.id, kind: check.kind, seconds: check.seconds, ...(input.via ? { via: input.via } : {}) },

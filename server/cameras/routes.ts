@@ -133,7 +133,7 @@ export function camerasRoutes(): AppRouter {
               tuning: mergeTuning(DEFAULT_TUNING, body.tuning),
               enabled: body.enabled ?? true,
             });
-      audit(ctx, { action: 'camera.create', target: camera.id, detail: { camera_id: camera.cameraId, site: shop.slug } });
+      await audit(ctx, { action: 'camera.create', target: camera.id, detail: { camera_id: camera.cameraId, site: shop.slug } });
       return (await viewCamera(store.db, camera.id))!;
     });
     await camerasChanged(ctx, view.shop.id);
@@ -159,7 +159,7 @@ export function camerasRoutes(): AppRouter {
       if (body.enabled !== undefined) changes.enabled = body.enabled;
       if (body.tuning !== undefined) changes.tuning = mergeTuning(c.tuning, body.tuning);
       await updateCamera(store.db, c, changes);
-      audit(ctx, { action: 'camera.update', target: c.id, detail: { camera_id: c.cameraId, fields: Object.keys(body).filter((k) => k !== 'camera_id') } });
+      await audit(ctx, { action: 'camera.update', target: c.id, detail: { camera_id: c.cameraId, fields: Object.keys(body).filter((k) => k !== 'camera_id') } });
       return (await viewCamera(store.db, c.id))!;
     });
     await camerasChanged(ctx, view.shop.id);
@@ -171,7 +171,7 @@ export function camerasRoutes(): AppRouter {
     const view = await store.tx(async () => {
       const found = await cameraInPath(ctx);
       await tombstoneCamera(store.db, found.camera);
-      audit(ctx, { action: 'camera.remove', target: found.camera.id, detail: { camera_id: found.camera.cameraId, site: found.shop.slug } });
+      await audit(ctx, { action: 'camera.remove', target: found.camera.id, detail: { camera_id: found.camera.cameraId, site: found.shop.slug } });
       return found;
     });
     await camerasChanged(ctx, view.shop.id);

@@ -70,7 +70,7 @@ export function clientsRoutes(): AppRouter {
     const passwordHash = await hashPassword(password);
     const { company, owner } = await store.tx(async () => {
       const made = await createCompanyWithOwner(store.db, { name: body.company_name, slug, ownerEmail: body.owner_email, ownerName: body.owner_name, passwordHash });
-      audit(ctx, { action: 'client.create', companyId: null, target: made.company.id, detail: { slug, owner_email: body.owner_email } });
+      await audit(ctx, { action: 'client.create', companyId: null, target: made.company.id, detail: { slug, owner_email: body.owner_email } });
       return made;
     });
     ctx.status = 201;
@@ -89,7 +89,7 @@ export function clientsRoutes(): AppRouter {
           .set({ active, suspendedAt: active ? null : new Date().toISOString() })
           .where(eq(companies.id, company.id));
         if (!active) revoked = await revokeCompanySessions(store.db, company.id, 'company_suspended');
-        audit(ctx, { action: active ? 'client.reactivate' : 'client.suspend', companyId: null, target: company.id, detail: { sessions_revoked: revoked } });
+        await audit(ctx, { action: active ? 'client.reactivate' : 'client.suspend', companyId: null, target: company.id, detail: { sessions_revoked: revoked } });
       }
       return { client: presentCompany({ ...company, active }, await countsOf(store.db, company.id)), sessions_revoked: revoked };
     });
@@ -120,7 +120,7 @@ export function clientsRoutes(): AppRouter {
       (await store.db.update(users).set({ passwordHash }).where(eq(users.id, target.id)));
       await endProviderSessions(store.db, target.id); // the same account on /auth's embedded provider
       const revoked = await revokeUserSessions(store.db, target.id, 'password_reset');
-      audit(ctx, { action: 'client.owner_password', companyId: null, target: target.id, detail: { company_id: company.id, email: target.email, sessions_revoked: revoked } });
+      await audit(ctx, { action: 'client.owner_password', companyId: null, target: target.id, detail: { company_id: company.id, email: target.email, sessions_revoked: revoked } });
     });
     ctx.body = { email: target.email, password };
   });
@@ -146,7 +146,7 @@ export function clientsRoutes(): AppRouter {
       if (!now) throw notFound('That company');
       if (now.active) throw new HttpError(409, 'still_active', `${company.name} was reactivated during the deletion; its rows were kept. Suspend it and delete it again.`);
       (await store.db.delete(companies).where(eq(companies.id, company.id)));
-      audit(ctx, { action: 'client.delete', companyId: null, target: company.id, detail: { slug: company.slug, ...removed } });
+      await audit(ctx, { action: 'client.delete', companyId: null, target: company.id, detail: { slug: company.slug, ...removed } });
     });
     ctx.body = { deleted: company.slug, images_deleted: removed.images ?? 0 };
   });

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import { CrossingMessage } from '../../shared/messages.js';
 import { brokerUsername, parseTopic } from '../../shared/topics.js';
 import type { Broker, HeldMessage } from '../broker/broker.js';
-import { type Store, sqliteOf, type SqliteStore } from '../db/open.js';
+import type { Store } from '../db/open.js';
+import { preparedStatements } from '../db/statement.js';
 
 export interface CrossingStats {
   /** Publishes on `up/crossing` handed to ingest. */
@@ -131,7 +132,7 @@ export class CrossingIngest {
     if (batch.length === 0) return;
     let counts: Partial<CrossingStats>;
     try {
-      counts = await this.deps.store.tx(async () => this.write(batch));
+      counts = await this.deps.store.tx(async () => await this.write(batch));
     } catch (err) {
       this.counters.failed++;
       this.deps.log.error({ err, crossings: batch.length }, 'crossings not stored; refused (the shop PCs send them again)');
@@ -144,13 +145,13 @@ export class CrossingIngest {
   }
 
   /** The batch's writes, in one transaction; returns the counts (applied only once committed). */
-  private write(batch: readonly Pending[]): Partial<CrossingStats> {
-    const q = statements(this.deps.store);
+  private async write(batch: readonly Pending[]): Promise<Partial<CrossingStats>> {
+    const q = statementsOf(this.deps.store);
     const counts: Partial<CrossingStats> = {};
     const count = (k: keyof CrossingStats) => (counts[k] = (counts[k] ?? 0) + 1);
     const shopOf = new Map<string, { id: string; companyId: string; active: number } | undefined>();
     for (const p of batch) {
-      if (!shopOf.has(p.username)) shopOf.set(p.username, q.shop.get(p.username) as { id: string; companyId: string; active: number } | undefined);
+      if (!shopOf.has(p.username)) shopOf.set(p.username, await q.shop.get<{ id: string; companyId: string; active: number }>(p.username));
       const shop = shopOf.get(p.username);
       if (!shop) {
         count('unknownShop');
@@ -161,8 +162,8 @@ export class CrossingIngest {
         continue;
       }
       const m = p.msg;
-      const camera = q.camera.get(shop.id, m.camera_id) as { id: string } | undefined;
-      const inserted = q.insert.run({
+      const camera = await q.camera.get<{ id: string }>(shop.id, m.camera_id);
+      const inserted = await q.insert.run({
         companyId: shop.companyId,
         shopId: shop.id,
         crossingId: m.crossing_id.toLowerCase(),
@@ -187,23 +188,15 @@ export class CrossingIngest {
   }
 }
 
-const prepared = new WeakMap<SqliteStore['sqlite'], ReturnType<typeof prepare>>();
-function prepare(sqlite: SqliteStore['sqlite']) {
-  return {
-    shop: sqlite.prepare(
-      'select s.id as id, s.company_id as companyId, c.active as active from shops s join companies c on c.id = s.company_id where s.broker_username = ?',
-    ),
-    // A present camera first (cameras_shop_camera_id_uq), else the newest tombstone with that camera_id.
-    camera: sqlite.prepare('select id from cameras where shop_id = ? and camera_id = ? order by deleted_at is not null, deleted_at desc limit 1'),
-    insert: sqlite.prepare(
-      `insert into crossings (company_id, shop_id, crossing_id, camera_id, camera_uuid, direction, occurred_at, received_at, track_id)
-       values (@companyId, @shopId, @crossingId, @cameraId, @cameraUuid, @direction, @occurredAt, @receivedAt, @trackId)
-       on conflict (shop_id, crossing_id) do nothing`,
-    ),
-  };
-}
-function statements(store: Store): ReturnType<typeof prepare> {
-  let q = prepared.get(sqliteOf(store));
-  if (!q) prepared.set(sqliteOf(store), (q = prepare(sqliteOf(store))));
-  return q;
-}
+const statementsOf = preparedStatements((prep) => ({
+  shop: prep(
+    'select s.id as id, s.company_id as "companyId", c.active as active from shops s join companies c on c.id = s.company_id where s.broker_username = ?',
+  ),
+  // A present camera first (cameras_shop_camera_id_uq), else the newest tombstone with that camera_id.
+  camera: prep('select id from cameras where shop_id = ? and camera_id = ? order by deleted_at is not null, deleted_at desc limit 1'),
+  insert: prep(
+    `insert into crossings (company_id, shop_id, crossing_id, camera_id, camera_uuid, direction, occurred_at, received_at, track_id)
+     values (@companyId, @shopId, @crossingId, @cameraId, @cameraUuid, @direction, @occurredAt, @receivedAt, @trackId)
+     on conflict (shop_id, crossing_id) do nothing`,
+  ),
+}));

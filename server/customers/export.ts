@@ -48,6 +48,6 @@ export async function exportCustomer(ctx: Ctx, c: CustomerRow) {
     purchases: purchases.map((p) => presentPurchase(p.purchase, c, p.shop ?? undefined)),
     audit: trail.map(presentAuditEntry),
   };
-  audit(ctx, { action: 'customer.export', target: c.id, detail: { ref: customerRef(c.number), visits: visits.length, purchases: purchases.length, photos: photos.length } });
+  await audit(ctx, { action: 'customer.export', target: c.id, detail: { ref: customerRef(c.number), visits: visits.length, purchases: purchases.length, photos: photos.length } });
   return document;
 }

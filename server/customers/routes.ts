@@ -138,14 +138,14 @@ export function customersRoutes(): AppRouter {
 
   r.get('/visitors/:id', auth(customersPolicy.view), async (ctx) => {
     const c = await customerInPath(ctx);
-    audit(ctx, { action: 'customer.view', target: c.id, detail: { ref: customerRef(c.number), read: 'profile' } });
+    await audit(ctx, { action: 'customer.view', target: c.id, detail: { ref: customerRef(c.number), read: 'profile' } });
     ctx.set('ETag', profileTag(c));
     ctx.body = { ...presentCustomer(c), ...((await spendOf(ctx.deps.store.db, [c.id])).get(c.id) ?? noSpend), profile: presentProfile(c) };
   });
 
   r.get('/visitors/:id/history', auth(customersPolicy.view), async (ctx) => {
     const c = await customerInPath(ctx);
-    audit(ctx, { action: 'customer.view', target: c.id, detail: { ref: customerRef(c.number), read: 'history' } });
+    await audit(ctx, { action: 'customer.view', target: c.id, detail: { ref: customerRef(c.number), read: 'history' } });
     ctx.body = (await historyOf(ctx.deps.store.db, c.id)).map((v) => ({
       id: v.visitId,
       occurred_at: v.occurredAt,
@@ -215,7 +215,7 @@ export function customersRoutes(): AppRouter {
     if (ctx.deps.config.FOOTFALL_IMAGES === 'off') throw imagesDisabled();
     const face = await latestFaceOf(ctx.deps.store.db, c.id);
     if (!face) throw new HttpError(404, 'no_image', 'No photo of this customer has been captured.');
-    auditPhotoLinks(ctx, 'GET /api/visitors/{id}/image', [{ faceImageId: face.id, customerId: c.id }]);
+    await auditPhotoLinks(ctx, 'GET /api/visitors/{id}/image', [{ faceImageId: face.id, customerId: c.id }]);
     ctx.body = { available: true, url: faceUrl(face.id), auth: true };
   });
 
@@ -228,7 +228,7 @@ export function customersRoutes(): AppRouter {
       if (err.code === 'ENOENT') throw notFound('That photo');
       throw err;
     });
-    audit(ctx, { action: 'photo.view', target: face.id, detail: { visitor_id: face.customerId } });
+    await audit(ctx, { action: 'photo.view', target: face.id, detail: { visitor_id: face.customerId } });
     ctx.set('Cache-Control', 'private, no-store');
     ctx.type = 'image/jpeg';
     ctx.body = jpeg;

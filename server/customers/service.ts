@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, inArray, isNull, like, or, sql, type SQL } from 'drizzle-orm';
 import { audit } from '../audit/service.js';
 import type { Ctx } from '../context.js';
-import { type Db, sqliteOf } from '../db/open.js';
+import type { Db } from '../db/open.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { DEFAULT_MATCHER_OPTIONS } from '../identity/matcher.js';
 import { mergedTemplate, type TemplateState } from '../identity/template.js';
@@ -154,7 +154,7 @@ export async function markStaff(ctx: Ctx, customer: CustomerRow, staff: boolean)
   if (customer.staff === staff) return customer;
   const row = (await returned(db.update(customers).set({ staff, staffChangedAt: new Date().toISOString() }).where(eq(customers.id, customer.id)).returning()))!;
   const visitsMarked = (await db.update(visits).set({ staff }).where(eq(visits.customerId, customer.id))).changes;
-  audit(ctx, { action: staff ? 'customer.staff' : 'customer.not_staff', target: customer.id, detail: { ref: customerRef(customer.number), visits: visitsMarked } });
+  await audit(ctx, { action: staff ? 'customer.staff' : 'customer.not_staff', target: customer.id, detail: { ref: customerRef(customer.number), visits: visitsMarked } });
   return row;
 }
 
@@ -187,7 +187,7 @@ export async function replaceProfile(ctx: Ctx, customer: CustomerRow, p: Profile
   const changed = (Object.keys(next) as (keyof typeof next)[]).filter((k) => k !== 'profileUpdatedAt' && k !== 'consentChangedAt' && next[k] !== customer[k]);
   const row = (await returned(db.update(customers).set(next).where(eq(customers.id, customer.id)).returning()))!;
   if (consentChanged) await recordConsent(ctx, customer, p.consent, 'profile', now);
-  audit(ctx, { action: 'customer.profile', target: customer.id, detail: { ref: customerRef(customer.number), changed } });
+  await audit(ctx, { action: 'customer.profile', target: customer.id, detail: { ref: customerRef(customer.number), changed } });
   return row;
 }
 
@@ -267,7 +267,7 @@ export async function eraseCustomer(ctx: Ctx, customerId: string): Promise<Erase
         consent_revoked: true,
         enrolment_blocked_until: marker ? new Date(marker.expiresAt).toISOString() : null,
       };
-      audit(ctx, { action: 'customer.erase', target: c.id, detail: { ref: result.ref, visits_unlinked: unlinked, images_deleted: moved.length, marker: marker !== undefined } });
+      await audit(ctx, { action: 'customer.erase', target: c.id, detail: { ref: result.ref, visits_unlinked: unlinked, images_deleted: moved.length, marker: marker !== undefined } });
       return { result, model: c.recognitionModel, marker };
     });
   } catch (err) {
@@ -306,7 +306,7 @@ export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: Customer
     .where(eq(visits.customerId, drop.id))).changes;
   if (staff !== keep.staff) (await db.update(visits).set({ staff }).where(eq(visits.customerId, keep.id)));
   // One person: their visits in a shop within the gap of each other are one stay (docs/visits-and-customers.md).
-  const joined = rejoinStays(sqliteOf(ctx.deps.store), keep.id, ctx.deps.config.FOOTFALL_VISIT_GAP_S * 1000);
+  const joined = await rejoinStays(ctx.deps.store, keep.id, ctx.deps.config.FOOTFALL_VISIT_GAP_S * 1000);
   // Exactly one enrolling visit: the earliest.
   const firsts = await db
     .select({ seq: visits.seq })
@@ -350,7 +350,7 @@ export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: Customer
     .where(eq(customers.id, drop.id));
   // Customers merged into `drop` earlier now point at `keep` directly.
   await db.update(customers).set({ mergedInto: keep.id }).where(eq(customers.mergedInto, drop.id));
-  audit(ctx, {
+  await audit(ctx, {
     action: 'customer.merge',
     target: keep.id,
     detail: { into: customerRef(keep.number), merged: customerRef(drop.number), merged_id: drop.id, visits_moved: moved, visits_joined: joined },
@@ -359,9 +359,9 @@ export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: Customer
 }
 
 /** Writes the audit row for photo links handed out by one response (or one stream push). */
-export function auditPhotoLinks(ctx: Ctx, route: string, links: readonly { faceImageId: string; customerId: string | undefined }[]): void {
+export async function auditPhotoLinks(ctx: Ctx, route: string, links: readonly { faceImageId: string; customerId: string | undefined }[]): Promise<void> {
   if (links.length === 0) return;
-  audit(ctx, {
+  await audit(ctx, {
     action: 'photo.link',
     target: links.length === 1 ? links[0]!.faceImageId : null,
     detail: { route, faces: links.map((l) => ({ face_image_id: l.faceImageId, visitor_id: l.customerId ?? null })) },

@@ -29,10 +29,10 @@ describe('read cache versions', () => {
     expect(cache.get('k', dbVersion(store.db))).toBeUndefined();
   });
 
-  it('writes noted as unread (audit rows, session touches) keep the entries', () => {
+  it('writes noted as unread (audit rows, session touches) keep the entries', async () => {
     const cache = new ReadCache<string>(4);
     cache.set('k', dbVersion(store.db), 'answer');
-    writeAudit(store.db, { action: 'photo.link', detail: { faces: [] } });
+    await writeAudit(store.db, { action: 'photo.link', detail: { faces: [] } });
     expect(cache.get('k', dbVersion(store.db))).toBe('answer');
     store.sqlite.prepare("update audit_log set target = 'x' where id = 1").run();
     noteUnreadWrite(store.db, 1);

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Db } from './open.js';
+import { onPostgres } from './raw.js';
 
 /**
  * Answers of hot read routes (GET /api/visits, GET /api/visitors), kept while the database has not changed.
@@ -37,10 +38,19 @@ function countersOf(db: Db): Counters {
 
 /** `rows` rows were written that no cached answer reads (audit_log, sessions.last_used_at). */
 export function noteUnreadWrite(db: Db, rows: number): void {
+  if (onPostgres) return;
   countersOf(db).unread += rows;
 }
 
+/**
+ * On PostgreSQL nothing tells this process cheaply that another connection (the ingest thread's, another head-office
+ * process's) committed, so no answer is kept: every version is new (NaN equals nothing) and every read goes to the
+ * database. A change counter announced with LISTEN/NOTIFY would bring the cache back there (docs/scale-out.md).
+ */
+const NEVER_AGAIN: DbVersion = { data: Number.NaN, changes: Number.NaN };
+
 export function dbVersion(db: Db): DbVersion {
+  if (onPostgres) return NEVER_AGAIN;
   const c = countersOf(db);
   return { data: c.dataVersion.get()!, changes: c.totalChanges.get()! - c.unread };
 }

@@ -63,7 +63,7 @@ export async function changePrivacy(ctx: Ctx, companyId: string, change: Privacy
     .values({ companyId, ...next })
     .onConflictDoUpdate({ target: companyPrivacy.companyId, set: next });
   const after = await privacyOf(db, companyId);
-  audit(ctx, {
+  await audit(ctx, {
     action: 'privacy.update',
     target: companyId,
     detail: {

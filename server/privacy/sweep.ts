@@ -108,8 +108,8 @@ export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?
     const now = opts.now ?? Date.now();
     const cutoff = cutoffOf(settings, deps.config.FOOTFALL_VISIT_GAP_S, now);
     const mine = none();
-    const cut = () => {
-      record(deps, companyId, settings, mine, false);
+    const cut = async () => {
+      await record(deps, companyId, settings, mine, false);
       if (add(total, mine).templates > 0) unscrubbed.add(deps.store);
       return scrubFiles(deps).then(() => ({ ...total, complete: false }));
     };
@@ -136,7 +136,7 @@ export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?
       });
       if (!done) return cut();
     }
-    record(deps, companyId, settings, mine, true);
+    await record(deps, companyId, settings, mine, true);
     if (requested) {
       // Done with what was asked; a change made meanwhile keeps its own request.
       await db.update(companyPrivacy)
@@ -206,9 +206,9 @@ function add(total: Removed, more: Removed): Removed {
 }
 
 /** An audit row per company that lost something (or whose requested sweep finished), naming no one. */
-function record(deps: Deps, companyId: string, s: PrivacySettings, removed: Removed, complete: boolean): void {
+async function record(deps: Deps, companyId: string, s: PrivacySettings, removed: Removed, complete: boolean): Promise<void> {
   if (removed.templates === 0 && removed.days === 0 && !(complete && s.sweepRequestedAt)) return;
-  writeAudit(deps.store.db, {
+  await writeAudit(deps.store.db, {
     action: 'privacy.sweep',
     companyId,
     target: companyId,

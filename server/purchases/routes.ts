@@ -88,7 +88,7 @@ export function purchasesRoutes(): AppRouter {
         }
       }
       const row = await insertPurchase(db, input);
-      audit(ctx, { action: 'purchase.create', target: row.id, detail: { visitor_id: customer.id, site_id: shop.id, amount_minor: row.amountMinor, currency: row.currency } });
+      await audit(ctx, { action: 'purchase.create', target: row.id, detail: { visitor_id: customer.id, site_id: shop.id, amount_minor: row.amountMinor, currency: row.currency } });
       return { row, customer, shop, created: true };
     });
     ctx.status = created ? 201 : 200;

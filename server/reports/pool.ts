@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { type Store, sqliteOf } from '../db/open.js';
+import type { Store } from '../db/open.js';
 import { HttpError } from '../http/errors.js';
 import type { ReportQuery } from './query.js';
 import { conversionReport, footfallReport, type ConversionReport, type FootfallReport } from './service.js';
@@ -93,8 +93,8 @@ export class ReportPool {
   private readonly busyWaiters: (() => void)[] = [];
 
   constructor(private readonly opts: ReportPoolOptions) {
-    const sqlite = sqliteOf(opts.store);
-    this.file = opts.size === 0 || sqlite.memory ? null : path.resolve(sqlite.name);
+    const store = opts.store;
+    this.file = store.dialect !== 'sqlite' || opts.size === 0 || store.sqlite.memory ? null : path.resolve(store.sqlite.name);
   }
 
   footfall(companyId: string, query: ReportQuery): Promise<FootfallReport> {

@@ -3,8 +3,22 @@ import type { Logger } from 'pino';
 import { Goodbye, Heartbeat } from '../../shared/messages.js';
 import { brokerUsername, parseTopic, upFilterAllShops } from '../../shared/topics.js';
 import type { Broker, HeldMessage } from '../broker/broker.js';
-import { type Store, sqliteOf } from '../db/open.js';
+import type { Store } from '../db/open.js';
+import { preparedStatements } from '../db/statement.js';
 import { cameras, shops } from '../db/tables.js';
+
+const statementsOf = preparedStatements((prep) => {
+  const set = `last_heartbeat_at = @at, offline_since = null, agent_version = @agentVersion, recognition_model = @recognitionModel,
+       recognition_running = @recognitionRunning, recognition_problem = @recognitionProblem, door_counting_problem = @doorCountingProblem,
+       cameras_up = @camerasUp, cameras_total = @camerasTotal, queued = @queued, dropped = @dropped,
+       fraction_below_gate = @fractionBelowGate, worst_camera_id = @worstCameraId`;
+  return {
+    update: prep(
+      `update shops set ${set} where broker_username = @username returning id`,
+      `update shops set ${set.replace('@recognitionRunning', '@recognitionRunning::int::boolean')} where broker_username = @username returning id`,
+    ),
+  };
+});
 
 /** Heartbeats are written at most this long after they arrive. */
 const FLUSH_MS = 500;
@@ -50,13 +64,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
    */
   const pending = new Map<string, { h: Heartbeat; at: string }>();
   let timer: NodeJS.Timeout | undefined;
-  const update = sqliteOf(store).prepare(
-    `update shops set last_heartbeat_at = @at, offline_since = null, agent_version = @agentVersion, recognition_model = @recognitionModel,
-       recognition_running = @recognitionRunning, recognition_problem = @recognitionProblem, door_counting_problem = @doorCountingProblem,
-       cameras_up = @camerasUp, cameras_total = @camerasTotal, queued = @queued, dropped = @dropped,
-       fraction_below_gate = @fractionBelowGate, worst_camera_id = @worstCameraId
-     where broker_username = @username returning id`,
-  );
+  const { update } = statementsOf(store);
   const flush = async () => {
     if (timer) clearTimeout(timer);
     timer = undefined;
@@ -72,7 +80,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
     }
   };
   const write = async (username: string, h: Heartbeat, now: string) => {
-    const shop = update.get({
+    const shop = await update.get<{ id: string }>({
       username,
       at: now,
       agentVersion: h.agent_version,
@@ -86,7 +94,7 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
       dropped: h.dropped,
       fractionBelowGate: h.fraction_below_gate,
       worstCameraId: h.worst_camera_id ?? null,
-    }) as { id: string } | undefined;
+    });
     // Each door camera's counting over the last minutes (GET /api/cameras `counting`); a camera_id the shop does not
     // have is ignored (removed meanwhile).
     if (shop && h.doors) {

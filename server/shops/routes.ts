@@ -122,7 +122,7 @@ export function shopsRoutes(): AppRouter {
                   timezone,
                   sealedSecret: sealed,
                 });
-        audit(ctx, { action: 'shop.open', target: made.id, detail: { slug: made.slug, broker_username: made.brokerUsername } });
+        await audit(ctx, { action: 'shop.open', target: made.id, detail: { slug: made.slug, broker_username: made.brokerUsername } });
         // Registration with the broker is the last step: if it refuses, the transaction (shop and login) rolls back.
         shopLogins.assertAccepting();
         return made;
@@ -147,7 +147,7 @@ export function shopsRoutes(): AppRouter {
         ...(body.occupancy_limit !== undefined ? { occupancyLimit: body.occupancy_limit } : {}),
       };
       const updated = await updateShop(store.db, found.id, changes);
-      audit(ctx, { action: 'shop.edit', target: found.id, detail: { slug: found.slug, fields: Object.keys(body) } });
+      await audit(ctx, { action: 'shop.edit', target: found.id, detail: { slug: found.slug, fields: Object.keys(body) } });
       return updated;
     });
     const today = await shopsToday(store.db, [shop], new Date(now));
@@ -162,7 +162,7 @@ export function shopsRoutes(): AppRouter {
       if (blockers.length > 0) throw conflict(`${found.name} cannot be removed: ${blockers.join('; ')}.`, 'site_not_empty');
       const address = await shopAddress(store.db, found.id);
       await deleteShop(store.db, found.id);
-      audit(ctx, { action: 'shop.remove', target: found.id, detail: { slug: found.slug, broker_username: found.brokerUsername } });
+      await audit(ctx, { action: 'shop.remove', target: found.id, detail: { slug: found.slug, broker_username: found.brokerUsername } });
       return { ...found, address };
     });
     // Committed: the login is gone from the database; now end its connections.
@@ -193,7 +193,7 @@ export function shopsRoutes(): AppRouter {
       ctx.body = await store.tx(async () => {
         const shop = await shopInPath(ctx);
         const { code, row } = await createEnrolmentCode(store.db, keys, { shop, label: body.label ?? '', days, requestedBy: actor.userId, requestedByEmail: actor.email });
-        audit(ctx, { action: 'shop.enrolment_code', target: shop.id, detail: { code_id: row.id, slug: shop.slug, label: row.label, expires_at: row.expiresAt } });
+        await audit(ctx, { action: 'shop.enrolment_code', target: shop.id, detail: { code_id: row.id, slug: shop.slug, label: row.label, expires_at: row.expiresAt } });
         return presentEnrolmentCode(code, row, shop);
       });
       ctx.status = 201;

@@ -133,7 +133,7 @@ export function teamRoutes(): AppRouter {
       if (body.phone && (await phoneTaken(store.db, companyId, body.phone))) throw phoneInUse();
       const made = await insertMember(store.db, companyId, { email: body.email, fullName: body.full_name, role: body.role, passwordHash, phone: body.phone ?? null });
       const withdrawn = await withdrawInvitationsFor(store.db, companyId, body.email);
-      audit(ctx, {
+      await audit(ctx, {
         action: 'team.member.create',
         target: made.id,
         detail: { email: made.email, role: made.role, password: generated ? 'generated' : 'supplied', phone: phoneDetail(made.phone), invitations_withdrawn: withdrawn },
@@ -167,7 +167,7 @@ export function teamRoutes(): AppRouter {
           days,
           invitedBy: { id: actor.userId, email: actor.email },
         });
-    audit(ctx, { action: 'team.invitation.create', target: invitation.id, detail: { email: invitation.email, role: invitation.role, expires_at: invitation.expiresAt } });
+    await audit(ctx, { action: 'team.invitation.create', target: invitation.id, detail: { email: invitation.email, role: invitation.role, expires_at: invitation.expiresAt } });
     ctx.status = 201;
     ctx.body = presentNewInvitation(invitation, code);
   }));
@@ -183,7 +183,7 @@ export function teamRoutes(): AppRouter {
     const invitation = isUuid(id) ? (await findPendingInvitation(db, tenantOf(ctx), id.toLowerCase())) : undefined;
     if (!invitation) throw new HttpError(404, 'not_found', 'There is no pending invitation with that id.');
     await withdrawInvitation(db, invitation.id);
-    audit(ctx, { action: 'team.invitation.withdraw', target: invitation.id, detail: { email: invitation.email } });
+    await audit(ctx, { action: 'team.invitation.withdraw', target: invitation.id, detail: { email: invitation.email } });
     ctx.status = 204;
   }));
 
@@ -200,7 +200,7 @@ export function teamRoutes(): AppRouter {
       assertStillAllowed(actorRole, teamPolicy.resetPassword);
       assertMayResetPassword(actorRole, member.role);
       const revoked = await resetPassword(store.db, member.id, passwordHash);
-      audit(ctx, { action: 'team.member.password', target: member.id, detail: { email: member.email, password: generated ? 'generated' : 'supplied', sessions_revoked: revoked } });
+      await audit(ctx, { action: 'team.member.password', target: member.id, detail: { email: member.email, password: generated ? 'generated' : 'supplied', sessions_revoked: revoked } });
     });
     ctx.body = { password: plain };
   });
@@ -220,7 +220,7 @@ export function teamRoutes(): AppRouter {
     if (after.active && phoneAfter && (await phoneTaken(db, tenantOf(ctx), phoneAfter, target.id))) throw phoneInUse();
     const { member, revoked } = await applyChange(db, target, { role: body.role, active: body.active, phone: body.phone });
     if (member !== target) {
-      audit(ctx, {
+      await audit(ctx, {
         action: 'team.member.update',
         target: member.id,
         detail: {
@@ -260,7 +260,7 @@ export function teamRoutes(): AppRouter {
       const { invitation } = found;
       const made = await insertMember(store.db, invitation.companyId, { email: invitation.email, fullName: body.full_name, role: invitation.role, passwordHash }, new Date().toISOString());
       if (!(await markRedeemed(store.db, invitation.id, made.id))) throw invalidCode();
-      writeAudit(store.db, {
+      await writeAudit(store.db, {
         action: 'team.invitation.redeem',
         companyId: invitation.companyId,
         target: invitation.id,

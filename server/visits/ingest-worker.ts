@@ -1,7 +1,6 @@
-import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadKeys, unusableKeys, type Keys } from '../crypto/keys.js';
-import { openDatabase } from '../db/open.js';
+import { closeStore, openStore } from '../db/store.js';
 import { checkpointEvery } from '../db/checkpoint.js';
 import { createLogger } from '../logger.js';
 import { Identities } from './identities.js';
@@ -11,7 +10,7 @@ import type { FromWorker, ToWorker, WorkerInit } from './ingest-protocol.js';
 
 /**
  * The ingest thread: its own SQLite connection (WAL: the main thread reads while this one writes; writers take
- * turns), the face galleries, and IngestCore. The main thread (VisitIngest) forwards every visit message and the
+ * turns) or PostgreSQL pool, the face galleries, and IngestCore. The main thread (VisitIngest) forwards every visit message and the
  * identity notices (erasure, merge, company deletion) and gets back the committed rows for the arrival streams.
  */
 const port = parentPort!;
@@ -20,14 +19,18 @@ const send = (m: FromWorker) => port.postMessage(m);
 async function main(): Promise<void> {
   const { config } = workerData as WorkerInit;
   const log = createLogger(config.FOOTFALL_LOG_LEVEL).child({ thread: 'ingest' });
-  const store = openDatabase(path.join(config.dataDir, 'footfall.db'));
-  // Head office's WAL checkpoints, off the main thread (whose connection has them off).
-  const stopCheckpoints = checkpointEvery(
-    store.sqlite,
-    250,
-    (err) => log.error({ err }, 'WAL checkpoint failed'),
-    (ms, pages) => log.warn({ ms: Math.round(ms), pages }, 'slow WAL checkpoint (visit ingest waited for it)'),
-  );
+  // One connection is enough on PostgreSQL: a batch is one transaction, and batches follow one another.
+  const store = await openStore(config, { pool: 2 });
+  // Head office's WAL checkpoints, off the main thread (whose connection has them off). PostgreSQL checkpoints itself.
+  const stopCheckpoints =
+    store.dialect === 'sqlite'
+      ? checkpointEvery(
+          store.sqlite,
+          250,
+          (err) => log.error({ err }, 'WAL checkpoint failed'),
+          (ms, pages) => log.warn({ ms: Math.round(ms), pages }, 'slow WAL checkpoint (visit ingest waited for it)'),
+        )
+      : () => undefined;
   let keys: Keys;
   try {
     keys = loadKeys(config);
@@ -89,7 +92,7 @@ async function main(): Promise<void> {
         stopCheckpoints();
         await core.flushAll();
         ack();
-        store.close();
+        await closeStore(store);
         send({ t: 'stopped', stats: { ...core.stats } });
         port.close();
         break;

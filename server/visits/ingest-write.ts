@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { VisitMessage } from '../../shared/messages.js';
 import type { Config } from '../config.js';
 import { linkFace, unlinkedFaces, type FaceImageRow } from '../customers/faces.js';
-import { type Store, sqliteOf, type SqliteStore } from '../db/open.js';
+import type { Store } from '../db/open.js';
+import { preparedStatements } from '../db/statement.js';
 import type { Decision, Visit } from '../identity/matcher.js';
 import { templateToBlob, unitCopy } from '../identity/vector.js';
 import type { FeedItem } from './hub.js';
@@ -40,7 +41,7 @@ interface Shop {
 export async function writeBatch(deps: { store: Store; config: Config; identities: Identities }, batch: readonly Pending[], touched: Set<string>): Promise<Written> {
   const { store, config, identities } = deps;
   const db = store.db;
-  const q = statements(store);
+  const q = statementsOf(store);
   const now = new Date().toISOString();
   const out: Written = { items: new Map(), discard: [], counts: {} };
   const count = (k: keyof IngestStats, n = 1) => (out.counts[k] = (out.counts[k] ?? 0) + n);
@@ -48,7 +49,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   // Shops (and whether their company is active), by broker username.
   const shopOf = new Map<string, Shop>();
   for (const username of new Set(batch.map((b) => b.username))) {
-    const r = q.shopByUsername.get(username) as { id: string; companyId: string; active: number } | undefined;
+    const r = await q.shopByUsername.get<{ id: string; companyId: string; active: number }>(username);
     if (r) shopOf.set(username, { id: r.id, companyId: r.companyId, active: r.active === 1 });
   }
 
@@ -83,7 +84,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   const seen = new Map<string, Set<string>>();
   for (const [companyId, items] of byCompany) {
     const existing = new Set<string>();
-    for (const i of items) if (q.sightingExists.get(companyId, i.msg.visit_id) !== undefined) existing.add(i.msg.visit_id);
+    for (const i of items) if ((await q.sightingExists.get(companyId, i.msg.visit_id)) !== undefined) existing.add(i.msg.visit_id);
     seen.set(companyId, existing);
   }
   const fresh = accepted.filter(({ item, shop }) => {
@@ -105,7 +106,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   for (const { item, shop } of fresh) {
     if (!item.embedding) continue;
     let off = countOnly.get(shop.companyId);
-    if (off === undefined) countOnly.set(shop.companyId, (off = ((q.recognition.get(shop.companyId) as { r: string } | undefined)?.r ?? 'all') === 'off'));
+    if (off === undefined) countOnly.set(shop.companyId, (off = ((await q.recognition.get<{ r: string }>(shop.companyId))?.r ?? 'all') === 'off'));
     if (off) {
       item.embedding = undefined;
       continue;
@@ -120,14 +121,18 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   for (const [k, g] of groups) {
     touched.add(k);
     const matcher = await identities.matcher(g.companyId, g.model);
-    let next = (q.maxNumber.get(g.companyId) as { n: number | null } | undefined)?.n ?? 0;
+    let next = (await q.maxNumber.get<{ n: number | null }>(g.companyId))?.n ?? 0;
     const vs: Visit[] = g.items.map((i) => ({ embedding: i.embedding!, passedGate: i.msg.passed_gate, at: Date.parse(i.msg.occurred_at) }));
+    // New customers are written once the batch is decided (the decision is synchronous; the writes are not on
+    // PostgreSQL), before any visit that names them.
+    const made: unknown[][] = [];
     const ds = matcher.decideBatch(vs, (v) => {
       const id = randomUUID();
-      q.insertCustomer.run(id, g.companyId, ++next, g.model, templateToBlob(unitCopy(v.embedding)), now);
+      made.push([id, g.companyId, ++next, g.model, templateToBlob(unitCopy(v.embedding)), now]);
       count('newCustomers');
       return id;
     });
+    for (const row of made) await q.insertCustomer.run(...row);
     ds.forEach((d, i) => {
       decisions.set(g.items[i]!, d);
       if (d.kind === 'match') {
@@ -150,7 +155,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   }
   const staffIds = new Set<string>();
   for (const [id, had] of before) {
-    const r = q.customerState.get(id) as { count: number; erasedAt: string | null; mergedInto: string | null; staff: number } | undefined;
+    const r = await q.customerState.get<{ count: number; erasedAt: string | null; mergedInto: string | null; staff: number }>(id);
     if (!r || r.erasedAt || r.mergedInto || (had !== undefined && r.count !== had)) throw new StaleGallery(`customer ${id} changed`);
     if (r.staff) staffIds.add(id);
   }
@@ -173,7 +178,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   if (fresh.length === 0) return out;
 
   // The visits, in arrival order: each sighting makes a visit or extends (joins) its customer's visits (stays.ts).
-  const stays = new Stays(sqliteOf(store), config.FOOTFALL_VISIT_GAP_S * 1000);
+  const stays = new Stays(store, config.FOOTFALL_VISIT_GAP_S * 1000);
   let first = Number.POSITIVE_INFINITY;
   let last = 0;
   const shopIds = new Set<string>();
@@ -182,8 +187,8 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     const d = decisions.get(item);
     const m = item.msg;
     const customerId = d && d.kind !== 'footfall' ? d.customerId : null;
-    q.insertSighting.run(shop.companyId, m.visit_id, item.receivedAt);
-    const r = stays.add({
+    await q.insertSighting.run(shop.companyId, m.visit_id, item.receivedAt);
+    const r = await stays.add({
       visitId: m.visit_id,
       companyId: shop.companyId,
       shopId: shop.id,
@@ -214,12 +219,12 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
 
   // Customer stats and templates: one update per customer; exactly one first visit each.
   for (const [id, st] of stays.customers) {
-    q.updateCustomer.run({ n: st.visits, first: st.first, last: st.last, template: templates.get(id) ?? null, count: templateCounts.get(id) ?? null, id });
-    stays.markFirstVisit(id);
+    await q.updateCustomer.run({ n: st.visits, first: st.first, last: st.last, template: templates.get(id) ?? null, count: templateCounts.get(id) ?? null, id });
+    await stays.markFirstVisit(id);
   }
 
   // The shops' last visit.
-  for (const shopId of shopIds) q.touchShop.run(now, shopId);
+  for (const shopId of shopIds) await q.touchShop.run(now, shopId);
 
   // What the arrival streams get after the commit: the new visits (not staff's), presented.
   const companyOfShop = new Map(fresh.map(({ shop }) => [shop.id, shop.companyId]));
@@ -240,37 +245,36 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
 }
 
 /**
- * The hot statements of ingest, prepared once per database (plain SQL through better-sqlite3: building them through
- * drizzle for every row cost more than running them).
+ * The hot statements of ingest, prepared once per database (plain SQL, server/db/statement.ts: building them through
+ * drizzle for every row cost more than running them on SQLite).
  */
-const prepared = new WeakMap<SqliteStore['sqlite'], ReturnType<typeof prepare>>();
-function prepare(sqlite: SqliteStore['sqlite']) {
-  return {
-    maxNumber: sqlite.prepare('select max(number) as n from customers where company_id = ?'),
-    insertCustomer: sqlite.prepare(
-      'insert into customers (id, company_id, number, recognition_model, template, template_count, created_at) values (?, ?, ?, ?, ?, 1, ?)',
-    ),
-    insertSighting: sqlite.prepare('insert into sightings (company_id, visit_id, received_at) values (?, ?, ?)'),
-    updateCustomer: sqlite.prepare(
-      `update customers set visit_count = max(0, visit_count + @n),
-         first_seen_at = min(coalesce(first_seen_at, @first), @first), last_seen_at = max(coalesce(last_seen_at, @last), @last),
-         template = coalesce(@template, template), template_count = coalesce(@count, template_count)
-       where id = @id`,
-    ),
-    touchShop: sqlite.prepare('update shops set last_event_at = ? where id = ?'),
-    shopByUsername: sqlite.prepare(
-      'select s.id as id, s.company_id as companyId, c.active as active from shops s join companies c on c.id = s.company_id where s.broker_username = ?',
-    ),
-    sightingExists: sqlite.prepare('select 1 from sightings where company_id = ? and visit_id = ?').pluck(),
-    recognition: sqlite.prepare('select recognition as r from company_privacy where company_id = ?'),
-    customerState: sqlite.prepare('select template_count as count, erased_at as erasedAt, merged_into as mergedInto, staff from customers where id = ?'),
-  };
-}
-function statements(store: Store): ReturnType<typeof prepare> {
-  let q = prepared.get(sqliteOf(store));
-  if (!q) prepared.set(sqliteOf(store), (q = prepare(sqliteOf(store))));
-  return q;
-}
+const statementsOf = preparedStatements((prep) => ({
+  maxNumber: prep('select max(number) as n from customers where company_id = ?'),
+  insertCustomer: prep(
+    'insert into customers (id, company_id, number, recognition_model, template, template_count, created_at) values (?, ?, ?, ?, ?, 1, ?)',
+  ),
+  insertSighting: prep('insert into sightings (company_id, visit_id, received_at) values (?, ?, ?)'),
+  updateCustomer: prep(
+    `update customers set visit_count = max(0, visit_count + @n),
+       first_seen_at = min(coalesce(first_seen_at, @first), @first), last_seen_at = max(coalesce(last_seen_at, @last), @last),
+       template = coalesce(@template, template), template_count = coalesce(@count, template_count)
+     where id = @id`,
+    // PostgreSQL's scalar max and min are greatest and least; its parameters' types are spelled out where a
+    // coalesce alone would leave them unknown.
+    `update customers set visit_count = greatest(0, visit_count + @n::integer),
+       first_seen_at = least(coalesce(first_seen_at, @first::timestamptz), @first::timestamptz),
+       last_seen_at = greatest(coalesce(last_seen_at, @last::timestamptz), @last::timestamptz),
+       template = coalesce(@template::bytea, template), template_count = coalesce(@count::integer, template_count)
+     where id = @id`,
+  ),
+  touchShop: prep('update shops set last_event_at = ? where id = ?'),
+  shopByUsername: prep(
+    'select s.id as id, s.company_id as "companyId", c.active as active from shops s join companies c on c.id = s.company_id where s.broker_username = ?',
+  ),
+  sightingExists: prep('select 1 as found from sightings where company_id = ? and visit_id = ?'),
+  recognition: prep('select recognition as r from company_privacy where company_id = ?'),
+  customerState: prep('select template_count as count, erased_at as "erasedAt", merged_into as "mergedInto", staff from customers where id = ?'),
+}));
 
 export interface Written {
   items: Map<string, FeedItem[]>;

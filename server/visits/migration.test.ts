@@ -55,7 +55,7 @@ describe('migration 0008 (stays and staff) on an older database', () => {
       expect((s.prepare("select sql from sqlite_master where name = 'customers_company_first_idx'").get() as { sql: string }).sql).toMatch(/staff = 0/);
 
       // A sighting of the same customer ten minutes later extends the visit stored before stays.
-      const stays = new Stays(s, 1800_000);
+      const stays = new Stays(store, 1800_000);
       const r = await store.tx(async () =>
         stays.add({
           visitId: 'new-1',

@@ -102,7 +102,7 @@ export function visitsRoutes(): AppRouter {
       page = { arrivals: JSON.stringify(arrivals), cursor, links: photoLinks(rows.map((row, i) => ({ ...row, image: arrivals[i]!.image }))) };
       cache.set(key, version, page);
     }
-    auditPhotoLinks(ctx, 'GET /api/visits', page.links);
+    await auditPhotoLinks(ctx, 'GET /api/visits', page.links);
     // JSON.stringify({ arrivals, cursor, polled_at }) with the arrivals already serialised: the same bytes.
     ctx.type = 'json';
     ctx.body = `{"arrivals":${page.arrivals},"cursor":${JSON.stringify(page.cursor)},"polled_at":${JSON.stringify(polledAt)}}`;
@@ -144,11 +144,7 @@ export function visitsRoutes(): AppRouter {
       if (links.length === 0) return;
       const out = links;
       links = [];
-      try {
-        auditPhotoLinks(ctx, 'GET /api/visits/stream', out);
-      } catch (err) {
-        log.error({ err }, 'photo link audit failed');
-      }
+      auditPhotoLinks(ctx, 'GET /api/visits/stream', out).catch((err: unknown) => log.error({ err }, 'photo link audit failed'));
     };
     const send = (items: readonly { seq: number; shopId: string; arrival: FeedItem['arrival']; faceImageId: string | undefined; customerId: string | undefined }[]) => {
       if (closed) return;

@@ -1,5 +1,6 @@
 import type { VisitMessage } from '../../shared/messages.js';
-import type { SqliteStore } from '../db/open.js';
+import type { Store } from '../db/open.js';
+import { preparedStatements } from '../db/statement.js';
 
 /**
  * A visit is a stay (docs/visits-and-customers.md, "Visits are stays"). Ingest hands every sighting (one visit
@@ -68,54 +69,63 @@ interface Near {
   lastSeenAt: string;
 }
 
-const prepared = new WeakMap<SqliteStore['sqlite'], ReturnType<typeof prepare>>();
-function prepare(sqlite: SqliteStore['sqlite']) {
-  return {
-    insert: sqlite.prepare(
-      `insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, last_seen_at, dwell_ms, received_at, customer_id, is_new_visitor,
-         similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id, staff)
-       values (@visitId, @companyId, @shopId, @cameraId, @start, @end, @dwell, @receivedAt, @customerId, @isNewVisitor,
-         @similarity, @quality, @passedGate, @recognitionModel, @gender, @age, @emotion, @faceImageId, @trackId, @staff)`,
-    ),
-    near: sqlite.prepare(
-      `select seq, occurred_at as occurredAt, last_seen_at as lastSeenAt from visits indexed by visits_stay_idx
-       where customer_id = ? and shop_id = ? and last_seen_at >= ? and occurred_at <= ? order by occurred_at, seq`,
-    ),
-    extend: sqlite.prepare(
-      `update visits set occurred_at = @start, last_seen_at = @end, dwell_ms = @dwell, passed_gate = max(passed_gate, @passedGate),
-         face_image_id = coalesce(face_image_id, @faceImageId)
-       where seq = @seq`,
-    ),
-    remove: sqlite.prepare('delete from visits where seq = ?'),
-    firstVisit: sqlite.prepare('select seq from visits where customer_id = ? order by occurred_at, seq limit 1'),
-    markFirst: sqlite.prepare('update visits set is_new_visitor = (seq = @seq) where customer_id = @id and (is_new_visitor = 1 or seq = @seq)'),
-  };
-}
+const statementsOf = preparedStatements((prep) => ({
+  insert: prep(
+    `insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, last_seen_at, dwell_ms, received_at, customer_id, is_new_visitor,
+       similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id, staff)
+     values (@visitId, @companyId, @shopId, @cameraId, @start, @end, @dwell, @receivedAt, @customerId, @isNewVisitor,
+       @similarity, @quality, @passedGate, @recognitionModel, @gender, @age, @emotion, @faceImageId, @trackId, @staff)`,
+    // The new visit's seq: SQLite's lastInsertRowid, PostgreSQL's returning.
+    `insert into visits (visit_id, company_id, shop_id, camera_id, occurred_at, last_seen_at, dwell_ms, received_at, customer_id, is_new_visitor,
+       similarity, quality, passed_gate, recognition_model, gender, age, emotion, face_image_id, track_id, staff)
+     values (@visitId, @companyId, @shopId, @cameraId, @start, @end, @dwell, @receivedAt, @customerId, @isNewVisitor::int::boolean,
+       @similarity, @quality, @passedGate::int::boolean, @recognitionModel, @gender, @age, @emotion, @faceImageId, @trackId, @staff::int::boolean)
+     returning seq`,
+  ),
+  near: prep(
+    `select seq, occurred_at as "occurredAt", last_seen_at as "lastSeenAt" from visits indexed by visits_stay_idx
+     where customer_id = ? and shop_id = ? and last_seen_at >= ? and occurred_at <= ? order by occurred_at, seq`,
+    `select seq, occurred_at as "occurredAt", last_seen_at as "lastSeenAt" from visits
+     where customer_id = ? and shop_id = ? and last_seen_at >= ? and occurred_at <= ? order by occurred_at, seq`,
+  ),
+  extend: prep(
+    `update visits set occurred_at = @start, last_seen_at = @end, dwell_ms = @dwell, passed_gate = max(passed_gate, @passedGate),
+       face_image_id = coalesce(face_image_id, @faceImageId)
+     where seq = @seq`,
+    `update visits set occurred_at = @start, last_seen_at = @end, dwell_ms = @dwell, passed_gate = passed_gate or @passedGate::int::boolean,
+       face_image_id = coalesce(face_image_id, @faceImageId)
+     where seq = @seq`,
+  ),
+  remove: prep('delete from visits where seq = ?'),
+  firstVisit: prep('select seq from visits where customer_id = ? order by occurred_at, seq limit 1'),
+  markFirst: prep(
+    'update visits set is_new_visitor = (seq = @seq) where customer_id = @id and (is_new_visitor = 1 or seq = @seq)',
+    'update visits set is_new_visitor = (seq = @seq) where customer_id = @id and (is_new_visitor or seq = @seq)',
+  ),
+}));
 
 /** The stay rule over one write transaction (a new instance per batch). */
 export class Stays {
-  private readonly q: ReturnType<typeof prepare>;
+  private readonly q: ReturnType<typeof statementsOf>;
   /** Per customer touched: visits made minus visits joined away, and the sightings' earliest start and latest end. */
   readonly customers = new Map<string, { visits: number; first: string; last: string }>();
 
   constructor(
-    sqlite: SqliteStore['sqlite'],
+    store: Store,
     private readonly gapMs: number,
   ) {
-    let q = prepared.get(sqlite);
-    if (!q) prepared.set(sqlite, (q = prepare(sqlite)));
-    this.q = q;
+    this.q = statementsOf(store);
   }
 
   /** Stores one sighting; `inserted` is the new visit's seq when it made one (an arrival). */
-  add(s: Sighting): { inserted?: number } {
+  async add(s: Sighting): Promise<{ inserted?: number }> {
     const id = s.customerId;
-    if (id === null) return { inserted: this.insert(s) };
-    const near = this.q.near.all(id, s.shopId, iso(Date.parse(s.start) - this.gapMs), iso(Date.parse(s.end) + this.gapMs)) as Near[];
+    if (id === null) return { inserted: await this.insert(s) };
+    const near = await this.q.near.all<Near>(id, s.shopId, iso(Date.parse(s.start) - this.gapMs), iso(Date.parse(s.end) + this.gapMs));
     let made = 0;
     let inserted: number | undefined;
     if (near.length === 0) {
-      inserted = this.insert(s);
+      inserted = await this.insert(s);
       made = 1;
     } else {
       const keep = near[0]!;
@@ -125,8 +135,8 @@ export class Stays {
         if (v.occurredAt < start) start = v.occurredAt;
         if (v.lastSeenAt > end) end = v.lastSeenAt;
       }
-      this.q.extend.run({ seq: keep.seq, start, end, dwell: Date.parse(end) - Date.parse(start), passedGate: s.passedGate ? 1 : 0, faceImageId: s.faceImageId });
-      for (const v of near.slice(1)) this.q.remove.run(v.seq);
+      await this.q.extend.run({ seq: keep.seq, start, end, dwell: Date.parse(end) - Date.parse(start), passedGate: s.passedGate ? 1 : 0, faceImageId: s.faceImageId });
+      for (const v of near.slice(1)) await this.q.remove.run(v.seq);
       made = 1 - near.length;
     }
     const c = this.customers.get(id);
@@ -140,14 +150,14 @@ export class Stays {
   }
 
   /** `is_new_visitor` on exactly one visit of the customer: the one that starts first (then the first stored). */
-  markFirstVisit(customerId: string): void {
-    const f = this.q.firstVisit.get(customerId) as { seq: number } | undefined;
-    if (f) this.q.markFirst.run({ seq: f.seq, id: customerId });
+  async markFirstVisit(customerId: string): Promise<void> {
+    const f = await this.q.firstVisit.get<{ seq: number }>(customerId);
+    if (f) await this.q.markFirst.run({ seq: f.seq, id: customerId });
   }
 
-  private insert(s: Sighting): number {
-    return Number(
-      this.q.insert.run({
+  private async insert(s: Sighting): Promise<number> {
+    return (
+      await this.q.insert.run({
         visitId: s.visitId,
         companyId: s.companyId,
         shopId: s.shopId,
@@ -168,8 +178,8 @@ export class Stays {
         faceImageId: s.faceImageId,
         trackId: s.trackId,
         staff: s.staff ? 1 : 0,
-      }).lastInsertRowid,
-    );
+      })
+    ).lastInsertRowid;
   }
 }
 
@@ -188,23 +198,31 @@ interface StayRow {
  * shop, visits with no pause longer than the gap between them become one (the earliest stays, spanning them; the new
  * visitor mark goes with it). Returns how many visits were joined away. Call inside the merge's transaction.
  */
-export function rejoinStays(sqlite: SqliteStore['sqlite'], customerId: string, gapMs: number): number {
-  const rows = sqlite
-    .prepare(
-      `select seq, shop_id as shopId, occurred_at as occurredAt, last_seen_at as lastSeenAt, passed_gate as passedGate,
-         face_image_id as faceImageId, is_new_visitor as isNewVisitor
-       from visits where customer_id = ? order by shop_id, occurred_at, seq`,
-    )
-    .all(customerId) as StayRow[];
-  const update = sqlite.prepare(
+const rejoinStatementsOf = preparedStatements((prep) => ({
+  visits: prep(
+    `select seq, shop_id as "shopId", occurred_at as "occurredAt", last_seen_at as "lastSeenAt", passed_gate as "passedGate",
+       face_image_id as "faceImageId", is_new_visitor as "isNewVisitor"
+     from visits where customer_id = ? order by shop_id, occurred_at, seq`,
+  ),
+  update: prep(
     `update visits set last_seen_at = @lastSeenAt, dwell_ms = @dwell, passed_gate = @passedGate, face_image_id = @faceImageId,
        is_new_visitor = @isNewVisitor where seq = @seq`,
-  );
-  const remove = sqlite.prepare('delete from visits where seq = ?');
+    `update visits set last_seen_at = @lastSeenAt, dwell_ms = @dwell, passed_gate = @passedGate::int::boolean, face_image_id = @faceImageId,
+       is_new_visitor = @isNewVisitor::int::boolean where seq = @seq`,
+  ),
+  remove: prep('delete from visits where seq = ?'),
+}));
+
+export async function rejoinStays(store: Store, customerId: string, gapMs: number): Promise<number> {
+  const q = rejoinStatementsOf(store);
+  const rows = await q.visits.all<StayRow>(customerId);
   let joined = 0;
   let stay: (StayRow & { changed: boolean }) | undefined;
-  const close = () => {
-    if (stay?.changed) update.run({ ...stay, dwell: Date.parse(stay.lastSeenAt) - Date.parse(stay.occurredAt) });
+  const close = async () => {
+    if (stay?.changed) {
+      const { seq, lastSeenAt, passedGate, faceImageId, isNewVisitor } = stay;
+      await q.update.run({ seq, lastSeenAt, passedGate, faceImageId, isNewVisitor, dwell: Date.parse(stay.lastSeenAt) - Date.parse(stay.occurredAt) });
+    }
   };
   for (const r of rows) {
     if (stay && stay.shopId === r.shopId && Date.parse(r.occurredAt) <= Date.parse(stay.lastSeenAt) + gapMs) {
@@ -213,13 +231,13 @@ export function rejoinStays(sqlite: SqliteStore['sqlite'], customerId: string, g
       stay.faceImageId ??= r.faceImageId;
       stay.isNewVisitor = Math.max(stay.isNewVisitor, r.isNewVisitor);
       stay.changed = true;
-      remove.run(r.seq);
+      await q.remove.run(r.seq);
       joined++;
     } else {
-      close();
+      await close();
       stay = { ...r, changed: false };
     }
   }
-  close();
+  await close();
   return joined;
 }

@@ -6,6 +6,24 @@ import { pino, type Logger } from 'pino';
 import { loadConfig, type RawConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 import { responseChecker, type ResponseChecker } from './openapi-check.js';
+import { createDatabaseAt } from './postgres.js';
+
+/**
+ * Under the server suite's run on PostgreSQL (FOOTFALL_TEST_POSTGRES_URL, vitest.postgres.config.ts): a database of
+ * its own for this data folder, created on first start and kept for a restart on the same folder.
+ */
+async function testDatabase(dataDir: string, overrides: Partial<RawConfig>): Promise<Partial<RawConfig>> {
+  const admin = process.env.FOOTFALL_TEST_POSTGRES_URL;
+  if (!admin || overrides.FOOTFALL_DATABASE_URL !== undefined) return {};
+  const file = path.join(dataDir, 'test-database-url');
+  let url: string;
+  if (fs.existsSync(file)) url = fs.readFileSync(file, 'utf8');
+  else {
+    url = await createDatabaseAt(admin);
+    fs.writeFileSync(file, url);
+  }
+  return { FOOTFALL_DATABASE_URL: url, FOOTFALL_POSTGRES_PREVIEW: true };
+}
 
 /**
  * An in-process head office for tests: a real SQLite file in a temp folder, the real broker on a free TCP
@@ -78,6 +96,7 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-test-'));
   const keepDataDir = opts.keepDataDir ?? opts.dataDir !== undefined;
   const admin = { email: 'root@platform.test', password: 'admin-password-1' };
+  const database = await testDatabase(dataDir, overrides);
   const config = loadConfig(
     {
       FOOTFALL_DATA_DIR: dataDir,
@@ -89,7 +108,7 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
       FOOTFALL_ADMIN_PASSWORD: admin.password,
       FOOTFALL_LOG_LEVEL: 'silent',
     },
-    overrides,
+    { ...overrides, ...database },
   );
   const log = opts.log ?? pino({ level: process.env.FOOTFALL_TEST_LOG ?? 'silent' });
   const server = await startServer(config, { log, announce: () => {} }).catch((err: unknown) => {

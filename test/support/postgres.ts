@@ -87,7 +87,7 @@ export interface TestPostgres {
 const USER = 'footfall';
 let databases = 0;
 
-export async function startPostgres(): Promise<TestPostgres> {
+export async function startPostgres(opts: { maxConnections?: number } = {}): Promise<TestPostgres> {
   const b = binaries();
   if (typeof b === 'string') throw new Error(b);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-postgres-'));
@@ -111,7 +111,7 @@ export async function startPostgres(): Promise<TestPostgres> {
     throw new Error(`initdb failed: ${e.stderr?.toString() || e.message}`);
   }
   const port = await closedPort();
-  const args = ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=40'];
+  const args = ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', `max_connections=${opts.maxConnections ?? 40}`];
   let output = '';
   const child: ChildProcess = spawn(b.postgres, args, { ...as, cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
@@ -153,18 +153,25 @@ export async function startPostgres(): Promise<TestPostgres> {
     version: b.version,
     url,
     async createDatabase(name = `footfall_test_${process.pid}_${++databases}`) {
-      const c = new pg.Client({ connectionString: url() });
-      await c.connect();
-      try {
-        await c.query(`create database "${name.replace(/"/g, '""')}"`);
-      } finally {
-        await c.end();
-      }
-      return url(name);
+      return await createDatabaseAt(url(), name);
     },
     async close() {
       await stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Creates an empty database on the cluster of `adminUrl` (a superuser's URL) and gives its URL. */
+export async function createDatabaseAt(adminUrl: string, name = `footfall_test_${process.pid}_${++databases}`): Promise<string> {
+  const c = new pg.Client({ connectionString: adminUrl });
+  await c.connect();
+  try {
+    await c.query(`create database "${name.replace(/"/g, '""')}"`);
+  } finally {
+    await c.end();
+  }
+  const u = new URL(adminUrl);
+  u.pathname = '/' + name;
+  return u.toString();
 }

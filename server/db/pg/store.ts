@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { sql } from 'drizzle-orm';
 import type { Db } from '../open.js';
 import { applyPgMigrations, connectPostgres, type PgDb, type PgStore } from './open.js';
 
@@ -23,12 +24,19 @@ export interface PostgresStore {
   close(): Promise<void>;
 }
 
+/** The advisory lock key of migrations (any fixed number; 'ffmg' in ASCII). */
+const MIGRATION_LOCK = 0x66666d67;
+
 type PgTx = Parameters<Parameters<PgDb['transaction']>[0]>[0];
 
 export async function openPostgresStore(url: string, opts: { max?: number } = {}): Promise<PostgresStore> {
   const pg = connectPostgres(url, opts);
   try {
-    await pg.db.transaction(async (t) => void (await applyPgMigrations(t as unknown as PgDb)));
+    await pg.db.transaction(async (t) => {
+      // One process (or thread) at a time: the others wait here, then find the migrations applied.
+      await t.execute(sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+      await applyPgMigrations(t as unknown as PgDb);
+    });
   } catch (err) {
     await pg.close();
     throw err;

@@ -1,0 +1,114 @@
+import { sql, type SQL } from 'drizzle-orm';
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Db, Store } from './open.js';
+import { isoFromPostgres } from './pg/columns.js';
+
+/**
+ * Prepared statements for the hot paths (the ingest thread's batch writes, stays, crossings, heartbeats), written as
+ * SQL text once and run on either store (docs/scale-out.md). Building these through drizzle's query builder for every
+ * row cost more than running them on SQLite (docs/decisions.md, "Ingest CPU per visit"), so on SQLite they stay
+ * better-sqlite3's prepared statements, prepared once per connection; their answers come back as promises only so the
+ * code around them is the same on PostgreSQL.
+ *
+ * On PostgreSQL the same text runs through the store's `db` (inside `store.tx`, the transaction's connection), with
+ * `?` and `@name` turned into `$1...`. Where SQLite's text is not PostgreSQL's (scalar `max(a, b)`, `indexed by`,
+ * a boolean compared with 1), the statement gives PostgreSQL's text beside it. Answers read as SQLite's do: booleans
+ * as 1 and 0, counts and sums as numbers, times as ISO strings, and `lastInsertRowid` the first column of the row a
+ * PostgreSQL text's `returning` gives back.
+ */
+export type Params = unknown[] | [Record<string, unknown>];
+
+export interface Statement {
+  get<R>(...params: Params): Promise<R | undefined>;
+  all<R>(...params: Params): Promise<R[]>;
+  run(...params: Params): Promise<{ changes: number; lastInsertRowid: number }>;
+}
+
+/** Prepares one statement: SQLite's text, and PostgreSQL's where it differs. */
+export type Prepare = (sqliteText: string, postgresText?: string) => Statement;
+
+/**
+ * A module's statements, built once per store: `const statementsOf = preparedStatements((prep) => ({ touch:
+ * prep('update shops set ...') }))`, then `statementsOf(store).touch.run(...)`.
+ */
+export function preparedStatements<T>(build: (prep: Prepare) => T): (store: Store) => T {
+  const bySqlite = new WeakMap<BetterSqlite3.Database, T>();
+  const byPostgres = new WeakMap<object, T>();
+  return (store) => {
+    if (store.dialect === 'sqlite') {
+      let q = bySqlite.get(store.sqlite);
+      if (!q) bySqlite.set(store.sqlite, (q = build((text) => sqliteStatement(store.sqlite.prepare(text)))));
+      return q;
+    }
+    let q = byPostgres.get(store.pool);
+    if (!q) byPostgres.set(store.pool, (q = build((text, pgText) => postgresStatement(() => store.db, pgText ?? text))));
+    return q;
+  };
+}
+
+function sqliteStatement(stmt: BetterSqlite3.Statement): Statement {
+  return {
+    get: <R>(...params: Params) => Promise.resolve(stmt.get(...params) as R | undefined),
+    all: <R>(...params: Params) => Promise.resolve(stmt.all(...params) as R[]),
+    run: (...params: Params) => {
+      const r = stmt.run(...params);
+      return Promise.resolve({ changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) });
+    },
+  };
+}
+
+interface PgResult {
+  rows: Record<string, unknown>[];
+  rowCount: number | null;
+  fields: { name: string; dataTypeID: number }[];
+}
+const TIMESTAMPTZ = 1184;
+const BOOL = 16;
+
+/** `?` (positional) or `@name` (from one object), outside quoted strings. */
+const PLACEHOLDER = /'(?:[^']|'')*'|\?|@([A-Za-z_]\w*)/g;
+
+function postgresStatement(db: () => Db, text: string): Statement {
+  // Split once: the text between placeholders, and for each placeholder its position or name.
+  const parts: string[] = [];
+  const slots: (number | string)[] = [];
+  let last = 0;
+  let position = 0;
+  for (const m of text.matchAll(PLACEHOLDER)) {
+    if (m[0].startsWith("'")) continue;
+    parts.push(text.slice(last, m.index));
+    slots.push(m[1] ?? position++);
+    last = m.index + m[0].length;
+  }
+  parts.push(text.slice(last));
+  const query = (params: Params): SQL => {
+    const named = slots.some((s) => typeof s === 'string') ? (params[0] as Record<string, unknown>) : undefined;
+    const chunks: SQL[] = [sql.raw(parts[0]!)];
+    slots.forEach((slot, i) => {
+      const value = typeof slot === 'string' ? named![slot] : params[slot];
+      chunks.push(sql`${value === undefined ? null : value}`, sql.raw(parts[i + 1]!));
+    });
+    return sql.join(chunks);
+  };
+  const execute = async (params: Params): Promise<PgResult> => {
+    const r = await (db() as unknown as { execute(q: SQL): Promise<PgResult> }).execute(query(params));
+    const times = r.fields.filter((f) => f.dataTypeID === TIMESTAMPTZ).map((f) => f.name);
+    const bools = r.fields.filter((f) => f.dataTypeID === BOOL).map((f) => f.name);
+    if (times.length + bools.length > 0) {
+      for (const row of r.rows) {
+        for (const name of times) if (typeof row[name] === 'string') row[name] = isoFromPostgres(row[name] as string);
+        for (const name of bools) if (typeof row[name] === 'boolean') row[name] = row[name] ? 1 : 0;
+      }
+    }
+    return r;
+  };
+  return {
+    get: async <R>(...params: Params) => (await execute(params)).rows[0] as R | undefined,
+    all: async <R>(...params: Params) => (await execute(params)).rows as R[],
+    run: async (...params: Params) => {
+      const r = await execute(params);
+      const first = r.rows[0];
+      return { changes: r.rowCount ?? 0, lastInsertRowid: first ? Number(Object.values(first)[0]) : 0 };
+    },
+  };
+}
