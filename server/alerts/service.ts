@@ -5,6 +5,7 @@ import type { Db, Store } from '../db/open.js';
 import { conditions, type Condition } from './conditions.js';
 import { withDefaults, type AlertRules } from './rules.js';
 import { one, returned } from '../db/query.js';
+import { row } from '../db/raw.js';
 import { users, shops, cameras, alertDeliveries, alertSettings, alerts } from '../db/tables.js';
 
 export type AlertRow = typeof alerts.$inferSelect;
@@ -152,5 +153,5 @@ export async function listAlerts(db: Db, companyId: string, opts: { before: numb
 export type AlertListRow = Awaited<ReturnType<typeof listAlerts>>[number];
 
 export async function openAlertCount(db: Db, companyId: string): Promise<number> {
-  return (await db.get<{ n: number }>(sql`select count(*) as n from alerts where company_id = ${companyId} and cleared_at is null`))?.n ?? 0;
+  return (await row<{ n: number }>(db, sql`select count(*) as n from alerts where company_id = ${companyId} and cleared_at is null`))?.n ?? 0;
 }
