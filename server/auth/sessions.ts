@@ -103,22 +103,29 @@ export type RotateResult =
 /**
  * Refresh: both tokens rotate. The old refresh token is retired at once; presenting a retired one again
  * revokes the whole session (someone else holds a copy). Call inside a transaction.
+ *
+ * The session is looked up first, the retired tokens only when no session holds the token (a retired token is never
+ * a session's current one, so the answer is the same). On PostgreSQL the session's row is locked (`for update`): two
+ * refreshes with one token at once, in two processes, are then one after the other as on SQLite, and the second,
+ * finding the token rotated away once the first commits, finds it retired: `reused`, the session revoked.
  */
 export async function rotate(db: Db, config: Config, refreshToken: string, device: string | undefined): Promise<RotateResult> {
   const hash = hashToken(refreshToken);
   const now = Date.now();
-  const retired = await one(db.select().from(retiredRefreshTokens).where(eq(retiredRefreshTokens.hash, hash)));
-  if (retired) {
-    await revokeSession(db, retired.sessionId, 'refresh_token_reused');
-    return { ok: false, reason: 'reused' };
-  }
-  const row = await one(db
+  const lookup = db
     .select({ session: sessions, user: users, company: companies })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(companies, eq(companies.id, sessions.companyId))
-    .where(eq(sessions.refreshHash, hash)));
-  if (!row) return { ok: false, reason: 'unknown' };
+    .where(eq(sessions.refreshHash, hash));
+  type Locking = { for(strength: 'update', config: { of: unknown }): typeof lookup };
+  const row = await one(onPostgres ? (lookup as unknown as Locking).for('update', { of: sessions }) : lookup);
+  if (!row) {
+    const retired = await one(db.select().from(retiredRefreshTokens).where(eq(retiredRefreshTokens.hash, hash)));
+    if (!retired) return { ok: false, reason: 'unknown' };
+    await revokeSession(db, retired.sessionId, 'refresh_token_reused');
+    return { ok: false, reason: 'reused' };
+  }
   const { session, user, company } = row;
   if (session.revokedAt || session.expiresAt <= iso(now) || !user.active || (company && !company.active)) {
     return { ok: false, reason: 'ended' };
