@@ -65,6 +65,10 @@ async function ageDay(deps: Deps, shopId: string, tz: string, day: string): Prom
   return await deps.store.tx(async () => {
     // Inside the body: on PostgreSQL store.db is the transaction's connection only there.
     const db = deps.store.db;
+    // PostgreSQL: several head-office processes may sweep at once, and two ageing one shop's day side by side would
+    // both count its rows (the upserts add) before either deletes them. A lock per shop, held to the commit, puts the
+    // second after the first, whose rows are then gone. (SQLite has one writer: its transactions never overlap.)
+    if (onPostgres) await run(db, sql`select pg_advisory_xact_lock(hashtext(${`footfall.retention:${shopId}`}))`);
     const inDay = sql`shop_id = ${shopId} and occurred_at >= ${lo} and occurred_at < ${hi}`;
     const notStaff = isFalse('staff');
     // Visits per slot, staff's left out (reports never count them). SQLite's total() is a sum that is 0 for no rows.
