@@ -283,6 +283,14 @@ describe.skipIf(missing)('the domains on PostgreSQL', () => {
       { id: randomUUID(), companyId, shopId, kind: 'shop_offline', subject: 's2', message: 'm', raisedAt: iso(now), clearedAt: iso(now) },
     ]);
     expect(await openAlertCount(db, companyId)).toBe(1);
+
+    // Two evaluations at once (two head-office processes): the over-limit alert is raised once, with its e-mail.
+    const { evaluate } = await import('../server/alerts/service.js');
+    const rounds = await Promise.all([evaluate(store, config, new Map(), now), evaluate(store, config, new Map(), now)]);
+    expect(rounds.flat().map((x) => [x.event, x.alert.kind])).toEqual([['raised', 'occupancy_over_limit']]);
+    expect(await openAlertCount(db, companyId)).toBe(2);
+    const deliveries = await db.select().from(t.alertDeliveries);
+    expect(deliveries.map((x) => [x.event, x.channel, x.target])).toEqual([['raised', 'email', 'owner@acme.test']]);
   });
 
   it('visit retention: old days counted into footfall_counts per 15-minute slot and deleted, staff left out (server/privacy/retention.test.ts)', async () => {
@@ -356,6 +364,13 @@ describe.skipIf(missing)('the domains on PostgreSQL', () => {
     // The retired refresh token again: the whole session is revoked.
     expect(await store.tx(async () => await s.rotate(store.db, config, issued.refreshToken, undefined))).toEqual({ ok: false, reason: 'reused' });
     expect((await s.findByAccessToken(db, rotated.issued.accessToken))?.session.revokedReason).toBe('refresh_token_reused');
+
+    // Two refreshes with one token at once (two processes): one rotates, the other finds it reused, as on SQLite.
+    const twice = await s.createSession(db, config, user, 'watch');
+    const both = await Promise.all([0, 1].map(() => store.tx(async () => await s.rotate(store.db, config, twice.refreshToken, undefined))));
+    expect(both.map((r) => (r.ok ? 'ok' : r.reason)).sort()).toEqual(['ok', 'reused']);
+    expect((await db.select().from(t.sessions).where(eq(t.sessions.id, twice.session.id)))[0]!.revokedReason).toBe('refresh_token_reused');
+    await db.delete(t.sessions).where(eq(t.sessions.id, twice.session.id));
 
     const second = await s.createSession(db, config, user, 'laptop');
     const third = await s.createSession(db, config, user, 'tablet');
