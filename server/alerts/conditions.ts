@@ -1,6 +1,7 @@
 import { and, eq, isNull, isNotNull, sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
+import { row } from '../db/raw.js';
 import { shopsToday, shopsWithLine } from '../crossings/service.js';
 import { isOpenAt } from '../shops/hours.js';
 import { isOnline, type ShopRow } from '../shops/service.js';
@@ -87,8 +88,8 @@ export async function conditions(db: Db, config: Config, rulesOf: (companyId: st
   return out;
 }
 
-/** No crossing at the shop since `since`. */
+/** No crossing at the shop since `since`. (PostgreSQL 15 wants the subquery named: `as one`.) */
 async function doorQuiet(db: Db, shop: ShopRow, since: number): Promise<boolean> {
-  const row = await db.get<{ n: number }>(sql`select count(*) as n from (select 1 from crossings where shop_id = ${shop.id} and occurred_at >= ${new Date(since).toISOString()} limit 1)`);
-  return (row?.n ?? 0) === 0;
+  const found = await row<{ n: number }>(db, sql`select count(*) as n from (select 1 from crossings where shop_id = ${shop.id} and occurred_at >= ${new Date(since).toISOString()} limit 1) as one`);
+  return (found?.n ?? 0) === 0;
 }

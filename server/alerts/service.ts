@@ -5,6 +5,7 @@ import type { Db, Store } from '../db/open.js';
 import { conditions, type Condition } from './conditions.js';
 import { withDefaults, type AlertRules } from './rules.js';
 import { one, returned } from '../db/query.js';
+import { onPostgres, row, run } from '../db/raw.js';
 import { users, shops, cameras, alertDeliveries, alertSettings, alerts } from '../db/tables.js';
 
 export type AlertRow = typeof alerts.$inferSelect;
@@ -66,6 +67,10 @@ export async function evaluate(store: Store, config: Config, pending: Map<string
     return s;
   };
   return await store.tx(async () => {
+    // PostgreSQL: head-office processes evaluate one at a time (a lock held to the commit), so a second one reads the
+    // alerts the first raised instead of raising them again (alerts_open_subject_uq would refuse it, failing the round).
+    // SQLite has one writer: its transactions never overlap.
+    if (onPostgres) await run(store.db, sql`select pg_advisory_xact_lock(hashtext('footfall.alerts.evaluate'))`);
     const seen = await conditions(store.db, config, async (c) => (await settings(c)).rules, now, offlineKnown);
     const open = new Map(
       (await store.db
@@ -152,5 +157,5 @@ export async function listAlerts(db: Db, companyId: string, opts: { before: numb
 export type AlertListRow = Awaited<ReturnType<typeof listAlerts>>[number];
 
 export async function openAlertCount(db: Db, companyId: string): Promise<number> {
-  return (await db.get<{ n: number }>(sql`select count(*) as n from alerts where company_id = ${companyId} and cleared_at is null`))?.n ?? 0;
+  return (await row<{ n: number }>(db, sql`select count(*) as n from alerts where company_id = ${companyId} and cleared_at is null`))?.n ?? 0;
 }

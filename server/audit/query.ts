@@ -1,5 +1,6 @@
 import { and, desc, eq, gte, lt, lte, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
+import { onPostgres, run } from '../db/raw.js';
 import { auditLog } from '../db/tables.js';
 
 export type AuditRow = typeof auditLog.$inferSelect;
@@ -29,12 +30,22 @@ export async function listAudit(db: Db, f: AuditFilter): Promise<{ rows: AuditRo
   if (f.to) where.push(lte(auditLog.at, f.to));
   if (f.customerId) {
     const id = f.customerId;
+    // detail is JSON text on SQLite, jsonb on PostgreSQL (`->>` gives a field as text, null when absent).
     where.push(
       or(
         eq(auditLog.target, id),
-        sql`json_extract(${auditLog.detail}, '$.visitor_id') = ${id}`,
-        sql`json_extract(${auditLog.detail}, '$.merged_id') = ${id}`,
-        sql`exists (select 1 from json_each(${auditLog.detail}, '$.faces') where json_extract(value, '$.visitor_id') = ${id})`,
+        ...(onPostgres
+          ? [
+              sql`${auditLog.detail} ->> 'visitor_id' = ${id}`,
+              sql`${auditLog.detail} ->> 'merged_id' = ${id}`,
+              // jsonb_array_elements refuses a non-array: a detail without `faces` gives it null (no rows).
+              sql`exists (select 1 from jsonb_array_elements(case when jsonb_typeof(${auditLog.detail} -> 'faces') = 'array' then ${auditLog.detail} -> 'faces' end) f where f ->> 'visitor_id' = ${id})`,
+            ]
+          : [
+              sql`json_extract(${auditLog.detail}, '$.visitor_id') = ${id}`,
+              sql`json_extract(${auditLog.detail}, '$.merged_id') = ${id}`,
+              sql`exists (select 1 from json_each(${auditLog.detail}, '$.faces') where json_extract(value, '$.visitor_id') = ${id})`,
+            ]),
       ),
     );
   }
@@ -53,7 +64,7 @@ export async function pruneAudit(db: Db, days: number, now = Date.now()): Promis
   const cutoff = new Date(now - days * 86_400_000).toISOString();
   let total = 0;
   for (;;) {
-    const n = (await db.run(sql`delete from audit_log where id in (select id from audit_log where at < ${cutoff} limit 5000)`)).changes;
+    const n = await run(db, sql`delete from audit_log where id in (select id from audit_log where at < ${cutoff} limit 5000)`);
     total += n;
     if (n < 5000) return total;
   }

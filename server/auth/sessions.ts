@@ -4,7 +4,8 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
 import { dbVersion, noteUnreadWrite, readCache } from '../db/read-cache.js';
 import { hashToken, newToken } from './tokens.js';
-import { one, returned } from '../db/query.js';
+import { changes, one, returned } from '../db/query.js';
+import { onPostgres } from '../db/raw.js';
 import { companies, retiredRefreshTokens, sessions, users } from '../db/tables.js';
 
 export type SessionRow = typeof sessions.$inferSelect;
@@ -55,13 +56,14 @@ export interface Resolved {
 }
 
 function accessLookup(db: Db) {
-  return db
+  const query = db
     .select({ session: sessions, user: users, company: companies })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(companies, eq(companies.id, sessions.companyId))
-    .where(eq(sessions.accessHash, sql.placeholder('hash')))
-    .prepare();
+    .where(eq(sessions.accessHash, sql.placeholder('hash')));
+  // PostgreSQL's prepare() takes a name: a named statement, planned once per pooled connection.
+  return onPostgres ? (query as unknown as { prepare(name: string): ReturnType<typeof query.prepare> }).prepare('sessions_by_access_hash') : query.prepare();
 }
 
 /** Every request runs this lookup: its statement is built and prepared once per database (drizzle's prepare()). */
@@ -73,8 +75,16 @@ const accessLookups = new WeakMap<Db, ReturnType<typeof accessLookup>>();
  * connection, but a session's last-used time or an audit row, drops it), so a revocation, a sign-out, a deactivated
  * user or company take effect on the very next request as before. The caller checks the state (expiry against now).
  */
-export function findByAccessToken(db: Db, token: string): Resolved | undefined {
+export async function findByAccessToken(db: Db, token: string): Promise<Resolved | undefined> {
   const hash = hashToken(token);
+  // PostgreSQL: no read cache yet (it knows "nothing changed" from SQLite's data_version; its PostgreSQL counterpart
+  // is still to come), so every request asks the database. drizzle's pg prepared query is executed (its .all gives
+  // rows not yet mapped to the columns' objects).
+  if (onPostgres) {
+    let statement = accessLookups.get(db);
+    if (!statement) accessLookups.set(db, (statement = accessLookup(db)));
+    return (await statement.execute({ hash }))[0];
+  }
   const cache = readCache<Resolved | null>(db, 'access-tokens', 4096);
   const version = dbVersion(db);
   const known = cache.get(hash, version);
@@ -93,22 +103,29 @@ export type RotateResult =
 /**
  * Refresh: both tokens rotate. The old refresh token is retired at once; presenting a retired one again
  * revokes the whole session (someone else holds a copy). Call inside a transaction.
+ *
+ * The session is looked up first, the retired tokens only when no session holds the token (a retired token is never
+ * a session's current one, so the answer is the same). On PostgreSQL the session's row is locked (`for update`): two
+ * refreshes with one token at once, in two processes, are then one after the other as on SQLite, and the second,
+ * finding the token rotated away once the first commits, finds it retired: `reused`, the session revoked.
  */
 export async function rotate(db: Db, config: Config, refreshToken: string, device: string | undefined): Promise<RotateResult> {
   const hash = hashToken(refreshToken);
   const now = Date.now();
-  const retired = await one(db.select().from(retiredRefreshTokens).where(eq(retiredRefreshTokens.hash, hash)));
-  if (retired) {
-    await revokeSession(db, retired.sessionId, 'refresh_token_reused');
-    return { ok: false, reason: 'reused' };
-  }
-  const row = await one(db
+  const lookup = db
     .select({ session: sessions, user: users, company: companies })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(companies, eq(companies.id, sessions.companyId))
-    .where(eq(sessions.refreshHash, hash)));
-  if (!row) return { ok: false, reason: 'unknown' };
+    .where(eq(sessions.refreshHash, hash));
+  type Locking = { for(strength: 'update', config: { of: unknown }): typeof lookup };
+  const row = await one(onPostgres ? (lookup as unknown as Locking).for('update', { of: sessions }) : lookup);
+  if (!row) {
+    const retired = await one(db.select().from(retiredRefreshTokens).where(eq(retiredRefreshTokens.hash, hash)));
+    if (!retired) return { ok: false, reason: 'unknown' };
+    await revokeSession(db, retired.sessionId, 'refresh_token_reused');
+    return { ok: false, reason: 'reused' };
+  }
   const { session, user, company } = row;
   if (session.revokedAt || session.expiresAt <= iso(now) || !user.active || (company && !company.active)) {
     return { ok: false, reason: 'ended' };
@@ -133,27 +150,27 @@ export async function rotate(db: Db, config: Config, refreshToken: string, devic
 const active = (now: string) => and(isNull(sessions.revokedAt), gt(sessions.expiresAt, now));
 
 export async function revokeSession(db: Db, id: string, reason: string): Promise<number> {
-  return (await db
+  return changes(await db
     .update(sessions)
     .set({ revokedAt: iso(Date.now()), revokedReason: reason })
-    .where(and(eq(sessions.id, id), isNull(sessions.revokedAt)))).changes;
+    .where(and(eq(sessions.id, id), isNull(sessions.revokedAt))));
 }
 
 /** Revokes every live session of a user, except one when given. Returns how many. */
 export async function revokeUserSessions(db: Db, userId: string, reason: string, exceptId?: string): Promise<number> {
   const now = iso(Date.now());
-  return (await db
+  return changes(await db
     .update(sessions)
     .set({ revokedAt: now, revokedReason: reason })
-    .where(and(eq(sessions.userId, userId), active(now), exceptId ? ne(sessions.id, exceptId) : sql`1`))).changes;
+    .where(and(eq(sessions.userId, userId), active(now), exceptId ? ne(sessions.id, exceptId) : undefined)));
 }
 
 export async function revokeCompanySessions(db: Db, companyId: string, reason: string): Promise<number> {
   const now = iso(Date.now());
-  return (await db
+  return changes(await db
     .update(sessions)
     .set({ revokedAt: now, revokedReason: reason })
-    .where(and(eq(sessions.companyId, companyId), active(now)))).changes;
+    .where(and(eq(sessions.companyId, companyId), active(now))));
 }
 
 export async function listUserSessions(db: Db, userId: string): Promise<SessionRow[]> {
@@ -186,7 +203,9 @@ export async function touchSession(db: Db, session: SessionRow): Promise<void> {
   let last = lastUsedMs.get(session);
   if (!last || last.text !== session.lastUsedAt) lastUsedMs.set(session, (last = { text: session.lastUsedAt, ms: Date.parse(session.lastUsedAt) }));
   if (now - last.ms < 60_000) return;
-  noteUnreadWrite(db, (await db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id))).changes);
+  const written = changes(await db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id)));
+  // The read cache's bookkeeping is SQLite's (PostgreSQL has no read cache yet).
+  if (!onPostgres) noteUnreadWrite(db, written);
   // The row may be findByAccessToken's cached one: keep it as the database now has it.
   session.lastUsedAt = iso(now);
 }
@@ -197,7 +216,7 @@ export async function touchSession(db: Db, session: SessionRow): Promise<void> {
  */
 export async function pruneEndedSessions(db: Db, keepDays = 30): Promise<number> {
   const before = iso(Date.now() - keepDays * 86_400_000);
-  return (await db
+  return changes(await db
     .delete(sessions)
-    .where(sql`(${sessions.revokedAt} is not null and ${sessions.revokedAt} < ${before}) or ${sessions.expiresAt} < ${before}`)).changes;
+    .where(sql`(${sessions.revokedAt} is not null and ${sessions.revokedAt} < ${before}) or ${sessions.expiresAt} < ${before}`));
 }

@@ -3,6 +3,8 @@ import { cameraRole, type CameraRole } from '../../shared/agent-api.js';
 import type { DoorStats } from '../../shared/messages.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
+import { bySql, row, rows } from '../db/raw.js';
+import { amongIds } from '../customers/ranking.js';
 import { isOnline } from '../shops/service.js';
 import { shops, cameras } from '../db/tables.js';
 
@@ -69,11 +71,12 @@ const pct = (f: number) => `${Math.round(f * 100)}%`;
 async function lastHour(db: Db, shopIds: string[], now: number): Promise<Map<string, { in: number; out: number }>> {
   const out = new Map<string, { in: number; out: number }>();
   if (shopIds.length === 0) return out;
-  const rows = await db.all<{ camera: string | null; direction: 'in' | 'out'; n: number }>(sql`
-    select camera_uuid as camera, direction, count(*) as n from crossings indexed by crossings_shop_time_idx
-    where shop_id in (select value from json_each(${JSON.stringify(shopIds)})) and occurred_at >= ${iso(now - HOUR_MS)}
+  // The index hint is SQLite's (its planner would pick another); PostgreSQL plans by itself.
+  const counted = await rows<{ camera: string | null; direction: 'in' | 'out'; n: number }>(db, sql`
+    select camera_uuid as camera, direction, count(*) as n from ${bySql(sql`crossings indexed by crossings_shop_time_idx`, sql`crossings`)}
+    where ${amongIds(sql`shop_id`, shopIds)} and occurred_at >= ${iso(now - HOUR_MS)}
     group by camera_uuid, direction`);
-  for (const r of rows) {
+  for (const r of counted) {
     if (!r.camera) continue;
     const c = out.get(r.camera) ?? { in: 0, out: 0 };
     c[r.direction] = r.n;
@@ -83,8 +86,7 @@ async function lastHour(db: Db, shopIds: string[], now: number): Promise<Map<str
 }
 
 async function lastCrossing(db: Db, cameraUuid: string): Promise<string | null> {
-  const row = await db.get<{ at: string | null }>(sql`select max(occurred_at) as at from crossings where camera_uuid = ${cameraUuid}`);
-  return row?.at ?? null;
+  return (await row<{ at: string | null }>(db, sql`select max(occurred_at) as at from crossings where camera_uuid = ${cameraUuid}`))?.at ?? null;
 }
 
 /**

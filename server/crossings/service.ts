@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
+import { bySql, onPostgres, rows } from '../db/raw.js';
+import { amongIds } from '../customers/ranking.js';
 import { addDays, localToUtc, todayIn } from '../reports/calendar.js';
 import { DEFAULT_TIMEZONE, canonicalTimezone } from '../shops/service.js';
 
@@ -16,12 +18,14 @@ export const NO_LINE: ShopToday = { occupancy: null, entriesToday: null, exitsTo
 /** The shops (of these) with a present camera that counts at a line (role `door` or `both`, enabled or not). */
 export async function shopsWithLine(db: Db, shopIds: readonly string[]): Promise<Set<string>> {
   if (shopIds.length === 0) return new Set();
-  const rows = await db.all<{ shopId: string }>(sql`
-    select distinct shop_id as shopId from cameras
-    where shop_id in (select value from json_each(${JSON.stringify(shopIds)}))
-      and deleted_at is null and json_type(tuning, '$.line') = 'object'
-      and coalesce(json_extract(tuning, '$.role'), 'door') != 'faces'`);
-  return new Set(rows.map((r) => r.shopId));
+  // tuning is JSON text on SQLite, jsonb on PostgreSQL. The alias is quoted: PostgreSQL folds unquoted names to lower case.
+  const lined = await rows<{ shopId: string }>(db, sql`
+    select distinct shop_id as "shopId" from cameras
+    where ${amongIds(sql`shop_id`, shopIds)} and deleted_at is null and ${bySql(
+      sql`json_type(tuning, '$.line') = 'object' and coalesce(json_extract(tuning, '$.role'), 'door') != 'faces'`,
+      sql`jsonb_typeof(tuning -> 'line') = 'object' and coalesce(tuning ->> 'role', 'door') != 'faces'`,
+    )}`);
+  return new Set(lined.map((r) => r.shopId));
 }
 
 interface Day {
@@ -108,6 +112,57 @@ export function shopDay(db: Db, shopId: string, lo: string, hi: string): Day {
   return { entries: day.entries, exits: day.exits, occupancy: day.occupancy };
 }
 
+/**
+ * shopDay on PostgreSQL: the same walk, kept and continued the same way, read with two statements of its own (each
+ * one statement, so one snapshot): the day's count together with the crossings after the last one walked, and the
+ * whole day in order. Kept per database object (the pool's; a transaction's own connection keeps its own).
+ */
+const pgWalks = new WeakMap<Db, Map<string, Walked>>();
+
+interface PgRow {
+  total: number;
+  occurredAt: string | null;
+  direction: string | null;
+  seq: number | null;
+}
+
+async function shopDayPg(db: Db, shopId: string, lo: string, hi: string): Promise<Day> {
+  let walked = pgWalks.get(db);
+  if (!walked) pgWalks.set(db, (walked = new Map()));
+  const range = sql`from crossings where shop_id = ${shopId} and occurred_at >= ${lo} and occurred_at < ${hi}`;
+  const before = walked.get(shopId);
+  if (before && before.lo === lo && before.hi === hi && before.last) {
+    const [at, direction, seq] = before.last;
+    const found = await rows<PgRow>(db, sql`
+      select n.total, r.occurred_at as "occurredAt", r.direction, r.seq
+      from (select count(*) as total ${range}) n
+      left join lateral (select occurred_at, direction, seq ${range} and (occurred_at, direction, seq) > (${at}::timestamptz, ${direction}, ${seq})
+                         order by occurred_at, direction, seq) r on true`);
+    const count = found[0]?.total ?? 0;
+    const after = found.filter((r): r is PgRow & { occurredAt: string; direction: string; seq: number } => r.occurredAt !== null);
+    if (before.count === count) return { entries: before.entries, exits: before.exits, occupancy: before.occupancy };
+    if (before.count + after.length === count) {
+      walk(
+        before,
+        after.map((r) => r.direction),
+      );
+      before.count = count;
+      const end = after.at(-1);
+      if (end) before.last = [end.occurredAt, end.direction, end.seq];
+      return { entries: before.entries, exits: before.exits, occupancy: before.occupancy };
+    }
+  }
+  const all = await rows<{ occurredAt: string; direction: string; seq: number }>(db, sql`select occurred_at as "occurredAt", direction, seq ${range} order by occurred_at, direction, seq`);
+  const end = all.at(-1);
+  const day: Walked = { lo, hi, count: all.length, last: end ? [end.occurredAt, end.direction, end.seq] : null, entries: 0, exits: 0, occupancy: 0 };
+  walk(
+    day,
+    all.map((r) => r.direction),
+  );
+  walked.set(shopId, day);
+  return { entries: day.entries, exits: day.exits, occupancy: day.occupancy };
+}
+
 /** A shop's zone as the calendar computes with it (canonicalTimezone builds an Intl formatter: kept per name). */
 const zones = new Map<string, string>();
 function zoneOf(name: string): string {
@@ -132,6 +187,7 @@ function localDay(tz: string, now: Date): { lo: string; hi: string } {
 
 /** Forgets the kept walks of this connection (the benchmark's cold polls). */
 export function forgetDays(db: Db): void {
+  if (onPostgres) return void pgWalks.get(db)?.clear();
   prepared.get((db as unknown as { $client: Database.Database }).$client)?.walked.clear();
 }
 
@@ -148,7 +204,8 @@ export async function shopsToday(db: Db, shops: readonly { id: string; timezone:
       continue;
     }
     const { lo, hi } = localDay(zoneOf(s.timezone), now);
-    const d = shopDay(db, s.id, lo, hi);
+    // SQLite's walk answers at once from its prepared statements (the console's hot poll); PostgreSQL's is awaited.
+    const d = onPostgres ? await shopDayPg(db, s.id, lo, hi) : shopDay(db, s.id, lo, hi);
     out.set(s.id, { occupancy: d.occupancy, entriesToday: d.entries, exitsToday: d.exits });
   }
   return out;

@@ -1,5 +1,6 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
+import { bySql, rows } from '../db/raw.js';
 import { fromMinor } from '../purchases/service.js';
 import type { CustomerRow } from './presenter.js';
 import { customers } from '../db/tables.js';
@@ -22,16 +23,24 @@ export interface Spend {
 
 export const noSpend: Spend = { purchases: 0, spend: 0, spend_currency: '' };
 
+/**
+ * `column` is one of `ids`: one parameter on both (not one per id): SQLite reads a JSON array with json_each,
+ * PostgreSQL takes a text array.
+ */
+export function amongIds(column: SQL, ids: readonly string[]): SQL {
+  return bySql(sql`${column} in (select value from json_each(${JSON.stringify(ids)}))`, sql`${column} = any(${sql.param(ids)}::text[])`);
+}
+
 /** Spend per customer id, for the given customers (one grouped query over purchases_customer_idx). */
 export async function spendOf(db: Db, ids: readonly string[]): Promise<Map<string, Spend>> {
   const out = new Map<string, Spend>();
   if (ids.length === 0) return out;
-  const rows = await db.all<{ id: string; currency: string; n: number; minor: number }>(sql`
+  const sums = await rows<{ id: string; currency: string; n: number; minor: number }>(db, sql`
     select p.customer_id as id, p.currency as currency, count(*) as n, sum(p.amount_minor) as minor
-    from purchases p where p.customer_id in (select value from json_each(${JSON.stringify(ids)}))
+    from purchases p where ${amongIds(sql`p.customer_id`, ids)}
     group by p.customer_id, p.currency`);
   const best = new Map<string, { currency: string; n: number; major: number }>();
-  for (const r of rows) {
+  for (const r of sums) {
     const major = fromMinor(r.minor, r.currency);
     const s = out.get(r.id) ?? { ...noSpend };
     s.purchases += r.n;
@@ -49,22 +58,26 @@ export async function spendOf(db: Db, ids: readonly string[]): Promise<Map<strin
  * `lapsedDays` days or more (lapsed: they came before, not lately).
  */
 export async function rankCustomers(db: Db, companyId: string, sort: Sort, lapsedDays: number | undefined, limit: number, staff?: boolean, now = Date.now()): Promise<CustomerRow[]> {
-  const lapsed = lapsedDays === undefined ? sql`1` : sql`c.last_seen_at is not null and c.last_seen_at < ${new Date(now - lapsedDays * 86_400_000).toISOString()}`;
-  const onlyStaff = staff === undefined ? sql`1` : sql`c.staff = ${staff ? 1 : 0}`;
+  // `true`: SQLite reads it as 1, PostgreSQL wants a boolean.
+  const lapsed = lapsedDays === undefined ? sql`true` : sql`c.last_seen_at is not null and c.last_seen_at < ${new Date(now - lapsedDays * 86_400_000).toISOString()}`;
+  // SQLite's 0/1 as written (`staff = 1` lets it use the partial index customers_company_staff_idx, `= true` does
+  // not); PostgreSQL's column is a boolean.
+  const onlyStaff = staff === undefined ? sql`true` : bySql(sql`c.staff = ${staff ? 1 : 0}`, staff ? sql`c.staff` : sql`not c.staff`);
   const base = sql`c.company_id = ${companyId} and c.erased_at is null and c.merged_into is null and ${lapsed} and ${onlyStaff}`;
+  // `nulls last`: SQLite's default for desc (so its plan is the same), PostgreSQL's is nulls first.
   const order =
     sort === 'visits'
-      ? sql`c.visit_count desc, c.last_seen_at desc, c.number desc`
+      ? sql`c.visit_count desc, c.last_seen_at desc nulls last, c.number desc`
       : sort === 'spend'
-        ? sql`coalesce(s.minor, 0) desc, c.last_seen_at desc, c.number desc`
+        ? sql`coalesce(s.minor, 0) desc, c.last_seen_at desc nulls last, c.number desc`
         : sql`c.last_seen_at is null, c.last_seen_at desc, c.number desc`;
   const main = sql`(select p.currency from purchases p where p.company_id = ${companyId} group by p.currency order by count(*) desc, p.currency limit 1)`;
   const spendJoin =
     sort === 'spend'
       ? sql`left join (select p.customer_id as id, sum(p.amount_minor) as minor from purchases p where p.company_id = ${companyId} and p.currency = ${main} group by p.customer_id) s on s.id = c.id`
       : sql``;
-  const ids = (await db.all<{ id: string }>(sql`select c.id as id from ${customers} c ${spendJoin} where ${base} order by ${order} limit ${limit}`)).map((r) => r.id);
+  const ids = (await rows<{ id: string }>(db, sql`select c.id as id from ${customers} c ${spendJoin} where ${base} order by ${order} limit ${limit}`)).map((r) => r.id);
   if (ids.length === 0) return [];
-  const byId = new Map((await db.select().from(customers).where(sql`${customers.id} in (select value from json_each(${JSON.stringify(ids)}))`)).map((c) => [c.id, c]));
+  const byId = new Map((await db.select().from(customers).where(amongIds(sql`${customers.id}`, ids))).map((c) => [c.id, c]));
   return ids.map((id) => byId.get(id)!).filter(Boolean);
 }

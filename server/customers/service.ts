@@ -10,7 +10,8 @@ import { customerNumberOf } from '../references/customers.js';
 import { rejoinStays } from '../visits/stays.js';
 import { destroyMoved, facesOf, moveAside, putBack, StorageError } from './faces.js';
 import { customerRef, type CustomerRow } from './presenter.js';
-import { one, returned } from '../db/query.js';
+import { changes, one, returned } from '../db/query.js';
+import { bySql, onPostgres, rows } from '../db/raw.js';
 import { purchases, shops, visits, customerConsents, customers, doNotEnrol, faceImages } from '../db/tables.js';
 
 /** A live (not erased, not merged-away) customer of the company, by id; 404 otherwise. */
@@ -43,15 +44,18 @@ const listedColumns = {
 
 export type ListedCustomer = Pick<CustomerRow, keyof typeof listedColumns>;
 
-/** The list without a query (most recently seen first), prepared once per database: the app's customer list. */
+/**
+ * The list without a query (most recently seen first), prepared once per database: the app's customer list. On
+ * PostgreSQL a named statement (drizzle's pg prepare() takes the name): each pooled connection plans it once.
+ */
 function recentQuery(db: Db) {
-  return db
+  const query = db
     .select(listedColumns)
     .from(customers)
     .where(and(eq(customers.companyId, sql.placeholder('company')), isNull(customers.erasedAt), isNull(customers.mergedInto)))
     .orderBy(sql`${customers.lastSeenAt} is null`, desc(customers.lastSeenAt), desc(customers.number))
-    .limit(sql.placeholder('limit'))
-    .prepare();
+    .limit(sql.placeholder('limit'));
+  return onPostgres ? (query as unknown as { prepare(name: string): ReturnType<typeof query.prepare> }).prepare('customers_recent') : query.prepare();
 }
 
 const recentStatements = new WeakMap<Db, ReturnType<typeof recentQuery>>();
@@ -73,7 +77,12 @@ export async function searchCustomers(db: Db, companyId: string, q: string | und
   // customers, whose rows carry a 2 KiB template), then the rows by primary key.
   let staffIds: string[] | undefined;
   if (staff === true) {
-    staffIds = (await db.all<{ id: string }>(sql`select id from customers indexed by customers_company_staff_idx where company_id = ${companyId} and staff = 1`)).map((r) => r.id);
+    // The hint is SQLite's; PostgreSQL's planner takes the partial index by itself.
+    const staffOnly = bySql(
+      sql`select id from customers indexed by customers_company_staff_idx where company_id = ${companyId} and staff = 1`,
+      sql`select id from customers where company_id = ${companyId} and staff`,
+    );
+    staffIds = (await rows<{ id: string }>(db, staffOnly)).map((r) => r.id);
     if (staffIds.length === 0) return [];
   }
   const base = and(
@@ -84,7 +93,10 @@ export async function searchCustomers(db: Db, companyId: string, q: string | und
   )!;
   const text = (q ?? '').trim();
   const recent = [sql`${customers.lastSeenAt} is null`, desc(customers.lastSeenAt), desc(customers.number)];
-  if (text === '' && staff === undefined) return recentStatement(db).all({ company: companyId, limit });
+  if (text === '' && staff === undefined) {
+    // SQLite's statement answers at once (.all); PostgreSQL's prepared query is executed (its .all gives unmapped rows).
+    return onPostgres ? await recentStatement(db).execute({ company: companyId, limit }) : recentStatement(db).all({ company: companyId, limit });
+  }
   if (text === '') return await db.select(listedColumns).from(customers).where(base).orderBy(...recent).limit(limit);
   const pattern = `%${escapeLike(text.toLowerCase())}%`;
   const any: SQL[] = [
@@ -153,7 +165,7 @@ export async function markStaff(ctx: Ctx, customer: CustomerRow, staff: boolean)
   const db = ctx.deps.store.db;
   if (customer.staff === staff) return customer;
   const row = (await returned(db.update(customers).set({ staff, staffChangedAt: new Date().toISOString() }).where(eq(customers.id, customer.id)).returning()))!;
-  const visitsMarked = (await db.update(visits).set({ staff }).where(eq(visits.customerId, customer.id))).changes;
+  const visitsMarked = changes(await db.update(visits).set({ staff }).where(eq(visits.customerId, customer.id)));
   await audit(ctx, { action: staff ? 'customer.staff' : 'customer.not_staff', target: customer.id, detail: { ref: customerRef(customer.number), visits: visitsMarked } });
   return row;
 }
@@ -216,7 +228,6 @@ export interface Erased {
  */
 export async function eraseCustomer(ctx: Ctx, customerId: string): Promise<Erased> {
   const { store, config, identities, log } = ctx.deps;
-  const db = store.db;
   const companyId = ctx.state.actor!.companyId!;
   if (!identities.canMark) {
     throw new HttpError(503, 'no_encryption_key', 'Customers cannot be erased right now: this server cannot read its encryption key, which keeps an erased face from being enrolled again. Nothing was erased; ask the operator to restore the key.');
@@ -225,6 +236,8 @@ export async function eraseCustomer(ctx: Ctx, customerId: string): Promise<Erase
   let done: { result: Erased; model: string; marker: { sketch: Uint8Array; expiresAt: number } | undefined };
   try {
     done = await store.tx(async () => {
+      // Read inside the body: on PostgreSQL store.db is the transaction's connection only there.
+      const db = store.db;
       const c = await customerOr404(db, companyId, customerId);
       const nowMs = Date.now();
       const now = new Date(nowMs).toISOString();
@@ -243,10 +256,10 @@ export async function eraseCustomer(ctx: Ctx, customerId: string): Promise<Erase
         await db.insert(doNotEnrol)
           .values({ companyId, recognitionModel: c.recognitionModel, sketch: Buffer.from(marker.sketch), expiresAt: new Date(marker.expiresAt).toISOString() });
       }
-      const unlinked = (await db
+      const unlinked = changes(await db
         .update(visits)
         .set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null })
-        .where(eq(visits.customerId, c.id))).changes;
+        .where(eq(visits.customerId, c.id)));
       await db.delete(faceImages).where(eq(faceImages.customerId, c.id));
       await recordConsent(ctx, c, false, 'erasure', now);
       await db.update(customers)
@@ -300,10 +313,10 @@ export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: Customer
   }
   // One person: staff if either was marked (their visits follow).
   const staff = keep.staff || drop.staff;
-  const moved = (await db
+  const moved = changes(await db
     .update(visits)
     .set({ customerId: keep.id, mergedFrom: sql`coalesce(${visits.mergedFrom}, ${drop.id})`, staff })
-    .where(eq(visits.customerId, drop.id))).changes;
+    .where(eq(visits.customerId, drop.id)));
   if (staff !== keep.staff) (await db.update(visits).set({ staff }).where(eq(visits.customerId, keep.id)));
   // One person: their visits in a shop within the gap of each other are one stay (docs/visits-and-customers.md).
   const joined = await rejoinStays(ctx.deps.store, keep.id, ctx.deps.config.FOOTFALL_VISIT_GAP_S * 1000);

@@ -29,7 +29,7 @@ export async function authenticate(db: Db, token: string | undefined, rule: Rule
   if (tokenKind(token) === 'agent') {
     return adminRoute ? adminOnly() : unauthorized('Shop-PC tokens cannot be used on user routes.');
   }
-  const found = findByAccessToken(db, token);
+  const found = await findByAccessToken(db, token);
   const now = nowIso();
   if (!found || found.session.revokedAt || found.session.expiresAt <= now || !found.user.active || (found.company && !found.company.active)) {
     return adminRoute ? adminOnly() : unauthorized('Your session has ended. Sign in again.');

@@ -1,5 +1,6 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Deps } from '../context.js';
+import { bySql, onPostgres, row, rows, run } from '../db/raw.js';
 import { addDays, localToUtc, todayIn } from '../reports/calendar.js';
 import { DEFAULT_TIMEZONE, canonicalTimezone } from '../shops/service.js';
 
@@ -19,8 +20,22 @@ export interface AgedDay {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The UTC start of the 15-minute slot of an ISO instant (`YYYY-MM-DDTHH:MM:SS.sssZ`), in SQL. */
-const slotOf = (col: string) => sql.raw(`substr(${col}, 1, 14) || printf('%02d', (cast(substr(${col}, 15, 2) as integer) / 15) * 15) || ':00.000Z'`);
+/**
+ * The UTC start of the 15-minute slot of an instant, in SQL: SQLite cuts its ISO text
+ * (`YYYY-MM-DDTHH:MM:SS.sssZ`), PostgreSQL bins its timestamptz (slots from a UTC midnight, whole hours in UTC).
+ */
+const slotOf = (col: string) =>
+  bySql(
+    sql.raw(`substr(${col}, 1, 14) || printf('%02d', (cast(substr(${col}, 15, 2) as integer) / 15) * 15) || ':00.000Z'`),
+    sql.raw(`date_bin('15 minutes', ${col}, timestamptz '2000-01-01 00:00:00+00')`),
+  );
+/** The UTC hour of an instant, to compare or group by: SQLite's ISO text to the hour, PostgreSQL's time cut to it in UTC. */
+const hourOf = (col: string) => bySql(sql.raw(`substr(${col}, 1, 13)`), sql.raw(`date_trunc('hour', ${col}, 'UTC')`));
+/** SQLite's `indexed by` hint (measured: its planner would pick another index); PostgreSQL plans by itself. */
+const hinted = (table: 'visits' | 'crossings'): SQL =>
+  onPostgres ? sql.raw(table) : sql.raw(table === 'visits' ? 'visits indexed by visits_shop_time_idx' : 'crossings indexed by crossings_shop_time_idx');
+/** SQLite's 0/1 against PostgreSQL's booleans: the false rows' condition. */
+const isFalse = (col: string) => sql.raw(onPostgres ? `not ${col}` : `${col} = 0`);
 
 /** The first local day kept for a shop: days before it are aged out. */
 export function firstKeptDay(tz: string, days: number, now: number): string {
@@ -28,11 +43,11 @@ export function firstKeptDay(tz: string, days: number, now: number): string {
 }
 
 /** The oldest local day of the shop, before `keptFrom`, that still has visits or crossings; null when none. */
-function oldestDay(deps: Deps, shopId: string, tz: string, keptFrom: string): string | null {
+async function oldestDay(deps: Deps, shopId: string, tz: string, keptFrom: string): Promise<string | null> {
   const before = iso(localToUtc(tz, keptFrom));
   const db = deps.store.db;
-  const v = db.get<{ t: string | null }>(sql`select min(occurred_at) as t from visits indexed by visits_shop_time_idx where shop_id = ${shopId} and occurred_at < ${before}`)?.t ?? null;
-  const c = db.get<{ t: string | null }>(sql`select min(occurred_at) as t from crossings indexed by crossings_shop_time_idx where shop_id = ${shopId} and occurred_at < ${before}`)?.t ?? null;
+  const v = (await row<{ t: string | null }>(db, sql`select min(occurred_at) as t from ${hinted('visits')} where shop_id = ${shopId} and occurred_at < ${before}`))?.t ?? null;
+  const c = (await row<{ t: string | null }>(db, sql`select min(occurred_at) as t from ${hinted('crossings')} where shop_id = ${shopId} and occurred_at < ${before}`))?.t ?? null;
   const t = v === null ? c : c === null ? v : v < c ? v : c;
   if (t === null) return null;
   // The local date of t: the day whose local midnight is at or before it.
@@ -43,46 +58,55 @@ function oldestDay(deps: Deps, shopId: string, tz: string, keptFrom: string): st
 
 /** Counts one shop's local day into footfall_counts and deletes its visits and crossings, in one transaction. */
 async function ageDay(deps: Deps, shopId: string, tz: string, day: string): Promise<AgedDay> {
-  const db = deps.store.db;
   const lo = iso(localToUtc(tz, day));
   const hi = iso(localToUtc(tz, addDays(day, 1)));
+  // PostgreSQL types a parameter in an insert's select list as text, which a date column refuses: cast it.
+  const dayValue = bySql(sql`${day}`, sql`${day}::date`);
   return await deps.store.tx(async () => {
+    // Inside the body: on PostgreSQL store.db is the transaction's connection only there.
+    const db = deps.store.db;
+    // PostgreSQL: several head-office processes may sweep at once, and two ageing one shop's day side by side would
+    // both count its rows (the upserts add) before either deletes them. A lock per shop, held to the commit, puts the
+    // second after the first, whose rows are then gone. (SQLite has one writer: its transactions never overlap.)
+    if (onPostgres) await run(db, sql`select pg_advisory_xact_lock(hashtext(${`footfall.retention:${shopId}`}))`);
     const inDay = sql`shop_id = ${shopId} and occurred_at >= ${lo} and occurred_at < ${hi}`;
-    // Visits per slot, staff's left out (reports never count them).
-    db.run(sql`
+    const notStaff = isFalse('staff');
+    // Visits per slot, staff's left out (reports never count them). SQLite's total() is a sum that is 0 for no rows.
+    // The upserts name footfall_counts' own columns (PostgreSQL finds a bare `visits` ambiguous; SQLite accepts both).
+    await run(db, sql`
       insert into footfall_counts (shop_id, slot_at, day, visits, below_gate, anon, dwell_ms)
-      select ${shopId}, ${slotOf('occurred_at')} as slot, ${day}, count(*), count(*) filter (where passed_gate = 0),
-        count(*) filter (where customer_id is null), total(dwell_ms)
-      from visits indexed by visits_shop_time_idx where ${inDay} and staff = 0 group by slot
-      on conflict (shop_id, slot_at) do update set visits = visits + excluded.visits, below_gate = below_gate + excluded.below_gate,
-        anon = anon + excluded.anon, dwell_ms = dwell_ms + excluded.dwell_ms`);
+      select ${shopId}, ${slotOf('occurred_at')} as slot, ${dayValue}, count(*), count(*) filter (where ${isFalse('passed_gate')}),
+        count(*) filter (where customer_id is null), ${bySql(sql`total(dwell_ms)`, sql`coalesce(sum(dwell_ms), 0)`)}
+      from ${hinted('visits')} where ${inDay} and ${notStaff} group by slot
+      on conflict (shop_id, slot_at) do update set visits = footfall_counts.visits + excluded.visits, below_gate = footfall_counts.below_gate + excluded.below_gate,
+        anon = footfall_counts.anon + excluded.anon, dwell_ms = footfall_counts.dwell_ms + excluded.dwell_ms`);
     // Each customer once per shop and day, in the slot of their first visit that day; new if first seen that day.
-    db.run(sql`
+    await run(db, sql`
       insert into footfall_counts (shop_id, slot_at, day, known, fresh)
-      select ${shopId}, ${slotOf('f.first')} as slot, ${day}, count(*),
+      select ${shopId}, ${slotOf('f.first')} as slot, ${dayValue}, count(*),
         count(*) filter (where c.first_seen_at >= ${lo} and c.first_seen_at < ${hi})
-      from (select customer_id, min(occurred_at) as first from visits indexed by visits_shop_time_idx
-            where ${inDay} and staff = 0 and customer_id is not null group by customer_id) f
+      from (select customer_id, min(occurred_at) as first from ${hinted('visits')}
+            where ${inDay} and ${notStaff} and customer_id is not null group by customer_id) f
         left join customers c on c.id = f.customer_id
       group by slot
-      on conflict (shop_id, slot_at) do update set known = known + excluded.known, fresh = fresh + excluded.fresh`);
+      on conflict (shop_id, slot_at) do update set known = footfall_counts.known + excluded.known, fresh = footfall_counts.fresh + excluded.fresh`);
     // And once per shop and UTC hour, for hour buckets.
-    db.run(sql`
+    await run(db, sql`
       insert into footfall_counts (shop_id, slot_at, day, known_hour, fresh_hour)
-      select ${shopId}, ${slotOf('f.first')} as slot, ${day}, count(*),
-        count(*) filter (where substr(c.first_seen_at, 1, 13) = substr(f.first, 1, 13))
-      from (select customer_id, min(occurred_at) as first from visits indexed by visits_shop_time_idx
-            where ${inDay} and staff = 0 and customer_id is not null group by customer_id, substr(occurred_at, 1, 13)) f
+      select ${shopId}, ${slotOf('f.first')} as slot, ${dayValue}, count(*),
+        count(*) filter (where ${hourOf('c.first_seen_at')} = ${hourOf('f.first')})
+      from (select customer_id, min(occurred_at) as first from ${hinted('visits')}
+            where ${inDay} and ${notStaff} and customer_id is not null group by customer_id, ${hourOf('occurred_at')}) f
         left join customers c on c.id = f.customer_id
       group by slot
-      on conflict (shop_id, slot_at) do update set known_hour = known_hour + excluded.known_hour, fresh_hour = fresh_hour + excluded.fresh_hour`);
-    db.run(sql`
+      on conflict (shop_id, slot_at) do update set known_hour = footfall_counts.known_hour + excluded.known_hour, fresh_hour = footfall_counts.fresh_hour + excluded.fresh_hour`);
+    await run(db, sql`
       insert into footfall_counts (shop_id, slot_at, day, entries, exits)
-      select ${shopId}, ${slotOf('occurred_at')} as slot, ${day}, count(*) filter (where direction = 'in'), count(*) filter (where direction = 'out')
-      from crossings indexed by crossings_shop_time_idx where ${inDay} group by slot
-      on conflict (shop_id, slot_at) do update set entries = entries + excluded.entries, exits = exits + excluded.exits`);
-    const visits = db.run(sql`delete from visits where ${inDay}`).changes;
-    const crossings = db.run(sql`delete from crossings where ${inDay}`).changes;
+      select ${shopId}, ${slotOf('occurred_at')} as slot, ${dayValue}, count(*) filter (where direction = 'in'), count(*) filter (where direction = 'out')
+      from ${hinted('crossings')} where ${inDay} group by slot
+      on conflict (shop_id, slot_at) do update set entries = footfall_counts.entries + excluded.entries, exits = footfall_counts.exits + excluded.exits`);
+    const visits = await run(db, sql`delete from visits where ${inDay}`);
+    const crossings = await run(db, sql`delete from crossings where ${inDay}`);
     return { shopId, day, visits, crossings };
   });
 }
@@ -97,12 +121,12 @@ export interface AgeOptions {
 
 /** Ages out every day of the company's shops older than `days`. Returns false if stopped early. */
 export async function ageVisits(deps: Deps, companyId: string, days: number, opts: AgeOptions): Promise<boolean> {
-  const shops = deps.store.db.all<{ id: string; tz: string }>(sql`select id, timezone as tz from shops where company_id = ${companyId} order by id`);
+  const shops = await rows<{ id: string; tz: string }>(deps.store.db, sql`select id, timezone as tz from shops where company_id = ${companyId} order by id`);
   for (const shop of shops) {
     const tz = canonicalTimezone(shop.tz) ?? DEFAULT_TIMEZONE;
     const keptFrom = firstKeptDay(tz, days, opts.now);
     for (;;) {
-      const day = oldestDay(deps, shop.id, tz, keptFrom);
+      const day = await oldestDay(deps, shop.id, tz, keptFrom);
       if (day === null) break;
       if (opts.stop()) return false;
       await opts.after(await ageDay(deps, shop.id, tz, day));

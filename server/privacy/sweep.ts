@@ -7,7 +7,7 @@ import { cleared } from '../customers/service.js';
 import { ageVisits } from './retention.js';
 import { privacyOf, type PrivacySettings } from './service.js';
 import { companies, customers, faceImages, visits, companyPrivacy } from '../db/tables.js';
-import { sqliteOf, type SqliteStore } from '../db/open.js';
+import type { SqliteStore } from '../db/open.js';
 
 const DAY_MS = 86_400_000;
 
@@ -69,10 +69,11 @@ async function candidates(deps: Deps, companyId: string, cutoff: string, limit: 
  * templates leave the ingest thread's galleries.
  */
 async function forget(deps: Deps, companyId: string, batch: { id: string; model: string }[]): Promise<number> {
-  const db = deps.store.db;
   const ids = batch.map((c) => c.id);
   const now = new Date().toISOString();
   const files = await deps.store.tx(async () => {
+    // Inside the body: on PostgreSQL store.db is the transaction's connection only there.
+    const db = deps.store.db;
     const photos = await db.select().from(faceImages).where(inArray(faceImages.customerId, ids));
     await db.update(visits).set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null }).where(inArray(visits.customerId, ids));
     await db.delete(faceImages).where(inArray(faceImages.customerId, ids));
@@ -162,13 +163,26 @@ const SCRUB_WAIT_MS = 25;
  * A busy answer (a reader's snapshot, or the ingest thread's periodic PASSIVE checkpoint, which a checkpoint never
  * waits for) is retried every 25 ms for about a second, without busy_timeout's blocking of the event loop; a log
  * still in use after that is retried by every later pass (FOOTFALL_PRIVACY_SWEEP_S) until it is scrubbed.
+ *
+ * On PostgreSQL nothing is done here. It has no secure_delete: a cleared row's old version stays in its table's
+ * pages until (auto)vacuum frees that space, and a VACUUM only marks it reusable, it does not overwrite it; the
+ * write-ahead log, its archive and the base backups keep the old rows until they are recycled or expire. None of that
+ * can be scrubbed from a client, so a VACUUM here would cost the server work without giving the guarantee SQLite's
+ * checkpoint gives. What the data-protection officer needs is written down instead (docs/scale-out.md): the erased
+ * person is gone from every answer at the commit, and from the server's files within autovacuum's round and the
+ * operator's WAL-archive and backup retention.
  */
 async function scrubFiles(deps: Deps): Promise<void> {
   if (!unscrubbed.has(deps.store)) return;
+  if (deps.store.dialect !== 'sqlite') {
+    unscrubbed.delete(deps.store);
+    return;
+  }
+  const sqlite = deps.store.sqlite;
   const until = performance.now() + SCRUB_FOR_MS;
   for (;;) {
     try {
-      if (!truncateNow(sqliteOf(deps.store))) {
+      if (!truncateNow(sqlite)) {
         unscrubbed.delete(deps.store);
         return;
       }

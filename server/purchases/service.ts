@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { desc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
 import { one, returned } from '../db/query.js';
+import { bySql } from '../db/raw.js';
 import { shops, purchases } from '../db/tables.js';
 
 export type PurchaseRow = typeof purchases.$inferSelect;
@@ -70,6 +71,13 @@ export function samePurchase(row: PurchaseRow, p: NewPurchase): boolean {
   );
 }
 
+/**
+ * Of two purchases recorded in the same millisecond, the later recorded: SQLite's rowid. PostgreSQL's table has no
+ * insertion counter (a text key); its row's physical position (ctid) follows insertion order until the row is updated
+ * (a merge moves purchases to the kept customer), which leaves only ties within one millisecond in doubt.
+ */
+const laterRecorded = bySql(sql`${purchases}.rowid desc`, sql`${purchases}.ctid desc`);
+
 /** A customer's purchases, newest first (then last recorded first), each with its shop (none when the shop was removed since). */
 export async function purchasesOf(db: Db, customerId: string, limit: number): Promise<{ purchase: PurchaseRow; shop: { id: string; name: string; slug: string } | null }[]> {
   return await db
@@ -77,6 +85,6 @@ export async function purchasesOf(db: Db, customerId: string, limit: number): Pr
     .from(purchases)
     .leftJoin(shops, eq(shops.id, purchases.shopId))
     .where(eq(purchases.customerId, customerId))
-    .orderBy(desc(purchases.createdAt), sql`${purchases}.rowid desc`)
+    .orderBy(desc(purchases.createdAt), laterRecorded)
     .limit(limit);
 }

@@ -2,6 +2,7 @@ import { and, asc, count, desc, eq, gt, gte, lte, max, sql, type SQL } from 'dri
 import type { Db } from '../db/open.js';
 import type { FeedRow } from './presenter.js';
 import { one } from '../db/query.js';
+import { onPostgres } from '../db/raw.js';
 import { customers, shops, visits } from '../db/tables.js';
 
 const feedColumns = {
@@ -39,6 +40,14 @@ function feedQuery(db: Db, where: SQL | undefined) {
 }
 
 /**
+ * A feed statement prepared: drizzle's SQLite prepare() takes no name, its PostgreSQL one takes the statement's name
+ * (a named statement, planned once per pooled connection).
+ */
+function prepareNamed<Q extends { prepare(): unknown }>(query: Q, name: string): ReturnType<Q['prepare']> {
+  return (onPostgres ? (query as unknown as { prepare(name: string): unknown }).prepare(name) : query.prepare()) as ReturnType<Q['prepare']>;
+}
+
+/**
  * The feed's four statements (after a position or the tail; the company or one shop), built and prepared once per
  * database: polling is the mobile app's main path, and building the query cost more than running it.
  */
@@ -50,14 +59,25 @@ function feedStatements(db: Db) {
   const inCompany = eq(visits.companyId, company);
   const inShop = and(eq(visits.companyId, company), eq(visits.shopId, shop));
   return {
-    after: feedQuery(db, and(inCompany, gt(visits.seq, after))).orderBy(asc(visits.seq)).limit(limit).prepare(),
-    afterInShop: feedQuery(db, and(inShop, gt(visits.seq, after))).orderBy(asc(visits.seq)).limit(limit).prepare(),
-    tail: feedQuery(db, inCompany).orderBy(desc(visits.seq)).limit(limit).prepare(),
-    tailInShop: feedQuery(db, inShop).orderBy(desc(visits.seq)).limit(limit).prepare(),
-    range: feedQuery(db, and(inCompany, gte(visits.seq, sql.placeholder('from')), lte(visits.seq, sql.placeholder('to'))))
-      .orderBy(asc(visits.seq))
-      .prepare(),
+    after: prepareNamed(feedQuery(db, and(inCompany, gt(visits.seq, after))).orderBy(asc(visits.seq)).limit(limit), 'feed_after'),
+    afterInShop: prepareNamed(feedQuery(db, and(inShop, gt(visits.seq, after))).orderBy(asc(visits.seq)).limit(limit), 'feed_after_in_shop'),
+    tail: prepareNamed(feedQuery(db, inCompany).orderBy(desc(visits.seq)).limit(limit), 'feed_tail'),
+    tailInShop: prepareNamed(feedQuery(db, inShop).orderBy(desc(visits.seq)).limit(limit), 'feed_tail_in_shop'),
+    range: prepareNamed(feedQuery(db, and(inCompany, gte(visits.seq, sql.placeholder('from')), lte(visits.seq, sql.placeholder('to')))).orderBy(asc(visits.seq)), 'feed_range'),
   };
+}
+
+interface Statement {
+  all(values: Record<string, unknown>): FeedRow[];
+  execute(values: Record<string, unknown>): PromiseLike<FeedRow[]>;
+}
+
+/**
+ * A statement's rows: SQLite's at once (.all, the hot poll as it was), PostgreSQL's awaited (.execute: its .all
+ * gives rows not yet mapped to the columns).
+ */
+async function answer(s: Statement, values: Record<string, unknown>): Promise<FeedRow[]> {
+  return onPostgres ? await s.execute(values) : s.all(values);
 }
 
 const prepared = new WeakMap<Db, ReturnType<typeof feedStatements>>();
@@ -68,25 +88,40 @@ function statements(db: Db): ReturnType<typeof feedStatements> {
   return s;
 }
 
-/** Rows after a position, ascending (a poll with a cursor; a stream catching up). */
-export function feedAfter(db: Db, companyId: string, after: number, limit: number, shopId?: string): FeedRow[] {
+/**
+ * Rows after a position, ascending (a poll with a cursor; a stream catching up). On SQLite the rows are read when
+ * called, in the caller's synchronous step (the stream's catch-up relies on that); the promise only hands them over.
+ */
+export async function feedAfter(db: Db, companyId: string, after: number, limit: number, shopId?: string): Promise<FeedRow[]> {
   const s = statements(db);
-  return shopId ? s.afterInShop.all({ company: companyId, shop: shopId, after, limit }) : s.after.all({ company: companyId, after, limit });
+  return await (shopId ? answer(s.afterInShop, { company: companyId, shop: shopId, after, limit }) : answer(s.after, { company: companyId, after, limit }));
 }
 
 /** The latest `limit` rows, ascending (a poll without a cursor). */
-export function feedTail(db: Db, companyId: string, limit: number, shopId?: string): FeedRow[] {
+export async function feedTail(db: Db, companyId: string, limit: number, shopId?: string): Promise<FeedRow[]> {
   const s = statements(db);
-  return (shopId ? s.tailInShop.all({ company: companyId, shop: shopId, limit }) : s.tail.all({ company: companyId, limit })).reverse();
+  return (await (shopId ? answer(s.tailInShop, { company: companyId, shop: shopId, limit }) : answer(s.tail, { company: companyId, limit }))).reverse();
 }
 
-/** Rows of a seq range for some companies (ingest's fan-out of one committed batch). */
+/**
+ * Rows of a seq range for some companies (ingest's fan-out of one committed batch), synchronously: the ingest
+ * thread's, which is SQLite's (its PostgreSQL counterpart reads feedRangeAwaited).
+ */
 export function feedRange(db: Db, companyIds: string[], from: number, to: number): FeedRow[] {
+  if (onPostgres) throw new Error('feedRange reads SQLite synchronously: on PostgreSQL use feedRangeAwaited');
   if (companyIds.length === 0) return [];
   // One prepared statement per company (ingest calls this for every batch; building the query cost more than running it).
   const s = statements(db);
   if (companyIds.length === 1) return s.range.all({ company: companyIds[0]!, from, to });
   return companyIds.flatMap((company) => s.range.all({ company, from, to })).sort((a, b) => a.seq - b.seq);
+}
+
+/** feedRange on either store, awaited. */
+export async function feedRangeAwaited(db: Db, companyIds: string[], from: number, to: number): Promise<FeedRow[]> {
+  if (!onPostgres) return feedRange(db, companyIds, from, to);
+  const s = statements(db);
+  const pages = await Promise.all(companyIds.map((company) => answer(s.range, { company, from, to })));
+  return pages.flat().sort((a, b) => a.seq - b.seq);
 }
 
 /** The company's newest position (0 when it has no visit): an empty poll without a cursor answers it. */
