@@ -1,7 +1,7 @@
 import { and, count, eq, gt, lt, min } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
-import { one, returned } from '../db/query.js';
+import { one, returned, changes } from '../db/query.js';
 import { idpAttempts } from '../db/tables.js';
 
 /**
@@ -70,5 +70,5 @@ export async function clearKey(db: Db, kind: AttemptKind, key: string): Promise<
 /** Drops rows older than the window. */
 export async function pruneAttempts(db: Db, config: Config): Promise<number> {
   const before = new Date(Date.now() - config.FOOTFALL_LOGIN_WINDOW_S * 1000).toISOString();
-  return (await db.delete(idpAttempts).where(lt(idpAttempts.at, before))).changes;
+  return changes(await db.delete(idpAttempts).where(lt(idpAttempts.at, before)));
 }

@@ -1,7 +1,7 @@
 import { and, count, eq, gt, lt } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
-import { one, returned } from '../db/query.js';
+import { one, returned, changes } from '../db/query.js';
 import { loginFailures } from '../db/tables.js';
 
 /**
@@ -45,5 +45,5 @@ export async function clearFailures(db: Db, email: string): Promise<void> {
 /** Drops rows older than the window; run now and then. */
 export async function pruneFailures(db: Db, config: Config): Promise<number> {
   const before = new Date(Date.now() - config.FOOTFALL_LOGIN_WINDOW_S * 1000).toISOString();
-  return (await db.delete(loginFailures).where(lt(loginFailures.at, before))).changes;
+  return changes(await db.delete(loginFailures).where(lt(loginFailures.at, before)));
 }

@@ -5,7 +5,7 @@ import type { CheckKind } from '../../shared/messages.js';
 import type { Db } from '../db/open.js';
 import { HttpError, conflict } from '../http/errors.js';
 import type { CameraRow, CheckRow } from './service.js';
-import { one, returned } from '../db/query.js';
+import { one, returned, changes } from '../db/query.js';
 import { cameraChecks, cameras } from '../db/tables.js';
 
 /**
@@ -55,10 +55,10 @@ export async function requestCheck(
 
 /** Persists the release of the shop's checks whose time ran out. */
 export async function releaseExpired(db: Db, shopId: string, now = Date.now()): Promise<number> {
-  return (await db
+  return changes(await db
     .update(cameraChecks)
     .set({ state: 'timed_out' })
-    .where(and(eq(cameraChecks.shopId, shopId), eq(cameraChecks.state, 'requested'), lte(cameraChecks.releaseAt, new Date(now).toISOString())))).changes;
+    .where(and(eq(cameraChecks.shopId, shopId), eq(cameraChecks.state, 'requested'), lte(cameraChecks.releaseAt, new Date(now).toISOString()))));
 }
 
 /** The shop's oldest open, unclaimed check, now claimed; undefined when there is none. Call inside a transaction. */

@@ -4,7 +4,7 @@ import { and, asc, desc, eq, inArray, isNull, lt } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { faceImageFile, storeFaceImage } from '../agent-api/faces.js';
 import type { Db, Store } from '../db/open.js';
-import { one } from '../db/query.js';
+import { changes, one } from '../db/query.js';
 import { faceImages } from '../db/tables.js';
 
 export type FaceImageRow = typeof faceImages.$inferSelect;
@@ -67,7 +67,7 @@ export async function linkFace(db: Db, input: { id: string; companyId: string; c
     .update(faceImages)
     .set({ customerId: input.customerId, visitId: input.visitId, linkedAt: input.at })
     .where(and(eq(faceImages.id, input.id), eq(faceImages.companyId, input.companyId), isNull(faceImages.visitId)));
-  return r.changes === 1;
+  return changes(r) === 1;
 }
 
 /** Unlinked uploads of the company among these ids (what ingest may discard). */

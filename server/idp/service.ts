@@ -11,7 +11,7 @@ import { maskPhone } from '../team/phone.js';
 import { IdpError, adminOnly, invalidCredentials, tooManyAttempts } from './errors.js';
 import { sendSms } from './sms.js';
 import { refresh, revokeRefreshTokens, signIn, type IssuedTokens, type TokenDeps } from './tokens.js';
-import { one } from '../db/query.js';
+import { one, changes } from '../db/query.js';
 import { users, idpCodes } from '../db/tables.js';
 
 /** One-time code: 6 digits, 10 minutes. */
@@ -160,7 +160,7 @@ export class EmbeddedIdp {
     });
     const mac = createHmac('sha256', keys.codeKey).update(`${id}:${code}`).digest();
     if (!timingSafeEqual(mac, Buffer.from(row.codeMac, 'hex'))) throw new IdpError('INVALID_CODE');
-    const used = await store.tx(async () => (await store.db.update(idpCodes).set({ usedAt: new Date().toISOString() }).where(and(eq(idpCodes.id, id), isNull(idpCodes.usedAt)))).changes);
+    const used = await store.tx(async () => changes(await store.db.update(idpCodes).set({ usedAt: new Date().toISOString() }).where(and(eq(idpCodes.id, id), isNull(idpCodes.usedAt)))));
     if (used !== 1) throw new IdpError('INVALID_SESSION_INFO');
     const pick = pickStaff(await membersByPhone(store.db, row.phone));
     if (!('member' in pick)) throw new IdpError('USER_DISABLED', 'this number is not exactly one active team member any more');

@@ -7,7 +7,7 @@ import { recordRevocation, revokedBefore } from '../auth-service/service.js';
 import type { Db } from '../db/open.js';
 import { IdpError } from './errors.js';
 import type { SigningKeys } from './keys.js';
-import { one } from '../db/query.js';
+import { one, changes } from '../db/query.js';
 import { users, idpRefreshTokens } from '../db/tables.js';
 
 /** ID token life (seconds), as Google's. */
@@ -96,7 +96,7 @@ export async function refresh(d: TokenDeps, refreshToken: string): Promise<Issue
 
 /** Sign-out: every refresh token of the account dies. Call inside a transaction. */
 export async function revokeRefreshTokens(store: Store, uid: string): Promise<number> {
-  return (await store.db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.uid, uid))).changes;
+  return changes(await store.db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.uid, uid)));
 }
 
 /**
@@ -105,12 +105,12 @@ export async function revokeRefreshTokens(store: Store, uid: string): Promise<nu
  * none (e.g. in `google` mode, whose accounts are Google's). Call inside the caller's transaction.
  */
 export async function endProviderSessions(db: Db, uid: string): Promise<number> {
-  const ended = (await db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.uid, uid))).changes;
+  const ended = changes(await db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.uid, uid)));
   if (ended > 0) await recordRevocation(db, uid, nowS() + 1);
   return ended;
 }
 
 /** Drops refresh tokens past their life. */
 export async function pruneRefreshTokens(store: Store): Promise<number> {
-  return (await store.db.delete(idpRefreshTokens).where(and(lt(idpRefreshTokens.expiresAt, new Date().toISOString())))).changes;
+  return changes(await store.db.delete(idpRefreshTokens).where(and(lt(idpRefreshTokens.expiresAt, new Date().toISOString()))));
 }

@@ -6,7 +6,7 @@ import type { Db } from '../db/open.js';
 import type { Role, TenantRole } from '../policy.js';
 import { generateInvitationCode, normaliseCode } from './codes.js';
 import { endProviderSessions } from '../idp/tokens.js';
-import { one, returned } from '../db/query.js';
+import { one, returned, changes } from '../db/query.js';
 import { users, companies, invitations } from '../db/tables.js';
 
 export type InvitationRow = typeof invitations.$inferSelect;
@@ -173,10 +173,10 @@ export async function withdrawInvitation(db: Db, id: string): Promise<void> {
 
 /** Withdraws the company's pending invitations for an address (it just got an account). Returns how many. */
 export async function withdrawInvitationsFor(db: Db, companyId: string, email: string): Promise<number> {
-  return (await db
+  return changes(await db
     .update(invitations)
     .set({ withdrawnAt: nowIso() })
-    .where(and(eq(invitations.companyId, companyId), eq(invitations.email, email), pending(nowIso())))).changes;
+    .where(and(eq(invitations.companyId, companyId), eq(invitations.email, email), pending(nowIso()))));
 }
 
 /**
@@ -197,9 +197,9 @@ export async function findByCode(db: Db, keys: Keys, presented: string): Promise
 export async function markRedeemed(db: Db, invitationId: string, userId: string): Promise<boolean> {
   const now = nowIso();
   return (
-    (await db
+    changes(await db
       .update(invitations)
       .set({ redeemedAt: now, redeemedUserId: userId })
-      .where(and(eq(invitations.id, invitationId), pending(now)))).changes === 1
+      .where(and(eq(invitations.id, invitationId), pending(now)))) === 1
   );
 }

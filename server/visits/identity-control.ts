@@ -7,6 +7,7 @@ import type { TemplateState } from '../identity/template.js';
 import { markerKey } from './identities.js';
 import type { ControlMessage } from './ingest-protocol.js';
 import { doNotEnrol } from '../db/tables.js';
+import { changes } from '../db/query.js';
 
 /** How long an erased face is kept from being enrolled again (the marker's life). */
 export const MARKER_TTL_MS = 180 * 24 * 3600 * 1000;
@@ -65,7 +66,7 @@ export class IdentityControl {
 
   /** Deletes expired markers (the ingest thread's lists skip expired ones by themselves). */
   async pruneMarkers(db: Db, now = Date.now()): Promise<number> {
-    return (await db.delete(doNotEnrol).where(lte(doNotEnrol.expiresAt, new Date(now).toISOString()))).changes;
+    return changes(await db.delete(doNotEnrol).where(lte(doNotEnrol.expiresAt, new Date(now).toISOString())));
   }
 
   /** Company deletion step: the company's galleries leave the ingest thread's memory (its rows go with it). */

@@ -229,7 +229,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   // What the arrival streams get after the commit: the new visits (not staff's), presented.
   const companyOfShop = new Map(fresh.map(({ shop }) => [shop.id, shop.companyId]));
   if (last === 0) return out;
-  for (const f of feedRange(db, [...companyIds], first, last)) {
+  for (const f of await feedRange(db, [...companyIds], first, last)) {
     const companyId = companyOfShop.get(f.shopId)!;
     const list = out.items.get(companyId) ?? [];
     list.push({

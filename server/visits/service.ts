@@ -103,24 +103,17 @@ export async function feedTail(db: Db, companyId: string, limit: number, shopId?
   return (await (shopId ? answer(s.tailInShop, { company: companyId, shop: shopId, limit }) : answer(s.tail, { company: companyId, limit }))).reverse();
 }
 
-/**
- * Rows of a seq range for some companies (ingest's fan-out of one committed batch), synchronously: the ingest
- * thread's, which is SQLite's (its PostgreSQL counterpart reads feedRangeAwaited).
- */
-export function feedRange(db: Db, companyIds: string[], from: number, to: number): FeedRow[] {
-  if (onPostgres) throw new Error('feedRange reads SQLite synchronously: on PostgreSQL use feedRangeAwaited');
+/** Rows of a seq range for some companies (ingest's fan-out of one committed batch). */
+export async function feedRange(db: Db, companyIds: string[], from: number, to: number): Promise<FeedRow[]> {
   if (companyIds.length === 0) return [];
   // One prepared statement per company (ingest calls this for every batch; building the query cost more than running it).
   const s = statements(db);
-  if (companyIds.length === 1) return s.range.all({ company: companyIds[0]!, from, to });
-  return companyIds.flatMap((company) => s.range.all({ company, from, to })).sort((a, b) => a.seq - b.seq);
-}
-
-/** feedRange on either store, awaited. */
-export async function feedRangeAwaited(db: Db, companyIds: string[], from: number, to: number): Promise<FeedRow[]> {
-  if (!onPostgres) return feedRange(db, companyIds, from, to);
-  const s = statements(db);
-  const pages = await Promise.all(companyIds.map((company) => answer(s.range, { company, from, to })));
+  if (!onPostgres) {
+    if (companyIds.length === 1) return s.range.all({ company: companyIds[0]!, from, to });
+    return companyIds.flatMap((company) => s.range.all({ company, from, to })).sort((a, b) => a.seq - b.seq);
+  }
+  const pages: FeedRow[][] = [];
+  for (const company of companyIds) pages.push(await answer(s.range, { company, from, to }));
   return pages.flat().sort((a, b) => a.seq - b.seq);
 }
 
