@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { type Store, sqliteOf } from '../db/open.js';
+import type { Store } from '../db/open.js';
 import { HttpError } from '../http/errors.js';
 import type { ReportQuery } from './query.js';
 import { conversionReport, footfallReport, type ConversionReport, type FootfallReport } from './service.js';
@@ -21,6 +21,12 @@ import { spawnWorker } from '../thread.js';
  *   inline) and the thread stays.
  * - close() (head office stopping) refuses queued and new reports with 503 `reports_unavailable` and terminates the
  *   threads. An idle thread never keeps the process alive (unref'd), so a pool nobody closes cannot hang it either.
+ *
+ * On PostgreSQL there are no threads: the counting is PostgreSQL's, in its own processes, and what is left on the
+ * calling thread (sending the statements, reading a few rows per bucket, adding them up) is awaited piece by piece,
+ * so it never holds the event loop for long. A report holds one of the store's pooled connections for its read
+ * snapshot, so at most `FOOTFALL_REPORT_WORKERS` reports run at once (0: no limit) and the others wait in the queue,
+ * first come first served, leaving the rest of the connections to the requests.
  */
 
 /** 503 reports_unavailable: the thread computing the report stopped (or head office is stopping). */
@@ -88,13 +94,16 @@ export class ReportPool {
   private nextId = 0;
   private closed = false;
   private closing: Promise<void> | undefined;
-  /** The database file, or null to run inline (size 0, or an in-memory database). */
+  /** The database file, or null to run inline (size 0, an in-memory database, or PostgreSQL). */
   readonly file: string | null;
   private readonly busyWaiters: (() => void)[] = [];
+  /** PostgreSQL: reports running on this thread, and those waiting for one of the `size` places. */
+  private running = 0;
+  private readonly waiting: { start: () => void; refuse: (err: Error) => void }[] = [];
 
   constructor(private readonly opts: ReportPoolOptions) {
-    const sqlite = sqliteOf(opts.store);
-    this.file = opts.size === 0 || sqlite.memory ? null : path.resolve(sqlite.name);
+    const store = opts.store;
+    this.file = store.dialect !== 'sqlite' || opts.size === 0 || store.sqlite.memory ? null : path.resolve(store.sqlite.name);
   }
 
   footfall(companyId: string, query: ReportQuery): Promise<FootfallReport> {
@@ -110,8 +119,9 @@ export class ReportPool {
     return this.slots.length;
   }
 
-  /** Reports computing in a thread, and waiting for one. */
+  /** Reports computing (in a thread, or on PostgreSQL on this one), and waiting for a place. */
   get pending(): { running: number; queued: number } {
+    if (this.opts.store.dialect === 'postgres') return { running: this.running, queued: this.waiting.length };
     return { running: this.slots.filter((s) => s.job).length, queued: this.queue.length };
   }
 
@@ -120,6 +130,7 @@ export class ReportPool {
     this.closing ??= (async () => {
       this.closed = true;
       for (const job of this.queue.splice(0)) job.reject(reportsUnavailable(STOPPING));
+      for (const w of this.waiting.splice(0)) w.refuse(reportsUnavailable(STOPPING));
       await Promise.all(this.slots.map((s) => s.worker.terminate()));
     })();
     return this.closing;
@@ -149,6 +160,7 @@ export class ReportPool {
   }
 
   private report<K extends Kind>(kind: K, companyId: string, query: ReportQuery): Promise<Reports[K]> {
+    if (this.opts.store.dialect === 'postgres') return this.onPostgres(kind, companyId, query);
     if (this.file === null && !this.closed) {
       // Inline: the same synchronous call as before the pool, errors included.
       try {
@@ -159,6 +171,23 @@ export class ReportPool {
       }
     }
     return this.enqueue({ t: 'report', kind, companyId, query }) as Promise<Reports[K]>;
+  }
+
+  /** PostgreSQL: on this thread against the store's pool, at most `size` at once (see the top of the file). */
+  private async onPostgres<K extends Kind>(kind: K, companyId: string, query: ReportQuery): Promise<Reports[K]> {
+    if (this.closed) throw reportsUnavailable(STOPPING);
+    const limit = this.opts.size === 0 ? Infinity : this.opts.size;
+    // A place is handed from the report that ends to the oldest waiting one, so none is taken twice.
+    if (this.running < limit) this.running++;
+    else await new Promise<void>((start, refuse) => this.waiting.push({ start, refuse }));
+    try {
+      const db = this.opts.store.db;
+      return (await (kind === 'footfall' ? footfallReport(db, companyId, query) : conversionReport(db, companyId, query))) as Reports[K];
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next.start();
+      else this.running--;
+    }
   }
 
   private enqueue(task: Task): Promise<unknown> {

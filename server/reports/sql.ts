@@ -1,0 +1,66 @@
+import { sql, type SQL } from 'drizzle-orm';
+import { bySql, onPostgres } from '../db/raw.js';
+
+/**
+ * The few pieces of the reports' SQL that SQLite and PostgreSQL say differently (docs/scale-out.md, "What differs
+ * between the drizzle dialects"), each written once here for both. Everything else in the reports' SQL is text both
+ * accept. The SQLite text is the one the reports ran before PostgreSQL, unchanged: its plans rest on it (the
+ * `indexed by` clauses, the partial index customers_company_first_idx matched by `staff = 0`).
+ */
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Bucket bounds for SQL: one JSON parameter, [[lo, hi], ...] as ISO strings, read by bucketTable (index = bucket number). */
+export function boundsJson(buckets: readonly { lo: number; hi: number }[]): string {
+  return JSON.stringify(buckets.map((b) => [iso(b.lo), iso(b.hi)]));
+}
+
+/**
+ * The CTE `b (i, lo, hi)` of the buckets in boundsJson. SQLite compares the ISO text with the ISO text it stores;
+ * PostgreSQL stores timestamptz, and a text column does not compare with one, so its bounds are cast (a parameter
+ * written straight into a comparison is cast by PostgreSQL itself). json_each's key counts from 0, ordinality from 1.
+ */
+export function bucketTable(bounds: string): SQL {
+  return bySql(
+    sql`b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))`,
+    sql`b as (select (e.n - 1)::int as i, (e.value ->> 0)::timestamptz as lo, (e.value ->> 1)::timestamptz as hi
+      from jsonb_array_elements(${bounds}::jsonb) with ordinality as e(value, n))`,
+  );
+}
+
+/** The values of a JSON array parameter of strings, as a one-column subquery (`x in (select ...)`). */
+export function jsonValues(json: string): SQL {
+  return bySql(sql`select value from json_each(${json})`, sql`select jsonb_array_elements_text(${json}::jsonb)`);
+}
+
+/**
+ * ` indexed by <index>` after a table on SQLite, where the planner needs telling which index covers a report's
+ * columns; nothing on PostgreSQL, which has no such clause and plans by its statistics.
+ */
+export function indexedBy(index: string): SQL {
+  return onPostgres ? sql`` : sql.raw(` indexed by ${index}`);
+}
+
+/** A boolean column is false / true: SQLite holds 0 and 1, PostgreSQL real booleans. */
+export function isFalse(column: string): SQL {
+  return onPostgres ? sql.raw(`not ${column}`) : sql.raw(`${column} = 0`);
+}
+export function isTrue(column: string): SQL {
+  return onPostgres ? sql.raw(column) : sql.raw(`${column} = 1`);
+}
+
+/**
+ * A JSON array of the values as text, for a correlated subquery that must give several numbers in one column
+ * (JSON.parse reads it): SQLite's json_array, PostgreSQL's json_build_array cast to text (node-postgres would parse
+ * a json column itself).
+ */
+export function jsonArrayText(values: SQL[]): SQL {
+  const list = sql.join(values, sql`, `);
+  return bySql(sql`json_array(${list})`, sql`json_build_array(${list})::text`);
+}
+
+/**
+ * Shops in slug order as SQLite sorts text (by code point): PostgreSQL sorts by the database's collation (en_US
+ * would put `a-c` after `ab`), so it is told to compare bytes.
+ */
+export const bySlug: SQL = bySql(sql`s.slug`, sql`s.slug collate "C"`);
