@@ -15,7 +15,7 @@ import { spawnWorker } from '../thread.js';
  *
  * - Pool: `FOOTFALL_REPORT_WORKERS` threads (default 1), each started on the first report that needs it. Requests
  *   wait in one queue, first come first served; a free thread takes the oldest. 0, or a database that is not a
- *   file, runs the reports inline on the calling thread, as before.
+ *   file, runs the reports inline on the calling thread, one at a time.
  * - A thread that dies (or cannot start) fails the report it was computing with 503 `reports_unavailable`; the next
  *   report starts a new thread. An error thrown by the report itself (a bug) is rejected as it is (500 `internal`, as
  *   inline) and the thread stays.
@@ -97,7 +97,7 @@ export class ReportPool {
   /** The database file, or null to run inline (size 0, an in-memory database, or PostgreSQL). */
   readonly file: string | null;
   private readonly busyWaiters: (() => void)[] = [];
-  /** PostgreSQL: reports running on this thread, and those waiting for one of the `size` places. */
+  /** Inline: reports running on this thread, and those waiting for a place (inline()). */
   private running = 0;
   private readonly waiting: { start: () => void; refuse: (err: Error) => void }[] = [];
 
@@ -119,9 +119,9 @@ export class ReportPool {
     return this.slots.length;
   }
 
-  /** Reports computing (in a thread, or on PostgreSQL on this one), and waiting for a place. */
+  /** Reports computing (in a thread, or inline on this one), and waiting for a place. */
   get pending(): { running: number; queued: number } {
-    if (this.opts.store.dialect === 'postgres') return { running: this.running, queued: this.waiting.length };
+    if (this.file === null) return { running: this.running, queued: this.waiting.length };
     return { running: this.slots.filter((s) => s.job).length, queued: this.queue.length };
   }
 
@@ -160,23 +160,18 @@ export class ReportPool {
   }
 
   private report<K extends Kind>(kind: K, companyId: string, query: ReportQuery): Promise<Reports[K]> {
-    if (this.opts.store.dialect === 'postgres') return this.onPostgres(kind, companyId, query);
-    if (this.file === null && !this.closed) {
-      // Inline: the same synchronous call as before the pool, errors included.
-      try {
-        const db = this.opts.store.db;
-        return (kind === 'footfall' ? footfallReport(db, companyId, query) : conversionReport(db, companyId, query)) as Promise<Reports[K]>;
-      } catch (err) {
-        return Promise.reject(err as Error);
-      }
-    }
+    if (this.file === null && !this.closed) return this.inline(kind, companyId, query);
     return this.enqueue({ t: 'report', kind, companyId, query }) as Promise<Reports[K]>;
   }
 
-  /** PostgreSQL: on this thread against the store's pool, at most `size` at once (see the top of the file). */
-  private async onPostgres<K extends Kind>(kind: K, companyId: string, query: ReportQuery): Promise<Reports[K]> {
-    if (this.closed) throw reportsUnavailable(STOPPING);
-    const limit = this.opts.size === 0 ? Infinity : this.opts.size;
+  /**
+   * On this thread, against the store's database, waiting for a place: PostgreSQL's reports `size` at once (0: no
+   * limit; see the top of the file). SQLite's one at a time: each report's read transaction is the connection's one
+   * open transaction, and a second begun beside it (two reports asked for together, as the regions route does)
+   * would be taken for a savepoint of the first and refused (server/db/transaction.ts, BesideError).
+   */
+  private async inline<K extends Kind>(kind: K, companyId: string, query: ReportQuery): Promise<Reports[K]> {
+    const limit = this.opts.store.dialect === 'sqlite' ? 1 : this.opts.size === 0 ? Infinity : this.opts.size;
     // A place is handed from the report that ends to the oldest waiting one, so none is taken twice.
     if (this.running < limit) this.running++;
     else await new Promise<void>((start, refuse) => this.waiting.push({ start, refuse }));
