@@ -3,7 +3,7 @@ import type { Db } from '../db/open.js';
 import { rows } from '../db/raw.js';
 import { agedByBucket, hasAged } from './aged.js';
 import type { Bucket } from './calendar.js';
-import { boundsJson, bucketTable, indexedBy, isFalse, jsonValues } from './sql.js';
+import { boundsJson, bucketTable, indexedBy, isFalse, jsonValues, visitBuckets } from './sql.js';
 
 /**
  * Entries, exits and the capture rate of the footfall report (docs/reports.md, "Entries, exits and capture rate").
@@ -73,13 +73,14 @@ export async function doorCounts(db: Db, companyId: string, where: Scope, bucket
     }
   }
   if (entered.size > 0) {
+    const per = visitBuckets(buckets);
     const identified = await rows<{ i: number; shop: string; n: number }>(db, sql`
-      with ${b}
-      select b.i as i, s.id as shop, count(*) as n
-      from b cross join shops s cross join visits v${indexedBy('visits_shop_time_idx')}
+      ${per.with}
+      select ${per.i} as i, s.id as shop, count(*) as n
+      from ${per.join}shops s cross join visits v${indexedBy('visits_shop_time_idx')}
       where ${scope} and s.id in (${jsonValues(JSON.stringify([...entered.keys()]))})
-        and v.shop_id = s.id and ${isFalse('v.staff')} and v.customer_id is not null and v.occurred_at >= b.lo and v.occurred_at < b.hi
-      group by b.i, s.id`);
+        and v.shop_id = s.id and ${isFalse('v.staff')} and v.customer_id is not null and ${per.within}
+      group by ${per.group}, s.id`);
     const agedIdentified = aged.filter((a) => entered.has(a.shop)).map((a) => ({ i: a.i, shop: a.shop, n: a.visits - a.anon }));
     for (const r of [...identified, ...agedIdentified]) {
       total.identified += r.n; // the shop had entries in the window

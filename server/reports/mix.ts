@@ -4,7 +4,7 @@ import { bySql, row, rows } from '../db/raw.js';
 import type { Bucket } from './calendar.js';
 import { agedByBucket, hasAged } from './aged.js';
 import { shopScope, type Scope } from './door.js';
-import { boundsJson, bucketTable, bySlug, indexedBy, isFalse } from './sql.js';
+import { boundsJson, bySlug, indexedBy, isFalse, visitBuckets } from './sql.js';
 
 /**
  * Dwell time and age and gender bands of the footfall report (docs/reports.md, "Dwell time" and "Age and gender
@@ -99,15 +99,16 @@ function ageColumns(): SQL {
  */
 export async function visitMix(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[], bands = true): Promise<{ points: Mix[]; shops: ShopMix[]; window: Mix }> {
   const bounds = boundsJson(buckets);
-  const visits = sql`b cross join shops s cross join visits v${indexedBy('visits_shop_time_idx')}
-    where ${shopScope(companyId, scope)} and v.shop_id = s.id and ${isFalse('v.staff')} and v.occurred_at >= b.lo and v.occurred_at < b.hi`;
+  const per = visitBuckets(buckets);
+  const visits = sql`${per.join}shops s cross join visits v${indexedBy('visits_shop_time_idx')}
+    where ${shopScope(companyId, scope)} and v.shop_id = s.id and ${isFalse('v.staff')} and ${per.within}`;
   const bandCols = bands
     ? sql`count(*) filter (where lower(v.gender) = 'female') as female, count(*) filter (where lower(v.gender) = 'male') as male, ${ageColumns()}`
     : sql`0 as female, 0 as male, 0 as a0, 0 as a1, 0 as a2, 0 as a3, 0 as a4, 0 as a5, 0 as a6`;
   const pairs = await rows<PairRow>(db, sql`
-    with ${bucketTable(bounds)}
-    select b.i as i, s.id as shop, count(*) as visits, ${bySql(sql`total(v.dwell_ms)`, sql`coalesce(sum(v.dwell_ms), 0)`)} as dwell, ${bandCols}
-    from ${visits} group by b.i, s.id`);
+    ${per.with}
+    select ${per.i} as i, s.id as shop, count(*) as visits, ${bySql(sql`total(v.dwell_ms)`, sql`coalesce(sum(v.dwell_ms), 0)`)} as dwell, ${bandCols}
+    from ${visits} group by ${per.group}, s.id`);
   const points = buckets.map(emptyMix);
   const window = emptyMix();
   const byShop = new Map<string, Mix>();
