@@ -1,6 +1,8 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
+import { row, rows } from '../db/raw.js';
 import { shopScope, type Scope } from './door.js';
+import { bucketTable } from './sql.js';
 
 /**
  * What reports count from `footfall_counts`: the visits and crossings aged out by `visit_retention_days`
@@ -24,12 +26,14 @@ export interface AgedCounts {
   exits: number;
 }
 
-const sums = sql`sum(f.visits) as visits, sum(f.below_gate) as belowGate, sum(f.anon) as anon, sum(f.dwell_ms) as dwellMs,
-  sum(f.known) as known, sum(f.fresh) as fresh, sum(f.known_hour) as knownHour, sum(f.fresh_hour) as freshHour, sum(f.entries) as entries, sum(f.exits) as exits`;
+// Mixed-case names quoted: PostgreSQL folds unquoted ones to lower case.
+const sums = sql`sum(f.visits) as visits, sum(f.below_gate) as "belowGate", sum(f.anon) as anon, sum(f.dwell_ms) as "dwellMs",
+  sum(f.known) as known, sum(f.fresh) as fresh, sum(f.known_hour) as "knownHour", sum(f.fresh_hour) as "freshHour", sum(f.entries) as entries, sum(f.exits) as exits`;
 
 /** Per shop of the scope over [lo, hi): only shops with aged counts in it. */
 export async function agedBySite(db: Db, companyId: string, scope: Scope, lo: string, hi: string): Promise<(AgedCounts & { id: string; name: string; slug: string })[]> {
-  return await db.all(sql`
+  // Grouped by the key: PostgreSQL takes the shop's other columns from it, as SQLite does.
+  return await rows(db, sql`
     select s.id as id, s.name as name, s.slug as slug, ${sums}
     from shops s join footfall_counts f on f.shop_id = s.id
     where ${shopScope(companyId, scope)} and f.slot_at >= ${lo} and f.slot_at < ${hi}
@@ -38,8 +42,8 @@ export async function agedBySite(db: Db, companyId: string, scope: Scope, lo: st
 
 /** Per bucket (its index in the bounds JSON, as service.ts and door.ts build it) and shop: only pairs with counts. */
 export async function agedByBucket(db: Db, companyId: string, scope: Scope, bounds: string): Promise<(AgedCounts & { i: number; shop: string })[]> {
-  return await db.all(sql`
-    with b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))
+  return await rows(db, sql`
+    with ${bucketTable(bounds)}
     select b.i as i, s.id as shop, ${sums}
     from b cross join shops s join footfall_counts f on f.shop_id = s.id and f.slot_at >= b.lo and f.slot_at < b.hi
     where ${shopScope(companyId, scope)}
@@ -48,5 +52,6 @@ export async function agedByBucket(db: Db, companyId: string, scope: Scope, boun
 
 /** Whether the company has any aged counts (most have none: reports then skip the extra queries). */
 export async function hasAged(db: Db, companyId: string): Promise<boolean> {
-  return (await db.get<{ n: number }>(sql`select exists (select 1 from shops s join footfall_counts f on f.shop_id = s.id where s.company_id = ${companyId}) as n`))?.n === 1;
+  // A row or none, rather than exists(), which is 0/1 on SQLite and a boolean on PostgreSQL.
+  return (await row(db, sql`select 1 as n from shops s join footfall_counts f on f.shop_id = s.id where s.company_id = ${companyId} limit 1`)) !== undefined;
 }

@@ -1,7 +1,9 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
+import { rows } from '../db/raw.js';
 import { agedByBucket, hasAged } from './aged.js';
 import type { Bucket } from './calendar.js';
+import { boundsJson, bucketTable, indexedBy, isFalse, jsonValues, visitBuckets } from './sql.js';
 
 /**
  * Entries, exits and the capture rate of the footfall report (docs/reports.md, "Entries, exits and capture rate").
@@ -20,8 +22,6 @@ export interface DoorCounts {
   /** 0..1; null without entries. */
   captureRate: number | null;
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The shops a report covers: one shop, one region's, or the whole company's. */
 export interface Scope {
@@ -43,15 +43,16 @@ export function shopScope(companyId: string, scope: Scope): SQL {
  * identified visits are read only for the shops with entries in the window.
  */
 export async function doorCounts(db: Db, companyId: string, where: Scope, buckets: readonly Bucket[]): Promise<{ points: DoorCounts[]; total: DoorCounts }> {
-  const bounds = JSON.stringify(buckets.map((b) => [iso(b.lo), iso(b.hi)]));
-  const b = sql`b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))`;
+  const bounds = boundsJson(buckets);
+  const b = bucketTable(bounds);
   const scope = shopScope(companyId, where);
   const side = (direction: 'in' | 'out') =>
-    sql`(select count(*) from crossings x indexed by crossings_shop_direction_time_idx
+    sql`(select count(*) from crossings x${indexedBy('crossings_shop_direction_time_idx')}
          where x.shop_id = s.id and x.direction = ${direction} and x.occurred_at >= b.lo and x.occurred_at < b.hi)`;
-  const crossed = await db.all<{ i: number; shop: string; entries: number; exits: number }>(sql`
+  // The subquery's alias: PostgreSQL before 16 requires one.
+  const crossed = await rows<{ i: number; shop: string; entries: number; exits: number }>(db, sql`
     with ${b}
-    select * from (select b.i as i, s.id as shop, ${side('in')} as entries, ${side('out')} as exits from b cross join shops s where ${scope})
+    select * from (select b.i as i, s.id as shop, ${side('in')} as entries, ${side('out')} as exits from b cross join shops s where ${scope}) as t
     where entries > 0 or exits > 0`);
   // Aged days (visit_retention_days, aged.ts): their entries and exits, and their identified visits, per bucket and shop.
   const aged = (await hasAged(db, companyId)) ? (await agedByBucket(db, companyId, where, bounds)) : [];
@@ -72,13 +73,14 @@ export async function doorCounts(db: Db, companyId: string, where: Scope, bucket
     }
   }
   if (entered.size > 0) {
-    const identified = await db.all<{ i: number; shop: string; n: number }>(sql`
-      with ${b}
-      select b.i as i, s.id as shop, count(*) as n
-      from b cross join shops s cross join visits v indexed by visits_shop_time_idx
-      where ${scope} and s.id in (select value from json_each(${JSON.stringify([...entered.keys()])}))
-        and v.shop_id = s.id and v.staff = 0 and v.customer_id is not null and v.occurred_at >= b.lo and v.occurred_at < b.hi
-      group by b.i, s.id`);
+    const per = visitBuckets(buckets);
+    const identified = await rows<{ i: number; shop: string; n: number }>(db, sql`
+      ${per.with}
+      select ${per.i} as i, s.id as shop, count(*) as n
+      from ${per.join}shops s cross join visits v${indexedBy('visits_shop_time_idx')}
+      where ${scope} and s.id in (${jsonValues(JSON.stringify([...entered.keys()]))})
+        and v.shop_id = s.id and ${isFalse('v.staff')} and v.customer_id is not null and ${per.within}
+      group by ${per.group}, s.id`);
     const agedIdentified = aged.filter((a) => entered.has(a.shop)).map((a) => ({ i: a.i, shop: a.shop, n: a.visits - a.anon }));
     for (const r of [...identified, ...agedIdentified]) {
       total.identified += r.n; // the shop had entries in the window

@@ -1,8 +1,10 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
+import { bySql, row, rows } from '../db/raw.js';
 import type { Bucket } from './calendar.js';
 import { agedByBucket, hasAged } from './aged.js';
 import { shopScope, type Scope } from './door.js';
+import { boundsJson, bySlug, indexedBy, isFalse, visitBuckets } from './sql.js';
 
 /**
  * Dwell time and age and gender bands of the footfall report (docs/reports.md, "Dwell time" and "Age and gender
@@ -96,17 +98,17 @@ function ageColumns(): SQL {
  * figures come from visits_shop_time_idx alone).
  */
 export async function visitMix(db: Db, companyId: string, scope: Scope, buckets: readonly Bucket[], bands = true): Promise<{ points: Mix[]; shops: ShopMix[]; window: Mix }> {
-  const bounds = JSON.stringify(buckets.map((b) => [iso(b.lo), iso(b.hi)]));
-  const b = sql`b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))`;
-  const visits = sql`b cross join shops s cross join visits v indexed by visits_shop_time_idx
-    where ${shopScope(companyId, scope)} and v.shop_id = s.id and v.staff = 0 and v.occurred_at >= b.lo and v.occurred_at < b.hi`;
+  const bounds = boundsJson(buckets);
+  const per = visitBuckets(buckets);
+  const visits = sql`${per.join}shops s cross join visits v${indexedBy('visits_shop_time_idx')}
+    where ${shopScope(companyId, scope)} and v.shop_id = s.id and ${isFalse('v.staff')} and ${per.within}`;
   const bandCols = bands
     ? sql`count(*) filter (where lower(v.gender) = 'female') as female, count(*) filter (where lower(v.gender) = 'male') as male, ${ageColumns()}`
     : sql`0 as female, 0 as male, 0 as a0, 0 as a1, 0 as a2, 0 as a3, 0 as a4, 0 as a5, 0 as a6`;
-  const pairs = await db.all<PairRow>(sql`
-    with ${b}
-    select b.i as i, s.id as shop, count(*) as visits, total(v.dwell_ms) as dwell, ${bandCols}
-    from ${visits} group by b.i, s.id`);
+  const pairs = await rows<PairRow>(db, sql`
+    ${per.with}
+    select ${per.i} as i, s.id as shop, count(*) as visits, ${bySql(sql`total(v.dwell_ms)`, sql`coalesce(sum(v.dwell_ms), 0)`)} as dwell, ${bandCols}
+    from ${visits} group by ${per.group}, s.id`);
   const points = buckets.map(emptyMix);
   const window = emptyMix();
   const byShop = new Map<string, Mix>();
@@ -121,10 +123,11 @@ export async function visitMix(db: Db, companyId: string, scope: Scope, buckets:
   // with limit and offset, the count known from the pass above (measured: a third of row_number() over a window).
   const median = async (where: SQL, n: number): Promise<number> => {
     if (n === 0) return 0;
-    const r = await db.get<{ ms: number | null }>(sql`
-      with d as materialized (select v.dwell_ms as ms from shops s cross join visits v indexed by visits_shop_time_idx
-        where ${where} and v.shop_id = s.id and v.staff = 0 order by v.dwell_ms)
-      select avg(ms) as ms from (select ms from d limit ${2 - (n % 2)} offset ${Math.floor((n - 1) / 2)})`);
+    // The subquery's alias: PostgreSQL before 16 requires one.
+    const r = await row<{ ms: number | null }>(db, sql`
+      with d as materialized (select v.dwell_ms as ms from shops s cross join visits v${indexedBy('visits_shop_time_idx')}
+        where ${where} and v.shop_id = s.id and ${isFalse('v.staff')} order by v.dwell_ms)
+      select avg(ms) as ms from (select ms from d limit ${2 - (n % 2)} offset ${Math.floor((n - 1) / 2)}) as m`);
     return r?.ms ?? 0;
   };
   const scoped = shopScope(companyId, scope);
@@ -147,7 +150,7 @@ export async function visitMix(db: Db, companyId: string, scope: Scope, buckets:
       add(m, r);
     }
   }
-  const names = await db.all<{ id: string; name: string; slug: string }>(sql`select s.id as id, s.name as name, s.slug as slug from shops s where ${shopScope(companyId, scope)} order by s.slug`);
+  const names = await rows<{ id: string; name: string; slug: string }>(db, sql`select s.id as id, s.name as name, s.slug as slug from shops s where ${shopScope(companyId, scope)} order by ${bySlug}`);
   const shops = names.map((s): ShopMix => ({ ...s, ...close(byShop.get(s.id) ?? emptyMix()) }));
   return { points: points.map(close), shops, window: close(window) };
 }

@@ -15,12 +15,18 @@ import { spawnWorker } from '../thread.js';
  *
  * - Pool: `FOOTFALL_REPORT_WORKERS` threads (default 1), each started on the first report that needs it. Requests
  *   wait in one queue, first come first served; a free thread takes the oldest. 0, or a database that is not a
- *   file, runs the reports inline on the calling thread, as before.
+ *   file, runs the reports inline on the calling thread, one at a time.
  * - A thread that dies (or cannot start) fails the report it was computing with 503 `reports_unavailable`; the next
  *   report starts a new thread. An error thrown by the report itself (a bug) is rejected as it is (500 `internal`, as
  *   inline) and the thread stays.
  * - close() (head office stopping) refuses queued and new reports with 503 `reports_unavailable` and terminates the
  *   threads. An idle thread never keeps the process alive (unref'd), so a pool nobody closes cannot hang it either.
+ *
+ * On PostgreSQL there are no threads: the counting is PostgreSQL's, in its own processes, and what is left on the
+ * calling thread (sending the statements, reading a few rows per bucket, adding them up) is awaited piece by piece,
+ * so it never holds the event loop for long. A report holds one of the store's pooled connections for its read
+ * snapshot, so at most `FOOTFALL_REPORT_WORKERS` reports run at once (0: no limit) and the others wait in the queue,
+ * first come first served, leaving the rest of the connections to the requests.
  */
 
 /** 503 reports_unavailable: the thread computing the report stopped (or head office is stopping). */
@@ -88,9 +94,12 @@ export class ReportPool {
   private nextId = 0;
   private closed = false;
   private closing: Promise<void> | undefined;
-  /** The database file, or null to run inline (size 0, or an in-memory database). */
+  /** The database file, or null to run inline (size 0, an in-memory database, or PostgreSQL). */
   readonly file: string | null;
   private readonly busyWaiters: (() => void)[] = [];
+  /** Inline: reports running on this thread, and those waiting for a place (inline()). */
+  private running = 0;
+  private readonly waiting: { start: () => void; refuse: (err: Error) => void }[] = [];
 
   constructor(private readonly opts: ReportPoolOptions) {
     const store = opts.store;
@@ -110,8 +119,9 @@ export class ReportPool {
     return this.slots.length;
   }
 
-  /** Reports computing in a thread, and waiting for one. */
+  /** Reports computing (in a thread, or inline on this one), and waiting for a place. */
   get pending(): { running: number; queued: number } {
+    if (this.file === null) return { running: this.running, queued: this.waiting.length };
     return { running: this.slots.filter((s) => s.job).length, queued: this.queue.length };
   }
 
@@ -120,6 +130,7 @@ export class ReportPool {
     this.closing ??= (async () => {
       this.closed = true;
       for (const job of this.queue.splice(0)) job.reject(reportsUnavailable(STOPPING));
+      for (const w of this.waiting.splice(0)) w.refuse(reportsUnavailable(STOPPING));
       await Promise.all(this.slots.map((s) => s.worker.terminate()));
     })();
     return this.closing;
@@ -149,16 +160,29 @@ export class ReportPool {
   }
 
   private report<K extends Kind>(kind: K, companyId: string, query: ReportQuery): Promise<Reports[K]> {
-    if (this.file === null && !this.closed) {
-      // Inline: the same synchronous call as before the pool, errors included.
-      try {
-        const db = this.opts.store.db;
-        return (kind === 'footfall' ? footfallReport(db, companyId, query) : conversionReport(db, companyId, query)) as Promise<Reports[K]>;
-      } catch (err) {
-        return Promise.reject(err as Error);
-      }
-    }
+    if (this.file === null && !this.closed) return this.inline(kind, companyId, query);
     return this.enqueue({ t: 'report', kind, companyId, query }) as Promise<Reports[K]>;
+  }
+
+  /**
+   * On this thread, against the store's database, waiting for a place: PostgreSQL's reports `size` at once (0: no
+   * limit; see the top of the file). SQLite's one at a time: each report's read transaction is the connection's one
+   * open transaction, and a second begun beside it (two reports asked for together, as the regions route does)
+   * would be taken for a savepoint of the first and refused (server/db/transaction.ts, BesideError).
+   */
+  private async inline<K extends Kind>(kind: K, companyId: string, query: ReportQuery): Promise<Reports[K]> {
+    const limit = this.opts.store.dialect === 'sqlite' ? 1 : this.opts.size === 0 ? Infinity : this.opts.size;
+    // A place is handed from the report that ends to the oldest waiting one, so none is taken twice.
+    if (this.running < limit) this.running++;
+    else await new Promise<void>((start, refuse) => this.waiting.push({ start, refuse }));
+    try {
+      const db = this.opts.store.db;
+      return (await (kind === 'footfall' ? footfallReport(db, companyId, query) : conversionReport(db, companyId, query))) as Reports[K];
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next.start();
+      else this.running--;
+    }
   }
 
   private enqueue(task: Task): Promise<unknown> {

@@ -9,7 +9,8 @@ import { conversionReport, footfallReport } from './service.js';
  * A report thread (pool.ts): its own read-only connection to head office's database file, opened once. The main
  * thread has migrated the database and keeps it in WAL mode, so this connection reads beside the writers without
  * blocking them, and each report's read transaction sees everything committed before it began. Reports come one at
- * a time; the plain report object goes back by structured clone and the route presents it.
+ * a time; the plain report object goes back by structured clone and the route presents it. SQLite's only: on
+ * PostgreSQL the pool runs reports on the main thread against the store's connections (pool.ts).
  */
 const port = parentPort!;
 const { file } = workerData as ThreadInit;

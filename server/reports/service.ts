@@ -1,7 +1,9 @@
 import { sql, type SQL } from 'drizzle-orm';
-import type { Db } from '../db/open.js';
-import { readTransactionOf } from '../db/transaction.js';
 import type Database from 'better-sqlite3';
+import type { Db } from '../db/open.js';
+import type { PgDb } from '../db/pg/open.js';
+import { bySql, onPostgres, row, rows } from '../db/raw.js';
+import { readTransactionOf } from '../db/transaction.js';
 import { minorDigits } from '../purchases/service.js';
 import { bucketsOf, previousWindow, windowOf, type Bucket } from './calendar.js';
 import { visitMix, type Mix, type ShopMix } from './mix.js';
@@ -9,6 +11,7 @@ import { agedByBucket, agedBySite, hasAged } from './aged.js';
 import { doorCounts, shopScope, type Scope } from './door.js';
 import { openHoursBetween, type OpeningHours } from '../shops/hours.js';
 import type { ReportQuery } from './query.js';
+import { boundsJson, bucketTable, bySlug, indexedBy, isFalse, isTrue, jsonArrayText } from './sql.js';
 
 /**
  * Footfall and conversion (spec: Reports; decisions in docs/reports.md). Everything is counted in SQL over UTC
@@ -123,11 +126,6 @@ export interface PreviousConversion {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Bucket bounds for SQL: one JSON parameter read with json_each (key = bucket number). */
-function boundsJson(buckets: readonly Bucket[]): string {
-  return JSON.stringify(buckets.map((b) => [iso(b.lo), iso(b.hi)]));
-}
-
 /**
  * The visits of the scope: the company's shops (or the one filtered), each shop's visits through
  * visits_shop_time_idx (shop_id, occurred_at, customer_id, passed_gate, staff, dwell_ms; migration 0007), which
@@ -136,14 +134,19 @@ function boundsJson(buckets: readonly Bucket[]): string {
  */
 function scopedVisits(companyId: string, scope: Scope): { from: SQL; where: SQL } {
   const shop = shopScope(companyId, scope);
-  return { from: sql`shops s cross join visits v indexed by visits_shop_time_idx`, where: sql`${shop} and v.shop_id = s.id and v.staff = 0` };
+  return { from: sql`shops s cross join visits v${indexedBy('visits_shop_time_idx')}`, where: sql`${shop} and v.shop_id = s.id and ${isFalse('v.staff')}` };
 }
 
-const bucketTable = (bounds: string) => sql`b as (select cast(key as integer) as i, value ->> 0 as lo, value ->> 1 as hi from json_each(${bounds}))`;
-
-/** Runs fn in one read transaction (a savepoint when already inside one), so every query sees the same rows. */
-function snapshot<T>(db: Db, fn: () => Promise<T>): Promise<T> {
-  return readTransactionOf(db as unknown as { $client: Database.Database })(fn);
+/**
+ * Runs fn in one read transaction, so every query of a report sees the same rows; fn queries through the database it
+ * is handed. SQLite: BEGIN DEFERRED on the connection (a savepoint when already inside a transaction), the same
+ * database. PostgreSQL: a transaction of its own on one pooled connection, `repeatable read` (one snapshot for all
+ * its statements; read committed would take one per statement) and `read only`; inside an open transaction, a
+ * savepoint of it.
+ */
+export function readSnapshot<T>(db: Db, fn: (db: Db) => Promise<T>): Promise<T> {
+  if (!onPostgres) return readTransactionOf(db as unknown as { $client: Database.Database })(() => fn(db));
+  return (db as unknown as PgDb).transaction((t) => fn(t as unknown as Db), { isolationLevel: 'repeatable read', accessMode: 'read only' });
 }
 
 interface WindowCounts {
@@ -158,13 +161,14 @@ interface WindowCounts {
 async function windowCounts(db: Db, companyId: string, scope: Scope, lo: string, hi: string): Promise<WindowCounts> {
   const { from, where } = scopedVisits(companyId, scope);
   const range = sql`${where} and v.occurred_at >= ${lo} and v.occurred_at < ${hi}`;
-  // Grouped by slug: shops are read in slug order (shops_company_slug_uq), so grouping needs no sort.
-  const sites = await db.all<SiteShare & { anon: number; dwell: number }>(sql`
+  // Grouped by slug on SQLite: shops are read in slug order (shops_company_slug_uq), so grouping needs no sort.
+  // PostgreSQL groups by the key (its other columns follow from it) and sorts as SQLite does (sql.ts, bySlug).
+  const sites = await rows<SiteShare & { anon: number; dwell: number }>(db, sql`
     select s.id as id, s.name as name, s.slug as slug, count(*) as visits,
-      count(*) filter (where v.passed_gate = 0) as belowGate, count(*) filter (where v.customer_id is null) as anon,
-      total(v.dwell_ms) as dwell
-    from ${from} where ${range} group by s.slug`);
-  const known = (await db.get<{ n: number }>(sql`select count(distinct v.customer_id) as n from ${from} where ${range}`))?.n ?? 0;
+      count(*) filter (where ${isFalse('v.passed_gate')}) as "belowGate", count(*) filter (where v.customer_id is null) as anon,
+      ${bySql(sql`total(v.dwell_ms)`, sql`coalesce(sum(v.dwell_ms), 0)`)} as dwell
+    from ${from} where ${range} ${bySql(sql`group by s.slug`, sql`group by s.id order by ${bySlug}`)}`);
+  const known = (await row<{ n: number }>(db, sql`select count(distinct v.customer_id) as n from ${from} where ${range}`))?.n ?? 0;
   let people = known + sites.reduce((n, r) => n + r.anon, 0);
   if (await hasAged(db, companyId)) {
     // Aged days (visit_retention_days): their counts add to the rows held, shop by shop (aged.ts).
@@ -232,27 +236,29 @@ async function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: re
   const { from, where } = scopedVisits(companyId, scope);
   const inBucket = sql`${where} and v.occurred_at >= b.lo and v.occurred_at < b.hi`;
   const firstInBucket = sql`c.first_seen_at >= b.lo and c.first_seen_at < b.hi`;
-  const rows = scope.siteId || scope.region !== null
-    ? (await db.all<{ i: number; r: string }>(sql`
+  const counted = scope.siteId || scope.region !== null
+    ? await rows<{ i: number; r: string }>(db, sql`
         with ${bucketTable(bounds)}
         select b.i as i, (
-          select json_array(count(d.customer_id), coalesce(sum(d.visits) filter (where d.customer_id is null), 0),
-                            count(*) filter (where ${firstInBucket}))
+          select ${jsonArrayText([sql`count(d.customer_id)`, sql`coalesce(sum(d.visits) filter (where d.customer_id is null), 0)`, sql`count(*) filter (where ${firstInBucket})`])}
           from (select v.customer_id as customer_id, count(*) as visits from ${from} where ${inBucket} group by v.customer_id) d
-            left join customers c indexed by customers_id_first_idx on c.id = d.customer_id) as r
-        from b`))
-    : await db.all<{ i: number; r: string }>(sql`
+            left join customers c${indexedBy('customers_id_first_idx')} on c.id = d.customer_id) as r
+        from b`)
+    : await rows<{ i: number; r: string }>(db, sql`
         with ${bucketTable(bounds)}
         select b.i as i, (
-          select json_array(count(distinct v.customer_id), count(*) filter (where v.customer_id is null),
-                            (select count(*) from customers c indexed by customers_company_first_idx
-                             where c.company_id = ${companyId} and c.merged_into is null and c.staff = 0 and ${firstInBucket}))
+          select ${jsonArrayText([
+            sql`count(distinct v.customer_id)`,
+            sql`count(*) filter (where v.customer_id is null)`,
+            sql`(select count(*) from customers c${indexedBy('customers_company_first_idx')}
+                 where c.company_id = ${companyId} and c.merged_into is null and ${isFalse('c.staff')} and ${firstInBucket})`,
+          ])}
           from ${from} where ${inBucket}) as r
         from b`);
   const out = buckets.map((): BucketCounts => ({ known: 0, anon: 0, fresh: 0 }));
-  for (const row of rows) {
-    const [known, anon, fresh] = JSON.parse(row.r) as [number, number, number];
-    out[row.i] = { known, anon, fresh };
+  for (const r of counted) {
+    const [known, anon, fresh] = JSON.parse(r.r) as [number, number, number];
+    out[r.i] = { known, anon, fresh };
   }
   if (await hasAged(db, companyId)) {
     // Aged days: each customer counted once per shop and local day; "new" for the whole company stays the count on
@@ -271,7 +277,7 @@ async function bucketCounts(db: Db, companyId: string, scope: Scope, buckets: re
 export async function footfallReport(db: Db, companyId: string, q: ReportQuery): Promise<FootfallReport> {
   const buckets = bucketsOf(q.tz, q.from, q.to, q.bucket);
   const w = windowOf(q.tz, q.from, q.to);
-  return await snapshot(db, async () => {
+  return await readSnapshot(db, async (db) => {
     const counts = await windowCounts(db, companyId, q, iso(w.lo), iso(w.hi));
     const per = await bucketCounts(db, companyId, q, buckets, q.bucket === 'hour');
     const { points: door, total: whole } = await doorCounts(db, companyId, q, buckets);
@@ -333,9 +339,13 @@ async function previousFootfall(db: Db, companyId: string, q: ReportQuery, hours
 
 /** The opening hours of every shop in scope, or null when one of them has none set (or the scope has no shop). */
 async function scopeHours(db: Db, companyId: string, scope: Scope): Promise<{ hours: OpeningHours; tz: string }[] | null> {
-  const rows = await db.all<{ hours: string | null; tz: string }>(sql`select s.opening_hours as hours, s.timezone as tz from shops s where ${shopScope(companyId, scope)}`);
-  if (rows.length === 0 || rows.some((r) => r.hours === null)) return null;
-  return rows.map((r) => ({ hours: JSON.parse(r.hours!) as OpeningHours, tz: r.tz }));
+  // As JSON text on both: node-postgres would hand a jsonb column over parsed.
+  const shops = await rows<{ hours: string | null; tz: string }>(
+    db,
+    sql`select ${bySql(sql`s.opening_hours`, sql`s.opening_hours::text`)} as hours, s.timezone as tz from shops s where ${shopScope(companyId, scope)}`,
+  );
+  if (shops.length === 0 || shops.some((r) => r.hours === null)) return null;
+  return shops.map((r) => ({ hours: JSON.parse(r.hours!) as OpeningHours, tz: r.tz }));
 }
 
 /** Most purchases first; ties: the larger amount in major units, then the code. */
@@ -348,10 +358,9 @@ async function conversionWindow(db: Db, companyId: string, q: ReportQuery, lo: s
   const visitors = (await windowCounts(db, companyId, q, lo, hi)).people;
   // Staff's purchases are left out like their visits (customers_company_staff_idx lists them).
   const scope = sql`p.company_id = ${companyId} and p.created_at >= ${lo} and p.created_at < ${hi} ${q.siteId || q.region !== null ? sql`and p.shop_id in (select s.id from shops s where ${shopScope(companyId, q)})` : sql``}
-    and p.customer_id not in (select c.id from customers c where c.company_id = ${companyId} and c.staff = 1)`;
-  const purchasers = (await db.get<{ n: number }>(sql`select count(distinct p.customer_id) as n from purchases p where ${scope}`))?.n ?? 0;
-  const currencies = (await db
-    .all<CurrencyTotal>(sql`select p.currency as currency, count(*) as baskets, sum(p.amount_minor) as amountMinor from purchases p where ${scope} group by p.currency`))
+    and p.customer_id not in (select c.id from customers c where c.company_id = ${companyId} and ${isTrue('c.staff')})`;
+  const purchasers = (await row<{ n: number }>(db, sql`select count(distinct p.customer_id) as n from purchases p where ${scope}`))?.n ?? 0;
+  const currencies = (await rows<CurrencyTotal>(db, sql`select p.currency as currency, count(*) as baskets, sum(p.amount_minor) as "amountMinor" from purchases p where ${scope} group by p.currency`))
     .map((c) => ({ ...c, major: c.amountMinor / 10 ** minorDigits(c.currency) }))
     .sort(byMain)
     .map(({ currency, baskets, amountMinor }) => ({ currency, baskets, amountMinor }));
@@ -362,7 +371,7 @@ export async function conversionReport(db: Db, companyId: string, q: ReportQuery
   const w = windowOf(q.tz, q.from, q.to);
   const p = previousWindow(q.from, q.to);
   const pw = windowOf(q.tz, p.from, p.to);
-  return await snapshot(db, async () => {
+  return await readSnapshot(db, async (db) => {
     const now = await conversionWindow(db, companyId, q, iso(w.lo), iso(w.hi));
     const before = await conversionWindow(db, companyId, q, iso(pw.lo), iso(pw.hi));
     return {
