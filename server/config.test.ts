@@ -248,6 +248,9 @@ describe('identity provider mode and text messages', () => {
     const m = problem({ FOOTFALL_DATABASE_URL: 'postgres://footfall:secret-pw@db.example:5432/footfall' });
     expect(m).toMatch(/FOOTFALL_DATABASE_URL: head office does not run on PostgreSQL yet/);
     expect(m).not.toMatch(/secret-pw/);
+    expect(m).toMatch(/FOOTFALL_POSTGRES_PREVIEW=true/);
+    const preview = loadConfig({ FOOTFALL_DATABASE_URL: 'postgres://footfall:secret-pw@db.example:5432/footfall', FOOTFALL_POSTGRES_PREVIEW: 'true' });
+    expect(preview.FOOTFALL_DATABASE_URL).toBe('postgres://footfall:secret-pw@db.example:5432/footfall');
     expect(databaseDialect({})).toBe('sqlite');
     expect(databaseDialect({ FOOTFALL_DATABASE_URL: ' ' })).toBe('sqlite');
     expect(databaseDialect({ FOOTFALL_DATABASE_URL: 'postgresql://db.example/footfall' })).toBe('postgres');

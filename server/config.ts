@@ -83,7 +83,7 @@ export const configSchema = z.object({
   // An external broker (Mosquitto 2 with its dynamic-security plugin) instead of the embedded one (docs/operations.md,
   // "An external MQTT broker"). Head office's own login: FOOTFALL_MQTT_USERNAME and _PASSWORD, or in the URL.
   FOOTFALL_MQTT_URL: mqttUrl.optional(),
-  // PostgreSQL instead of the embedded SQLite file (docs/scale-out.md): refused until head office runs on it.
+  // PostgreSQL instead of the embedded SQLite file (docs/scale-out.md): refused unless FOOTFALL_POSTGRES_PREVIEW.
   FOOTFALL_DATABASE_URL: z.string().trim().min(1).optional(),
   /**
    * Starts head office on FOOTFALL_DATABASE_URL although PostgreSQL support is unfinished (docs/scale-out.md, "What
@@ -251,7 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     [cfg.FOOTFALL_MQTT_URL === undefined || (cfg.FOOTFALL_MQTT_USERNAME ?? new URL(cfg.FOOTFALL_MQTT_URL).username) !== '', "FOOTFALL_MQTT_USERNAME: required with FOOTFALL_MQTT_URL (head office's own login on the broker), or give it in the URL"],
     [
       cfg.FOOTFALL_DATABASE_URL === undefined || cfg.FOOTFALL_POSTGRES_PREVIEW,
-      'FOOTFALL_DATABASE_URL: head office does not run on PostgreSQL yet (docs/scale-out.md, "What does not work yet"); unset it to keep the embedded SQLite file. `footfall migrate --to` already copies a database into PostgreSQL.',
+      'FOOTFALL_DATABASE_URL: head office does not run on PostgreSQL yet (docs/scale-out.md, "What does not work yet"); unset it to keep the embedded SQLite file, or set FOOTFALL_POSTGRES_PREVIEW=true to try the preview (not for shops). `footfall migrate --to` copies a database into PostgreSQL.',
     ],
     [cfg.FOOTFALL_SMS !== 'http' || cfg.FOOTFALL_SMS_URL !== undefined, 'FOOTFALL_SMS_URL: required with FOOTFALL_SMS=http (the SMS gateway)'],
     [idpMode !== 'emulator' || cfg.FIREBASE_AUTH_EMULATOR_HOST !== undefined, 'FIREBASE_AUTH_EMULATOR_HOST: required with FOOTFALL_IDP=emulator (host:port of the Firebase Auth emulator)'],

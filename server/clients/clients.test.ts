@@ -4,7 +4,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
-import { eq, sql } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { buildApp } from '../app.js';
@@ -19,7 +19,7 @@ import { companyImagesDir } from '../photos/local-store.js';
 import type { CompanyPurger } from './deletion.js';
 import { one } from '../db/query.js';
 import { sessions, users } from '../db/tables.js';
-import { sqliteOf } from '../db/open.js';
+import { statementOn } from '../db/statement.js';
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const generatedRe = /^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/;
@@ -70,7 +70,7 @@ describe('platform administration', () => {
       // Shown once: not in the list, not in the audit log, not stored in plain.
       const listed = await h.request('GET', '/api/admin/clients', { token: admin });
       expect(JSON.stringify(listed.body)).not.toContain(r.body.password);
-      const audit = sqliteOf(h.server.store).prepare('select * from audit_log').all();
+      const audit = await statementOn(h.server.store, 'select * from audit_log').all();
       expect(JSON.stringify(audit)).not.toContain(r.body.password);
       const row = await one(h.server.store.db.select().from(users).where(eq(users.email, 'owner@gamma.test')));
       const { memoryCost: m, parallelism: p, timeCost: t } = passwordHashing();
@@ -371,7 +371,7 @@ describe('platform administration', () => {
       expect(fs.existsSync(path.join(keep, 'keep.jpg'))).toBe(true);
       expect(await userRows(c.id)).toBe(0);
       expect(await sessionRows(c.id)).toBe(0);
-      expect(h.server.store.db.get<{ n: number }>(sql`select count(*) as n from companies where id = ${c.id}`)?.n).toBe(0);
+      expect((await statementOn(h.server.store, 'select count(*) as n from companies where id = ?').get<{ n: number }>(c.id))?.n).toBe(0);
       expect((await list()).some((x) => x.id === c.id)).toBe(false);
       const login = await h.request('POST', '/api/auth/login', { body: { email: c.ownerEmail, password: c.ownerPassword } });
       expect(login.status).toBe(401);

@@ -10,7 +10,7 @@ import { upTopic } from '../../shared/topics.js';
 import { arrivals, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
 import { sweepUnlinkedFaces } from './faces.js';
 import { auditLog, customerConsents, faceImages } from '../db/tables.js';
-import { sqliteOf } from '../db/open.js';
+import { statementOn } from '../db/statement.js';
 
 describe('customers, photos, erasure and merge (images stored locally)', () => {
   let h: Harness;
@@ -375,14 +375,14 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     }
     expect(feed.some((x: any) => x.label === 'Erin Erased' || x.visitor_ref === 'V-1')).toBe(false);
     // The row is kept, marked, with nothing identifying in it; consent revocation recorded.
-    const row = sqliteOf(h.server.store).prepare('select * from customers where id = ?').get(ids['V-1']) as any;
+    const row = await statementOn(h.server.store, 'select * from customers where id = ?').get<any>(ids['V-1']);
     expect(row).toMatchObject({ erased_at: expect.any(String), template: null, full_name: '', phone: '', email: '', consent: 0, visit_count: 0 });
     const consents = await h.server.store.db.select().from(customerConsents).where(eq(customerConsents.customerId, ids['V-1']!));
     expect(consents.map((c) => [c.consent, c.reason])).toEqual([
       [true, 'profile'],
       [false, 'erasure'],
     ]);
-    const marker = sqliteOf(h.server.store).prepare('select * from do_not_enrol where company_id = ?').all(a.id) as any[];
+    const marker = await statementOn(h.server.store, 'select * from do_not_enrol where company_id = ?').all<any>(a.id);
     expect(marker).toHaveLength(1);
     expect(Object.keys(marker[0]).sort()).toEqual(['company_id', 'expires_at', 'id', 'recognition_model', 'sketch']);
 
@@ -401,7 +401,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     const deps = { store: h.server.store, config: h.server.deps.config, log: h.server.deps.log };
     expect(await sweepUnlinkedFaces(deps)).toBe(0);
     expect(fs.existsSync(file)).toBe(true);
-    sqliteOf(h.server.store).prepare('update face_images set created_at = ? where id = ?').run(new Date(Date.now() - 25 * 3600_000).toISOString(), id);
+    await statementOn(h.server.store, 'update face_images set created_at = ? where id = ?').run(new Date(Date.now() - 25 * 3600_000).toISOString(), id);
     expect(await sweepUnlinkedFaces(deps)).toBe(1);
     expect(fs.existsSync(file)).toBe(false);
     expect(await h.server.store.db.select().from(faceImages).where(eq(faceImages.id, id))).toEqual([]);

@@ -13,8 +13,9 @@ import { realFaces, visitOf } from '../../test/support/faces.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { arrivals, shopPc } from '../../test/support/visits.js';
 import { sqliteOf } from '../db/open.js';
+import { sqliteOnly } from '../../test/support/stores.js';
 
-describe('erasure when the server key is unusable', () => {
+describe.skipIf(sqliteOnly('server/customers/erasure-nokey.test.ts', 'reads the SQLite file to compare rows before and after: not yet written for both stores'))('erasure when the server key is unusable', () => {
   const overrides = { FOOTFALL_IMAGES: 'local' as const };
   let dataDir: string;
   let keyFile: string;

@@ -6,11 +6,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { writeAudit } from '../audit/service.js';
 import { openDatabase } from './open.js';
 import { ReadCache, dbVersion, noteUnreadWrite } from './read-cache.js';
+import { sqliteOnly } from '../../test/support/stores.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-read-cache-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-describe('read cache versions', () => {
+describe.skipIf(sqliteOnly('server/db/read-cache.test.ts', 'the read cache keyed by PRAGMA data_version'))('read cache versions', () => {
   const store = openDatabase(path.join(dir, 'footfall.db'));
   const other = new Database(path.join(dir, 'footfall.db'));
   other.pragma('busy_timeout = 5000');

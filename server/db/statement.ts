@@ -112,3 +112,8 @@ function postgresStatement(db: () => Db, text: string): Statement {
     },
   };
 }
+
+/** One statement on a store, not kept: for tests and tools that look at rows on either store. */
+export function statementOn(store: Store, sqliteText: string, postgresText?: string): Statement {
+  return store.dialect === 'sqlite' ? sqliteStatement(store.sqlite.prepare(sqliteText)) : postgresStatement(() => store.db, postgresText ?? sqliteText);
+}

@@ -7,9 +7,10 @@ import { openDatabase, type Store, sqliteOf } from './open.js';
 import { changes, one, returned } from './query.js';
 import { CrossedTurnError, readTransactionOf } from './transaction.js';
 import { companies } from './tables.js';
+import { sqliteOnly } from '../../test/support/stores.js';
 
 /** Asynchronous transactions on the one SQLite connection (server/db/transaction.ts), on a real database file. */
-describe('store.tx on SQLite', () => {
+describe.skipIf(sqliteOnly('server/db/transaction.test.ts', 'store.tx on one SQLite connection'))('store.tx on SQLite', () => {
   let dir = '';
   let store: Store;
   beforeEach(() => {

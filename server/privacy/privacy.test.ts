@@ -10,6 +10,7 @@ import { arrivals, settled, shopPc, type ShopPc } from '../../test/support/visit
 import { sweepPrivacy } from './sweep.js';
 import { one } from '../db/query.js';
 import { customers, faceImages } from '../db/tables.js';
+import { sqliteOnly } from '../../test/support/stores.js';
 
 interface Stored {
   template: number;
@@ -126,7 +127,7 @@ describe('privacy settings, subject access and the consented mode', () => {
     expect((await h.request('GET', '/api/visitors/V-99/export', { token: manager })).status).toBe(404);
   });
 
-  it('in consented mode keeps no template of a non-consenting face after their stay, in the database file', async () => {
+  it.skipIf(sqliteOnly('server/privacy/privacy.test.ts', 'reads the SQLite file and its log'))('in consented mode keeps no template of a non-consenting face after their stay, in the database file', async () => {
     expect(stored(h, ids['V-2']!)).toMatchObject({ template: 1, photos: 1, visits: 1 });
     const files = (await h.server.store.db.select().from(faceImages).where(eq(faceImages.customerId, ids['V-2']!))).map((f) => path.join(h.dataDir, f.path));
     expect(files.every((f) => fs.existsSync(f))).toBe(true);
@@ -170,7 +171,7 @@ describe('privacy settings, subject access and the consented mode', () => {
   });
 });
 
-describe('template retention, across a restart mid-sweep', () => {
+describe.skipIf(sqliteOnly('server/privacy/privacy.test.ts', 'backdates customers through the SQLite file: not yet written for both stores'))('template retention, across a restart mid-sweep', () => {
   it('forgets customers without consent unseen for template_retention_days, and nothing else', async () => {
     const faces = await realFaces();
     let h = await startHarness({ FOOTFALL_VISIT_GAP_S: 1 }, { keepDataDir: true });
@@ -227,7 +228,7 @@ describe('template retention, across a restart mid-sweep', () => {
   }, 90_000);
 });
 
-describe('scrubbing the database files after a sweep', () => {
+describe.skipIf(sqliteOnly('server/privacy/privacy.test.ts', 'the WAL scrub of the SQLite file'))('scrubbing the database files after a sweep', () => {
   it('retries a scrub the log was too busy for, on the next pass, until no forgotten template is left in the files', async () => {
     const faces = await realFaces();
     const h = await startHarness({ FOOTFALL_VISIT_GAP_S: 1 });

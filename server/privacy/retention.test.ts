@@ -9,6 +9,7 @@ import { connectPc, enrol, memberToken, openShop } from '../../test/support/shop
 import { settled } from '../../test/support/visits.js';
 import { addDays, localToUtc, todayIn } from '../reports/calendar.js';
 import { sweepPrivacy, type PrivacySweeper } from './sweep.js';
+import { sqliteOnly } from '../../test/support/stores.js';
 
 /**
  * visit_retention_days (docs/privacy.md): old visits and crossings aged into footfall_counts by the privacy sweep, over
@@ -21,7 +22,7 @@ const count = (h: Harness, table: 'visits' | 'crossings', shopId: string, before
     return (db.prepare(`select count(*) n from ${table} where ${where}`).get(...[shopId, before, after].filter((v) => v !== undefined)) as { n: number }).n;
   });
 
-describe('visit_retention_days', () => {
+describe.skipIf(sqliteOnly('server/privacy/retention.test.ts', 'backdates visits through the SQLite file: not yet written for both stores (test/domains-postgres.test.ts ages days on PostgreSQL)'))('visit_retention_days', () => {
   it('ages old visits and crossings into daily counts, across a restart mid-sweep, and the reports keep their figures', async () => {
     const faces = await realFaces();
     let h = await startHarness({ FOOTFALL_VISIT_GAP_S: 1, FOOTFALL_METRICS_TOKEN: 'retention-metrics-token-0123456789' }, { keepDataDir: true });

@@ -17,6 +17,7 @@ import { rule } from '../policy.js';
 import { personRef } from './people.js';
 import { isUuid, lookup, resolve, type Place, type RefKind } from './resolver.js';
 import { one } from '../db/query.js';
+import { sqliteOnly } from '../../test/support/stores.js';
 
 /** A throwaway table in the test's real SQLite file: per-tenant things whose `code` need not be unique. */
 const widgets = sqliteTable('test_widgets', { id: text('id').primaryKey(), companyId: text('company_id').notNull(), code: text('code').notNull() });
@@ -42,7 +43,7 @@ async function failure(db: Db, kind: RefKind, tenant: string, value: string, pla
   throw new Error(`"${value}" resolved`);
 }
 
-describe('reference resolver', () => {
+describe.skipIf(sqliteOnly('server/references/resolver.test.ts', 'a SQLite table made for the test'))('reference resolver', () => {
   let h: Harness;
   let db: Db;
   let a: Company;

@@ -14,6 +14,7 @@ import { ReportPool } from './pool.js';
 import { presentConversion, presentFootfall } from './presenter.js';
 import { ReportQueryInput, resolveReportQuery, type ReportQuery } from './query.js';
 import { conversionReport, footfallReport } from './service.js';
+import { sqliteOnly } from '../../test/support/stores.js';
 
 /** An opened, enrolled shop in a given time zone whose PC publishes visits like the agent (QoS 1). */
 async function shopIn(h: Harness, c: Company, name: string, timezone?: string) {
@@ -38,7 +39,7 @@ const QUERIES = [
   'from=2025-12-30&to=2026-01-02&tz=UTC',
 ];
 
-describe('reports in a thread (pool.ts)', () => {
+describe.skipIf(sqliteOnly('server/reports/pool.test.ts', 'report threads with their own SQLite connection'))('reports in a thread (pool.ts)', () => {
   let h: Harness;
   let faces: RealFaces;
   let a: Company;
@@ -180,7 +181,7 @@ describe('reports in a thread (pool.ts)', () => {
 });
 
 describe('the report pool: closing, inline, configuration', () => {
-  it('closing head office terminates the thread; later reports are refused with 503', async () => {
+  it.skipIf(sqliteOnly('server/reports/pool.test.ts', 'the report thread'))('closing head office terminates the thread; later reports are refused with 503', async () => {
     const h = await startHarness();
     try {
       const c = await h.company('Pool Close');
@@ -221,7 +222,7 @@ describe('the report pool: closing, inline, configuration', () => {
     }
   });
 
-  it('an in-memory database runs reports inline', async () => {
+  it.skipIf(sqliteOnly('server/reports/pool.test.ts', 'an in-memory SQLite database'))('an in-memory database runs reports inline', async () => {
     const store = openDatabase(':memory:');
     try {
       const pool = new ReportPool({ store, size: 1, log: pino({ level: 'silent' }) });

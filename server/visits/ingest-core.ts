@@ -200,13 +200,22 @@ export class IngestCore {
   /** One transaction; on failure the galleries it touched are forgotten (the next use reloads them). */
   private async attempt(batch: readonly Pending[]): Promise<Written> {
     const touched = new Set<string>();
-    try {
-      return await this.deps.store.tx(async () => await writeBatch(this.deps, batch, touched));
-    } catch (err) {
+    const forget = () => {
       for (const k of touched) {
         const [companyId, model] = k.split('\u0000') as [string, string];
         this.deps.identities.discard(companyId, model);
       }
+      touched.clear();
+    };
+    try {
+      return await this.deps.store.tx(async () => {
+        // PostgreSQL runs a body again after a serialization failure (server/db/pg/store.ts): the galleries the
+        // first run decided against hold its rolled-back customers, so they reload first.
+        forget();
+        return await writeBatch(this.deps, batch, touched);
+      });
+    } catch (err) {
+      forget();
       throw err;
     }
   }

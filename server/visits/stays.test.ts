@@ -4,7 +4,7 @@ import { realFaces, visitOf, type RealFace, type RealFaces } from '../../test/su
 import { memberToken } from '../../test/support/shop-pc.js';
 import { arrivals, openStream, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
 import { feedCursors } from './cursor.js';
-import { sqliteOf } from '../db/open.js';
+import { statementOn } from '../db/statement.js';
 
 /**
  * A visit is a stay (docs/visits-and-customers.md): sightings of one customer in one shop within FOOTFALL_VISIT_GAP_S
@@ -77,7 +77,7 @@ describe('visits are stays; staff; sealed cursors', () => {
       const r = await footfall(staff);
       expect(r.body).toMatchObject({ total: 2, visits: 3, average_dwell_s: (41 * 60) / 3 });
       expect(r.body.points).toMatchObject([{ bucket: D0, visitors: 2, new: 1, returning: 0, entries: 0, exits: 0, capture_rate: null, open: null }]);
-      expect(sqliteOf(h.server.store).prepare('select count(*) as n from sightings where company_id = ?').get(c.id)).toEqual({ n: 5 });
+      expect(await statementOn(h.server.store, 'select count(*) as n from sightings where company_id = ?').get(c.id)).toEqual({ n: 5 });
 
       // One meaning of "returning", the report's: seen on a visit before this one's local day (the shop's zone,
       // Asia/Kolkata here). Back the next day: returning; the second visit of the first day was not.
@@ -231,7 +231,7 @@ describe('visits are stays; staff; sealed cursors', () => {
       expect(undone.body).toMatchObject({ staff: false });
       expect((await footfall(staff)).body).toMatchObject({ total: 4, visits: 5 });
       expect(await refs('?staff=true')).toEqual([]);
-      const audit = sqliteOf(h.server.store).prepare("select action from audit_log where target = ? and action like 'customer.%staff' order by id").all(marked.body.id);
+      const audit = await statementOn(h.server.store, "select action from audit_log where target = ? and action like 'customer.%staff' order by id").all(marked.body.id);
       expect(audit).toEqual([{ action: 'customer.staff' }, { action: 'customer.not_staff' }]);
     } finally {
       await Promise.all([pc.close(), other.pc.close()]);

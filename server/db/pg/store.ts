@@ -27,6 +27,22 @@ export interface PostgresStore {
 /** The advisory lock key of migrations (any fixed number; 'ffmg' in ASCII). */
 const MIGRATION_LOCK = 0x66666d67;
 
+/**
+ * Transactions are SERIALIZABLE, as SQLite's are (one writer at a time): a body that reads and then writes on what it
+ * read (the last owner of a company, a login's failure count, the next customer number) is right on PostgreSQL as it
+ * is on SQLite, whichever process runs it. PostgreSQL refuses one of two transactions that would have interleaved
+ * (SQLSTATE 40001) or deadlocked (40P01); the body is run again from the start, a few times, as PostgreSQL's
+ * documentation advises. A body may await only the database (server/db/transaction.ts), so running it again repeats
+ * nothing else.
+ */
+const SERIALIZABLE_TRIES = 8;
+const retryable = (err: unknown): boolean => {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.code === '40001' || e.code === '40P01') return true;
+  }
+  return false;
+};
+
 type PgTx = Parameters<Parameters<PgDb['transaction']>[0]>[0];
 
 export async function openPostgresStore(url: string, opts: { max?: number } = {}): Promise<PostgresStore> {
@@ -50,10 +66,18 @@ export async function openPostgresStore(url: string, opts: { max?: number } = {}
       // with the dialect's tables (server/db/tables.ts).
       return (open.getStore() ?? pg.db) as unknown as Db;
     },
-    tx<T>(fn: () => Promise<T>): Promise<T> {
+    async tx<T>(fn: () => Promise<T>): Promise<T> {
       const outer = open.getStore();
       // Inside a transaction, drizzle's nested transaction is a savepoint, as on SQLite.
-      return outer ? outer.transaction((t) => open.run(t, fn)) : pg.db.transaction((t) => open.run(t, fn));
+      if (outer) return await outer.transaction((t) => open.run(t, fn));
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await pg.db.transaction((t) => open.run(t, fn), { isolationLevel: 'serializable' });
+        } catch (err) {
+          if (attempt >= SERIALIZABLE_TRIES || !retryable(err)) throw err;
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+        }
+      }
     },
     close: () => pg.close(),
   };
