@@ -6,11 +6,8 @@ import { applyPgMigrations, connectPostgres, type PgDb, type PgStore } from './o
 type PgPool = PgStore['pool'];
 
 /**
- * Head office's data on PostgreSQL (issue 27; docs/scale-out.md): the same `db` and `tx` the services use on SQLite.
- * Not yet what `FOOTFALL_DATABASE_URL` starts head office on: the raw SQL, the prepared statements, the ingest and
- * report threads, the read cache and the cross-process parts still have to follow (docs/scale-out.md, "What does not
- * work yet"). What it does now: the services that use drizzle's query builder run on it unchanged, tested in
- * test/services-postgres.test.ts.
+ * Head office's data on PostgreSQL (issue 27; docs/scale-out.md, "Head office on PostgreSQL: the preview"): the same
+ * `db` and `tx` the services use on SQLite, opened by server/db/store.ts when FOOTFALL_DATABASE_URL is set.
  *
  * `db` is the pool, or inside `tx` the transaction's connection: a body keeps calling `store.db` as on SQLite, and an
  * AsyncLocalStorage hands it the open transaction. That costs every promise of the process something on Node 20
