@@ -3,8 +3,7 @@ import { cameraRole, type CameraRole } from '../../shared/agent-api.js';
 import type { DoorStats } from '../../shared/messages.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
-import { bySql, row, rows } from '../db/raw.js';
-import { amongIds } from '../customers/ranking.js';
+import { amongIds, indexedBy, row, rows } from '../db/raw.js';
 import { isOnline } from '../shops/service.js';
 import { shops, cameras } from '../db/tables.js';
 
@@ -73,7 +72,7 @@ async function lastHour(db: Db, shopIds: string[], now: number): Promise<Map<str
   if (shopIds.length === 0) return out;
   // The index hint is SQLite's (its planner would pick another); PostgreSQL plans by itself.
   const counted = await rows<{ camera: string | null; direction: 'in' | 'out'; n: number }>(db, sql`
-    select camera_uuid as camera, direction, count(*) as n from ${bySql(sql`crossings indexed by crossings_shop_time_idx`, sql`crossings`)}
+    select camera_uuid as camera, direction, count(*) as n from crossings${indexedBy('crossings_shop_time_idx')}
     where ${amongIds(sql`shop_id`, shopIds)} and occurred_at >= ${iso(now - HOUR_MS)}
     group by camera_uuid, direction`);
   for (const r of counted) {

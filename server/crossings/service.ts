@@ -1,8 +1,7 @@
 import type Database from 'better-sqlite3';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
-import { bySql, onPostgres, rows } from '../db/raw.js';
-import { amongIds } from '../customers/ranking.js';
+import { bySql, onPostgres, rows, amongIds } from '../db/raw.js';
 import { addDays, localToUtc, todayIn } from '../reports/calendar.js';
 import { DEFAULT_TIMEZONE, canonicalTimezone } from '../shops/service.js';
 

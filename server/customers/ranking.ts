@@ -1,6 +1,6 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
-import { bySql, rows } from '../db/raw.js';
+import { bySql, rows, amongIds } from '../db/raw.js';
 import { fromMinor } from '../purchases/service.js';
 import type { CustomerRow } from './presenter.js';
 import { customers } from '../db/tables.js';
@@ -22,14 +22,6 @@ export interface Spend {
 }
 
 export const noSpend: Spend = { purchases: 0, spend: 0, spend_currency: '' };
-
-/**
- * `column` is one of `ids`: one parameter on both (not one per id): SQLite reads a JSON array with json_each,
- * PostgreSQL takes a text array.
- */
-export function amongIds(column: SQL, ids: readonly string[]): SQL {
-  return bySql(sql`${column} in (select value from json_each(${JSON.stringify(ids)}))`, sql`${column} = any(${sql.param(ids)}::text[])`);
-}
 
 /** Spend per customer id, for the given customers (one grouped query over purchases_customer_idx). */
 export async function spendOf(db: Db, ids: readonly string[]): Promise<Map<string, Spend>> {

@@ -1,4 +1,4 @@
-import type { SQL } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { isoFromPostgres } from './pg/columns.js';
 import { databaseDialect } from './dialect.js';
 import type { Db } from './open.js';
@@ -12,6 +12,30 @@ export const onPostgres = databaseDialect() === 'postgres';
 
 /** The dialect's text of a fragment: `bySql(sql\`json_each(...)\`, sql\`jsonb_array_elements(...)\`)`. */
 export const bySql = (sqlite: SQL, postgres: SQL): SQL => (onPostgres ? postgres : sqlite);
+
+/**
+ * ` indexed by <index>` after a table on SQLite, where its planner needs telling which index covers a query's columns
+ * (each use measured); nothing on PostgreSQL, which has no such clause and plans by its statistics.
+ */
+export function indexedBy(index: string): SQL {
+  return onPostgres ? sql`` : sql.raw(` indexed by ${index}`);
+}
+
+/** A boolean column is false / true: SQLite holds 0 and 1 (`= 0` keeps its partial indexes usable), PostgreSQL booleans. */
+export function isFalse(column: string): SQL {
+  return onPostgres ? sql.raw(`not ${column}`) : sql.raw(`${column} = 0`);
+}
+export function isTrue(column: string): SQL {
+  return onPostgres ? sql.raw(column) : sql.raw(`${column} = 1`);
+}
+
+/**
+ * `column` is one of `ids`: one parameter on both (not one per id): SQLite reads a JSON array with json_each,
+ * PostgreSQL takes a text array.
+ */
+export function amongIds(column: SQL, ids: readonly string[]): SQL {
+  return bySql(sql`${column} in (select value from json_each(${JSON.stringify(ids)}))`, sql`${column} = any(${sql.param(ids)}::text[])`);
+}
 
 interface PgResult {
   rows: Record<string, unknown>[];

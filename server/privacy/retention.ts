@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Deps } from '../context.js';
-import { bySql, onPostgres, row, rows, run } from '../db/raw.js';
+import { bySql, onPostgres, row, rows, run, indexedBy, isFalse } from '../db/raw.js';
 import { addDays, localToUtc, todayIn } from '../reports/calendar.js';
 import { DEFAULT_TIMEZONE, canonicalTimezone } from '../shops/service.js';
 
@@ -31,11 +31,8 @@ const slotOf = (col: string) =>
   );
 /** The UTC hour of an instant, to compare or group by: SQLite's ISO text to the hour, PostgreSQL's time cut to it in UTC. */
 const hourOf = (col: string) => bySql(sql.raw(`substr(${col}, 1, 13)`), sql.raw(`date_trunc('hour', ${col}, 'UTC')`));
-/** SQLite's `indexed by` hint (measured: its planner would pick another index); PostgreSQL plans by itself. */
-const hinted = (table: 'visits' | 'crossings'): SQL =>
-  onPostgres ? sql.raw(table) : sql.raw(table === 'visits' ? 'visits indexed by visits_shop_time_idx' : 'crossings indexed by crossings_shop_time_idx');
-/** SQLite's 0/1 against PostgreSQL's booleans: the false rows' condition. */
-const isFalse = (col: string) => sql.raw(onPostgres ? `not ${col}` : `${col} = 0`);
+/** The table with SQLite's `indexed by` hint (measured: its planner would pick another index). */
+const hinted = (table: 'visits' | 'crossings'): SQL => sql`${sql.raw(table)}${indexedBy(`${table}_shop_time_idx`)}`;
 
 /** The first local day kept for a shop: days before it are aged out. */
 export function firstKeptDay(tz: string, days: number, now: number): string {

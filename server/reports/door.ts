@@ -1,9 +1,9 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
-import { rows } from '../db/raw.js';
+import { rows, indexedBy, isFalse } from '../db/raw.js';
 import { agedByBucket, hasAged } from './aged.js';
 import type { Bucket } from './calendar.js';
-import { boundsJson, bucketTable, indexedBy, isFalse, jsonValues, visitBuckets } from './sql.js';
+import { boundsJson, bucketTable, jsonValues, visitBuckets } from './sql.js';
 
 /**
  * Entries, exits and the capture rate of the footfall report (docs/reports.md, "Entries, exits and capture rate").

@@ -1,10 +1,10 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
-import { bySql, row, rows } from '../db/raw.js';
+import { bySql, row, rows, indexedBy, isFalse } from '../db/raw.js';
 import type { Bucket } from './calendar.js';
 import { agedByBucket, hasAged } from './aged.js';
 import { shopScope, type Scope } from './door.js';
-import { boundsJson, bySlug, indexedBy, isFalse, visitBuckets } from './sql.js';
+import { boundsJson, bySlug, visitBuckets } from './sql.js';
 
 /**
  * Dwell time and age and gender bands of the footfall report (docs/reports.md, "Dwell time" and "Age and gender

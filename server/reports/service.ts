@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type Database from 'better-sqlite3';
 import type { Db } from '../db/open.js';
 import type { PgDb } from '../db/pg/open.js';
-import { bySql, onPostgres, row, rows } from '../db/raw.js';
+import { bySql, onPostgres, row, rows, indexedBy, isFalse, isTrue } from '../db/raw.js';
 import { readTransactionOf } from '../db/transaction.js';
 import { minorDigits } from '../purchases/service.js';
 import { bucketsOf, previousWindow, windowOf, type Bucket } from './calendar.js';
@@ -11,7 +11,7 @@ import { agedByBucket, agedBySite, hasAged } from './aged.js';
 import { doorCounts, shopScope, type Scope } from './door.js';
 import { openHoursBetween, type OpeningHours } from '../shops/hours.js';
 import type { ReportQuery } from './query.js';
-import { boundsJson, bucketTable, bySlug, indexedBy, isFalse, isTrue, jsonArrayText } from './sql.js';
+import { boundsJson, bucketTable, bySlug, jsonArrayText } from './sql.js';
 
 /**
  * Footfall and conversion (spec: Reports; decisions in docs/reports.md). Everything is counted in SQL over UTC

@@ -36,22 +36,6 @@ export function jsonValues(json: string): SQL {
 }
 
 /**
- * ` indexed by <index>` after a table on SQLite, where the planner needs telling which index covers a report's
- * columns; nothing on PostgreSQL, which has no such clause and plans by its statistics.
- */
-export function indexedBy(index: string): SQL {
-  return onPostgres ? sql`` : sql.raw(` indexed by ${index}`);
-}
-
-/** A boolean column is false / true: SQLite holds 0 and 1, PostgreSQL real booleans. */
-export function isFalse(column: string): SQL {
-  return onPostgres ? sql.raw(`not ${column}`) : sql.raw(`${column} = 0`);
-}
-export function isTrue(column: string): SQL {
-  return onPostgres ? sql.raw(column) : sql.raw(`${column} = 1`);
-}
-
-/**
  * A JSON array of the values as text, for a correlated subquery that must give several numbers in one column
  * (JSON.parse reads it): SQLite's json_array, PostgreSQL's json_build_array cast to text (node-postgres would parse
  * a json column itself).
