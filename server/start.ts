@@ -7,7 +7,7 @@ import { answerClientError } from './http/client-errors.js';
 import type { Config } from './config.js';
 import type { Deps } from './context.js';
 import type { Store } from './db/open.js';
-import { closeStore, openStore } from './db/store.js';
+import { openStore } from './db/store.js';
 import { loadKeys, unusableKeys, type Keys } from './crypto/keys.js';
 import { openBroker, type Broker } from './broker/broker.js';
 import { adminExists, createAdmin } from './auth/admins.js';
@@ -75,12 +75,12 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     keys = unusableKeys(err instanceof Error ? err.message : String(err));
   }
   const broker = await openBroker(config, log).catch(async (err: unknown) => {
-    await closeStore(store);
+    await store.close();
     throw err;
   });
   await startAuthRuntime(config, store, log).catch(async (err: unknown) => {
     await broker.close();
-    await closeStore(store);
+    await store.close();
     throw err;
   });
   const shopLogins = new ShopLogins({ store, keys, broker, log });
@@ -129,7 +129,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     server.listen(config.FOOTFALL_HTTP_PORT, config.FOOTFALL_HTTP_HOST, () => resolve());
   }).catch(async (err: unknown) => {
     await broker.close();
-    await closeStore(store);
+    await store.close();
     throw err;
   });
   const httpPort = (server.address() as AddressInfo).port;
@@ -192,7 +192,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         await ingest.stop();
         await crossings.stop();
         await broker.close();
-        await closeStore(store);
+        await store.close();
       })();
       return closing;
     },

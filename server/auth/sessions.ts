@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/open.js';
 import { dbVersion, noteUnreadWrite, readCache } from '../db/read-cache.js';
 import { hashToken, newToken } from './tokens.js';
-import { changes, one, returned } from '../db/query.js';
+import { changes, one, prepareNamed, returned } from '../db/query.js';
 import { onPostgres } from '../db/raw.js';
 import { companies, retiredRefreshTokens, sessions, users } from '../db/tables.js';
 
@@ -62,8 +62,7 @@ function accessLookup(db: Db) {
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(companies, eq(companies.id, sessions.companyId))
     .where(eq(sessions.accessHash, sql.placeholder('hash')));
-  // PostgreSQL's prepare() takes a name: a named statement, planned once per pooled connection.
-  return onPostgres ? (query as unknown as { prepare(name: string): ReturnType<typeof query.prepare> }).prepare('sessions_by_access_hash') : query.prepare();
+  return prepareNamed(query, 'sessions_by_access_hash');
 }
 
 /** Every request runs this lookup: its statement is built and prepared once per database (drizzle's prepare()). */

@@ -1,3 +1,5 @@
+import { onPostgres } from './raw.js';
+
 /**
  * Helpers that read the answer of an awaited drizzle query the same way on either store (docs/scale-out.md, "The
  * data layer"): drizzle's better-sqlite3 queries are awaitable as well as synchronous, node-postgres's are awaitable
@@ -19,4 +21,12 @@ export async function returned<T>(query: PromiseLike<T[]>): Promise<T> {
   const rows = await query;
   if (rows.length === 0) throw new Error('the write returned no row');
   return rows[0]!;
+}
+
+/**
+ * A query prepared once: drizzle's SQLite prepare() takes no name, its PostgreSQL one takes the statement's name (a
+ * named statement, planned once per pooled connection).
+ */
+export function prepareNamed<Q extends { prepare(): unknown }>(query: Q, name: string): ReturnType<Q['prepare']> {
+  return (onPostgres ? (query as unknown as { prepare(name: string): unknown }).prepare(name) : query.prepare()) as ReturnType<Q['prepare']>;
 }

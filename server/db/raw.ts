@@ -37,7 +37,7 @@ export function amongIds(column: SQL, ids: readonly string[]): SQL {
   return bySql(sql`${column} in (select value from json_each(${JSON.stringify(ids)}))`, sql`${column} = any(${sql.param(ids)}::text[])`);
 }
 
-interface PgResult {
+export interface PgResult {
   rows: Record<string, unknown>[];
   rowCount: number | null;
   fields: { name: string; dataTypeID: number }[];
@@ -45,8 +45,14 @@ interface PgResult {
 /** node-postgres's type id of `timestamp with time zone`: drizzle hands raw SQL's times over as PostgreSQL's text. */
 const TIMESTAMPTZ = 1184;
 
-function execute(db: Db, query: SQL): Promise<PgResult> {
-  return (db as unknown as { execute(q: SQL): Promise<PgResult> }).execute(query);
+/** Runs SQL on PostgreSQL (drizzle's `db.execute`), its timestamptz columns read as ISO strings. */
+export async function executeOnPostgres(db: Db, query: SQL): Promise<PgResult> {
+  const r = await (db as unknown as { execute(q: SQL): Promise<PgResult> }).execute(query);
+  const times = r.fields.filter((f) => f.dataTypeID === TIMESTAMPTZ).map((f) => f.name);
+  if (times.length > 0) {
+    for (const row of r.rows) for (const name of times) if (typeof row[name] === 'string' || row[name] instanceof Date) row[name] = isoFromPostgres(row[name] as string | Date);
+  }
+  return r;
 }
 
 /**
@@ -57,12 +63,7 @@ function execute(db: Db, query: SQL): Promise<PgResult> {
  */
 export async function rows<T>(db: Db, query: SQL): Promise<T[]> {
   if (!onPostgres) return await db.all<T>(query);
-  const r = await execute(db, query);
-  const times = r.fields.filter((f) => f.dataTypeID === TIMESTAMPTZ).map((f) => f.name);
-  if (times.length > 0) {
-    for (const row of r.rows) for (const name of times) if (typeof row[name] === 'string' || row[name] instanceof Date) row[name] = isoFromPostgres(row[name] as string | Date);
-  }
-  return r.rows as T[];
+  return (await executeOnPostgres(db, query)).rows as T[];
 }
 
 /** The first row of raw SQL, or undefined (drizzle's `db.get` on SQLite). */
@@ -73,5 +74,5 @@ export async function row<T>(db: Db, query: SQL): Promise<T | undefined> {
 /** Runs raw SQL that writes; how many rows it changed (`changes` on SQLite, `rowCount` on PostgreSQL). */
 export async function run(db: Db, query: SQL): Promise<number> {
   if (!onPostgres) return (await db.run(query)).changes;
-  return (await execute(db, query)).rowCount ?? 0;
+  return (await executeOnPostgres(db, query)).rowCount ?? 0;
 }

@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Db, Store } from './open.js';
-import { isoFromPostgres } from './pg/columns.js';
+import { executeOnPostgres, type PgResult } from './raw.js';
 
 /**
  * Prepared statements for the hot paths (the ingest thread's batch writes, stays, crossings, heartbeats), written as
@@ -57,12 +57,7 @@ function sqliteStatement(stmt: BetterSqlite3.Statement): Statement {
   };
 }
 
-interface PgResult {
-  rows: Record<string, unknown>[];
-  rowCount: number | null;
-  fields: { name: string; dataTypeID: number }[];
-}
-const TIMESTAMPTZ = 1184;
+/** node-postgres's type id of boolean. */
 const BOOL = 16;
 
 /** `?` (positional) or `@name` (from one object), outside quoted strings. */
@@ -81,8 +76,9 @@ function postgresStatement(db: () => Db, text: string): Statement {
     last = m.index + m[0].length;
   }
   parts.push(text.slice(last));
+  const byName = slots.some((s) => typeof s === 'string');
   const query = (params: Params): SQL => {
-    const named = slots.some((s) => typeof s === 'string') ? (params[0] as Record<string, unknown>) : undefined;
+    const named = byName ? (params[0] as Record<string, unknown>) : undefined;
     const chunks: SQL[] = [sql.raw(parts[0]!)];
     slots.forEach((slot, i) => {
       const value = typeof slot === 'string' ? named![slot] : params[slot];
@@ -91,15 +87,9 @@ function postgresStatement(db: () => Db, text: string): Statement {
     return sql.join(chunks);
   };
   const execute = async (params: Params): Promise<PgResult> => {
-    const r = await (db() as unknown as { execute(q: SQL): Promise<PgResult> }).execute(query(params));
-    const times = r.fields.filter((f) => f.dataTypeID === TIMESTAMPTZ).map((f) => f.name);
+    const r = await executeOnPostgres(db(), query(params));
     const bools = r.fields.filter((f) => f.dataTypeID === BOOL).map((f) => f.name);
-    if (times.length + bools.length > 0) {
-      for (const row of r.rows) {
-        for (const name of times) if (typeof row[name] === 'string') row[name] = isoFromPostgres(row[name] as string);
-        for (const name of bools) if (typeof row[name] === 'boolean') row[name] = row[name] ? 1 : 0;
-      }
-    }
+    if (bools.length > 0) for (const row of r.rows) for (const name of bools) if (typeof row[name] === 'boolean') row[name] = row[name] ? 1 : 0;
     return r;
   };
   return {

@@ -13,8 +13,3 @@ export async function openStore(config: Config, opts: { autoCheckpoint?: boolean
   if (url) return await openPostgresStore(url, { max: opts.pool ?? 10 });
   return openDatabase(path.join(config.dataDir, 'footfall.db'), { autoCheckpoint: opts.autoCheckpoint ?? true });
 }
-
-/** Closes either store: SQLite's at once, PostgreSQL's pool once its connections are returned. */
-export async function closeStore(store: Store): Promise<void> {
-  await store.close();
-}

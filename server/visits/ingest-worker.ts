@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadKeys, unusableKeys, type Keys } from '../crypto/keys.js';
-import { closeStore, openStore } from '../db/store.js';
+import { openStore } from '../db/store.js';
 import { checkpointEvery } from '../db/checkpoint.js';
 import { createLogger } from '../logger.js';
 import { Identities } from './identities.js';
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
         stopCheckpoints();
         await core.flushAll();
         ack();
-        await closeStore(store);
+        await store.close();
         send({ t: 'stopped', stats: { ...core.stats } });
         port.close();
         break;

@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, gt, gte, lte, max, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
 import type { FeedRow } from './presenter.js';
-import { one } from '../db/query.js';
+import { one, prepareNamed } from '../db/query.js';
 import { onPostgres } from '../db/raw.js';
 import { customers, shops, visits } from '../db/tables.js';
 
@@ -37,14 +37,6 @@ function feedQuery(db: Db, where: SQL | undefined) {
     .innerJoin(shops, eq(shops.id, visits.shopId))
     .leftJoin(customers, eq(customers.id, visits.customerId))
     .where(and(where, eq(visits.staff, false)));
-}
-
-/**
- * A feed statement prepared: drizzle's SQLite prepare() takes no name, its PostgreSQL one takes the statement's name
- * (a named statement, planned once per pooled connection).
- */
-function prepareNamed<Q extends { prepare(): unknown }>(query: Q, name: string): ReturnType<Q['prepare']> {
-  return (onPostgres ? (query as unknown as { prepare(name: string): unknown }).prepare(name) : query.prepare()) as ReturnType<Q['prepare']>;
 }
 
 /**
@@ -108,10 +100,7 @@ export async function feedRange(db: Db, companyIds: string[], from: number, to: 
   if (companyIds.length === 0) return [];
   // One prepared statement per company (ingest calls this for every batch; building the query cost more than running it).
   const s = statements(db);
-  if (!onPostgres) {
-    if (companyIds.length === 1) return s.range.all({ company: companyIds[0]!, from, to });
-    return companyIds.flatMap((company) => s.range.all({ company, from, to })).sort((a, b) => a.seq - b.seq);
-  }
+  if (companyIds.length === 1) return await answer(s.range, { company: companyIds[0]!, from, to });
   const pages: FeedRow[][] = [];
   for (const company of companyIds) pages.push(await answer(s.range, { company, from, to }));
   return pages.flat().sort((a, b) => a.seq - b.seq);
