@@ -12,6 +12,7 @@ import { configSchema, loadConfig } from '../server/config.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { dynsecAsAdmin, mosquittoMissing, type TestMosquitto } from './support/mosquitto.js';
 import { closedPort } from './support/ports.js';
+import { openShop } from './support/shop-pc.js';
 import { noteSkip } from './support/skips.js';
 
 /**
@@ -102,6 +103,8 @@ describe('the files against head office', () => {
     const notes = read('postgresql.conf').replace(/\n# /g, ' ');
     expect(notes).toContain(`opens at most ${main + ingest}: ${main} for its main thread's pool`);
     expect(notes).toContain(`and ${ingest} for its visit-ingest thread's`);
+    const docs = fs.readFileSync(path.join(repo, 'docs/scale-out.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(docs).toContain(`Each head-office process opens at most ${main + ingest} connections: ${main} for its main thread's pool (\`server/db/store.ts\`) and ${ingest} for its visit-ingest thread's`);
     const max = Number(/^max_connections = (\d+)/m.exec(notes)![1]);
     expect(max).toBeGreaterThanOrEqual((main + ingest) * instances.length + 3 + 1);
   });
@@ -176,6 +179,27 @@ function call(base: { port: number; tls: boolean }, method: string, p: string, o
   });
 }
 
+/** Polls `probe` (every 250 ms, up to 15 s) until it gives `want`; the last value. */
+async function until<T>(probe: () => Promise<T>, want: T): Promise<T> {
+  let v = await probe();
+  for (const deadline = Date.now() + 15_000; v !== want && Date.now() < deadline; v = await probe()) await new Promise((r) => setTimeout(r, 250));
+  return v;
+}
+
+/** A server-sent-events stream through the proxy: its status, its first chunk, and when it ends. */
+function openStream(port: number, p: string, token: string) {
+  return new Promise<{ status: number; first: Promise<string>; ended: Promise<boolean>; close(): void }>((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port, path: p, headers: { authorization: `Bearer ${token}` }, ca: fs.readFileSync(certFile), servername: 'footfall.test', agent: false });
+    req.on('response', (res) => {
+      const first = new Promise<string>((r) => res.once('data', (d: Buffer) => r(d.toString())));
+      const ended = new Promise<boolean>((r) => res.once('close', () => r(true)));
+      resolve({ status: res.statusCode!, first, ended, close: () => req.destroy() });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 describe.skipIf(haproxySkip !== undefined)('HAProxy', () => {
   it('haproxy -c accepts the config with its placeholders filled', () => {
     const cfg = path.join(tmp, 'haproxy-check.cfg');
@@ -191,6 +215,7 @@ describe.skipIf(haproxySkip !== undefined)('HAProxy', () => {
     let plain = { port: 0, tls: false };
     let secure = { port: 0, tls: true };
     let proxyLog = '';
+    let firstPort = 0;
 
     beforeAll(async () => {
       for (let i = 0; i < 2; i++) ho.push(await startHarness({ FOOTFALL_TRUST_PROXY: true, FOOTFALL_LOGIN_MAX_FAILURES_IP: 3, FOOTFALL_LOGIN_MAX_FAILURES_ACCOUNT: 100 }));
@@ -247,21 +272,20 @@ describe.skipIf(haproxySkip !== undefined)('HAProxy', () => {
       }
     });
 
-    it('goes on without a stopped process (another one answers at once; live view moves to the next), and head office sees the caller behind the proxy', async () => {
+    it('goes on without a stopped process: another answers at once, live view moves to the next', async () => {
       const t2 = await ho[1]!.adminToken();
+      firstPort = ho[0]!.server.httpPort;
       await ho[0]!.close(); // process 1 stops
       ho.shift();
       // Before the health check has noticed: a refused connection is tried again on the other process.
       const me = await Promise.all([0, 1, 2, 3].map(() => call(secure, 'GET', '/api/auth/me', { token: t2 })));
       expect(me.map((r) => r.status)).toEqual([200, 200, 200, 200]);
       // Once it has (2 failed checks 2 s apart), live view is served by process 2: its token, and no such shop there.
-      let live = 0;
-      for (const deadline = Date.now() + 15_000; live !== 404 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
-        live = (await call(secure, 'GET', '/api/sites/nowhere/live', { token: t2 })).status;
-      }
-      expect(live).toBe(404);
+      expect(await until(async () => (await call(secure, 'GET', '/api/sites/nowhere/live', { token: t2 })).status, 404)).toBe(404);
+    });
 
-      // Per-IP sign-in limit (3 here): counted against the address the proxy appended, whatever the client wrote.
+    it("counts a per-IP limit against the caller's address, whatever X-Forwarded-For it sent", async () => {
+      // Sign-in failures from one address (3 allowed here), each with a different made-up header.
       const guess = (from: string, forged: string) =>
         call(secure, 'POST', '/api/auth/login', { from, headers: { 'x-forwarded-for': forged }, body: { email: `spray-${forged}@nowhere.test`, password: 'guess-password' } });
       for (let i = 0; i < 3; i++) expect((await guess('127.0.0.3', `10.0.0.${i}`)).status).toBe(401);
@@ -271,13 +295,21 @@ describe.skipIf(haproxySkip !== undefined)('HAProxy', () => {
 
     it('passes the arrivals stream through as it is written', async () => {
       const token = (await ho[0]!.company()).ownerToken; // process 2, the one left
-      const first = await new Promise<string>((resolve, reject) => {
-        const req = https.request({ host: '127.0.0.1', port: secure.port, path: '/api/visits/stream', headers: { authorization: `Bearer ${token}` }, ca: fs.readFileSync(certFile), servername: 'footfall.test' });
-        req.on('response', (res) => res.once('data', (d: Buffer) => (resolve(`${res.statusCode} ${d.toString()}`), req.destroy())));
-        req.on('error', reject);
-        req.end();
-      });
-      expect(first).toMatch(/^200 retry: 2000/);
+      const s = await openStream(secure.port, '/api/visits/stream', token);
+      expect(`${s.status} ${await s.first}`).toMatch(/^200 retry: 2000/);
+      s.close();
+    });
+
+    it('gives live view back to process 1 when it returns, cutting the views still on process 2', async () => {
+      const c = await ho[0]!.company();
+      const shop = await openShop(ho[0]!, c.ownerToken, { name: 'Live' });
+      const view = await openStream(secure.port, `/api/sites/${shop.slug}/live`, c.ownerToken);
+      expect(`${view.status} ${await view.first}`).toMatch(/^200 event: waiting/);
+      ho.push(await startHarness({ FOOTFALL_HTTP_PORT: firstPort })); // process 1 again, on its port
+      expect(await until(async () => ((await Promise.race([view.ended, new Promise((r) => setTimeout(r, 250, false))])) ? 'cut' : 'open'), 'cut')).toBe('cut');
+      // Its new token is unknown to process 2: live view is on process 1 again.
+      const t1 = await ho[1]!.adminToken();
+      expect((await call(secure, 'GET', '/api/sites/nowhere/live', { token: t1 })).status).toBe(404);
     });
   });
 });
