@@ -222,7 +222,7 @@ function add(total: Removed, more: Removed): Removed {
 /** An audit row per company that lost something (or whose requested sweep finished), naming no one. */
 async function record(deps: Deps, companyId: string, s: PrivacySettings, removed: Removed, complete: boolean): Promise<void> {
   if (removed.templates === 0 && removed.days === 0 && !(complete && s.sweepRequestedAt)) return;
-  await writeAudit(deps.store.db, {
+  await writeAudit(deps.store, {
     action: 'privacy.sweep',
     companyId,
     target: companyId,
