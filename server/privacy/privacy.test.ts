@@ -7,7 +7,7 @@ import { startHarness, type Company, type Harness } from '../../test/support/har
 import { realFaces, visitOf, type RealFaces } from '../../test/support/faces.js';
 import { memberToken } from '../../test/support/shop-pc.js';
 import { arrivals, settled, shopPc, type ShopPc } from '../../test/support/visits.js';
-import { sweepPrivacy } from './sweep.js';
+import { sweepPrivacy, type PrivacySweeper } from './sweep.js';
 import { one } from '../db/query.js';
 import { customers, faceImages } from '../db/tables.js';
 import { sqliteOnly } from '../../test/support/stores.js';
@@ -231,6 +231,66 @@ describe('template retention, across a restart mid-sweep', () => {
     } finally {
       await h.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
+
+describe('a sweep and the changes committed after it read its candidates', () => {
+  it('a consent, a staff mark, a visit and a longer retention committed between the read and the transaction keep the customer', async () => {
+    const faces = await realFaces();
+    const h = await startHarness({ FOOTFALL_VISIT_GAP_S: 1 });
+    let pc: ShopPc | undefined;
+    try {
+      await (h.server.deps.privacy as PrivacySweeper).stop(); // only the sweeps run here
+      const c = await h.company('Interleaved Co');
+      const shop = (pc = await shopPc(h, c.ownerToken, c.slug, 'Quay'));
+      const people = [faces.same[0], faces.others[0]!, faces.others[1]!, faces.others[2]!];
+      const made: string[] = [];
+      const visit = async (face: RealFaces['all'][number], at: number) => {
+        const head = (await h.request('GET', '/api/visits?limit=1', { token: c.ownerToken })).body.cursor;
+        await shop.publish(visitOf(faces, face, { occurred_at: new Date(at).toISOString() }));
+        return (await arrivals(h, c.ownerToken, 1, `&cursor=${head}`))[0].visitor_id as string;
+      };
+      for (const [i, face] of people.entries()) made.push(await visit(face, Date.now() - 3_600_000 + i * 10_000));
+      const [consents, staffed, returns, untouched] = made as [string, string, string, string];
+      const backdate = async (ids: string[]) => {
+        for (const id of ids) await h.server.store.db.update(customers).set({ lastSeenAt: new Date(Date.now() - 100 * 86_400_000).toISOString() }).where(eq(customers.id, id));
+      };
+      await backdate(made);
+
+      // All four are read as due; then, before the sweep's transaction, three of them change.
+      const read: string[][] = [];
+      const first = await sweepPrivacy(h.server.deps, {
+        companyId: c.id,
+        afterRead: async (ids) => {
+          read.push([...ids].sort());
+          if (read.length > 1) return;
+          const consent = await h.request('PUT', `/api/visitors/${consents}/profile`, { token: c.ownerToken, body: { full_name: 'Cass Consenting', consent: true } });
+          expect(consent.status).toBe(200);
+          expect((await h.request('PATCH', `/api/visitors/${staffed}`, { token: c.ownerToken, body: { staff: true } })).status).toBe(200);
+          expect(await visit(people[2]!, Date.now())).toBe(returns); // seen again now
+        },
+      });
+      expect(read).toEqual([[...made].sort()]);
+      expect(first).toMatchObject({ templates: 1, complete: true });
+      expect(await stored(h, untouched)).toEqual({ template: 0, erased: 1, photos: 0, visits: 0 });
+      for (const id of [consents, staffed, returns]) expect(await stored(h, id), id).toMatchObject({ template: 1, erased: 0 });
+
+      // A longer retention committed after the read: the customer read as due stays, and the sweep ends.
+      await backdate([returns]);
+      const second = await sweepPrivacy(h.server.deps, {
+        companyId: c.id,
+        afterRead: async (ids) => {
+          read.push(ids);
+          expect((await h.request('PATCH', '/api/company/privacy', { token: c.ownerToken, body: { template_retention_days: 365 } })).status).toBe(200);
+        },
+      });
+      expect(read.at(-1)).toEqual([returns]);
+      expect(second).toMatchObject({ templates: 0, complete: true });
+      expect(await stored(h, returns)).toMatchObject({ template: 1, erased: 0, visits: 2 });
+    } finally {
+      await pc?.close();
+      await h.close();
     }
   }, 90_000);
 });
