@@ -8,6 +8,7 @@ import { ageVisits } from './retention.js';
 import { privacyOf, type PrivacySettings } from './service.js';
 import { companies, customers, faceImages, visits, companyPrivacy } from '../db/tables.js';
 import type { Db, SqliteStore } from '../db/open.js';
+import { tickGalleryClock } from '../visits/gallery-clock.js';
 
 const DAY_MS = 86_400_000;
 
@@ -96,7 +97,7 @@ async function forget(deps: Deps, companyId: string, now: number, read: Candidat
     await db.update(visits).set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null }).where(inArray(visits.customerId, due));
     await db.delete(faceImages).where(inArray(faceImages.customerId, due));
     await db.update(customers)
-      .set({ ...cleared, profileUpdatedAt: null, firstSeenAt: null, lastSeenAt: null, erasedAt: at })
+      .set({ ...cleared, profileUpdatedAt: null, firstSeenAt: null, lastSeenAt: null, erasedAt: at, galleryTick: await tickGalleryClock(deps.store, companyId) })
       .where(and(eq(customers.companyId, companyId), inArray(customers.id, due)));
     return { batch, files: photos.map((p) => faceFile(deps.config.dataDir, p)), cutoff };
   });
