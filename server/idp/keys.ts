@@ -40,6 +40,8 @@ function publicOf(k: Stored['keys'][number]): JWK {
 }
 
 function write(file: string, stored: Stored): void {
+  // The data folder may not exist yet: with FOOTFALL_ENCRYPTION_KEY and PostgreSQL nothing else has made it by now.
+  fs.mkdirSync(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, JSON.stringify(stored, null, 2), { mode: 0o600 });
   fs.renameSync(tmp, file);
