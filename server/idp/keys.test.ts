@@ -40,6 +40,15 @@ describe('embedded provider keys', () => {
     expect((await loadSigningKeys(fresh)).kid).toBe(keys.kid);
   });
 
+  it('two starts at once on one data folder (two processes) end with the same keys, the ones in the file', async () => {
+    const shared = path.join(dir, 'shared');
+    const [x, y] = await Promise.all([loadSigningKeys(shared), loadSigningKeys(shared)]);
+    expect(x.kid).toBe(y.kid);
+    expect(x.codeKey.equals(y.codeKey)).toBe(true);
+    expect((await loadSigningKeys(shared)).kid).toBe(x.kid);
+    expect(fs.readdirSync(shared)).toEqual([KEY_FILE]);
+  });
+
   it('a file that is not a key file stops the start with a clear message', async () => {
     const bad = fs.mkdtempSync(path.join(dir, 'bad-'));
     fs.writeFileSync(path.join(bad, KEY_FILE), '{"keys": []}');

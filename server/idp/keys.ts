@@ -39,38 +39,53 @@ function publicOf(k: Stored['keys'][number]): JWK {
   return { kty, n, e, kid: k.kid, alg: 'RS256', use: 'sig' };
 }
 
-function write(file: string, stored: Stored): void {
+/**
+ * Writes the key file through a temporary file. `replace` false: only if there is none yet, else leaves the one
+ * there and answers false (two processes starting at once on one data folder: the second reads the first's keys,
+ * rather than signing with keys the file does not hold).
+ */
+function write(file: string, stored: Stored, replace: boolean): boolean {
   // The data folder may not exist yet: with FOOTFALL_ENCRYPTION_KEY and PostgreSQL nothing else has made it by now.
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   fs.writeFileSync(tmp, JSON.stringify(stored, null, 2), { mode: 0o600 });
-  fs.renameSync(tmp, file);
+  try {
+    if (replace) fs.renameSync(tmp, file);
+    else fs.linkSync(tmp, file); // fails with EEXIST when another process made it first
+  } catch (err) {
+    if (!replace && (err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  } finally {
+    fs.rmSync(tmp, { force: true });
+  }
   fs.chmodSync(file, 0o600);
+  return true;
+}
+
+function read(file: string): Stored {
+  let json: unknown;
+  try {
+    json = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    json = undefined;
+  }
+  const parsed = Stored.safeParse(json);
+  if (!parsed.success) throw new Error(`${file} is not a key file of the embedded identity provider; move it away to make a new one (signs everyone out)`);
+  if ((fs.statSync(file).mode & 0o077) !== 0) fs.chmodSync(file, 0o600);
+  return parsed.data;
 }
 
 /** Loads (or makes) the keys; rotates the signing key when it is older than ROTATE_AFTER_DAYS. */
 export async function loadSigningKeys(dataDir: string, now = Date.now()): Promise<SigningKeys> {
   const file = path.join(dataDir, KEY_FILE);
-  let stored: Stored | undefined;
-  if (fs.existsSync(file)) {
-    let json: unknown;
-    try {
-      json = JSON.parse(fs.readFileSync(file, 'utf8'));
-    } catch {
-      json = undefined;
-    }
-    const parsed = Stored.safeParse(json);
-    if (!parsed.success) throw new Error(`${file} is not a key file of the embedded identity provider; move it away to make a new one (signs everyone out)`);
-    stored = parsed.data;
-    if ((fs.statSync(file).mode & 0o077) !== 0) fs.chmodSync(file, 0o600);
-  }
+  let stored = fs.existsSync(file) ? read(file) : undefined;
   let rotated = false;
   if (!stored) {
-    stored = { codeKey: randomBytes(32).toString('base64url'), keys: [await newKey()] };
-    write(file, stored);
+    const made = { codeKey: randomBytes(32).toString('base64url'), keys: [await newKey()] };
+    stored = write(file, made, false) ? made : read(file);
   } else if (now - Date.parse(stored.keys[0]!.createdAt) > ROTATE_AFTER_DAYS * 86_400_000) {
     stored = { ...stored, keys: [await newKey(), stored.keys[0]!] };
-    write(file, stored);
+    write(file, stored, true);
     rotated = true;
   }
   const current = stored.keys[0]!;
