@@ -13,7 +13,9 @@ import { alreadyDone, Dynsec, type DynsecCommand, notFound } from './dynsec.js';
  *
  * - the control client (mqtt.js, clean session): dynamic-security commands (each shop PC's client and role),
  *   notices to shop PCs, and QoS 0 listeners (heartbeats);
- * - the ingest session (acking-session.ts, persistent): visits and crossings at QoS 1, acknowledged once stored.
+ * - the ingest session (acking-session.ts, persistent, `<FOOTFALL_MQTT_CLIENT_ID>-ingest`): visits and crossings at
+ *   QoS 1, acknowledged once stored, through one shared subscription that every head-office process joins, so that
+ *   each message is stored by one process (docs/scale-out.md, "Several head-office processes").
  *
  * Each shop PC is a dynamic-security client named by its broker username, with one role `footfall-shop.<username>`
  * whose ACL is the shop's topic rule: publishClientSend `<prefix>up/#`, subscribePattern `<prefix>down/#`. The
@@ -30,6 +32,11 @@ export const shopRole = (username: string): string => `footfall-shop.${username}
 
 /** Which up messages the ingest session takes (each is held until stored). */
 const HELD: UpName[] = ['visit', 'crossing'];
+
+/** The shared-subscription prefix of head office's ingest sessions: one group, whatever the process. */
+export const INGEST_SHARE = '$share/footfall/';
+/** The shared-subscription prefix of the listeners that one process of several is enough for (heartbeats). */
+const LISTEN_SHARE = '$share/footfall-listen/';
 
 type LoginChange = { kind: 'set'; login: ShopLogin } | { kind: 'end'; username: string; remove: boolean };
 
@@ -101,7 +108,8 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
     manualConnect: true,
   });
   const dynsec = new Dynsec(control);
-  const listeners = new Set<{ filter: string; handler: (m: HeldMessage) => void }>();
+  /** `subscription`: the filter as subscribed (with the shared prefix when only one process of several should get it). */
+  const listeners = new Set<{ filter: string; subscription: string; handler: (m: HeldMessage) => void }>();
   const pending = new Map<string, LoginChange>();
   const holds = new Map<UpName, (m: HeldMessage) => Promise<void>>();
   // Messages of a kind whose hold is not registered yet (the session delivers what queued while head office was
@@ -193,7 +201,7 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
         return false;
       }
     }
-    for (const l of listeners) await control.subscribeAsync(l.filter, { qos: 0 });
+    for (const l of listeners) await control.subscribeAsync(l.subscription, { qos: 0 });
     await syncLogins();
     await flushPending();
     return true;
@@ -236,7 +244,10 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
     username,
     password,
     clientId: `${config.FOOTFALL_MQTT_CLIENT_ID}-ingest`,
-    filters: HELD.map((n) => upFilterAllShops(n)),
+    // One shared subscription for every head-office process: each message goes to one of them (MQTT 5, 4.8.2).
+    filters: HELD.map((n) => `${INGEST_SHARE}${upFilterAllShops(n)}`),
+    // Sessions of versions before several processes were subscribed without the share: they would get every message.
+    retired: HELD.map((n) => upFilterAllShops(n)),
     log,
     onMessage(topic, payload) {
       const name = HELD.find((n) => topicMatches(upFilterAllShops(n), topic));
@@ -285,14 +296,15 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
         if (holds.get(name) === handler) holds.delete(name);
       };
     },
-    async listen(filter, handler) {
-      const l = { filter, handler };
+    async listen(filter, handler, opts = {}) {
+      const subscription = opts.shared ? `${LISTEN_SHARE}${filter}` : filter;
+      const l = { filter, subscription, handler };
       listeners.add(l);
-      await control.subscribeAsync(filter, { qos: 0 });
+      await control.subscribeAsync(subscription, { qos: 0 });
       return async () => {
         listeners.delete(l);
-        if ([...listeners].some((x) => x.filter === filter)) return;
-        if (control.connected) await control.unsubscribeAsync(filter).catch(() => undefined);
+        if ([...listeners].some((x) => x.subscription === subscription)) return;
+        if (control.connected) await control.unsubscribeAsync(subscription).catch(() => undefined);
       };
     },
     async publish(topic, payload, { qos, retain }) {
