@@ -60,28 +60,41 @@ export class IngestCore {
   private timer: { kind: 'now'; handle: NodeJS.Immediate } | { kind: 'window'; handle: NodeJS.Timeout } | undefined;
   private readonly warned = new Map<string, { at: number; suppressed: number }>();
   private idle: (() => void)[] = [];
+  /**
+   * The batch being written: taken off the queue, not finished yet (on PostgreSQL its transaction waits for the
+   * network and for the company's lock, so more messages arrive meanwhile). One at a time: `flush` waits for it.
+   */
+  private writing: { batch: readonly Pending[]; done: Promise<void> } | undefined;
 
   constructor(
     private readonly deps: { store: Store; config: Config; log: Logger; identities: Identities; emit: (c: Committed) => void; onTick?: () => void },
   ) {}
 
-  /** The highest message number up to which every message is finished with (written, dropped or refused). */
+  /**
+   * The highest message number up to which every message is finished with (written, dropped or refused): below the
+   * batch being written, which is off the queue but not committed (its PUBACKs must wait for the commit).
+   */
   get doneUpTo(): number {
-    return this.queue.length > 0 ? this.queue[0]!.id - 1 : this.lastId;
+    const first = this.writing?.batch[0] ?? this.queue[0];
+    return first ? first.id - 1 : this.lastId;
   }
   private lastId = 0;
 
   /** Writes everything queued now (shutdown). */
   async flushAll(): Promise<void> {
     this.clearTimer();
-    while (this.queue.length > 0) await this.flush();
-    for (const f of this.idle.splice(0)) f();
+    while (this.queue.length > 0 || this.writing) await this.flush();
+    this.settleIdle();
   }
 
-  /** Resolves when nothing is queued (tests, benchmark). */
+  /** Resolves when nothing is queued or being written (tests, benchmark). */
   drained(): Promise<void> {
-    if (this.queue.length === 0 && this.timer === undefined) return Promise.resolve();
+    if (this.queue.length === 0 && this.timer === undefined && !this.writing) return Promise.resolve();
     return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  private settleIdle(): void {
+    if (this.queue.length === 0 && this.timer === undefined && !this.writing) for (const f of this.idle.splice(0)) f();
   }
 
   /** One message from `ff/<company>/<shop>/up/visit`, numbered by the main thread. */
@@ -161,14 +174,27 @@ export class IngestCore {
     this.timer = undefined;
     await this.flush();
     if (this.queue.length > 0) this.schedule();
-    else for (const f of this.idle.splice(0)) f();
+    else this.settleIdle();
     this.deps.onTick?.();
   }
 
-  /** Writes one batch (at most MAX_BATCH visits) now. */
+  /** Writes one batch (at most MAX_BATCH visits), after the one being written, if any. */
   async flush(): Promise<void> {
+    while (this.writing) await this.writing.done.catch(() => undefined);
     const batch = this.queue.splice(0, MAX_BATCH);
     if (batch.length === 0) return;
+    const writing = { batch, done: Promise.resolve() };
+    this.writing = writing;
+    try {
+      writing.done = this.write(batch);
+      await writing.done;
+    } finally {
+      this.writing = undefined;
+      this.settleIdle();
+    }
+  }
+
+  private async write(batch: readonly Pending[]): Promise<void> {
     const { log } = this.deps;
     let lastErr: unknown;
     for (let attempt = 0; attempt < STALE_RETRIES; attempt++) {
