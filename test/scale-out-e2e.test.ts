@@ -64,6 +64,8 @@ describe.skipIf(missing !== undefined)('head office as two processes behind a pr
   let direct: [HeadOfficeApi, HeadOfficeApi];
   const pcs: ShopPc[] = [];
   let nextPerson = 1;
+  /** A test failed: the processes' logs are kept (their folder is printed). */
+  let failed = false;
 
   const rowCount = async (query: string, companyId: string): Promise<number> => Number((await db.query<{ n: string }>(query, [companyId])).rows[0]!.n);
   const sightings = (companyId: string) => rowCount('select count(*) as n from sightings where company_id = $1', companyId);
@@ -151,11 +153,13 @@ describe.skipIf(missing !== undefined)('head office as two processes behind a pr
     await db?.end().catch(() => undefined);
     await mq?.close();
     await cluster?.close();
-    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+    if (tmp && failed) console.error(`${FILE}: the head-office processes' logs are kept in ${tmp}`);
+    else if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   }, 60_000);
 
   beforeEach(({ onTestFailed }) => {
     onTestFailed(() => {
+      failed = true;
       for (const p of [hoA, hoB]) if (p) console.error(`--- ${p.name} (${p.logFile}), last lines:\n${p.logTail(20)}`);
     });
   });
@@ -347,7 +351,9 @@ describe.skipIf(missing !== undefined)('head office as two processes behind a pr
     await hoB.start();
     await storedExactly(company.id, sent.size);
     await expectOneCustomerPerPerson(company, sent);
-    // What its session held (in flight at the kill, or sent to it while it was down) came to B when it was back.
+    // B's session held what was in flight to it at the kill and its turns of the second round (Mosquitto 2 gives an
+    // offline member of a shared subscription its turn too, queued in its persistent session): B got them when back.
+    // Before ingest acknowledged only committed batches, 13 to 17 of the 78 visits were lost here.
     expect(metric(await hoB.metrics(), 'footfall_ingest_received_total')).toBeGreaterThan(0);
     expect((await api.request('GET', '/api/sites', { token: company.ownerToken })).status).toBe(200);
   }, 120_000);
