@@ -38,6 +38,18 @@ export const INGEST_SHARE = '$share/footfall/';
 /** The shared-subscription prefix of the listeners that one process of several is enough for (heartbeats). */
 const LISTEN_SHARE = '$share/footfall-listen/';
 
+/**
+ * Head office's rules on the broker: publish, receive and subscribe on ff/#, and subscribe through its two shared
+ * subscriptions (Mosquitto checks a shared subscription's filter with its `$share/<group>/` prefix).
+ */
+const HEAD_OFFICE_ACLS = [
+  { acltype: 'publishClientSend', topic: 'ff/#', priority: 0, allow: true },
+  { acltype: 'publishClientReceive', topic: 'ff/#', priority: 0, allow: true },
+  { acltype: 'subscribePattern', topic: 'ff/#', priority: 0, allow: true },
+  { acltype: 'subscribePattern', topic: `${INGEST_SHARE}ff/#`, priority: 0, allow: true },
+  { acltype: 'subscribePattern', topic: `${LISTEN_SHARE}ff/#`, priority: 0, allow: true },
+];
+
 type LoginChange = { kind: 'set'; login: ShopLogin } | { kind: 'end'; username: string; remove: boolean };
 
 /** Does a concrete topic match an MQTT filter (`+` one level, `#` the rest)? */
@@ -182,23 +194,19 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
       if (own?.error) {
         log.warn({ username, broker: where }, "head office's login is not a dynamic-security client: give it publish, subscribe and receive on ff/# yourself");
       } else if (!roles?.some((r) => r.rolename === HEAD_OFFICE_ROLE)) {
-        await dynsec.run(
-          [
-            {
-              command: 'createRole',
-              rolename: HEAD_OFFICE_ROLE,
-              acls: [
-                { acltype: 'publishClientSend', topic: 'ff/#', priority: 0, allow: true },
-                { acltype: 'publishClientReceive', topic: 'ff/#', priority: 0, allow: true },
-                { acltype: 'subscribePattern', topic: 'ff/#', priority: 0, allow: true },
-              ],
-            },
-          ],
-          alreadyDone,
-        );
+        await dynsec.run([{ command: 'createRole', rolename: HEAD_OFFICE_ROLE, acls: HEAD_OFFICE_ACLS }], alreadyDone);
         log.info({ username, role: HEAD_OFFICE_ROLE }, "gave head office's broker login its role on ff/# (the broker reconnects it)");
         dynsec.run([{ command: 'addClientRole', username, rolename: HEAD_OFFICE_ROLE, priority: 100 }], alreadyDone).catch(() => undefined);
         return false;
+      }
+      // A role made by an earlier version lacks the shared subscriptions' rules (Mosquitto checks a `$share/...`
+      // filter as written): added now. The plugin applies a role's new rule to the next subscription at once.
+      if (!own?.error) {
+        const added = await dynsec.run(
+          HEAD_OFFICE_ACLS.filter((a) => a.topic.startsWith('$share/')).map((a) => ({ command: 'addRoleACL', rolename: HEAD_OFFICE_ROLE, ...a })),
+          alreadyDone,
+        );
+        if (added.some((r) => !r.error)) log.info({ role: HEAD_OFFICE_ROLE }, "added the shared subscriptions' rules to head office's broker role");
       }
     }
     for (const l of listeners) await control.subscribeAsync(l.subscription, { qos: 0 });
