@@ -46,7 +46,8 @@ describe.skipIf(!onPostgresRun)('visit ingest acknowledges a batch only after it
     h = await startHarness();
     chain = await h.company();
     pc = await shopPc(h, chain.ownerToken, chain.slug, 'Colaba');
-    const config = h.server.deps.config;
+    // Batches start on the next turn of the event loop (no window), so a test can know the next flush has begun.
+    const config = { ...h.server.deps.config, FOOTFALL_INGEST_BATCH_MS: 0 };
     const log = pino({ level: 'silent' });
     store = await openStore(config, { pool: 2 });
     core = new IngestCore({ store, config, log, identities: new Identities({ store, keys: loadKeys(config), log }, { matchThreshold: config.FOOTFALL_MATCH_THRESHOLD }), emit: () => undefined });
@@ -70,7 +71,8 @@ describe.skipIf(!onPostgresRun)('visit ingest acknowledges a batch only after it
     // The batch is off the queue and waiting for the lock.
     await waitFor(async () => (await other.query("select 1 from pg_locks where locktype = 'advisory' and not granted")).rowCount === 1);
     expect(core.doneUpTo).toBe(0);
-    give(); // more arrive meanwhile
+    give(); // more arrive meanwhile, and their flush begins (it must wait for the batch being written)
+    await new Promise((resolve) => setImmediate(resolve));
     expect(core.doneUpTo).toBe(0);
     let drained = false;
     const draining = core.drained().then(() => (drained = true));
