@@ -60,6 +60,13 @@ describe('embedded provider keys', () => {
     expect(fs.existsSync(lock)).toBe(false);
   });
 
+  it('a data folder that does not exist yet is made (head office on PostgreSQL with FOOTFALL_ENCRYPTION_KEY makes nothing there before)', async () => {
+    const fresh = path.join(dir, 'not-yet', 'data');
+    const keys = await loadSigningKeys(fresh);
+    expect(fs.existsSync(path.join(fresh, KEY_FILE))).toBe(true);
+    expect((await loadSigningKeys(fresh)).kid).toBe(keys.kid);
+  });
+
   it('a file that is not a key file stops the start with a clear message', async () => {
     const bad = fs.mkdtempSync(path.join(dir, 'bad-'));
     fs.writeFileSync(path.join(bad, KEY_FILE), '{"keys": []}');

@@ -119,6 +119,8 @@ const STALE_LOCK_MS = 30_000;
 
 /** Runs fn while holding `<file>.lock` (made with O_EXCL; several processes may share the folder). */
 async function underLock<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  // The data folder may not exist yet: with FOOTFALL_ENCRYPTION_KEY and PostgreSQL nothing else has made it by now.
+  fs.mkdirSync(path.dirname(file), { recursive: true });
   const lock = `${file}.lock`;
   const giveUp = Date.now() + 2 * STALE_LOCK_MS;
   for (;;) {

@@ -68,13 +68,19 @@ export class IngestCore {
 
   /**
    * The highest message number up to which every message is finished with (written, dropped or refused): not the
-   * batch being written (its first message number is `writing`), nor anything queued.
+   * batch being written (its first message number is `writing.first`), nor anything queued.
    */
   get doneUpTo(): number {
-    const next = Math.min(this.writing ?? Infinity, this.queue[0]?.id ?? Infinity);
+    const next = Math.min(this.writing?.first ?? Infinity, this.queue[0]?.id ?? Infinity);
     return next === Infinity ? this.lastId : next - 1;
   }
-  private writing: number | undefined;
+  /**
+   * The batch being written. One at a time (`flush` waits for it): on PostgreSQL a batch waits for the network and for
+   * the company's lock while visits keep arriving and the timer starts the next flush, and with two batches at once
+   * the later one's commit would acknowledge the earlier one's messages before their commit (its first number would
+   * be `writing`), besides deciding against galleries the other is changing.
+   */
+  private writing: { first: number; done: Promise<boolean> } | undefined;
   private lastId = 0;
 
   /**
@@ -92,14 +98,18 @@ export class IngestCore {
   /** Writes everything queued now (shutdown); what the database cannot take now stays unacknowledged. */
   async flushAll(): Promise<void> {
     this.clearTimer();
-    while (this.queue.length > 0) if (!(await this.flush())) break;
-    for (const f of this.idle.splice(0)) f();
+    while (this.queue.length > 0 || this.writing) if (!(await this.flush())) break;
+    this.settleIdle();
   }
 
-  /** Resolves when nothing is queued (tests, benchmark). */
+  /** Resolves when nothing is queued or being written (tests, benchmark). */
   drained(): Promise<void> {
-    if (this.queue.length === 0 && this.timer === undefined) return Promise.resolve();
+    if (this.queue.length === 0 && this.timer === undefined && !this.writing) return Promise.resolve();
     return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  private settleIdle(): void {
+    if (this.queue.length === 0 && this.timer === undefined && !this.writing) for (const f of this.idle.splice(0)) f();
   }
 
   /** One message from `ff/<company>/<shop>/up/visit`, numbered by the main thread. */
@@ -183,22 +193,32 @@ export class IngestCore {
     this.timer = undefined;
     await this.flush();
     if (this.queue.length > 0 || this.pausedMs > 0) this.schedule();
-    else for (const f of this.idle.splice(0)) f();
+    else this.settleIdle();
     this.deps.onTick?.();
   }
 
   /**
-   * Writes one batch (at most MAX_BATCH visits) now. Returns false when the database is unavailable: the batch is
-   * back at the front of the queue and the next try waits (`pausedMs`).
+   * Writes one batch (at most MAX_BATCH visits), after the one being written if any. Returns false when the database
+   * is unavailable: the batch is back at the front of the queue and the next try waits (`pausedMs`).
    */
   async flush(): Promise<boolean> {
+    let waited = false;
+    while (this.writing) {
+      waited = true;
+      await this.writing.done.catch(() => true);
+    }
+    // The batch before found the database unavailable: the next try waits its turn (the timer `hold` set).
+    if (waited && this.pausedMs > 0) return false;
     const batch = this.queue.splice(0, MAX_BATCH);
     if (batch.length === 0) return true;
-    this.writing = batch[0]!.id;
+    const writing = { first: batch[0]!.id, done: Promise.resolve(true) };
+    this.writing = writing;
     try {
-      return await this.write(batch);
+      writing.done = this.write(batch);
+      return await writing.done;
     } finally {
       this.writing = undefined;
+      this.settleIdle();
     }
   }
 
