@@ -48,13 +48,29 @@ export const customers = sqliteTable(
     /** Merged into this customer (same company). */
     mergedInto: text('merged_into'),
     mergedAt: text('merged_at'),
+    /** The company's gallery clock (`gallery_clocks.tick`) when the template, erasure or merge last changed. */
+    galleryTick: integer('gallery_tick').notNull().default(0),
   },
   (t) => [
     uniqueIndex('customers_company_number_uq').on(t.companyId, t.number),
+    index('customers_gallery_tick_idx').on(t.companyId, t.galleryTick),
     index('customers_company_seen_idx').on(t.companyId, t.lastSeenAt),
     index('customers_company_staff_idx').on(t.companyId, t.lastSeenAt).where(sql`staff = 1`),
   ],
 );
+
+/**
+ * A company's gallery clock: every transaction that changes what its face galleries hold (ingest's new customers and
+ * template updates, erasure, merge, template retention) moves it on by one and stamps the customers it changed with
+ * the new tick (`customers.gallery_tick`). Each process's in-memory galleries remember the tick they are up to, so
+ * the changes another process (or thread) made are the customers stamped after it (server/visits/gallery-clock.ts).
+ */
+export const galleryClocks = sqliteTable('gallery_clocks', {
+  companyId: text('company_id')
+    .primaryKey()
+    .references(() => companies.id, { onDelete: 'cascade' }),
+  tick: integer('tick').notNull().default(0),
+});
 
 /** The consent record: every change of a customer's consent, kept after erasure (which records a revocation). */
 export const customerConsents = sqliteTable(

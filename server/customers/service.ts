@@ -8,6 +8,7 @@ import { mergedTemplate, type TemplateState } from '../identity/template.js';
 import { templateFromBlob, templateToBlob } from '../identity/vector.js';
 import { customerNumberOf } from '../references/customers.js';
 import { rejoinStays } from '../visits/stays.js';
+import { tickGalleryClock } from '../visits/gallery-clock.js';
 import { destroyMoved, facesOf, moveAside, putBack, StorageError } from './faces.js';
 import { customerRef, type CustomerRow } from './presenter.js';
 import { changes, one, returned } from '../db/query.js';
@@ -265,6 +266,7 @@ export async function eraseCustomer(ctx: Ctx, customerId: string): Promise<Erase
       await db.update(customers)
         .set({
           ...cleared,
+          galleryTick: await tickGalleryClock(ctx.deps.store, companyId),
           consentChangedAt: now,
           profileUpdatedAt: null,
           firstSeenAt: null,
@@ -311,6 +313,8 @@ export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: Customer
       DEFAULT_MATCHER_OPTIONS.templateWeightCap,
     );
   }
+  // Both rows change what the company's galleries hold (server/visits/gallery-clock.ts).
+  const tick = await tickGalleryClock(ctx.deps.store, keep.companyId);
   // One person: staff if either was marked (their visits follow).
   const staff = keep.staff || drop.staff;
   const moved = changes(await db
@@ -350,6 +354,7 @@ export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: Customer
       firstSeenAt: earliest(keep.firstSeenAt, drop.firstSeenAt),
       lastSeenAt: latest(keep.lastSeenAt, drop.lastSeenAt),
       ...(merged ? { template: templateToBlob(merged.template), templateCount: merged.count } : {}),
+      galleryTick: tick,
     })
     .where(eq(customers.id, keep.id))
     .returning()))!;
@@ -359,6 +364,7 @@ export async function mergeCustomers(ctx: Ctx, keep: CustomerRow, drop: Customer
       mergedInto: keep.id,
       mergedAt: now,
       ...cleared,
+      galleryTick: tick,
     })
     .where(eq(customers.id, drop.id));
   // Customers merged into `drop` earlier now point at `keep` directly.

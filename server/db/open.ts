@@ -17,15 +17,24 @@ export type Db = BetterSQLite3Database<typeof schema>;
  */
 export type Store = SqliteStore | PostgresStore;
 
+/** What a transaction may ask of the store besides its body. */
+export interface TxOptions {
+  /**
+   * Named locks held for the whole transaction, across processes, taken before it starts (so its snapshot is taken
+   * after they are held). PostgreSQL: session advisory locks. SQLite has one writer at a time and ignores them.
+   */
+  locks?: readonly string[];
+}
+
 export interface SqliteStore {
   readonly dialect: 'sqlite';
   sqlite: Database.Database;
   db: Db;
   /**
    * Runs fn inside BEGIN IMMEDIATE ... COMMIT (a savepoint when already inside one). fn may await only the database:
-   * see server/db/transaction.ts.
+   * see server/db/transaction.ts. `opts.locks` are not needed on SQLite (one writer at a time) and ignored.
    */
-  tx<T>(fn: () => Promise<T>): Promise<T>;
+  tx<T>(fn: () => Promise<T>, opts?: TxOptions): Promise<T>;
   close(): void;
 }
 

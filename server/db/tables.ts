@@ -24,6 +24,7 @@ export const companyPrivacy = pick(sqlite.companyPrivacy, pg.companyPrivacy);
 export const crossings = pick(sqlite.crossings, pg.crossings);
 export const customerConsents = pick(sqlite.customerConsents, pg.customerConsents);
 export const customers = pick(sqlite.customers, pg.customers);
+export const galleryClocks = pick(sqlite.galleryClocks, pg.galleryClocks);
 export const doNotEnrol = pick(sqlite.doNotEnrol, pg.doNotEnrol);
 export const enrolmentCodes = pick(sqlite.enrolmentCodes, pg.enrolmentCodes);
 export const faceImages = pick(sqlite.faceImages, pg.faceImages);

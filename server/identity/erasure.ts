@@ -79,6 +79,12 @@ export class DoNotEnrolList {
     }
   }
 
+  /** Replaces every marker with these (another process erased someone: the stored list is read again). */
+  reset(markers: Iterable<DoNotEnrolMarker>, now: number): void {
+    this.markers.length = 0;
+    this.load(markers, now);
+  }
+
   /** True if the face should not be enrolled (a live marker is within `maxDistance` bits). */
   blocks(embedding: ArrayLike<number>, now: number): boolean {
     this.prune(now);

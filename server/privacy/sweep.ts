@@ -8,6 +8,7 @@ import { ageVisits } from './retention.js';
 import { privacyOf, type PrivacySettings } from './service.js';
 import { companies, customers, faceImages, visits, companyPrivacy } from '../db/tables.js';
 import type { SqliteStore } from '../db/open.js';
+import { tickGalleryClock } from '../visits/gallery-clock.js';
 
 const DAY_MS = 86_400_000;
 
@@ -78,7 +79,7 @@ async function forget(deps: Deps, companyId: string, batch: { id: string; model:
     await db.update(visits).set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null }).where(inArray(visits.customerId, ids));
     await db.delete(faceImages).where(inArray(faceImages.customerId, ids));
     await db.update(customers)
-      .set({ ...cleared, profileUpdatedAt: null, firstSeenAt: null, lastSeenAt: null, erasedAt: now })
+      .set({ ...cleared, profileUpdatedAt: null, firstSeenAt: null, lastSeenAt: null, erasedAt: now, galleryTick: await tickGalleryClock(deps.store, companyId) })
       .where(and(eq(customers.companyId, companyId), inArray(customers.id, ids)));
     return photos.map((p) => faceFile(deps.config.dataDir, p));
   });

@@ -6,7 +6,9 @@ import { DoNotEnrolList, type DoNotEnrolMarker } from '../identity/erasure.js';
 import { Gallery } from '../identity/gallery.js';
 import { Matcher, type MatcherOptions } from '../identity/matcher.js';
 import type { TemplateState } from '../identity/template.js';
+import { templateFromBlob } from '../identity/vector.js';
 import { customers, doNotEnrol } from '../db/tables.js';
+import { galleryChangesSince, readGalleryClock } from './gallery-clock.js';
 
 interface Entry {
   companyId: string;
@@ -15,6 +17,8 @@ interface Entry {
   matcher: Matcher;
   /** undefined when the server key is unusable (markers can be neither made nor checked). */
   markers: DoNotEnrolList | undefined;
+  /** The company's gallery clock this entry is up to (server/visits/gallery-clock.ts). */
+  tick: number;
 }
 
 /**
@@ -51,6 +55,37 @@ export class Identities {
   /** The matcher of a company's faces made by one model (loaded from the database on first use). */
   async matcher(companyId: string, model: string): Promise<Matcher> {
     return (await this.entry(companyId, model)).matcher;
+  }
+
+  /**
+   * The matcher for a transaction that holds the company's gallery clock at `tick` (it has just moved it on): first
+   * brought up to `tick - 1` with what others changed (server/visits/gallery-clock.ts), then marked as at `tick`,
+   * since what this transaction decides is stamped with it. If the transaction fails, `discard` forgets the entry.
+   */
+  async matcherAt(companyId: string, model: string, tick: number): Promise<Matcher> {
+    const k = Identities.key(companyId, model);
+    let e = this.entries.get(k);
+    if (!e) this.entries.set(k, (e = await this.load(companyId, model)));
+    else if (e.tick < tick - 1) await this.catchUp(e);
+    e.tick = tick;
+    return e.matcher;
+  }
+
+  /** Applies the changes stamped after the entry's tick: templates added or replaced, customers gone, markers. */
+  private async catchUp(e: Entry): Promise<void> {
+    let erased = false;
+    for (const c of await galleryChangesSince(this.deps.store, e.companyId, e.model, e.tick)) {
+      if (!c.template || c.erasedAt || c.mergedInto) {
+        e.matcher.forget(c.id);
+        erased ||= c.erasedAt !== null;
+        continue;
+      }
+      const template = templateFromBlob(c.template);
+      const count = Math.max(1, c.count);
+      if (e.gallery.has(c.id)) e.gallery.update(c.id, template, count);
+      else e.gallery.add(c.id, template, count);
+    }
+    if (erased && e.markers) e.markers.reset(await this.storedMarkers(e.companyId, e.model, Date.now()), Date.now());
   }
 
   /** After an erasure committed: the customer leaves memory; its marker starts blocking. */
@@ -104,6 +139,8 @@ export class Identities {
 
   private async load(companyId: string, model: string): Promise<Entry> {
     const { store, keys, log } = this.deps;
+    // The clock first: a change stamped after it and already in the rows below is applied again (harmlessly).
+    const tick = await readGalleryClock(store, companyId);
     const rows = await store.db
       .select({ customerId: customers.id, template: customers.template, count: customers.templateCount })
       .from(customers)
@@ -121,18 +158,19 @@ export class Identities {
     if (keys.problem === undefined) {
       markers = new DoNotEnrolList(markerKey(keys, companyId));
       const now = Date.now();
-      const stored = await store.db
-        .select({ sketch: doNotEnrol.sketch, expiresAt: doNotEnrol.expiresAt })
-        .from(doNotEnrol)
-        .where(and(eq(doNotEnrol.companyId, companyId), eq(doNotEnrol.recognitionModel, model), gt(doNotEnrol.expiresAt, new Date(now).toISOString())));
-      markers.load(
-        stored.map((m) => ({ sketch: new Uint8Array(m.sketch), expiresAt: Date.parse(m.expiresAt) })),
-        now,
-      );
+      markers.load(await this.storedMarkers(companyId, model, now), now);
     } else {
       log.warn({ company_id: companyId }, 'no usable server key: erased faces are not kept from being enrolled again until it is restored');
     }
-    return { companyId, model, gallery, matcher: new Matcher(gallery, this.options, markers), markers };
+    return { companyId, model, gallery, matcher: new Matcher(gallery, this.options, markers), markers, tick };
+  }
+
+  private async storedMarkers(companyId: string, model: string, now: number): Promise<DoNotEnrolMarker[]> {
+    const stored = await this.deps.store.db
+      .select({ sketch: doNotEnrol.sketch, expiresAt: doNotEnrol.expiresAt })
+      .from(doNotEnrol)
+      .where(and(eq(doNotEnrol.companyId, companyId), eq(doNotEnrol.recognitionModel, model), gt(doNotEnrol.expiresAt, new Date(now).toISOString())));
+    return stored.map((m) => ({ sketch: new Uint8Array(m.sketch), expiresAt: Date.parse(m.expiresAt) }));
   }
 }
 

@@ -6,7 +6,7 @@ import { discardFaces } from '../customers/faces.js';
 import type { Store } from '../db/open.js';
 import type { FeedItem } from './hub.js';
 import type { Identities } from './identities.js';
-import { StaleGallery, writeBatch, type Pending, type Written } from './ingest-write.js';
+import { StaleGallery, batchLocks, writeBatch, type Pending, type Written } from './ingest-write.js';
 
 export interface IngestStats {
   received: number;
@@ -208,12 +208,13 @@ export class IngestCore {
       touched.clear();
     };
     try {
+      const locks = await batchLocks(this.deps.store, batch);
       return await this.deps.store.tx(async () => {
         // PostgreSQL runs a body again after a serialization failure (server/db/pg/store.ts): the galleries the
         // first run decided against hold its rolled-back customers, so they reload first.
         forget();
         return await writeBatch(this.deps, batch, touched);
-      });
+      }, { locks });
     } catch (err) {
       forget();
       throw err;

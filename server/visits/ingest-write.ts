@@ -2,10 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { VisitMessage } from '../../shared/messages.js';
 import type { Config } from '../config.js';
 import { linkFace, unlinkedFaces, type FaceImageRow } from '../customers/faces.js';
+import { sql } from 'drizzle-orm';
 import type { Store } from '../db/open.js';
+import { amongIds, rows } from '../db/raw.js';
 import { preparedStatements } from '../db/statement.js';
 import type { Decision, Visit } from '../identity/matcher.js';
 import { templateToBlob, unitCopy } from '../identity/vector.js';
+import { tickGalleryClock } from './gallery-clock.js';
 import type { FeedItem } from './hub.js';
 import type { Identities } from './identities.js';
 import type { IngestStats } from './ingest-core.js';
@@ -118,9 +121,15 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     groups.set(k, g);
   }
   const templates = new Map<string, Buffer>();
+  // Each company's gallery clock moves on once per batch: what this batch adds or changes is stamped with the new
+  // tick, and the matcher first takes in what others stamped before it (server/visits/gallery-clock.ts).
+  const ticks = new Map<string, number>();
+  const stampOf = new Map<string, number>();
   for (const [k, g] of groups) {
     touched.add(k);
-    const matcher = await identities.matcher(g.companyId, g.model);
+    let tick = ticks.get(g.companyId);
+    if (tick === undefined) ticks.set(g.companyId, (tick = await tickGalleryClock(store, g.companyId)));
+    const matcher = await identities.matcherAt(g.companyId, g.model, tick);
     let next = (await q.maxNumber.get<{ n: number | null }>(g.companyId))?.n ?? 0;
     const vs: Visit[] = g.items.map((i) => ({ embedding: i.embedding!, passedGate: i.msg.passed_gate, at: Date.parse(i.msg.occurred_at) }));
     // New customers are written once the batch is decided (the decision is synchronous; the writes are not on
@@ -128,7 +137,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     const made: unknown[][] = [];
     const ds = matcher.decideBatch(vs, (v) => {
       const id = randomUUID();
-      made.push([id, g.companyId, ++next, g.model, templateToBlob(unitCopy(v.embedding)), now]);
+      made.push([id, g.companyId, ++next, g.model, templateToBlob(unitCopy(v.embedding)), now, tick]);
       count('newCustomers');
       return id;
     });
@@ -137,7 +146,10 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
       decisions.set(g.items[i]!, d);
       if (d.kind === 'match') {
         count('matched');
-        if (d.template) templates.set(d.customerId, templateToBlob(d.template.template));
+        if (d.template) {
+          templates.set(d.customerId, templateToBlob(d.template.template));
+          stampOf.set(d.customerId, tick);
+        }
       }
     });
   }
@@ -219,7 +231,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
 
   // Customer stats and templates: one update per customer; exactly one first visit each.
   for (const [id, st] of stays.customers) {
-    await q.updateCustomer.run({ n: st.visits, first: st.first, last: st.last, template: templates.get(id) ?? null, count: templateCounts.get(id) ?? null, id });
+    await q.updateCustomer.run({ n: st.visits, first: st.first, last: st.last, template: templates.get(id) ?? null, count: templateCounts.get(id) ?? null, tick: stampOf.get(id) ?? null, id });
     await stays.markFirstVisit(id);
   }
 
@@ -245,26 +257,41 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
 }
 
 /**
+ * The locks a batch's transaction holds on PostgreSQL, one per company of its shops: two head-office processes never
+ * write the same company's visits at once, so (1) the same new face seen by both makes one customer (the second
+ * decides after the first committed, on a gallery caught up with it) and (2) a company's visits commit in `seq`
+ * order, which the visits feed's cursor relies on. Different companies are written in parallel.
+ */
+export async function batchLocks(store: Store, batch: readonly Pending[]): Promise<string[] | undefined> {
+  if (store.dialect !== 'postgres') return undefined;
+  const usernames = [...new Set(batch.map((b) => b.username))];
+  const found = await rows<{ companyId: string }>(store.db, sql`select distinct company_id as "companyId" from shops where ${amongIds(sql`broker_username`, usernames)}`);
+  return found.map((r) => `ingest:${r.companyId}`);
+}
+
+/**
  * The hot statements of ingest, prepared once per database (plain SQL, server/db/statement.ts: building them through
  * drizzle for every row cost more than running them on SQLite).
  */
 const statementsOf = preparedStatements((prep) => ({
   maxNumber: prep('select max(number) as n from customers where company_id = ?'),
   insertCustomer: prep(
-    'insert into customers (id, company_id, number, recognition_model, template, template_count, created_at) values (?, ?, ?, ?, ?, 1, ?)',
+    'insert into customers (id, company_id, number, recognition_model, template, template_count, created_at, gallery_tick) values (?, ?, ?, ?, ?, 1, ?, ?)',
   ),
   insertSighting: prep('insert into sightings (company_id, visit_id, received_at) values (?, ?, ?)'),
   updateCustomer: prep(
     `update customers set visit_count = max(0, visit_count + @n),
        first_seen_at = min(coalesce(first_seen_at, @first), @first), last_seen_at = max(coalesce(last_seen_at, @last), @last),
-       template = coalesce(@template, template), template_count = coalesce(@count, template_count)
+       template = coalesce(@template, template), template_count = coalesce(@count, template_count),
+       gallery_tick = coalesce(@tick, gallery_tick)
      where id = @id`,
     // PostgreSQL's scalar max and min are greatest and least; its parameters' types are spelled out where a
     // coalesce alone would leave them unknown.
     `update customers set visit_count = greatest(0, visit_count + @n::integer),
        first_seen_at = least(coalesce(first_seen_at, @first::timestamptz), @first::timestamptz),
        last_seen_at = greatest(coalesce(last_seen_at, @last::timestamptz), @last::timestamptz),
-       template = coalesce(@template::bytea, template), template_count = coalesce(@count::integer, template_count)
+       template = coalesce(@template::bytea, template), template_count = coalesce(@count::integer, template_count),
+       gallery_tick = coalesce(@tick::bigint, gallery_tick)
      where id = @id`,
   ),
   touchShop: prep('update shops set last_event_at = ? where id = ?'),

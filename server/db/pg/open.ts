@@ -33,6 +33,14 @@ export function connectPostgres(url: string, opts: { max?: number } = {}): PgSto
   return { pool, db, close: () => pool.end() };
 }
 
+/** drizzle on one pooled connection (its queries and transactions run on that connection). */
+const onClient = new WeakMap<pg.PoolClient, PgDb>();
+export function drizzleOn(client: pg.PoolClient): PgDb {
+  let db = onClient.get(client);
+  if (!db) onClient.set(client, (db = drizzle(client, { schema })));
+  return db;
+}
+
 /**
  * int8 (count(*), sums of integers, bigint keys) and numeric (sums of bigints, avg) as JavaScript numbers, as SQLite
  * answers them: node-postgres gives strings by default (for values past 2^53; none of head office's counts, sums of

@@ -1,7 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import type { Db } from '../open.js';
-import { applyPgMigrations, connectPostgres, type PgDb, type PgStore } from './open.js';
+import type pg from 'pg';
+import type { Db, TxOptions } from '../open.js';
+import { applyPgMigrations, connectPostgres, drizzleOn, type PgDb, type PgStore } from './open.js';
 
 type PgPool = PgStore['pool'];
 
@@ -17,8 +19,13 @@ export interface PostgresStore {
   readonly dialect: 'postgres';
   readonly pool: PgPool;
   readonly db: Db;
-  tx<T>(fn: () => Promise<T>): Promise<T>;
+  tx<T>(fn: () => Promise<T>, opts?: TxOptions): Promise<T>;
   close(): Promise<void>;
+}
+
+/** A named lock's advisory lock key: the first 8 bytes of the name's SHA-256, as a signed 64-bit integer. */
+export function advisoryKey(name: string): bigint {
+  return createHash('sha256').update(`footfall:${name}`).digest().readBigInt64BE(0);
 }
 
 /** The advisory lock key of migrations (any fixed number; 'ffmg' in ASCII). */
@@ -63,19 +70,49 @@ export async function openPostgresStore(url: string, opts: { max?: number } = {}
       // with the dialect's tables (server/db/tables.ts).
       return (open.getStore() ?? pg.db) as unknown as Db;
     },
-    async tx<T>(fn: () => Promise<T>): Promise<T> {
+    async tx<T>(fn: () => Promise<T>, opts: TxOptions = {}): Promise<T> {
       const outer = open.getStore();
-      // Inside a transaction, drizzle's nested transaction is a savepoint, as on SQLite.
+      // Inside a transaction, drizzle's nested transaction is a savepoint, as on SQLite (its locks are the outer's).
       if (outer) return await outer.transaction((t) => open.run(t, fn));
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await pg.db.transaction((t) => open.run(t, fn), { isolationLevel: 'serializable' });
-        } catch (err) {
-          if (attempt >= SERIALIZABLE_TRIES || !retryable(err)) throw err;
-          await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
-        }
-      }
+      if (!opts.locks?.length) return await serializable(pg.db, fn);
+      return await withLocks(pg.pool, opts.locks, (db) => serializable(db, fn));
     },
     close: () => pg.close(),
   };
+
+  async function serializable<T>(db: PgDb, fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await db.transaction((t) => open.run(t, fn), { isolationLevel: 'serializable' });
+      } catch (err) {
+        if (attempt >= SERIALIZABLE_TRIES || !retryable(err)) throw err;
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+      }
+    }
+  }
+}
+
+/**
+ * Runs `fn` on one pooled connection that holds the named locks (session advisory locks, taken in key order so two
+ * holders of overlapping sets cannot deadlock) and lets them go after it, committed or not. Taken before BEGIN: a
+ * serializable transaction's snapshot is taken at its first statement, so one that waited inside the transaction
+ * would not see what the lock's previous holder committed. If the process dies, PostgreSQL ends the session and
+ * releases them.
+ */
+async function withLocks<T>(pool: pg.Pool, names: readonly string[], fn: (db: PgDb) => Promise<T>): Promise<T> {
+  const keys = [...new Set(names.map(advisoryKey))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(String);
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('select pg_advisory_lock(k) from unnest($1::bigint[]) as t(k)', [keys]);
+    return await fn(drizzleOn(client));
+  } finally {
+    try {
+      await client.query('select pg_advisory_unlock_all()');
+    } catch (err) {
+      broken = err instanceof Error ? err : new Error(String(err));
+    }
+    // A connection that could not let its locks go is closed rather than handed to the next user with them.
+    client.release(broken);
+  }
 }

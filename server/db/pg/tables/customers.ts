@@ -36,13 +36,22 @@ export const customers = pgTable(
     erasedAt: timestamptz('erased_at'),
     mergedInto: text('merged_into'),
     mergedAt: timestamptz('merged_at'),
+    galleryTick: bigint('gallery_tick', { mode: 'number' }).notNull().default(0),
   },
   (t) => [
     uniqueIndex('customers_company_number_uq').on(t.companyId, t.number),
+    index('customers_gallery_tick_idx').on(t.companyId, t.galleryTick),
     index('customers_company_seen_idx').on(t.companyId, t.lastSeenAt),
     index('customers_company_staff_idx').on(t.companyId, t.lastSeenAt).where(sql`staff`),
   ],
 );
+
+export const galleryClocks = pgTable('gallery_clocks', {
+  companyId: text('company_id')
+    .primaryKey()
+    .references(() => companies.id, { onDelete: 'cascade' }),
+  tick: bigint('tick', { mode: 'number' }).notNull().default(0),
+});
 
 export const customerConsents = pgTable(
   'customer_consents',
