@@ -26,6 +26,7 @@ import { snapshotsPurger } from './cameras/snapshots.js';
 import { sweepUnlinkedFaces } from './customers/faces.js';
 import { pruneAudit } from './audit/query.js';
 import { PrivacySweeper } from './privacy/sweep.js';
+import { ArrivalsRelay } from './visits/arrivals-relay.js';
 import { ArrivalsHub } from './visits/hub.js';
 import { IdentityControl } from './visits/identity-control.js';
 import { VisitIngest } from './visits/ingest.js';
@@ -92,6 +93,9 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const metrics = config.FOOTFALL_METRICS_TOKEN ? new Metrics() : undefined;
   const deps: Deps = { config, store, log, keys, broker, purgers, shopLogins, live, identities, arrivals, ...(metrics ? { metrics } : {}) };
   const stopHeartbeats = await ingestHeartbeats(deps);
+  // PostgreSQL: every process's streams get every process's arrivals (server/visits/arrivals-relay.ts).
+  const relay = store.dialect === 'postgres' ? new ArrivalsRelay({ url: config.FOOTFALL_DATABASE_URL!, store, config, hub: arrivals, log }) : undefined;
+  await relay?.start();
   const ingest = new VisitIngest(deps);
   await ingest.start();
   const crossings = new CrossingIngest(deps);
@@ -190,6 +194,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         await digests.stop();
         await stopHeartbeats();
         await ingest.stop();
+        await relay?.stop();
         await crossings.stop();
         await broker.close();
         await store.close();

@@ -24,6 +24,8 @@ export interface AckingSessionOptions {
   password: string | undefined;
   clientId: string;
   filters: string[];
+  /** Filters an earlier version of head office subscribed this session to: unsubscribed on every connect. */
+  retired?: string[];
   log: Logger;
   /** In-flight QoS 1 messages the broker may send before an acknowledgement (MQTT 5 Receive Maximum). */
   receiveMaximum?: number;
@@ -125,6 +127,7 @@ export class AckingSession {
         this.counters.connects++;
         this.retryMs = 500;
         this.startPings(gen);
+        if (this.opts.retired?.length) this.write({ cmd: 'unsubscribe', messageId: 2, unsubscriptions: this.opts.retired });
         // Subscribing again on a resumed session is harmless and covers a session the broker lost.
         this.write({ cmd: 'subscribe', messageId: 1, subscriptions: this.opts.filters.map((topic) => ({ topic, qos: 1 as const })) });
         return;

@@ -68,8 +68,12 @@ export interface Broker {
    * and the broker delivers it again). Returns the function that removes the hold.
    */
   holdAcks(name: UpName, handler: (message: HeldMessage) => Promise<void>): () => void;
-  /** Listens (QoS 0) to a filter, e.g. every shop's heartbeats. Resolves, once subscribed, to the unsubscribe. */
-  listen(filter: string, handler: (message: HeldMessage) => void): Promise<() => Promise<void>>;
+  /**
+   * Listens (QoS 0) to a filter, e.g. every shop's heartbeats. Resolves, once subscribed, to the unsubscribe.
+   * `shared`: one head-office process of several gets each message (an external broker's shared subscription), for
+   * what one process writes for all (heartbeats); the embedded broker serves one process, so it is the same there.
+   */
+  listen(filter: string, handler: (message: HeldMessage) => void, opts?: { shared?: boolean }): Promise<() => Promise<void>>;
   /** Publishes from head office (notices). Rejects if the broker did not take it. */
   publish(topic: string, payload: Buffer, opts: { qos: 0 | 1; retain: boolean }): Promise<void>;
   /**

@@ -171,4 +171,47 @@ describe.skipIf(missing !== undefined)('head office on an external Mosquitto 2 (
     await again.publishAsync(upTopic(company, 'restart', 'heartbeat'), JSON.stringify(heartbeat({ agent_version: '8.8.8' })));
     await waitFor(async () => (await shopRow('restart')).agent_version === '8.8.8', 5000);
   });
+
+  it("a head-office login with only its own rules (a role from before shared subscriptions): the role gets the shared subscriptions' rules, and visits and heartbeats flow", async () => {
+    // An operator's least-privilege login: the dynamic-security control topics, and the role an earlier version
+    // made (ff/# only), instead of the plugin's all-powerful admin role.
+    const limited = { username: 'footfall-limited', password: 'limited-broker-password-1' };
+    // A second admin for the role change below: it ends the connections of every client with the role, and the
+    // first head office gave the first admin login that role.
+    const second = { username: 'second-admin', password: 'second-admin-password-1' };
+    const made = await dynsecAsAdmin(mq, [
+      { command: 'createClient', username: second.username, password: second.password, roles: [{ rolename: 'admin' }] },
+      { command: 'createRole', rolename: 'dynsec-control', acls: [
+        { acltype: 'publishClientSend', topic: '$CONTROL/dynamic-security/#', allow: true },
+        { acltype: 'publishClientReceive', topic: '$CONTROL/dynamic-security/#', allow: true },
+        { acltype: 'subscribePattern', topic: '$CONTROL/dynamic-security/#', allow: true },
+      ] },
+      { command: 'createRole', rolename: 'footfall-head-office', acls: [
+        { acltype: 'publishClientSend', topic: 'ff/#', allow: true },
+        { acltype: 'publishClientReceive', topic: 'ff/#', allow: true },
+        { acltype: 'subscribePattern', topic: 'ff/#', allow: true },
+      ] },
+      { command: 'createClient', username: limited.username, password: limited.password, roles: [{ rolename: 'dynsec-control' }, { rolename: 'footfall-head-office' }] },
+    ]);
+    // The earlier tests' head office may have made the role already; the client is new.
+    expect(made.filter((r) => r.error && !/already/i.test(r.error))).toEqual([]);
+    await dynsecAsAdmin({ ...mq, admin: second }, [{ command: 'removeRoleACL', rolename: 'footfall-head-office', acltype: 'subscribePattern', topic: '$share/footfall/ff/#' }, { command: 'removeRoleACL', rolename: 'footfall-head-office', acltype: 'subscribePattern', topic: '$share/footfall-listen/ff/#' }]);
+    // The same head office (its client id, so its ingest session and that session's place in the shared
+    // subscription) with the new login.
+    await h.close();
+    h = await startHarness({ ...overrides(), FOOTFALL_MQTT_USERNAME: limited.username, FOOTFALL_MQTT_PASSWORD: limited.password });
+    const c = await h.company('Limited Co');
+    owner = c.ownerToken;
+    company = c.slug;
+    const [role] = await dynsecAsAdmin(mq, [{ command: 'getRole', rolename: 'footfall-head-office' }]);
+    const topics = ((role!.data as { role: { acls: { topic: string }[] } }).role.acls).map((a) => a.topic);
+    expect(topics).toEqual(expect.arrayContaining(['ff/#', '$share/footfall/ff/#', '$share/footfall-listen/ff/#']));
+    const shop = await openShop(h, owner, { name: 'Limited' });
+    const pc = track(await connectPc(h, await enrol(h, owner, shop.slug)));
+    const before = h.server.ingest.stats.stored;
+    await pc.publishAsync(upTopic(company, 'limited', 'visit'), JSON.stringify(footfall()), { qos: 1 });
+    await waitFor(() => h.server.ingest.stats.stored === before + 1, 10_000);
+    await pc.publishAsync(upTopic(company, 'limited', 'heartbeat'), JSON.stringify(heartbeat({ agent_version: '9.9.9' })));
+    await waitFor(async () => (await shopRow('limited')).agent_version === '9.9.9', 5000);
+  });
 });

@@ -13,7 +13,9 @@ import { alreadyDone, Dynsec, type DynsecCommand, notFound } from './dynsec.js';
  *
  * - the control client (mqtt.js, clean session): dynamic-security commands (each shop PC's client and role),
  *   notices to shop PCs, and QoS 0 listeners (heartbeats);
- * - the ingest session (acking-session.ts, persistent): visits and crossings at QoS 1, acknowledged once stored.
+ * - the ingest session (acking-session.ts, persistent, `<FOOTFALL_MQTT_CLIENT_ID>-ingest`): visits and crossings at
+ *   QoS 1, acknowledged once stored, through one shared subscription that every head-office process joins, so that
+ *   each message is stored by one process (docs/scale-out.md, "Several head-office processes").
  *
  * Each shop PC is a dynamic-security client named by its broker username, with one role `footfall-shop.<username>`
  * whose ACL is the shop's topic rule: publishClientSend `<prefix>up/#`, subscribePattern `<prefix>down/#`. The
@@ -30,6 +32,23 @@ export const shopRole = (username: string): string => `footfall-shop.${username}
 
 /** Which up messages the ingest session takes (each is held until stored). */
 const HELD: UpName[] = ['visit', 'crossing'];
+
+/** The shared-subscription prefix of head office's ingest sessions: one group, whatever the process. */
+export const INGEST_SHARE = '$share/footfall/';
+/** The shared-subscription prefix of the listeners that one process of several is enough for (heartbeats). */
+const LISTEN_SHARE = '$share/footfall-listen/';
+
+/**
+ * Head office's rules on the broker: publish, receive and subscribe on ff/#, and subscribe through its two shared
+ * subscriptions (Mosquitto checks a shared subscription's filter with its `$share/<group>/` prefix).
+ */
+const HEAD_OFFICE_ACLS = [
+  { acltype: 'publishClientSend', topic: 'ff/#', priority: 0, allow: true },
+  { acltype: 'publishClientReceive', topic: 'ff/#', priority: 0, allow: true },
+  { acltype: 'subscribePattern', topic: 'ff/#', priority: 0, allow: true },
+  { acltype: 'subscribePattern', topic: `${INGEST_SHARE}ff/#`, priority: 0, allow: true },
+  { acltype: 'subscribePattern', topic: `${LISTEN_SHARE}ff/#`, priority: 0, allow: true },
+];
 
 type LoginChange = { kind: 'set'; login: ShopLogin } | { kind: 'end'; username: string; remove: boolean };
 
@@ -101,7 +120,8 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
     manualConnect: true,
   });
   const dynsec = new Dynsec(control);
-  const listeners = new Set<{ filter: string; handler: (m: HeldMessage) => void }>();
+  /** `subscription`: the filter as subscribed (with the shared prefix when only one process of several should get it). */
+  const listeners = new Set<{ filter: string; subscription: string; handler: (m: HeldMessage) => void }>();
   const pending = new Map<string, LoginChange>();
   const holds = new Map<UpName, (m: HeldMessage) => Promise<void>>();
   // Messages of a kind whose hold is not registered yet (the session delivers what queued while head office was
@@ -174,26 +194,22 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
       if (own?.error) {
         log.warn({ username, broker: where }, "head office's login is not a dynamic-security client: give it publish, subscribe and receive on ff/# yourself");
       } else if (!roles?.some((r) => r.rolename === HEAD_OFFICE_ROLE)) {
-        await dynsec.run(
-          [
-            {
-              command: 'createRole',
-              rolename: HEAD_OFFICE_ROLE,
-              acls: [
-                { acltype: 'publishClientSend', topic: 'ff/#', priority: 0, allow: true },
-                { acltype: 'publishClientReceive', topic: 'ff/#', priority: 0, allow: true },
-                { acltype: 'subscribePattern', topic: 'ff/#', priority: 0, allow: true },
-              ],
-            },
-          ],
-          alreadyDone,
-        );
+        await dynsec.run([{ command: 'createRole', rolename: HEAD_OFFICE_ROLE, acls: HEAD_OFFICE_ACLS }], alreadyDone);
         log.info({ username, role: HEAD_OFFICE_ROLE }, "gave head office's broker login its role on ff/# (the broker reconnects it)");
         dynsec.run([{ command: 'addClientRole', username, rolename: HEAD_OFFICE_ROLE, priority: 100 }], alreadyDone).catch(() => undefined);
         return false;
       }
+      // A role made by an earlier version lacks the shared subscriptions' rules (Mosquitto checks a `$share/...`
+      // filter as written): added now. The plugin applies a role's new rule to the next subscription at once.
+      if (!own?.error) {
+        const added = await dynsec.run(
+          HEAD_OFFICE_ACLS.filter((a) => a.topic.startsWith('$share/')).map((a) => ({ command: 'addRoleACL', rolename: HEAD_OFFICE_ROLE, ...a })),
+          alreadyDone,
+        );
+        if (added.some((r) => !r.error)) log.info({ role: HEAD_OFFICE_ROLE }, "added the shared subscriptions' rules to head office's broker role");
+      }
     }
-    for (const l of listeners) await control.subscribeAsync(l.filter, { qos: 0 });
+    for (const l of listeners) await control.subscribeAsync(l.subscription, { qos: 0 });
     await syncLogins();
     await flushPending();
     return true;
@@ -236,7 +252,10 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
     username,
     password,
     clientId: `${config.FOOTFALL_MQTT_CLIENT_ID}-ingest`,
-    filters: HELD.map((n) => upFilterAllShops(n)),
+    // One shared subscription for every head-office process: each message goes to one of them (MQTT 5, 4.8.2).
+    filters: HELD.map((n) => `${INGEST_SHARE}${upFilterAllShops(n)}`),
+    // Sessions of versions before several processes were subscribed without the share: they would get every message.
+    retired: HELD.map((n) => upFilterAllShops(n)),
     log,
     onMessage(topic, payload) {
       const name = HELD.find((n) => topicMatches(upFilterAllShops(n), topic));
@@ -285,14 +304,15 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
         if (holds.get(name) === handler) holds.delete(name);
       };
     },
-    async listen(filter, handler) {
-      const l = { filter, handler };
+    async listen(filter, handler, opts = {}) {
+      const subscription = opts.shared ? `${LISTEN_SHARE}${filter}` : filter;
+      const l = { filter, subscription, handler };
       listeners.add(l);
-      await control.subscribeAsync(filter, { qos: 0 });
+      await control.subscribeAsync(subscription, { qos: 0 });
       return async () => {
         listeners.delete(l);
-        if ([...listeners].some((x) => x.filter === filter)) return;
-        if (control.connected) await control.unsubscribeAsync(filter).catch(() => undefined);
+        if ([...listeners].some((x) => x.subscription === subscription)) return;
+        if (control.connected) await control.unsubscribeAsync(subscription).catch(() => undefined);
       };
     },
     async publish(topic, payload, { qos, retain }) {

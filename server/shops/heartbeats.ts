@@ -134,8 +134,9 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
       log.error({ err, topic: packet.topic }, 'goodbye not recorded');
     }
   };
-  const stopHeartbeats = await broker.listen(topic, deliver);
-  const stopBye = await broker.listen(upFilterAllShops('goodbye'), (packet) => void bye(packet));
+  // One process of several records each (the shop's row is the same for all of them).
+  const stopHeartbeats = await broker.listen(topic, deliver, { shared: true });
+  const stopBye = await broker.listen(upFilterAllShops('goodbye'), (packet) => void bye(packet), { shared: true });
   return async () => {
     await stopHeartbeats();
     await stopBye();

@@ -35,6 +35,11 @@ export class ArrivalsHub {
     };
   }
 
+  /** Whether any stream of this company is open here. */
+  listening(companyId: string): boolean {
+    return this.byCompany.has(companyId);
+  }
+
   publish(companyId: string, items: readonly FeedItem[]): void {
     const set = this.byCompany.get(companyId);
     if (!set || items.length === 0) return;

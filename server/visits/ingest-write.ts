@@ -8,11 +8,11 @@ import { amongIds, rows } from '../db/raw.js';
 import { preparedStatements } from '../db/statement.js';
 import type { Decision, Visit } from '../identity/matcher.js';
 import { templateToBlob, unitCopy } from '../identity/vector.js';
+import { announceArrivals, feedItems, type ArrivalRange } from './arrivals-relay.js';
 import { tickGalleryClock } from './gallery-clock.js';
 import type { FeedItem } from './hub.js';
 import type { Identities } from './identities.js';
 import type { IngestStats } from './ingest-core.js';
-import { presentArrival } from './presenter.js';
 import { feedRange } from './service.js';
 import { Stays, spanOf } from './stays.js';
 
@@ -191,10 +191,8 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
 
   // The visits, in arrival order: each sighting makes a visit or extends (joins) its customer's visits (stays.ts).
   const stays = new Stays(store, config.FOOTFALL_VISIT_GAP_S * 1000);
-  let first = Number.POSITIVE_INFINITY;
-  let last = 0;
   const shopIds = new Set<string>();
-  const companyIds = new Set<string>();
+  const ranges = new Map<string, ArrivalRange>();
   for (const { item, shop } of fresh) {
     const d = decisions.get(item);
     const m = item.msg;
@@ -221,11 +219,11 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
       staff: customerId !== null && staffIds.has(customerId),
     });
     if (r.inserted !== undefined) {
-      first = Math.min(first, r.inserted);
-      last = Math.max(last, r.inserted);
+      const range = ranges.get(shop.companyId);
+      if (range) range[2] = Math.max(range[2], r.inserted);
+      else ranges.set(shop.companyId, [shop.companyId, r.inserted, r.inserted]);
     } else count('extended');
     shopIds.add(shop.id);
-    companyIds.add(shop.companyId);
   }
   count('stored', fresh.length);
 
@@ -238,21 +236,13 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   // The shops' last visit.
   for (const shopId of shopIds) await q.touchShop.run(now, shopId);
 
-  // What the arrival streams get after the commit: the new visits (not staff's), presented.
-  const companyOfShop = new Map(fresh.map(({ shop }) => [shop.id, shop.companyId]));
-  if (last === 0) return out;
-  for (const f of await feedRange(db, [...companyIds], first, last)) {
-    const companyId = companyOfShop.get(f.shopId)!;
-    const list = out.items.get(companyId) ?? [];
-    list.push({
-      seq: f.seq,
-      shopId: f.shopId,
-      arrival: presentArrival(f, config),
-      faceImageId: f.faceImageId ?? undefined,
-      customerId: f.customerId ?? undefined,
-    });
-    out.items.set(companyId, list);
+  // What the arrival streams get after the commit: the new visits (not staff's), presented. On PostgreSQL every
+  // process's streams get them through the database instead (arrivals-relay.ts), this one's included.
+  if (store.dialect === 'postgres') {
+    await announceArrivals(store, [...ranges.values()]);
+    return out;
   }
+  for (const [companyId, first, last] of ranges.values()) out.items.set(companyId, feedItems(await feedRange(db, [companyId], first, last), config));
   return out;
 }
 
