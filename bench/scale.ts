@@ -249,12 +249,12 @@ async function measure(setup: Setup): Promise<Measured> {
       const publishS = (performance.now() - t0) / 1000;
       const w = load.take();
       const { left, got } = await drain(st0, w.published);
-      const late = got < w.published ? (await drain(st0, w.published, BACKLOG_MS)).got - got : 0;
       const k1 = cpuNow(rig);
       const wall = (performance.now() - t0) / 1000;
       const lat = clock?.take() ?? [];
       lag.disable();
       const rss1 = rss();
+      const late = got < w.published ? (await drain(st0, w.published, BACKLOG_MS)).got - got : 0;
       await sleep(1000); // the rolled-back transactions' statistics
       const stepRollbacks = (await rollbacks()) - rbs0;
       const per = (k: 'ho' | 'pg' | 'mq') => (1000 * (k1[k] - k0[k])) / Math.max(1, got);
