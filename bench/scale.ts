@@ -30,7 +30,8 @@
  * SCALE_STREAM=1 measures the time to stored on SQLite with the embedded broker too (it costs head office the
  * stream; compare like with like), SCALE_STREAM=0 nowhere.
  * SCALE_PROFILE=1 runs head office under `node --cpu-prof` (profile written to the printed folder on exit).
- * SCALE_KEEP_LOG=<file> keeps head office's log there (the other processes' in <file>.2, ...).
+ * SCALE_KEEP_LOG=<file> keeps head office's log there (the other processes' in <file>.2, ...; with SCALE_RUNS, each
+ * setup's as <file>-<store>-<broker>-<processes>).
  * SCALE_PIN=1 pins head office to core 0 and this process (the load generator) to core 1 (taskset).
  *
  * Visits: 60 % returning customers (a sighting of a gallery face at cosine 0.74-0.9), 30 % new people, 10 % faces
@@ -295,7 +296,8 @@ async function measure(setup: Setup): Promise<Measured> {
     clock?.close();
     await load?.close();
     await rig?.close();
-    const keep = process.env.SCALE_KEEP_LOG;
+    // With SCALE_RUNS, each setup's logs apart: <file>-postgres-mosquitto-2, <file>-postgres-mosquitto-2.2.
+    const keep = process.env.SCALE_KEEP_LOG && (process.env.SCALE_RUNS ? `${process.env.SCALE_KEEP_LOG}-${setup.store}-${setup.broker}-${setup.processes}` : process.env.SCALE_KEEP_LOG);
     if (keep && rig) rig.logs.forEach((log, i) => fs.copyFileSync(log, i === 0 ? keep : `${keep}.${i + 1}`));
     if (profileDir) progress(`CPU profile of head office: ${profileDir}`);
     fs.rmSync(tmp, { recursive: true, force: true });
