@@ -1,4 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
+import pg from 'pg';
 import { isoFromPostgres } from './pg/columns.js';
 import { databaseDialect } from './dialect.js';
 import type { Db } from './open.js';
@@ -47,12 +48,48 @@ const TIMESTAMPTZ = 1184;
 
 /** Runs SQL on PostgreSQL (drizzle's `db.execute`), its timestamptz columns read as ISO strings. */
 export async function executeOnPostgres(db: Db, query: SQL): Promise<PgResult> {
-  const r = await (db as unknown as { execute(q: SQL): Promise<PgResult> }).execute(query);
+  return isoTimes(await (db as unknown as { execute(q: SQL): Promise<PgResult> }).execute(query));
+}
+
+function isoTimes(r: PgResult): PgResult {
   const times = r.fields.filter((f) => f.dataTypeID === TIMESTAMPTZ).map((f) => f.name);
   if (times.length > 0) {
     for (const row of r.rows) for (const name of times) if (typeof row[name] === 'string' || row[name] instanceof Date) row[name] = isoFromPostgres(row[name] as string | Date);
   }
   return r;
+}
+
+/** node-postgres's pool, or the connection of an open transaction: what a drizzle database runs its queries on. */
+interface PgQueryable {
+  query(config: { name: string; text: string; types: typeof DRIZZLE_TYPES }, values: unknown[]): Promise<PgResult>;
+}
+
+/**
+ * The type ids whose text drizzle hands over as it is (times, dates, intervals and their arrays): node-postgres's
+ * parsers for the rest (server/db/pg/open.ts sets int8's and numeric's), so a named statement's rows read as the same
+ * query's rows through `db.execute`.
+ */
+const AS_TEXT = new Set([pg.types.builtins.TIMESTAMPTZ, pg.types.builtins.TIMESTAMP, pg.types.builtins.DATE, pg.types.builtins.INTERVAL, 1115, 1182, 1185, 1187, 1231]);
+const DRIZZLE_TYPES = {
+  getTypeParser: (id: number, format?: 'text' | 'binary') => (AS_TEXT.has(id) ? (v: string) => v : pg.types.getTypeParser(id, format)),
+};
+
+/**
+ * Runs a named prepared statement on PostgreSQL (node-postgres's query config with a `name`): parsed once per
+ * connection, then only bound and executed, where drizzle's `db.execute` sends the text to be parsed and planned for
+ * every call. `text` has `$1...` placeholders; the same name must always carry the same text (node-postgres refuses
+ * another). Runs where `db` runs its queries: the pool, or inside `store.tx` the transaction's connection (drizzle's
+ * session keeps it as `client`). Rows read as `executeOnPostgres` reads them; an error names the statement, with
+ * PostgreSQL's error (its SQLSTATE `code`) as its cause, as drizzle's does.
+ */
+export async function executeNamedOnPostgres(db: Db, name: string, text: string, values: unknown[]): Promise<PgResult> {
+  const client = (db as unknown as { session?: { client?: PgQueryable } }).session?.client;
+  if (typeof client?.query !== 'function') throw new Error('executeNamedOnPostgres: not a drizzle node-postgres database');
+  try {
+    return isoTimes(await client.query({ name, text, types: DRIZZLE_TYPES }, values));
+  } catch (err) {
+    throw new Error(`Failed query (${name}): ${text}`, { cause: err });
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { createHash } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Db, Store } from './open.js';
-import { executeOnPostgres, type PgResult } from './raw.js';
+import { executeNamedOnPostgres, type PgResult } from './raw.js';
 
 /**
  * Prepared statements for the hot paths (the ingest thread's batch writes, stays, crossings, heartbeats), written as
@@ -10,8 +10,11 @@ import { executeOnPostgres, type PgResult } from './raw.js';
  * better-sqlite3's prepared statements, prepared once per connection; their answers come back as promises only so the
  * code around them is the same on PostgreSQL.
  *
- * On PostgreSQL the same text runs through the store's `db` (inside `store.tx`, the transaction's connection), with
- * `?` and `@name` turned into `$1...`. Where SQLite's text is not PostgreSQL's (scalar `max(a, b)`, `indexed by`,
+ * On PostgreSQL the same text, with `?` and `@name` turned into `$1...` once, is a named prepared statement
+ * (node-postgres's query config with a `name`, raw.ts `executeNamedOnPostgres`): parsed and planned once per
+ * connection, then only bound and executed, where building it through drizzle's `sql` and sending the text for every
+ * call cost head office and PostgreSQL more (docs/benchmarks.md, "Scale on PostgreSQL"). It runs where the store's
+ * `db` runs (inside `store.tx`, the transaction's connection). Where SQLite's text is not PostgreSQL's (scalar `max(a, b)`, `indexed by`,
  * a boolean compared with 1), the statement gives PostgreSQL's text beside it. Answers read as SQLite's do: booleans
  * as 1 and 0, counts and sums as numbers, times as ISO strings, and `lastInsertRowid` the first column of the row a
  * PostgreSQL text's `returning` gives back.
@@ -64,32 +67,29 @@ const BOOL = 16;
 const PLACEHOLDER = /'(?:[^']|'')*'|\?|@([A-Za-z_]\w*)/g;
 
 function postgresStatement(db: () => Db, text: string): Statement {
-  // Split once: the text between placeholders, and for each placeholder its position or name.
-  const parts: string[] = [];
+  // Once: PostgreSQL's text, each placeholder a `$n` of its own (a name used twice is two parameters, as drizzle
+  // made them), and for each `$n` its position or name.
   const slots: (number | string)[] = [];
-  let last = 0;
   let position = 0;
-  for (const m of text.matchAll(PLACEHOLDER)) {
-    if (m[0].startsWith("'")) continue;
-    parts.push(text.slice(last, m.index));
-    slots.push(m[1] ?? position++);
-    last = m.index + m[0].length;
-  }
-  parts.push(text.slice(last));
+  const pgText = text.replace(PLACEHOLDER, (m: string, name: string | undefined) => {
+    if (m.startsWith("'")) return m;
+    slots.push(name ?? position++);
+    return `$${slots.length}`;
+  });
   const byName = slots.some((s) => typeof s === 'string');
-  const query = (params: Params): SQL => {
+  // The same text always gets the same name, so statementOn's statements do not pile up on a connection.
+  const name = `ff_${createHash('sha1').update(pgText).digest('hex').slice(0, 20)}`;
+  const values = (params: Params): unknown[] => {
     const named = byName ? (params[0] as Record<string, unknown>) : undefined;
-    const chunks: SQL[] = [sql.raw(parts[0]!)];
-    slots.forEach((slot, i) => {
+    return slots.map((slot) => {
       const value = typeof slot === 'string' ? named![slot] : params[slot];
-      chunks.push(sql`${value === undefined ? null : value}`, sql.raw(parts[i + 1]!));
+      return value === undefined ? null : value;
     });
-    return sql.join(chunks);
   };
   const execute = async (params: Params): Promise<PgResult> => {
-    const r = await executeOnPostgres(db(), query(params));
+    const r = await executeNamedOnPostgres(db(), name, pgText, values(params));
     const bools = r.fields.filter((f) => f.dataTypeID === BOOL).map((f) => f.name);
-    if (bools.length > 0) for (const row of r.rows) for (const name of bools) if (typeof row[name] === 'boolean') row[name] = row[name] ? 1 : 0;
+    if (bools.length > 0) for (const row of r.rows) for (const n of bools) if (typeof row[n] === 'boolean') row[n] = row[n] ? 1 : 0;
     return r;
   };
   return {
