@@ -287,7 +287,8 @@ describe.each(['install-agent.sh', 'install-server.sh'])('%s refuses', (script) 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-install-nobody-'));
     try {
       fs.chmodSync(dir, 0o755);
-      for (const f of fs.readdirSync(packaging)) fs.copyFileSync(path.join(packaging, f), path.join(dir, f));
+      // The scripts and what they install beside them (not packaging/scale-out/, a folder of its own).
+      for (const f of fs.readdirSync(packaging, { withFileTypes: true })) if (f.isFile()) fs.copyFileSync(path.join(packaging, f.name), path.join(dir, f.name));
       fs.rmSync(guardLog, { force: true });
       const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'bash', path.join(dir, script)], {
         encoding: 'utf8',
