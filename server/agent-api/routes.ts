@@ -64,7 +64,7 @@ export function agentRoutes(): AppRouter {
             ...(body.agent_version ? { agentVersion: body.agent_version } : {}),
           })
           .where(eq(shops.id, shop.id));
-        await writeAudit(store.db, {
+        await writeAudit(store, {
           action: 'shop.enrol',
           companyId: shop.companyId,
           target: shop.id,

@@ -5,6 +5,7 @@ import { createMailer } from '../mail.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Keys } from '../crypto/keys.js';
+import { alone } from '../db/alone.js';
 import type { Store } from '../db/open.js';
 import { settingsOf } from './service.js';
 import { alertEmail, alertPayload, type AlertView } from './presenter.js';
@@ -24,9 +25,11 @@ export class Deliverer {
     this.mailer = createMailer(deps.config);
   }
 
-  /** Sends what is due; a call while one runs waits for it (one sender at a time). */
+  /** Sends what is due; a call while one runs waits for it (one sender at a time, in one process of several). */
   run(now = Date.now()): Promise<void> {
-    this.running ??= this.sendDue(now).finally(() => (this.running = undefined));
+    this.running ??= alone(this.deps.store, 'alert-deliveries', () => this.sendDue(now))
+      .then(() => undefined)
+      .finally(() => (this.running = undefined));
     return this.running;
   }
 

@@ -113,9 +113,10 @@ const cameraCheck = tool({
   rule: camerasPolicy.check,
   async run(ctx, args) {
     const { store } = ctx.deps;
-    const db = store.db;
     const companyId = tenantOf(ctx);
     const { view, check } = await store.tx(async () => {
+      // Inside the body: on PostgreSQL store.db is the transaction's connection only there.
+      const db = store.db;
       let id: string;
       if (args.site === undefined) {
         id = await resolve(db, cameraRef, companyId, args.camera, 'path');

@@ -1,9 +1,7 @@
-import type Database from 'better-sqlite3';
 import type { Ctx } from '../context.js';
-import type { Db } from '../db/open.js';
+import type { Store } from '../db/open.js';
 import { noteUnreadWrite } from '../db/read-cache.js';
-import { onPostgres, run } from '../db/raw.js';
-import { sql } from 'drizzle-orm';
+import { preparedStatements } from '../db/statement.js';
 
 export interface AuditEntry {
   action: string;
@@ -15,7 +13,7 @@ export interface AuditEntry {
 /** Writes an audit row naming the actor and the request; call it inside the write's transaction. */
 export async function audit(ctx: Ctx, entry: AuditEntry): Promise<void> {
   const actor = ctx.state.actor;
-  await writeAudit(ctx.deps.store.db, {
+  await writeAudit(ctx.deps.store, {
     ...entry,
     companyId: entry.companyId === undefined ? (actor?.companyId ?? null) : entry.companyId,
     actorId: actor?.userId ?? null,
@@ -25,20 +23,19 @@ export async function audit(ctx: Ctx, entry: AuditEntry): Promise<void> {
 }
 
 /**
- * The insert, prepared once per database (reads such as GET /api/visits write a photo-link row on every request):
- * better-sqlite3's own statement, the columns and encoding of drizzle's insert into auditLog (`detail` JSON text or
- * NULL).
+ * The insert, prepared once per store (reads such as GET /api/visits write a photo-link row on every request): the
+ * columns and encoding of drizzle's insert into auditLog, `detail` JSON text (jsonb on PostgreSQL) or NULL. Inside
+ * `store.tx` it runs in the transaction, on either store (server/db/statement.ts).
  */
-function insertStatement(db: Db) {
-  return (db as unknown as { $client: Database.Database }).$client.prepare<[string, string | null, string | null, string | null, string, string | null, string | null, string | null]>(
+const statementsOf = preparedStatements((prep) => ({
+  insert: prep(
     'insert into audit_log (at, company_id, actor_id, actor_email, action, target, detail, request_id) values (?, ?, ?, ?, ?, ?, ?, ?)',
-  );
-}
+    'insert into audit_log (at, company_id, actor_id, actor_email, action, target, detail, request_id) values (?, ?, ?, ?, ?, ?, ?::jsonb, ?)',
+  ),
+}));
 
-const inserts = new WeakMap<Db, ReturnType<typeof insertStatement>>();
-
-export async function writeAudit(db: Db, row: AuditEntry & { actorId?: string | null; actorEmail?: string | null; requestId?: string | null }): Promise<void> {
-  const values = [
+export async function writeAudit(store: Store, row: AuditEntry & { actorId?: string | null; actorEmail?: string | null; requestId?: string | null }): Promise<void> {
+  await statementsOf(store).insert.run(
     new Date().toISOString(),
     row.companyId ?? null,
     row.actorId ?? null,
@@ -47,23 +44,11 @@ export async function writeAudit(db: Db, row: AuditEntry & { actorId?: string | 
     row.target ?? null,
     row.detail === undefined || row.detail === null ? null : JSON.stringify(row.detail),
     row.requestId ?? null,
-  ] as const;
-  if (onPostgres) {
-    const [at, companyId, actorId, actorEmail, action, target, detail, requestId] = values;
-    await run(
-      db,
-      sql`insert into audit_log (at, company_id, actor_id, actor_email, action, target, detail, request_id)
-          values (${at}, ${companyId}, ${actorId}, ${actorEmail}, ${action}, ${target}, ${detail}::jsonb, ${requestId})`,
-    );
-    return;
-  }
-  let insert = inserts.get(db);
-  if (!insert) inserts.set(db, (insert = insertStatement(db)));
-  insert.run(...values);
-  noteUnreadWrite(db, 1);
+  );
+  noteUnreadWrite(store.db, 1);
 }
 
 /** A sign-in (issue 29): who, how (`password`, `client`, `phone`), from which device; the actor is the member. */
-export async function auditSignIn(db: Db, user: { id: string; companyId: string | null; email: string }, via: 'password' | 'client' | 'phone', requestId: string | undefined, detail: Record<string, unknown> = {}): Promise<void> {
-  await writeAudit(db, { action: 'auth.sign_in', companyId: user.companyId, actorId: user.id, actorEmail: user.email, target: user.id, detail: { via, ...detail }, requestId: requestId ?? null });
+export async function auditSignIn(store: Store, user: { id: string; companyId: string | null; email: string }, via: 'password' | 'client' | 'phone', requestId: string | undefined, detail: Record<string, unknown> = {}): Promise<void> {
+  await writeAudit(store, { action: 'auth.sign_in', companyId: user.companyId, actorId: user.id, actorEmail: user.email, target: user.id, detail: { via, ...detail }, requestId: requestId ?? null });
 }

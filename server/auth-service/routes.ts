@@ -117,7 +117,7 @@ export function authServiceRoutes(): AppRouter {
       await clearKey(store.db, 'sign_in', b.email);
       await link(store.db, signed.localId, m.user.id, found.method, true);
       await markSignedIn(store.db, m.user.id);
-      await auditSignIn(store.db, m.user, 'client', ctx.state.requestId);
+      await auditSignIn(store, m.user, 'client', ctx.state.requestId);
       return await tenancy(ctx, m);
     });
     const tokens: ProviderTokens = { idToken: signed.idToken, refreshToken: signed.refreshToken, expiresInSeconds: Number(signed.expiresIn) };
@@ -167,7 +167,7 @@ export function authServiceRoutes(): AppRouter {
         await link(store.db, uid, owner.id, 'sign_up', true);
         await markSignedIn(store.db, owner.id);
         const business = await ensureBusiness(store.db, company);
-        await writeAudit(store.db, {
+        await writeAudit(store, {
           action: 'auth_service.sign_up',
           companyId: company.id,
           target: company.id,
@@ -260,7 +260,7 @@ export function authServiceRoutes(): AppRouter {
     const firstTime = await store.tx(async () => {
       const first = await linkPhoneSignIn(store.db, uid, user.id);
       await markSignedIn(store.db, user.id);
-      await auditSignIn(store.db, user, 'phone', ctx.state.requestId);
+      await auditSignIn(store, user, 'phone', ctx.state.requestId);
       return first;
     });
     ctx.body = presentStaffEnvelope(tokens, user, phone, firstTime, ctx.state.requestId);

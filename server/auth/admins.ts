@@ -26,7 +26,7 @@ export async function createAdmin(store: Store, email: string, password?: string
     }
     const id = randomUUID();
     (await store.db.insert(users).values({ id, companyId: null, email: address, fullName: 'Platform admin', role: 'admin', passwordHash: hash, active: true, createdAt: new Date().toISOString() }));
-    await writeAudit(store.db, { action: 'admin.create', companyId: null, target: id, detail: { email: address } });
+    await writeAudit(store, { action: 'admin.create', companyId: null, target: id, detail: { email: address } });
   });
   return { email: address, password: plain, generated: password === undefined };
 }

@@ -45,7 +45,7 @@ export async function login(ctx: Ctx, email: string, password: string, device: s
   const issued = await store.tx(async () => {
     await clearFailures(store.db, email);
     await store.db.update(users).set({ lastLoginAt: new Date().toISOString() }).where(eq(users.id, user.id));
-    await auditSignIn(store.db, user, 'password', ctx.state.requestId, { device });
+    await auditSignIn(store, user, 'password', ctx.state.requestId, { device });
     return await createSession(store.db, config, user, device);
   });
   return { issued, user, company };

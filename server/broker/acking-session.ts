@@ -151,7 +151,10 @@ export class AckingSession {
         this.awaitingPong = false;
         return;
       case 'disconnect':
-        this.opts.log.warn({ reason: p.reasonCode }, 'the broker ended head office\'s ingest session');
+        // 0x8E: another connection took this client id over: two head-office processes with one FOOTFALL_MQTT_CLIENT_ID
+        // would take it from each other for ever.
+        if (p.reasonCode === 0x8e) this.opts.log.error({ client_id: this.opts.clientId }, 'another connection took over head office\'s ingest session: each head-office process needs its own FOOTFALL_MQTT_CLIENT_ID');
+        else this.opts.log.warn({ reason: p.reasonCode }, 'the broker ended head office\'s ingest session');
         this.socket?.destroy();
         return;
       default:

@@ -38,7 +38,7 @@ interface Walked extends Day {
   lo: string;
   hi: string;
   count: number;
-  last: [occurredAt: string, direction: string, seq: number] | null;
+  last: Row | null;
 }
 
 type Row = [occurredAt: string, direction: string, seq: number];
@@ -71,6 +71,35 @@ function walk(day: Day, directions: Iterable<string>): void {
   }
 }
 
+const dayOf = (w: Walked): Day => ({ entries: w.entries, exits: w.exits, occupancy: w.occupancy });
+
+/**
+ * The rule that continues a kept walk, on both stores: the same day's range, and either as many crossings as last
+ * time (the same answer) or the crossings after the last one walked (`after`, read only then) are all the day's new
+ * ones, walked on from where it stopped. Undefined: the day is walked again from midnight (walkedFromMidnight).
+ */
+function continued(before: Walked | undefined, lo: string, hi: string, count: number, after: (last: Row) => Row[]): Day | undefined {
+  if (!before || before.lo !== lo || before.hi !== hi) return undefined;
+  if (before.count === count) return dayOf(before);
+  if (!before.last) return undefined;
+  const rows = after(before.last);
+  if (before.count + rows.length !== count) return undefined;
+  walk(
+    before,
+    rows.map((r) => r[1]),
+  );
+  before.count = count;
+  before.last = rows.at(-1) ?? before.last;
+  return dayOf(before);
+}
+
+/** A day walked from midnight: its crossings' directions in order, and the last one's key. */
+function walkedFromMidnight(lo: string, hi: string, directions: string[], last: Row | null): Walked {
+  const day: Walked = { lo, hi, count: directions.length, last, entries: 0, exits: 0, occupancy: 0 };
+  walk(day, directions);
+  return day;
+}
+
 /**
  * Entries, exits and occupancy of one shop between two instants (its local day): the day's crossings in time order
  * (covering range scans of crossings_shop_time_idx (shop_id, occurred_at, direction), no sort), walked here: +1 per
@@ -87,34 +116,18 @@ export function shopDay(db: Db, shopId: string, lo: string, hi: string): Day {
   const sqlite = (db as unknown as { $client: Database.Database }).$client;
   let q = prepared.get(sqlite);
   if (!q) prepared.set(sqlite, (q = prepare(sqlite)));
-  const count = q.count.get(shopId, lo, hi) ?? 0;
-  const before = q.walked.get(shopId);
-  if (before && before.lo === lo && before.hi === hi) {
-    if (before.count === count) return { entries: before.entries, exits: before.exits, occupancy: before.occupancy };
-    if (before.last) {
-      const rows = q.after.all(shopId, lo, hi, ...before.last);
-      if (before.count + rows.length === count) {
-        walk(
-          before,
-          rows.map((r) => r[1]),
-        );
-        before.count = count;
-        before.last = rows.at(-1) ?? before.last;
-        return { entries: before.entries, exits: before.exits, occupancy: before.occupancy };
-      }
-    }
-  }
-  const directions = q.directions.all(shopId, lo, hi);
-  const day: Walked = { lo, hi, count: directions.length, last: q.last.get(shopId, lo, hi) ?? null, entries: 0, exits: 0, occupancy: 0 };
-  walk(day, directions);
+  const kept = continued(q.walked.get(shopId), lo, hi, q.count.get(shopId, lo, hi) ?? 0, (last) => q.after.all(shopId, lo, hi, ...last));
+  if (kept) return kept;
+  const day = walkedFromMidnight(lo, hi, q.directions.all(shopId, lo, hi), q.last.get(shopId, lo, hi) ?? null);
   q.walked.set(shopId, day);
-  return { entries: day.entries, exits: day.exits, occupancy: day.occupancy };
+  return dayOf(day);
 }
 
 /**
- * shopDay on PostgreSQL: the same walk, kept and continued the same way, read with two statements of its own (each
- * one statement, so one snapshot): the day's count together with the crossings after the last one walked, and the
- * whole day in order. Kept per database object (the pool's; a transaction's own connection keeps its own).
+ * shopDay on PostgreSQL: the same walk, kept and continued by the same rule (continued), read with two statements of
+ * its own (each one statement, so one snapshot): the day's count together with the crossings after the last one
+ * walked, and the whole day in order. Kept per database object (the pool's; a transaction's own connection keeps its
+ * own).
  */
 const pgWalks = new WeakMap<Db, Map<string, Walked>>();
 
@@ -137,29 +150,20 @@ async function shopDayPg(db: Db, shopId: string, lo: string, hi: string): Promis
       from (select count(*) as total ${range}) n
       left join lateral (select occurred_at, direction, seq ${range} and (occurred_at, direction, seq) > (${at}::timestamptz, ${direction}, ${seq})
                          order by occurred_at, direction, seq) r on true`);
-    const count = found[0]?.total ?? 0;
-    const after = found.filter((r): r is PgRow & { occurredAt: string; direction: string; seq: number } => r.occurredAt !== null);
-    if (before.count === count) return { entries: before.entries, exits: before.exits, occupancy: before.occupancy };
-    if (before.count + after.length === count) {
-      walk(
-        before,
-        after.map((r) => r.direction),
-      );
-      before.count = count;
-      const end = after.at(-1);
-      if (end) before.last = [end.occurredAt, end.direction, end.seq];
-      return { entries: before.entries, exits: before.exits, occupancy: before.occupancy };
-    }
+    const after = found.filter((r) => r.occurredAt !== null).map((r): Row => [r.occurredAt!, r.direction!, r.seq!]);
+    const kept = continued(before, lo, hi, found[0]?.total ?? 0, () => after);
+    if (kept) return kept;
   }
   const all = await rows<{ occurredAt: string; direction: string; seq: number }>(db, sql`select occurred_at as "occurredAt", direction, seq ${range} order by occurred_at, direction, seq`);
   const end = all.at(-1);
-  const day: Walked = { lo, hi, count: all.length, last: end ? [end.occurredAt, end.direction, end.seq] : null, entries: 0, exits: 0, occupancy: 0 };
-  walk(
-    day,
+  const day = walkedFromMidnight(
+    lo,
+    hi,
     all.map((r) => r.direction),
+    end ? [end.occurredAt, end.direction, end.seq] : null,
   );
   walked.set(shopId, day);
-  return { entries: day.entries, exits: day.exits, occupancy: day.occupancy };
+  return dayOf(day);
 }
 
 /** A shop's zone as the calendar computes with it (canonicalTimezone builds an Intl formatter: kept per name). */

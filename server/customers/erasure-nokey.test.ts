@@ -12,10 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realFaces, visitOf } from '../../test/support/faces.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { arrivals, shopPc } from '../../test/support/visits.js';
-import { sqliteOf } from '../db/open.js';
-import { sqliteOnly } from '../../test/support/stores.js';
+import { statementOn } from '../db/statement.js';
 
-describe.skipIf(sqliteOnly('server/customers/erasure-nokey.test.ts', 'reads the SQLite file to compare rows before and after: not yet written for both stores'))('erasure when the server key is unusable', () => {
+describe('erasure when the server key is unusable', () => {
   const overrides = { FOOTFALL_IMAGES: 'local' as const };
   let dataDir: string;
   let keyFile: string;
@@ -26,7 +25,9 @@ describe.skipIf(sqliteOnly('server/customers/erasure-nokey.test.ts', 'reads the 
   let visitIds: string[];
   let photoFiles: string[];
 
-  const count = (sql: string, ...args: unknown[]) => (sqliteOf(h!.server.store).prepare(sql).get(...args) as { n: number }).n;
+  /** Rows as stored, read through head office's own connection (either store), not the API. */
+  const count = async (sql: string, ...args: unknown[]) => (await statementOn(h!.server.store, sql).get<{ n: number }>(...args))!.n;
+  const customerRow = async () => await statementOn(h!.server.store, 'select * from customers where id = ?').get(customerId);
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-erasure-nokey-'));
@@ -53,9 +54,7 @@ describe.skipIf(sqliteOnly('server/customers/erasure-nokey.test.ts', 'reads the 
     customerId = rows[0].visitor_id;
     const profile = await h.request('PUT', '/api/visitors/V-1/profile', { token: c.ownerToken, body: { full_name: 'Kim Keyless', consent: true } });
     expect(profile.status).toBe(200);
-    photoFiles = (sqliteOf(h.server.store).prepare('select path from face_images where customer_id = ?').all(customerId) as { path: string }[]).map((r) =>
-      path.resolve(dataDir, r.path),
-    );
+    photoFiles = (await statementOn(h.server.store, 'select path from face_images where customer_id = ?').all<{ path: string }>(customerId)).map((r) => path.resolve(dataDir, r.path));
     await pc.close();
     await h.close();
     h = undefined;
@@ -74,7 +73,8 @@ describe.skipIf(sqliteOnly('server/customers/erasure-nokey.test.ts', 'reads the 
     expect(photoFiles).toHaveLength(2);
     expect(photoFiles.every((f) => fs.existsSync(f))).toBe(true);
     const owner = (await h!.login(c.ownerEmail, c.ownerPassword)).access_token;
-    const before = sqliteOf(h!.server.store).prepare('select * from customers where id = ?').get(customerId);
+    const before = await customerRow();
+    expect(before).toMatchObject({ id: customerId, full_name: 'Kim Keyless', template: expect.any(Buffer) });
 
     for (const ref of ['V-1', customerId]) {
       const r = await h!.request('DELETE', `/api/visitors/${ref}`, { token: owner });
@@ -83,7 +83,7 @@ describe.skipIf(sqliteOnly('server/customers/erasure-nokey.test.ts', 'reads the 
     }
 
     // The row is untouched (template, profile, consent, counts), and so is everything hanging off it.
-    expect(sqliteOf(h!.server.store).prepare('select * from customers where id = ?').get(customerId)).toEqual(before);
+    expect(await customerRow()).toEqual(before);
     const customer = await h!.request('GET', '/api/visitors/V-1', { token: owner });
     expect(customer.status).toBe(200);
     expect(customer.body).toMatchObject({ id: customerId, ref: 'V-1', full_name: 'Kim Keyless', has_consent: true, visit_count: 2 });
@@ -93,10 +93,10 @@ describe.skipIf(sqliteOnly('server/customers/erasure-nokey.test.ts', 'reads the 
     expect(feed.map((a: any) => [a.visit_id, a.visitor_id, a.label, a.image.available])).toEqual(visitIds.map((id) => [id, customerId, 'Kim Keyless', true]));
     expect((await h!.request('GET', '/api/visitors/V-1/image', { token: owner })).status).toBe(200);
     expect(photoFiles.every((f) => fs.existsSync(f) && !fs.existsSync(`${f}.erasing`))).toBe(true);
-    expect(count('select count(*) as n from face_images where customer_id = ?', customerId)).toBe(2);
-    expect(count('select count(*) as n from do_not_enrol')).toBe(0);
-    expect(count("select count(*) as n from customer_consents where customer_id = ? and reason = 'erasure'", customerId)).toBe(0);
-    expect(count("select count(*) as n from audit_log where action = 'customer.erase'")).toBe(0);
+    expect(await count('select count(*) as n from face_images where customer_id = ?', customerId)).toBe(2);
+    expect(await count('select count(*) as n from do_not_enrol')).toBe(0);
+    expect(await count("select count(*) as n from customer_consents where customer_id = ? and reason = 'erasure'", customerId)).toBe(0);
+    expect(await count("select count(*) as n from audit_log where action = 'customer.erase'")).toBe(0);
   });
 
   it('with the key restored, the same erasure goes through', async () => {
@@ -116,6 +116,6 @@ describe.skipIf(sqliteOnly('server/customers/erasure-nokey.test.ts', 'reads the 
       enrolment_blocked_until: expect.any(String),
     });
     expect(photoFiles.some((f) => fs.existsSync(f))).toBe(false);
-    expect(count('select count(*) as n from do_not_enrol')).toBe(1);
+    expect(await count('select count(*) as n from do_not_enrol')).toBe(1);
   });
 });

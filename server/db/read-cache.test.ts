@@ -33,7 +33,7 @@ describe.skipIf(sqliteOnly('server/db/read-cache.test.ts', 'the read cache keyed
   it('writes noted as unread (audit rows, session touches) keep the entries', async () => {
     const cache = new ReadCache<string>(4);
     cache.set('k', dbVersion(store.db), 'answer');
-    await writeAudit(store.db, { action: 'photo.link', detail: { faces: [] } });
+    await writeAudit(store, { action: 'photo.link', detail: { faces: [] } });
     expect(cache.get('k', dbVersion(store.db))).toBe('answer');
     store.sqlite.prepare("update audit_log set target = 'x' where id = 1").run();
     noteUnreadWrite(store.db, 1);

@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import type { Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { alone } from '../db/alone.js';
 import type { Store } from '../db/open.js';
 import { createMailer } from '../mail.js';
 import { digestEmail } from './presenter.js';
@@ -31,7 +32,10 @@ export class DigestScheduler {
 
   /** One pass at `now`; resolves with the number of e-mails sent. */
   tick(now = Date.now()): Promise<number> {
-    this.pass ??= this.send(now).finally(() => (this.pass = undefined));
+    // One process of several sends (server/db/alone.ts); the others' passes find nothing to do meanwhile.
+    this.pass ??= alone(this.deps.store, 'report-emails', () => this.send(now))
+      .then((n) => n ?? 0)
+      .finally(() => (this.pass = undefined));
     return this.pass;
   }
 

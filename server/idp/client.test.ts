@@ -85,6 +85,11 @@ describe('embedded identity provider: client (email) path with the Firebase SDK'
     const reuse = await fetch(`${h.url}/securetoken.googleapis.com/v1/token?key=k`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `grant_type=refresh_token&refresh_token=${encodeURIComponent(refreshBefore)}` });
     expect(reuse.status).toBe(400);
     expect((await json(reuse)).error.message).toBe('INVALID_REFRESH_TOKEN');
+    // One refresh token sent twice at once (two app instances, or two head-office processes): one rotation wins.
+    const current = cred.user.refreshToken;
+    const grant = () => fetch(`${h.url}/securetoken.googleapis.com/v1/token?key=k`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `grant_type=refresh_token&refresh_token=${encodeURIComponent(current)}` });
+    const twice = await Promise.all([grant(), grant(), grant()]);
+    expect(twice.map((r) => r.status).sort()).toEqual([200, 400, 400]);
 
     const session = await call('GET', '/auth/session', { token: refreshed });
     expect(session.status).toBe(200);

@@ -33,6 +33,40 @@ describe('embedded provider keys', () => {
     await expect(jwtVerify(token, third.getKey)).rejects.toThrow();
   });
 
+  it('several processes on one data folder: starting at once they agree on one key set; one that started before another rotated verifies the new tokens', async () => {
+    const shared = fs.mkdtempSync(path.join(dir, 'shared-'));
+    const [a, b, c] = await Promise.all([loadSigningKeys(shared), loadSigningKeys(shared), loadSigningKeys(shared)]);
+    expect(new Set([a.kid, b.kid, c.kid]).size).toBe(1);
+    expect(a.codeKey.equals(b.codeKey) && a.codeKey.equals(c.codeKey)).toBe(true);
+    expect(fs.existsSync(path.join(shared, `${KEY_FILE}.lock`))).toBe(false);
+    // b restarts 91 days later and rotates; a, still running, meets a token of the new key.
+    const rotated = await loadSigningKeys(shared, Date.now() + (ROTATE_AFTER_DAYS + 1) * 86_400_000);
+    expect(rotated.rotated).toBe(true);
+    const token = await rotated.sign({ user_id: 'u2' }, 'u2', 'footfall', 'https://securetoken.google.com/footfall', 3600);
+    await expect(jwtVerify(token, a.getKey)).resolves.toBeDefined();
+    expect(a.jwks.keys.map((k) => k.kid)).toEqual([rotated.kid, a.kid]);
+    // A kid nobody has is still refused (and the file is not read again for it within 5 s).
+    const stranger = await loadSigningKeys(fs.mkdtempSync(path.join(dir, 'other-')));
+    await expect(jwtVerify(await stranger.sign({}, 'u3', 'footfall', 'https://securetoken.google.com/footfall', 3600), a.getKey)).rejects.toThrow();
+  });
+
+  it('a lock left by a process that died is taken over after 30 s', async () => {
+    const left = fs.mkdtempSync(path.join(dir, 'left-'));
+    const lock = path.join(left, `${KEY_FILE}.lock`);
+    fs.writeFileSync(lock, '');
+    const old = new Date(Date.now() - 31_000);
+    fs.utimesSync(lock, old, old);
+    await expect(loadSigningKeys(left)).resolves.toMatchObject({ rotated: false });
+    expect(fs.existsSync(lock)).toBe(false);
+  });
+
+  it('a data folder that does not exist yet is made (head office on PostgreSQL with FOOTFALL_ENCRYPTION_KEY makes nothing there before)', async () => {
+    const fresh = path.join(dir, 'not-yet', 'data');
+    const keys = await loadSigningKeys(fresh);
+    expect(fs.existsSync(path.join(fresh, KEY_FILE))).toBe(true);
+    expect((await loadSigningKeys(fresh)).kid).toBe(keys.kid);
+  });
+
   it('a file that is not a key file stops the start with a clear message', async () => {
     const bad = fs.mkdtempSync(path.join(dir, 'bad-'));
     fs.writeFileSync(path.join(bad, KEY_FILE), '{"keys": []}');

@@ -78,8 +78,9 @@ export async function signIn(d: TokenDeps, user: UserRow, provider: SignInProvid
  * past its life or signed out since (TOKEN_EXPIRED), its user gone (USER_NOT_FOUND).
  */
 export async function refresh(d: TokenDeps, refreshToken: string): Promise<IssuedTokens> {
-  const db = d.store.db;
   const rotated = await d.store.tx(async () => {
+    // Inside the body: on PostgreSQL store.db is the transaction's connection only there.
+    const db = d.store.db;
     const row = await one(db.select().from(idpRefreshTokens).where(eq(idpRefreshTokens.tokenHash, hash(refreshToken))));
     if (!row) throw new IdpError('INVALID_REFRESH_TOKEN');
     await db.delete(idpRefreshTokens).where(eq(idpRefreshTokens.tokenHash, row.tokenHash));

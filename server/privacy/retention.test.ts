@@ -3,26 +3,27 @@ import { randomUUID } from 'node:crypto';
 import type { MqttClient } from 'mqtt';
 import { describe, expect, it } from 'vitest';
 import { upTopic } from '../../shared/topics.js';
-import { onDisk, startHarness, type Company, type Harness } from '../../test/support/harness.js';
+import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { realFaces, visitOf, type RealFace } from '../../test/support/faces.js';
 import { connectPc, enrol, memberToken, openShop } from '../../test/support/shop-pc.js';
 import { settled } from '../../test/support/visits.js';
 import { addDays, localToUtc, todayIn } from '../reports/calendar.js';
 import { sweepPrivacy, type PrivacySweeper } from './sweep.js';
-import { sqliteOnly } from '../../test/support/stores.js';
+import { statementOn } from '../db/statement.js';
 
 /**
  * visit_retention_days (docs/privacy.md): old visits and crossings aged into footfall_counts by the privacy sweep, over
- * real ingest (the broker), a real database file and real HTTP; the reports over the whole period before and after.
+ * real ingest (the broker), a real database (either store) and real HTTP; the reports over the whole period before and after.
  */
 
-const count = (h: Harness, table: 'visits' | 'crossings', shopId: string, before?: string, after?: string) =>
-  onDisk(h, (db) => {
-    const where = [`shop_id = ?`, before ? `occurred_at < ?` : '', after ? `occurred_at >= ?` : ''].filter(Boolean).join(' and ');
-    return (db.prepare(`select count(*) n from ${table} where ${where}`).get(...[shopId, before, after].filter((v) => v !== undefined)) as { n: number }).n;
-  });
+/** Rows of a shop as stored (head office's own connection, not the API), before and/or from an instant. */
+const count = async (h: Harness, table: 'visits' | 'crossings', shopId: string, before?: string, after?: string) => {
+  const where = [`shop_id = ?`, before ? `occurred_at < ?` : '', after ? `occurred_at >= ?` : ''].filter(Boolean).join(' and ');
+  const params = [shopId, before, after].filter((v) => v !== undefined);
+  return (await statementOn(h.server.store, `select count(*) as n from ${table} where ${where}`).get<{ n: number }>(...params))!.n;
+};
 
-describe.skipIf(sqliteOnly('server/privacy/retention.test.ts', 'backdates visits through the SQLite file: not yet written for both stores (test/domains-postgres.test.ts ages days on PostgreSQL)'))('visit_retention_days', () => {
+describe('visit_retention_days', () => {
   it('ages old visits and crossings into daily counts, across a restart mid-sweep, and the reports keep their figures', async () => {
     const faces = await realFaces();
     let h = await startHarness({ FOOTFALL_VISIT_GAP_S: 1, FOOTFALL_METRICS_TOKEN: 'retention-metrics-token-0123456789' }, { keepDataDir: true });
@@ -74,10 +75,10 @@ describe.skipIf(sqliteOnly('server/privacy/retention.test.ts', 'backdates visits
       ] as const)
         await cross(s, dir, at(s, d, hr, m));
       await settled(h);
-      const staffId = onDisk(h, (db) => (db.prepare('select customer_id c from visits where shop_id = ? and occurred_at = ?').get(london.shop.site_id, at(london, 9, 12, 0)) as { c: string }).c);
+      const staffId = (await statementOn(h.server.store, 'select customer_id as c from visits where shop_id = ? and occurred_at = ?').get<{ c: string }>(london.shop.site_id, at(london, 9, 12, 0)))!.c;
       expect((await h.request('PATCH', `/api/visitors/${staffId}`, { token: manager, body: { staff: true } })).status).toBe(200);
-      expect(count(h, 'visits', london.shop.site_id)).toBe(7);
-      expect(count(h, 'crossings', kolkata.shop.site_id)).toBe(5);
+      expect(await count(h, 'visits', london.shop.site_id)).toBe(7);
+      expect(await count(h, 'crossings', kolkata.shop.site_id)).toBe(5);
 
       // Every report over the whole period, in several zones and buckets.
       const from = addDays(today, -12);
@@ -131,12 +132,12 @@ describe.skipIf(sqliteOnly('server/privacy/retention.test.ts', 'backdates visits
       expect(set.body).toMatchObject({ visit_retention_days: 3, sweep_pending: true });
       const agedLondon = at(london, 3, 0);
       const agedKolkata = at(kolkata, 3, 0);
-      const old = () => count(h, 'visits', london.shop.site_id, agedLondon) + count(h, 'visits', kolkata.shop.site_id, agedKolkata);
-      expect(old()).toBe(8);
+      const old = async () => (await count(h, 'visits', london.shop.site_id, agedLondon)) + (await count(h, 'visits', kolkata.shop.site_id, agedKolkata));
+      expect(await old()).toBe(8);
       const cut = await sweepPrivacy(h.server.deps, { maxBatches: 1 });
       expect(cut).toMatchObject({ complete: false, days: 1, visits: expect.any(Number) });
       expect(cut.visits).toBeGreaterThan(0);
-      expect(old()).toBe(8 - cut.visits); // one shop's oldest day aged, nothing else
+      expect(await old()).toBe(8 - cut.visits); // one shop's oldest day aged, nothing else
       // Mid-sweep, the reports already answer the same (one day from counts, the others from rows).
       const mid = await reports();
       expect(mid.slice(1, 7).map(kept)).toEqual(before.slice(1, 7).map(kept));
@@ -147,16 +148,16 @@ describe.skipIf(sqliteOnly('server/privacy/retention.test.ts', 'backdates visits
       // Started again on the same data: the sweep on start finishes the job.
       h = await startHarness({ FOOTFALL_VISIT_GAP_S: 1, FOOTFALL_METRICS_TOKEN: 'retention-metrics-token-0123456789' }, { dataDir, keepDataDir: true });
       await h.server.deps.privacy!.request();
-      expect(count(h, 'visits', london.shop.site_id, agedLondon)).toBe(0);
-      expect(count(h, 'crossings', london.shop.site_id, agedLondon)).toBe(0);
-      expect(count(h, 'visits', kolkata.shop.site_id, agedKolkata)).toBe(0);
-      expect(count(h, 'crossings', kolkata.shop.site_id, agedKolkata)).toBe(0);
+      expect(await count(h, 'visits', london.shop.site_id, agedLondon)).toBe(0);
+      expect(await count(h, 'crossings', london.shop.site_id, agedLondon)).toBe(0);
+      expect(await count(h, 'visits', kolkata.shop.site_id, agedKolkata)).toBe(0);
+      expect(await count(h, 'crossings', kolkata.shop.site_id, agedKolkata)).toBe(0);
       // Newer rows untouched.
-      expect(count(h, 'visits', london.shop.site_id, undefined, agedLondon)).toBe(1);
-      expect(count(h, 'crossings', london.shop.site_id, undefined, agedLondon)).toBe(1);
-      expect(count(h, 'visits', kolkata.shop.site_id, undefined, agedKolkata)).toBe(1);
-      expect(count(h, 'crossings', kolkata.shop.site_id, undefined, agedKolkata)).toBe(1);
-      const counted = onDisk(h, (db) => db.prepare('select sum(visits) v, sum(entries) e, sum(exits) x from footfall_counts').get());
+      expect(await count(h, 'visits', london.shop.site_id, undefined, agedLondon)).toBe(1);
+      expect(await count(h, 'crossings', london.shop.site_id, undefined, agedLondon)).toBe(1);
+      expect(await count(h, 'visits', kolkata.shop.site_id, undefined, agedKolkata)).toBe(1);
+      expect(await count(h, 'crossings', kolkata.shop.site_id, undefined, agedKolkata)).toBe(1);
+      const counted = await statementOn(h.server.store, 'select sum(visits) as v, sum(entries) as e, sum(exits) as x from footfall_counts').get();
       expect(counted).toEqual({ v: 7, e: 6, x: 3 }); // the staff visit is not counted
 
       const after = await reports();
@@ -204,7 +205,7 @@ describe.skipIf(sqliteOnly('server/privacy/retention.test.ts', 'backdates visits
       // Back to keeping everything: nothing more goes, the counts stay.
       expect((await patch(token, { visit_retention_days: null })).body.visit_retention_days).toBeNull();
       await h.server.deps.privacy!.request();
-      expect(count(h, 'visits', london.shop.site_id)).toBe(1);
+      expect(await count(h, 'visits', london.shop.site_id)).toBe(1);
       expect(await reports().then((x) => x[0])).toEqual(ldnDay);
     } finally {
       await Promise.all(clients.map((x) => x.endAsync(true))).catch(() => {});

@@ -7,7 +7,7 @@ import { cleared } from '../customers/service.js';
 import { ageVisits } from './retention.js';
 import { privacyOf, type PrivacySettings } from './service.js';
 import { companies, customers, faceImages, visits, companyPrivacy } from '../db/tables.js';
-import type { SqliteStore } from '../db/open.js';
+import type { Db, SqliteStore } from '../db/open.js';
 import { tickGalleryClock } from '../visits/gallery-clock.js';
 
 const DAY_MS = 86_400_000;
@@ -18,6 +18,11 @@ export interface SweepOptions {
   /** Stop after this many batches (a test's stand-in for a restart mid-sweep); a shop's local day aged is one batch. */
   maxBatches?: number;
   now?: number;
+  /**
+   * Called with each batch's ids after they were read and before their transaction: a test's stand-in for a change
+   * (a consent, a visit, a setting) committed in between, which the transaction must respect.
+   */
+  afterRead?: (ids: string[]) => Promise<void>;
 }
 
 interface Removed {
@@ -45,13 +50,15 @@ export function cutoffOf(settings: PrivacySettings, gapS: number, now: number): 
   return new Date(Math.max(retention, stay)).toISOString();
 }
 
-async function candidates(deps: Deps, companyId: string, cutoff: string, limit: number) {
-  return await deps.store.db
+/** Up to `limit` customers of the company due now (cutoffOf); `among`: of these ids only. */
+async function candidates(db: Db, companyId: string, cutoff: string, limit: number, among?: string[]) {
+  return await db
     .select({ id: customers.id, model: customers.recognitionModel })
     .from(customers)
     .where(
       and(
         eq(customers.companyId, companyId),
+        among ? inArray(customers.id, among) : undefined,
         isNull(customers.erasedAt),
         isNull(customers.mergedInto),
         eq(customers.consent, false),
@@ -68,21 +75,39 @@ async function candidates(deps: Deps, companyId: string, cutoff: string, limit: 
  * the row cleared (no template, no profile) and marked erased, as after an erasure but with no do-not-enrol marker
  * (the person may be enrolled again on a later visit, and forgotten again). Photo files go after the commit; the
  * templates leave the ingest thread's galleries.
+ *
+ * `read` was read before the transaction, so inside it the company's settings and each customer's row are read again
+ * and only those still due are forgotten: a consent given, a staff mark, a visit (ingest moves last_seen_at), an
+ * erasure or merge, or a longer retention committed in between keeps the customer. On SQLite nothing else writes
+ * inside the transaction (BEGIN IMMEDIATE); on PostgreSQL a change committed during it makes SERIALIZABLE refuse one
+ * of the two, and the store runs the body again, which reads again. The cutoff used is handed back for the next
+ * batch's read.
  */
-async function forget(deps: Deps, companyId: string, batch: { id: string; model: string }[]): Promise<number> {
-  const ids = batch.map((c) => c.id);
-  const now = new Date().toISOString();
-  const files = await deps.store.tx(async () => {
+async function forget(deps: Deps, companyId: string, now: number, read: Candidate[]): Promise<{ forgotten: number; photos: number; cutoff: string }> {
+  const at = new Date().toISOString();
+  const { batch, files, cutoff } = await deps.store.tx(async () => {
     // Inside the body: on PostgreSQL store.db is the transaction's connection only there.
     const db = deps.store.db;
-    const photos = await db.select().from(faceImages).where(inArray(faceImages.customerId, ids));
-    await db.update(visits).set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null }).where(inArray(visits.customerId, ids));
-    await db.delete(faceImages).where(inArray(faceImages.customerId, ids));
+    const cutoff = cutoffOf(await privacyOf(db, companyId), deps.config.FOOTFALL_VISIT_GAP_S, now);
+    const ids = read.map((c) => c.id);
+    const batch = await candidates(db, companyId, cutoff, ids.length, ids);
+    if (batch.length === 0) return { batch, files: [], cutoff };
+    const due = batch.map((c) => c.id);
+    const photos = await db.select().from(faceImages).where(inArray(faceImages.customerId, due));
+    await db.update(visits).set({ customerId: null, isNewVisitor: false, similarity: null, faceImageId: null, mergedFrom: null }).where(inArray(visits.customerId, due));
+    await db.delete(faceImages).where(inArray(faceImages.customerId, due));
     await db.update(customers)
-      .set({ ...cleared, profileUpdatedAt: null, firstSeenAt: null, lastSeenAt: null, erasedAt: now, galleryTick: await tickGalleryClock(deps.store, companyId) })
-      .where(and(eq(customers.companyId, companyId), inArray(customers.id, ids)));
-    return photos.map((p) => faceFile(deps.config.dataDir, p));
+      .set({ ...cleared, profileUpdatedAt: null, firstSeenAt: null, lastSeenAt: null, erasedAt: at, galleryTick: await tickGalleryClock(deps.store, companyId) })
+      .where(and(eq(customers.companyId, companyId), inArray(customers.id, due)));
+    return { batch, files: photos.map((p) => faceFile(deps.config.dataDir, p)), cutoff };
   });
+  return { forgotten: batch.length, photos: removeForgotten(deps, companyId, batch, files), cutoff };
+}
+
+type Candidate = Awaited<ReturnType<typeof candidates>>[number];
+
+/** After forget's commit: the photo files go, and the templates leave the galleries. How many files went. */
+function removeForgotten(deps: Deps, companyId: string, batch: Candidate[], files: string[]): number {
   let removed = 0;
   for (const file of files) {
     try {
@@ -108,7 +133,7 @@ export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?
     const settings = await privacyOf(db, companyId);
     const requested = settings.sweepRequestedAt;
     const now = opts.now ?? Date.now();
-    const cutoff = cutoffOf(settings, deps.config.FOOTFALL_VISIT_GAP_S, now);
+    let cutoff = cutoffOf(settings, deps.config.FOOTFALL_VISIT_GAP_S, now);
     const mine = none();
     const cut = async () => {
       await record(deps, companyId, settings, mine, false);
@@ -117,10 +142,13 @@ export async function sweepPrivacy(deps: Deps, opts: SweepOptions & { companyId?
     };
     for (;;) {
       if (stop()) return cut();
-      const batch = await candidates(deps, companyId, cutoff, batchSize);
+      const batch = await candidates(db, companyId, cutoff, batchSize);
       if (batch.length === 0) break;
-      mine.photos += await forget(deps, companyId, batch);
-      mine.templates += batch.length;
+      await opts.afterRead?.(batch.map((c) => c.id));
+      const done = await forget(deps, companyId, now, batch);
+      mine.photos += done.photos;
+      mine.templates += done.forgotten;
+      cutoff = done.cutoff;
       batches++;
       await new Promise((r) => setImmediate(r)); // let requests in between batches
     }
@@ -223,7 +251,7 @@ function add(total: Removed, more: Removed): Removed {
 /** An audit row per company that lost something (or whose requested sweep finished), naming no one. */
 async function record(deps: Deps, companyId: string, s: PrivacySettings, removed: Removed, complete: boolean): Promise<void> {
   if (removed.templates === 0 && removed.days === 0 && !(complete && s.sweepRequestedAt)) return;
-  await writeAudit(deps.store.db, {
+  await writeAudit(deps.store, {
     action: 'privacy.sweep',
     companyId,
     target: companyId,

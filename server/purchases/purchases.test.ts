@@ -152,6 +152,29 @@ describe('POST /api/purchases, GET /api/visitors/{id}/purchases', () => {
     expect(mine.body).toEqual([]);
   });
 
+  it('retries of one purchase_id sent at once: one 201, the others 200 with the same sale; a different sale 409; never a 500', async () => {
+    // Four sales, each sent five times at once (twenty requests in flight together).
+    const sales = Array.from({ length: 4 }, (_, i) => ({ purchase_id: randomUUID(), visitor_id: 'V-1', site_id: 'colaba', amount: 40 + i, currency: 'GBP', items: ['Flat white'] }));
+    const replies = await Promise.all(sales.map((body) => Promise.all(Array.from({ length: 5 }, () => post(body)))));
+    for (const [i, tries] of replies.entries()) {
+      expect(tries.map((r) => r.status).sort(), JSON.stringify(tries.map((r) => r.body))).toEqual([200, 200, 200, 200, 201]);
+      const created = tries.find((r) => r.status === 201)!;
+      expect(created.body).toMatchObject({ id: sales[i]!.purchase_id, amount: 40 + i, currency: 'GBP' });
+      for (const r of tries) expect(r.body).toEqual(created.body);
+    }
+    // Two different sales under one id at once: the first recorded wins, the other is refused.
+    const contested = randomUUID();
+    const pair = await Promise.all([post({ ...sales[0], purchase_id: contested }), post({ ...sales[0], purchase_id: contested, amount: 50 })]);
+    expect(pair.map((r) => r.status).sort(), JSON.stringify(pair.map((r) => r.body))).toEqual([201, 409]);
+    expect(pair.find((r) => r.status === 409)!.body).toEqual({ error: 'conflict', message: expect.stringContaining('purchase_id') });
+    // Each recorded and audited once.
+    const list = (await h.request('GET', '/api/visitors/V-1/purchases', { token: staff })).body;
+    for (const s of sales) expect(list.filter((p: { id: string }) => p.id === s.purchase_id)).toHaveLength(1);
+    expect(list.filter((p: { id: string }) => p.id === contested)).toEqual([expect.objectContaining({ amount: pair.find((r) => r.status === 201)!.body.amount })]);
+    const trail = (await h.request('GET', '/api/audit?action=purchase.create&limit=200', { token: a.ownerToken })).body.entries;
+    for (const id of [...sales.map((s) => s.purchase_id), contested]) expect(trail.filter((e: { target: string }) => e.target === id)).toHaveLength(1);
+  });
+
   it('an erased customer takes no purchases', async () => {
     expect((await h.request('DELETE', '/api/visitors/V-1', { token: a.ownerToken })).status).toBe(200);
     expect((await post({ visitor_id: customerId, site_id: 'colaba', amount: 1, currency: 'INR' })).status).toBe(404);

@@ -12,7 +12,7 @@ import { shopRef } from '../references/shops.js';
 import { getShop } from '../shops/service.js';
 import { purchasesPolicy } from './policy.js';
 import { presentPurchase } from './presenter.js';
-import { findPurchase, insertPurchase, isCurrency, minorDigits, purchasesOf, samePurchase, toMinor } from './service.js';
+import { isCurrency, minorDigits, purchasesOf, recordPurchase, samePurchase, toMinor } from './service.js';
 
 export const PurchaseBody = z
   .strictObject({
@@ -61,10 +61,11 @@ export function purchasesRoutes(): AppRouter {
   r.post('/purchases', auth(purchasesPolicy.record), validate({ body: PurchaseBody }), async (ctx) => {
     const b = bodyOf(ctx, PurchaseBody);
     const { store } = ctx.deps;
-    const db = store.db;
     const companyId = tenantOf(ctx);
     const actor = actorOf(ctx);
     const { row, customer, shop, created } = await store.tx(async () => {
+      // Inside the body: on PostgreSQL store.db is the transaction's connection only there.
+      const db = store.db;
       const customer = await customerOr404(db, companyId, await resolve(db, customerRef, companyId, b.visitor_id, 'path'));
       const shop = (await getShop(db, await resolve(db, shopRef, companyId, b.site_id, 'path')))!;
       const input = {
@@ -80,16 +81,13 @@ export function purchasesRoutes(): AppRouter {
         createdBy: actor.userId,
         createdByEmail: actor.email,
       };
-      if (input.id) {
-        const existing = await findPurchase(db, input.id);
-        if (existing) {
-          if (!samePurchase(existing, input)) throw conflict('purchase_id: a different purchase was already recorded with this id.');
-          return { row: existing, customer, shop, created: false };
-        }
+      const { row, created } = await recordPurchase(db, input);
+      if (!created) {
+        if (!samePurchase(row, input)) throw conflict('purchase_id: a different purchase was already recorded with this id.');
+        return { row, customer, shop, created };
       }
-      const row = await insertPurchase(db, input);
       await audit(ctx, { action: 'purchase.create', target: row.id, detail: { visitor_id: customer.id, site_id: shop.id, amount_minor: row.amountMinor, currency: row.currency } });
-      return { row, customer, shop, created: true };
+      return { row, customer, shop, created };
     });
     ctx.status = created ? 201 : 200;
     ctx.body = presentPurchase(row, customer, shop);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { desc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/open.js';
-import { one, returned } from '../db/query.js';
+import { one } from '../db/query.js';
 import { bySql } from '../db/raw.js';
 import { shops, purchases } from '../db/tables.js';
 
@@ -45,16 +45,24 @@ export interface NewPurchase {
   createdByEmail: string;
 }
 
-export async function findPurchase(db: Db, id: string): Promise<PurchaseRow | undefined> {
-  return await one(db.select().from(purchases).where(eq(purchases.id, id)));
-}
-
-/** Call inside a transaction. */
-export async function insertPurchase(db: Db, p: NewPurchase): Promise<PurchaseRow> {
-  return await returned(db
+/**
+ * Records a purchase; call it inside a transaction. When its id is taken already (the client's retry, or another
+ * sale under the same id), nothing is written and the stored row comes back instead, `created` false. One insert
+ * that gives way to the key rather than a look-up and then an insert: two retries sent at once cannot both find the
+ * id free and both insert, the second failing on the key with a 500. On PostgreSQL the second waits for the first's
+ * commit and is refused as a serialization failure, run again by the store, and then finds the row.
+ */
+export async function recordPurchase(db: Db, p: NewPurchase): Promise<{ row: PurchaseRow; created: boolean }> {
+  const id = p.id ?? randomUUID();
+  const [row] = await db
     .insert(purchases)
-    .values({ ...p, id: p.id ?? randomUUID(), createdAt: new Date().toISOString() })
-    .returning());
+    .values({ ...p, id, createdAt: new Date().toISOString() })
+    .onConflictDoNothing({ target: purchases.id })
+    .returning();
+  if (row) return { row, created: true };
+  const stored = await one(db.select().from(purchases).where(eq(purchases.id, id)));
+  if (!stored) throw new Error(`purchase ${id}: the insert gave way to a row the transaction cannot see`);
+  return { row: stored, created: false };
 }
 
 /** Whether a stored purchase is the same sale as a retried request (same id, same content). */

@@ -2,14 +2,16 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
+import { pgTable, text as pgText } from 'drizzle-orm/pg-core';
 import { sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { buildApp } from '../app.js';
 import { tenantOf, type AppRouter } from '../context.js';
-import { type Db, sqliteOf } from '../db/open.js';
+import type { Db } from '../db/open.js';
+import { onPostgres, run } from '../db/raw.js';
 import { auth } from '../http/auth.js';
 import { HttpError } from '../http/errors.js';
 import { queryOf, validate } from '../http/pipeline.js';
@@ -17,10 +19,14 @@ import { rule } from '../policy.js';
 import { personRef } from './people.js';
 import { isUuid, lookup, resolve, type Place, type RefKind } from './resolver.js';
 import { one } from '../db/query.js';
-import { sqliteOnly } from '../../test/support/stores.js';
 
-/** A throwaway table in the test's real SQLite file: per-tenant things whose `code` need not be unique. */
-const widgets = sqliteTable('test_widgets', { id: text('id').primaryKey(), companyId: text('company_id').notNull(), code: text('code').notNull() });
+/**
+ * A throwaway table in the test's real database (either store): per-tenant things whose `code` need not be unique.
+ * The dialect's table, typed as SQLite's, as server/db/tables.ts does.
+ */
+const sqliteWidgets = sqliteTable('test_widgets', { id: text('id').primaryKey(), companyId: text('company_id').notNull(), code: text('code').notNull() });
+const pgWidgets = pgTable('test_widgets', { id: pgText('id').primaryKey(), companyId: pgText('company_id').notNull(), code: pgText('code').notNull() });
+const widgets = onPostgres ? (pgWidgets as unknown as typeof sqliteWidgets) : sqliteWidgets;
 
 const widgetRef: RefKind = {
   noun: 'widget',
@@ -43,7 +49,7 @@ async function failure(db: Db, kind: RefKind, tenant: string, value: string, pla
   throw new Error(`"${value}" resolved`);
 }
 
-describe.skipIf(sqliteOnly('server/references/resolver.test.ts', 'a SQLite table made for the test'))('reference resolver', () => {
+describe('reference resolver', () => {
   let h: Harness;
   let db: Db;
   let a: Company;
@@ -56,7 +62,7 @@ describe.skipIf(sqliteOnly('server/references/resolver.test.ts', 'a SQLite table
     db = h.server.store.db;
     a = await h.company('Ref Alpha');
     b = await h.company('Ref Beta');
-    sqliteOf(h.server.store).exec('CREATE TABLE test_widgets (id TEXT PRIMARY KEY, company_id TEXT NOT NULL, code TEXT NOT NULL)');
+    await run(db, sql`create table test_widgets (id text primary key, company_id text not null, code text not null)`);
     await db.insert(widgets)
       .values([
         { id: ids.twinA1, companyId: a.id, code: 'cam-1' },

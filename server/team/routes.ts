@@ -260,7 +260,7 @@ export function teamRoutes(): AppRouter {
       const { invitation } = found;
       const made = await insertMember(store.db, invitation.companyId, { email: invitation.email, fullName: body.full_name, role: invitation.role, passwordHash }, new Date().toISOString());
       if (!(await markRedeemed(store.db, invitation.id, made.id))) throw invalidCode();
-      await writeAudit(store.db, {
+      await writeAudit(store, {
         action: 'team.invitation.redeem',
         companyId: invitation.companyId,
         target: invitation.id,

@@ -6,6 +6,7 @@ import { discardFaces } from '../customers/faces.js';
 import type { Store } from '../db/open.js';
 import type { FeedItem } from './hub.js';
 import type { Identities } from './identities.js';
+import { databaseUnavailable } from '../db/unavailable.js';
 import { StaleGallery, batchLocks, writeBatch, type Pending, type Written } from './ingest-write.js';
 
 export interface IngestStats {
@@ -65,23 +66,50 @@ export class IngestCore {
     private readonly deps: { store: Store; config: Config; log: Logger; identities: Identities; emit: (c: Committed) => void; onTick?: () => void },
   ) {}
 
-  /** The highest message number up to which every message is finished with (written, dropped or refused). */
+  /**
+   * The highest message number up to which every message is finished with (written, dropped or refused): not the
+   * batch being written (its first message number is `writing.first`), nor anything queued.
+   */
   get doneUpTo(): number {
-    return this.queue.length > 0 ? this.queue[0]!.id - 1 : this.lastId;
+    const next = Math.min(this.writing?.first ?? Infinity, this.queue[0]?.id ?? Infinity);
+    return next === Infinity ? this.lastId : next - 1;
   }
+  /**
+   * The batch being written. One at a time (`flush` waits for it): on PostgreSQL a batch waits for the network and for
+   * the company's lock while visits keep arriving and the timer starts the next flush, and with two batches at once
+   * the later one's commit would acknowledge the earlier one's messages before their commit (its first number would
+   * be `writing`), besides deciding against galleries the other is changing.
+   */
+  private writing: { first: number; done: Promise<boolean> } | undefined;
   private lastId = 0;
 
-  /** Writes everything queued now (shutdown). */
-  async flushAll(): Promise<void> {
-    this.clearTimer();
-    while (this.queue.length > 0) await this.flush();
-    for (const f of this.idle.splice(0)) f();
+  /**
+   * While the database is unavailable: how long to wait before trying again (doubling up to 5 s); 0 otherwise. What
+   * could not be written stays at the front of the queue, unacknowledged, so nothing is lost: the shop PCs' messages
+   * wait in the broker (its in-flight window bounds how many head office holds).
+   */
+  private pausedMs = 0;
+
+  /** Whether the last try found the database unavailable (visits wait for it). */
+  get waitingForDatabase(): boolean {
+    return this.pausedMs > 0;
   }
 
-  /** Resolves when nothing is queued (tests, benchmark). */
+  /** Writes everything queued now (shutdown); what the database cannot take now stays unacknowledged. */
+  async flushAll(): Promise<void> {
+    this.clearTimer();
+    while (this.queue.length > 0 || this.writing) if (!(await this.flush())) break;
+    this.settleIdle();
+  }
+
+  /** Resolves when nothing is queued or being written (tests, benchmark). */
   drained(): Promise<void> {
-    if (this.queue.length === 0 && this.timer === undefined) return Promise.resolve();
+    if (this.queue.length === 0 && this.timer === undefined && !this.writing) return Promise.resolve();
     return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  private settleIdle(): void {
+    if (this.queue.length === 0 && this.timer === undefined && !this.writing) for (const f of this.idle.splice(0)) f();
   }
 
   /** One message from `ff/<company>/<shop>/up/visit`, numbered by the main thread. */
@@ -136,6 +164,10 @@ export class IngestCore {
   }
 
   private schedule(): void {
+    if (this.pausedMs > 0) {
+      this.timer ??= { kind: 'window', handle: setTimeout(() => void this.tick(), this.pausedMs) };
+      return;
+    }
     if (this.queue.length >= MAX_BATCH) {
       // A full batch: write it on the next turn of the event loop instead of waiting for the window.
       if (this.timer?.kind !== 'now') {
@@ -160,23 +192,47 @@ export class IngestCore {
   private async tick(): Promise<void> {
     this.timer = undefined;
     await this.flush();
-    if (this.queue.length > 0) this.schedule();
-    else for (const f of this.idle.splice(0)) f();
+    if (this.queue.length > 0 || this.pausedMs > 0) this.schedule();
+    else this.settleIdle();
     this.deps.onTick?.();
   }
 
-  /** Writes one batch (at most MAX_BATCH visits) now. */
-  async flush(): Promise<void> {
+  /**
+   * Writes one batch (at most MAX_BATCH visits), after the one being written if any. Returns false when the database
+   * is unavailable: the batch is back at the front of the queue and the next try waits (`pausedMs`).
+   */
+  async flush(): Promise<boolean> {
+    let waited = false;
+    while (this.writing) {
+      waited = true;
+      await this.writing.done.catch(() => true);
+    }
+    // The batch before found the database unavailable: the next try waits its turn (the timer `hold` set).
+    if (waited && this.pausedMs > 0) return false;
     const batch = this.queue.splice(0, MAX_BATCH);
-    if (batch.length === 0) return;
+    if (batch.length === 0) return true;
+    const writing = { first: batch[0]!.id, done: Promise.resolve(true) };
+    this.writing = writing;
+    try {
+      writing.done = this.write(batch);
+      return await writing.done;
+    } finally {
+      this.writing = undefined;
+      this.settleIdle();
+    }
+  }
+
+  private async write(batch: Pending[]): Promise<boolean> {
     const { log } = this.deps;
     let lastErr: unknown;
     for (let attempt = 0; attempt < STALE_RETRIES; attempt++) {
       try {
         await this.after(await this.attempt(batch));
-        return;
+        this.resumed();
+        return true;
       } catch (err) {
         lastErr = err;
+        if (databaseUnavailable(err)) return this.hold(batch, err);
         if (!(err instanceof StaleGallery)) break;
         log.debug('gallery changed by an erasure or merge during a batch; reloaded, deciding again');
       }
@@ -184,17 +240,34 @@ export class IngestCore {
     if (batch.length === 1) {
       this.stats.failed++;
       log.error({ err: lastErr, visit_id: batch[0]!.msg.visit_id, shop: batch[0]!.username }, 'visit not stored; dropped');
-      return;
+      return true;
     }
     log.warn({ err: lastErr, visits: batch.length }, 'visit batch failed; retrying one by one');
-    for (const item of batch) {
+    for (const [i, item] of batch.entries()) {
       try {
         await this.after(await this.attempt([item]));
       } catch (err) {
+        if (databaseUnavailable(err)) return this.hold(batch.slice(i), err);
         this.stats.failed++;
         log.error({ err, visit_id: item.msg.visit_id, shop: item.username }, 'visit not stored; dropped');
       }
     }
+    return true;
+  }
+
+  /** The database could not take `batch`: it goes back to the front of the queue, unacknowledged, for a later try. */
+  private hold(batch: readonly Pending[], err: unknown): false {
+    this.queue.unshift(...batch);
+    if (this.pausedMs === 0) this.deps.log.error({ err, visits: this.queue.length }, 'database unavailable: visits wait, unacknowledged, and are written when it is back');
+    this.pausedMs = Math.min(Math.max(250, this.pausedMs * 2), 5000);
+    this.schedule();
+    return false;
+  }
+
+  private resumed(): void {
+    if (this.pausedMs === 0) return;
+    this.pausedMs = 0;
+    this.deps.log.info('database available again: writing the visits that waited');
   }
 
   /** One transaction; on failure the galleries it touched are forgotten (the next use reloads them). */

@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VisitMessage } from '../../shared/messages.js';
 import { upTopic } from '../../shared/topics.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
-import { syntheticFace } from '../../test/support/shop-pc.js';
+import { syntheticFace, waitFor } from '../../test/support/shop-pc.js';
+import { noteSkip } from '../../test/support/skips.js';
+import { onPostgresRun } from '../../test/support/stores.js';
 import { shopPc, type ShopPc } from '../../test/support/visits.js';
 import { loadKeys } from '../crypto/keys.js';
 import type { Store } from '../db/open.js';
@@ -18,6 +21,8 @@ import { IngestCore } from './ingest-core.js';
  * connection, its own in-memory galleries and its own ingest, over one database. On PostgreSQL (the server suite's
  * PostgreSQL run) they really run at once; on SQLite they take turns, which must give the same answers.
  */
+if (!onPostgresRun) noteSkip('server/visits/several-writers.test.ts', 'a database that refuses connections is made with PostgreSQL: on the PostgreSQL run');
+
 let h: Harness;
 let chain: Company;
 let pc: ShopPc;
@@ -124,4 +129,40 @@ describe('two ingest writers over one database', () => {
     expect(await customersOf()).toBe(customers);
     expect(await lastVisit()).toEqual({ id: null });
   });
+
+  it.skipIf(!onPostgresRun)('while the database refuses connections, visits wait unacknowledged and are written when it is back (PostgreSQL)', async () => {
+    const [a] = writers as [(typeof writers)[0]];
+    const url = new URL(h.server.deps.config.FOOTFALL_DATABASE_URL!);
+    const db = decodeURIComponent(url.pathname.slice(1));
+    // The database is closed from another one (PostgreSQL refuses to close the one a session is on); one reader
+    // stays connected to count.
+    const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
+    const reader = new pg.Client({ connectionString: url.toString() });
+    await admin.connect();
+    await reader.connect();
+    try {
+      const readerPid = (await reader.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+      await admin.query(`alter database "${db}" allow_connections false`);
+      await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> $2', [db, readerPid]);
+      const before = await countWith(reader);
+      give(a, [501, 502, 503]);
+      await waitFor(() => a.core.waitingForDatabase);
+      // Tried at least twice meanwhile; nothing acknowledged, nothing dropped.
+      await new Promise((r) => setTimeout(r, 600));
+      expect(a.core.doneUpTo).toBe(messageId - 3);
+      expect(a.core.stats.failed).toBe(0);
+      await admin.query(`alter database "${db}" allow_connections true`);
+      await waitFor(() => a.core.doneUpTo === messageId, 15_000);
+      expect(await countWith(reader)).toBe(before + 3);
+      expect(a.core.stats.failed).toBe(0);
+    } finally {
+      await admin.query(`alter database "${db}" allow_connections true`).catch(() => undefined);
+      await admin.end();
+      await reader.end();
+    }
+  });
 });
+
+async function countWith(c: pg.Client): Promise<number> {
+  return Number((await c.query<{ n: string }>('select count(*) as n from sightings where company_id = $1', [chain.id])).rows[0]!.n);
+}

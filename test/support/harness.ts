@@ -115,9 +115,22 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
     if (!keepDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     throw err;
   });
-  const url = server.url;
+  return {
+    ...headOfficeApi(server.url, admin, opts.openapi),
+    server,
+    dataDir,
+    async close() {
+      await server.close();
+      if (!keepDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
 
-  const document = opts.openapi;
+/** What a test asks of a head office over HTTP: the harness's, for any URL (a head office in another process, a proxy in front of several). */
+export type HeadOfficeApi = Pick<Harness, 'url' | 'admin' | 'request' | 'login' | 'adminToken' | 'checkEvent' | 'company'>;
+
+/** Requests to the head office at `url` (answers checked as HarnessOptions.openapi says), signed in as `admin` where asked. */
+export function headOfficeApi(url: string, admin: Harness['admin'], document?: HarnessOptions['openapi']): HeadOfficeApi {
   let checker: Promise<ResponseChecker> | undefined;
   const checkerOf = () =>
     (checker ??= (async () => {
@@ -169,8 +182,6 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
 
   return {
     url,
-    server,
-    dataDir,
     admin,
     request,
     async checkEvent(p, e) {
@@ -179,10 +190,6 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
     login,
     adminToken,
     company,
-    async close() {
-      await server.close();
-      if (!keepDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-    },
   };
 }
 

@@ -2,6 +2,7 @@ import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
 import sharp from 'sharp';
 import type { EnrolResponse } from '../../shared/agent-api.js';
 import { encodeEmbedding, type Heartbeat } from '../../shared/messages.js';
+import type { RunningServer } from '../../server/start.js';
 import type { Harness } from './harness.js';
 
 /**
@@ -9,6 +10,9 @@ import type { Harness } from './harness.js';
  */
 
 let seq = 0;
+
+/** A head office as a shop PC and a test reach it: its API and its broker's port (the harness, or head office in other processes). */
+export type HeadOfficeReach = Pick<Harness, 'request' | 'url' | 'login'> & { server: Pick<RunningServer, 'mqttPort'> };
 
 /** A small real JPEG. */
 export function jpeg(width = 64, height = 48, shade = 120): Promise<Buffer> {
@@ -18,7 +22,7 @@ export function jpeg(width = 64, height = 48, shade = 120): Promise<Buffer> {
 }
 
 /** A member of the owner's company with this role; returns their access token. */
-export async function memberToken(h: Harness, ownerToken: string, role: 'staff' | 'manager' | 'owner'): Promise<string> {
+export async function memberToken(h: HeadOfficeReach, ownerToken: string, role: 'staff' | 'manager' | 'owner'): Promise<string> {
   seq++;
   const email = `${role}-${process.pid}-${seq}@shop.test`;
   const r = await h.request('POST', '/api/team/members', { token: ownerToken, body: { email, full_name: `${role} ${seq}`, role, password: 'member-password-1' } });
@@ -26,7 +30,7 @@ export async function memberToken(h: Harness, ownerToken: string, role: 'staff' 
   return (await h.login(email, 'member-password-1')).access_token;
 }
 
-export async function openShop(h: Harness, token: string, body: Record<string, unknown>): Promise<any> {
+export async function openShop(h: HeadOfficeReach, token: string, body: Record<string, unknown>): Promise<any> {
   const r = await h.request('POST', '/api/sites', { token, body });
   if (r.status !== 201) throw new Error(`shop open failed: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
@@ -38,14 +42,14 @@ export async function addCamera(h: Harness, token: string, site: string, body: R
   return r.body;
 }
 
-export async function enrolmentCode(h: Harness, token: string, site: string, body: Record<string, unknown> = {}): Promise<string> {
+export async function enrolmentCode(h: HeadOfficeReach, token: string, site: string, body: Record<string, unknown> = {}): Promise<string> {
   const r = await h.request('POST', `/api/sites/${site}/enrolment-code`, { token, body });
   if (r.status !== 201) throw new Error(`enrolment code failed: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body.code;
 }
 
 /** Creates a code and enrols with it: what the installer does. */
-export async function enrol(h: Harness, token: string, site: string): Promise<EnrolResponse> {
+export async function enrol(h: HeadOfficeReach, token: string, site: string): Promise<EnrolResponse> {
   const code = await enrolmentCode(h, token, site);
   const r = await h.request('POST', '/api/agent/enrol', { body: { code, hostname: 'till-pc', agent_version: '1.0.0' } });
   if (r.status !== 201) throw new Error(`enrol failed: ${r.status} ${JSON.stringify(r.body)}`);
@@ -53,7 +57,7 @@ export async function enrol(h: Harness, token: string, site: string): Promise<En
 }
 
 /** The shop PC's broker connection (no automatic reconnect, so a refusal or a kick is visible). */
-export function connectPc(h: Harness, e: Pick<EnrolResponse, 'broker'>, over: Partial<IClientOptions> = {}): Promise<MqttClient> {
+export function connectPc(h: HeadOfficeReach, e: Pick<EnrolResponse, 'broker'>, over: Partial<IClientOptions> = {}): Promise<MqttClient> {
   return connectAsync(`mqtt://127.0.0.1:${h.server.mqttPort}`, {
     username: e.broker.username,
     password: e.broker.password,
@@ -110,7 +114,7 @@ export function heartbeat(over: Partial<Heartbeat> = {}): Heartbeat {
 }
 
 /** Raw body request (pictures). */
-export async function upload(h: Harness, method: string, path: string, token: string | undefined, body: Buffer | string, type = 'image/jpeg') {
+export async function upload(h: HeadOfficeReach, method: string, path: string, token: string | undefined, body: Buffer | string, type = 'image/jpeg') {
   const headers: Record<string, string> = { 'Content-Type': type };
   if (token) headers.Authorization = `Bearer ${token}`;
   const res = await fetch(h.url + path, { method, headers, body });

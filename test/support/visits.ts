@@ -3,7 +3,7 @@ import type { EnrolResponse } from '../../shared/agent-api.js';
 import type { VisitMessage } from '../../shared/messages.js';
 import { upTopic } from '../../shared/topics.js';
 import type { Harness } from './harness.js';
-import { connectPc, enrol, openShop, upload, waitFor } from './shop-pc.js';
+import { connectPc, enrol, openShop, upload, waitFor, type HeadOfficeReach } from './shop-pc.js';
 import { pumpSse, type SseEvent } from './sse.js';
 
 /** An opened, enrolled shop whose PC is connected to the broker: publishes visits like the agent (QoS 1). */
@@ -29,7 +29,7 @@ export function zoneAwayFromMidnight(now = new Date()): string {
   return hour >= 2 && hour < 23 ? 'Asia/Kolkata' : 'America/New_York';
 }
 
-export async function shopPc(h: Harness, ownerToken: string, companySlug: string, name: string, timezone?: string): Promise<ShopPc> {
+export async function shopPc(h: HeadOfficeReach, ownerToken: string, companySlug: string, name: string, timezone?: string): Promise<ShopPc> {
   const shop = await openShop(h, ownerToken, { name, ...(timezone ? { timezone } : {}) });
   const e = await enrol(h, ownerToken, shop.slug);
   const client = await connectPc(h, e);
@@ -48,7 +48,7 @@ export async function shopPc(h: Harness, ownerToken: string, companySlug: string
 }
 
 /** Polls the feed until it holds `n` rows after `cursor` (or the tail), and returns them. */
-export async function arrivals(h: Harness, token: string, n: number, query = '', timeoutMs = 5000): Promise<any[]> {
+export async function arrivals(h: Pick<Harness, 'request'>, token: string, n: number, query = '', timeoutMs = 5000): Promise<any[]> {
   let rows: any[] = [];
   await waitFor(
     async () => {
@@ -108,7 +108,7 @@ export function sseReader(res: Response, check?: (e: SseEvent) => Promise<void>)
 }
 
 /** Opens the arrival stream like `curl -N -H "Authorization: Bearer ..."`. */
-export async function openStream(h: Harness, token: string, query = '', headers: Record<string, string> = {}) {
+export async function openStream(h: Pick<Harness, 'url' | 'checkEvent'>, token: string, query = '', headers: Record<string, string> = {}) {
   const ac = new AbortController();
   const res = await fetch(`${h.url}/api/visits/stream${query}`, { headers: { Authorization: `Bearer ${token}`, ...headers }, signal: ac.signal });
   const reader = res.ok ? sseReader(res, (e) => h.checkEvent('/api/visits/stream', e)) : undefined;

@@ -1,0 +1,22 @@
+/**
+ * Whether an error means the database could not be reached or could not take the write now (a connection refused
+ * or lost, PostgreSQL shutting down or out of connections or disk, SQLite's file busy, full or unreadable), as
+ * opposed to a refusal of this write itself (a constraint, a bad value). Ingest keeps what such an error stopped and
+ * tries again later, unacknowledged, instead of dropping it.
+ */
+export function databaseUnavailable(err: unknown): boolean {
+  for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
+    const code = typeof e.code === 'string' ? e.code : '';
+    // PostgreSQL: class 08 (connection exception), 53 (insufficient resources: disk full, out of memory, too many
+    // connections), 57P01-57P03 (shut down by an administrator or a crash, cannot connect now).
+    if (/^(08...|53...|57P0[1-3])$/.test(code)) return true;
+    if (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)$/.test(code)) return true;
+    if (/^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL)/.test(code)) return true;
+    const message = typeof e.message === 'string' ? e.message : '';
+    // A database closed to new connections (ALTER DATABASE ... ALLOW_CONNECTIONS false), and node-postgres's own
+    // words for a lost or unobtainable connection (no code).
+    if (code === '55000' && /not currently accepting connections/.test(message)) return true;
+    if (/Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed/i.test(message)) return true;
+  }
+  return false;
+}
