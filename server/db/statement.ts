@@ -12,12 +12,12 @@ import { executeNamedOnPostgres, type PgResult } from './raw.js';
  *
  * On PostgreSQL the same text, with `?` and `@name` turned into `$1...` once, is a named prepared statement
  * (node-postgres's query config with a `name`, raw.ts `executeNamedOnPostgres`): parsed and planned once per
- * connection, then only bound and executed, where building it through drizzle's `sql` and sending the text for every
- * call cost head office and PostgreSQL more (docs/benchmarks.md, "Scale on PostgreSQL"). It runs where the store's
- * `db` runs (inside `store.tx`, the transaction's connection). Where SQLite's text is not PostgreSQL's (scalar `max(a, b)`, `indexed by`,
- * a boolean compared with 1), the statement gives PostgreSQL's text beside it. Answers read as SQLite's do: booleans
- * as 1 and 0, counts and sums as numbers, times as ISO strings, and `lastInsertRowid` the first column of the row a
- * PostgreSQL text's `returning` gives back.
+ * connection, then only bound and executed, where building it through drizzle's `sql` and sending the text for
+ * every call cost head office and PostgreSQL more (docs/benchmarks.md, "Named prepared statements on PostgreSQL,
+ * before and after"). It runs where the store's `db` runs (inside `store.tx`, the transaction's connection). Where
+ * SQLite's text is not PostgreSQL's (scalar `max(a, b)`, `indexed by`, a boolean compared with 1), the statement
+ * gives PostgreSQL's text beside it. Answers read as SQLite's do: booleans as 1 and 0, counts and sums as numbers,
+ * times as ISO strings, and `lastInsertRowid` the first column of the row a PostgreSQL text's `returning` gives back.
  */
 export type Params = unknown[] | [Record<string, unknown>];
 
