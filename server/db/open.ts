@@ -24,6 +24,12 @@ export interface TxOptions {
    * after they are held). PostgreSQL: session advisory locks. SQLite has one writer at a time and ignores them.
    */
   locks?: readonly string[];
+  /**
+   * PostgreSQL: run at READ COMMITTED instead of SERIALIZABLE, for a body whose writes do not depend on what it read
+   * (last-writer-wins updates: heartbeats). It then takes no part in serializable transactions' conflicts, so it
+   * cannot make them fail. SQLite has one writer at a time and ignores it.
+   */
+  readCommitted?: boolean;
 }
 
 export interface SqliteStore {

@@ -72,9 +72,11 @@ export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log
     const beats = [...pending];
     pending.clear();
     try {
+      // Last writer wins (each row is one shop's latest heartbeat): read committed on PostgreSQL, where a serializable
+      // flush formed read/write cycles with ingest's (both touch shops) and made ingest's batches run again.
       await store.tx(async () => {
         for (const [username, { h, at }] of beats) await write(username, h, at);
-      });
+      }, { readCommitted: true });
     } catch (err) {
       log.error({ err, heartbeats: beats.length }, 'heartbeats not recorded');
     }

@@ -74,6 +74,7 @@ export async function openPostgresStore(url: string, opts: { max?: number } = {}
       const outer = open.getStore();
       // Inside a transaction, drizzle's nested transaction is a savepoint, as on SQLite (its locks are the outer's).
       if (outer) return await outer.transaction((t) => open.run(t, fn));
+      if (opts.readCommitted) return await pg.db.transaction((t) => open.run(t, fn), { isolationLevel: 'read committed' });
       if (!opts.locks?.length) return await serializable(pg.db, fn);
       return await withLocks(pg.pool, opts.locks, (db) => serializable(db, fn));
     },
