@@ -34,7 +34,7 @@ export const shopRole = (username: string): string => `footfall-shop.${username}
 const HELD: UpName[] = ['visit', 'crossing'];
 
 /** The shared-subscription prefix of head office's ingest sessions: one group, whatever the process. */
-export const INGEST_SHARE = '$share/footfall/';
+const INGEST_SHARE = '$share/footfall/';
 /** The shared-subscription prefix of the listeners that one process of several is enough for (heartbeats). */
 const LISTEN_SHARE = '$share/footfall-listen/';
 
@@ -198,10 +198,9 @@ export async function connectExternalBroker(config: Config, log: Logger): Promis
         log.info({ username, role: HEAD_OFFICE_ROLE }, "gave head office's broker login its role on ff/# (the broker reconnects it)");
         dynsec.run([{ command: 'addClientRole', username, rolename: HEAD_OFFICE_ROLE, priority: 100 }], alreadyDone).catch(() => undefined);
         return false;
-      }
-      // A role made by an earlier version lacks the shared subscriptions' rules (Mosquitto checks a `$share/...`
-      // filter as written): added now. The plugin applies a role's new rule to the next subscription at once.
-      if (!own?.error) {
+      } else {
+        // A role made by an earlier version lacks the shared subscriptions' rules (Mosquitto checks a `$share/...`
+        // filter as written): added now. The plugin applies a role's new rule to the next subscription at once.
         const added = await dynsec.run(
           HEAD_OFFICE_ACLS.filter((a) => a.topic.startsWith('$share/')).map((a) => ({ command: 'addRoleACL', rolename: HEAD_OFFICE_ROLE, ...a })),
           alreadyDone,

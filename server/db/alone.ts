@@ -1,5 +1,5 @@
 import type { Store } from './open.js';
-import { advisoryKey } from './pg/store.js';
+import { ifUnlocked } from './pg/store.js';
 
 /**
  * Runs `fn` unless another head-office process is running the same named job now; then resolves undefined at once
@@ -10,20 +10,5 @@ import { advisoryKey } from './pg/store.js';
  */
 export async function alone<T>(store: Store, name: string, fn: () => Promise<T>): Promise<T | undefined> {
   if (store.dialect === 'sqlite') return await fn();
-  const client = await store.pool.connect();
-  let broken: Error | undefined;
-  try {
-    const key = String(advisoryKey(`alone:${name}`));
-    const got = (await client.query<{ ok: boolean }>('select pg_try_advisory_lock($1::bigint) as ok', [key])).rows[0]?.ok === true;
-    if (!got) return undefined;
-    try {
-      return await fn();
-    } finally {
-      await client.query('select pg_advisory_unlock($1::bigint)', [key]).catch((err: unknown) => {
-        broken = err instanceof Error ? err : new Error(String(err));
-      });
-    }
-  } finally {
-    client.release(broken);
-  }
+  return await ifUnlocked(store.pool, `alone:${name}`, fn);
 }

@@ -75,22 +75,12 @@ export class ArrivalsRelay {
   private queue: Promise<void> = Promise.resolve();
   /** The last position handed over (or skipped, with no stream open), per company. */
   private readonly lastSeq = new Map<string, number>();
-  private connected = false;
 
   constructor(private readonly deps: { url: string; store: Store; config: Config; hub: ArrivalsHub; log: Logger }) {}
 
   /** Resolves once listening (rejects if the first connection fails: head office does not start without it). */
   async start(): Promise<void> {
     await this.connect();
-  }
-
-  get listening(): boolean {
-    return this.connected;
-  }
-
-  /** Waits for the notifications received so far to be handed over (tests). */
-  settled(): Promise<void> {
-    return this.queue;
   }
 
   async stop(): Promise<void> {
@@ -114,14 +104,12 @@ export class ArrivalsRelay {
     await client.connect();
     await client.query(`listen ${ARRIVALS_CHANNEL}`);
     this.client = client;
-    this.connected = true;
     this.retryMs = 250;
   }
 
   private lost(client: pg.Client, err: Error): void {
     if (this.client !== client || this.stopped) return;
     this.client = undefined;
-    this.connected = false;
     this.deps.log.warn({ err }, 'arrivals relay: lost its PostgreSQL connection; connecting again');
     client.end().catch(() => undefined);
     this.retry();

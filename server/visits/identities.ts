@@ -52,21 +52,15 @@ export class Identities {
     return `${companyId}\u0000${model}`;
   }
 
-  /** The matcher of a company's faces made by one model (loaded from the database on first use). */
-  async matcher(companyId: string, model: string): Promise<Matcher> {
-    return (await this.entry(companyId, model)).matcher;
-  }
-
   /**
    * The matcher for a transaction that holds the company's gallery clock at `tick` (it has just moved it on): first
    * brought up to `tick - 1` with what others changed (server/visits/gallery-clock.ts), then marked as at `tick`,
    * since what this transaction decides is stamped with it. If the transaction fails, `discard` forgets the entry.
    */
   async matcherAt(companyId: string, model: string, tick: number): Promise<Matcher> {
-    const k = Identities.key(companyId, model);
-    let e = this.entries.get(k);
-    if (!e) this.entries.set(k, (e = await this.load(companyId, model)));
-    else if (e.tick < tick - 1) await this.catchUp(e);
+    // An entry loaded here read the clock inside this transaction, after it moved: already at `tick`.
+    const e = await this.entry(companyId, model);
+    if (e.tick < tick - 1) await this.catchUp(e);
     e.tick = tick;
     return e.matcher;
   }

@@ -102,18 +102,39 @@ export async function openPostgresStore(url: string, opts: { max?: number } = {}
  */
 async function withLocks<T>(pool: pg.Pool, names: readonly string[], fn: (db: PgDb) => Promise<T>): Promise<T> {
   const keys = [...new Set(names.map(advisoryKey))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(String);
+  return await lockingSession(pool, async (client) => {
+    await client.query('select pg_advisory_lock(k) from unnest($1::bigint[]) as t(k)', [keys]);
+    return await fn(drizzleOn(client));
+  });
+}
+
+/**
+ * Runs `fn` holding the named lock if no other session holds it (`pg_try_advisory_lock`); resolves undefined at once
+ * if one does (server/db/alone.ts).
+ */
+export async function ifUnlocked<T>(pool: pg.Pool, name: string, fn: () => Promise<T>): Promise<T | undefined> {
+  const key = String(advisoryKey(name));
+  return await lockingSession(pool, async (client) => {
+    const got = (await client.query<{ ok: boolean }>('select pg_try_advisory_lock($1::bigint) as ok', [key])).rows[0]?.ok === true;
+    return got ? await fn() : undefined;
+  });
+}
+
+/**
+ * Runs `fn` on one pooled connection for session advisory locks, then lets every lock of that session go. A
+ * connection that could not let them go is closed rather than handed to the next user with them.
+ */
+async function lockingSession<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    await client.query('select pg_advisory_lock(k) from unnest($1::bigint[]) as t(k)', [keys]);
-    return await fn(drizzleOn(client));
+    return await fn(client);
   } finally {
     try {
       await client.query('select pg_advisory_unlock_all()');
     } catch (err) {
       broken = err instanceof Error ? err : new Error(String(err));
     }
-    // A connection that could not let its locks go is closed rather than handed to the next user with them.
     client.release(broken);
   }
 }
