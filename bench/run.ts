@@ -19,6 +19,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   gallery: () => import('./gallery.js'),
   agent: () => import('./agent.js'),
   ingest: () => import('./ingest.js'),
+  'ingest-cost': () => import('./ingest-cost.js'),
   reports: () => import('./reports.js'),
   opencv: () => import('./opencv.js'),
   counting: () => import('./counting.js'),

@@ -72,7 +72,7 @@ async function ready(p: LoggedProcess): Promise<{ url: string; mqttPort: number 
 
 const daysAgo = () => new Date(Date.now() - 86_400_000).toISOString();
 
-function sqliteCounts(dataDir: string) {
+export function sqliteCounts(dataDir: string) {
   const db = new Database(path.join(dataDir, 'footfall.db'));
   db.pragma('busy_timeout = 10000');
   const insert = db.prepare(

@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 import type { Deps } from './context.js';
 import type { Store } from './db/open.js';
 import { openStore } from './db/store.js';
+import { startCheckpointer } from './db/checkpointer.js';
 import { loadKeys, unusableKeys, type Keys } from './crypto/keys.js';
 import { openBroker, type Broker } from './broker/broker.js';
 import { adminExists, createAdmin } from './auth/admins.js';
@@ -65,8 +66,13 @@ export const DEFAULT_ADMIN_EMAIL = 'admin@footfall.local';
 export async function startServer(config: Config, opts: { log?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
   const log = opts.log ?? createLogger(config.FOOTFALL_LOG_LEVEL);
   const announce = opts.announce ?? ((line: string) => process.stdout.write(line + '\n'));
-  // The ingest thread checkpoints the WAL, so no request waits for one (server/db/checkpoint.ts).
+  // The WAL is checkpointed on a thread of its own, so no request and no visit waits for one (server/db/checkpointer.ts).
   const store = await openStore(config, { autoCheckpoint: false });
+  const checkpointer = store.dialect === 'sqlite' ? startCheckpointer(config, log) : undefined;
+  const closeStore = async () => {
+    await checkpointer?.stop();
+    await store.close();
+  };
   let keys: Keys;
   try {
     keys = loadKeys(config);
@@ -76,12 +82,12 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     keys = unusableKeys(err instanceof Error ? err.message : String(err));
   }
   const broker = await openBroker(config, log).catch(async (err: unknown) => {
-    await store.close();
+    await closeStore();
     throw err;
   });
   await startAuthRuntime(config, store, log).catch(async (err: unknown) => {
     await broker.close();
-    await store.close();
+    await closeStore();
     throw err;
   });
   const shopLogins = new ShopLogins({ store, keys, broker, log });
@@ -133,7 +139,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
     server.listen(config.FOOTFALL_HTTP_PORT, config.FOOTFALL_HTTP_HOST, () => resolve());
   }).catch(async (err: unknown) => {
     await broker.close();
-    await store.close();
+    await closeStore();
     throw err;
   });
   const httpPort = (server.address() as AddressInfo).port;
@@ -197,7 +203,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         await relay?.stop();
         await crossings.stop();
         await broker.close();
-        await store.close();
+        await closeStore();
       })();
       return closing;
     },

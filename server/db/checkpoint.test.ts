@@ -2,7 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import type { Config } from '../config.js';
 import { checkpointEvery } from './checkpoint.js';
+import { startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Store } from './open.js';
 
 describe('WAL checkpoints off the writing connection', () => {
@@ -40,5 +43,29 @@ describe('WAL checkpoints off the writing connection', () => {
     expect(errors).toEqual([]);
     expect(fs.statSync(file).size).toBeGreaterThan(2_500 * 4_000);
     expect(main.sqlite.prepare('select count(*) from filler').pluck().get()).toBe(2_500);
+  });
+
+  it("head office's checkpoint thread copies the WAL into the database file; the writer never does", async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-checkpoint-'));
+    const file = path.join(dir, 'footfall.db');
+    // The ingest thread's and the main thread's connections are opened this way (server/visits/ingest-worker.ts).
+    const writer = openDatabase(file, { autoCheckpoint: false });
+    opened.push(writer);
+    writer.sqlite.exec('create table filler (id integer primary key, blob blob not null)');
+    const checkpointer = startCheckpointer({ dataDir: dir, FOOTFALL_LOG_LEVEL: 'silent' } as Config, pino({ level: 'silent' }));
+    try {
+      const insert = writer.sqlite.prepare('insert into filler (blob) values (?)');
+      for (let i = 0; i < 2_500; i++) insert.run(Buffer.alloc(4_000, i % 251));
+      const until = Date.now() + 10_000;
+      while (fs.statSync(file).size < 2_500 * 4_000 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      expect(fs.statSync(file).size).toBeGreaterThan(2_500 * 4_000);
+      // And it keeps doing so while head office runs.
+      for (let i = 0; i < 2_500; i++) insert.run(Buffer.alloc(4_000, i % 251));
+      while (fs.statSync(file).size < 5_000 * 4_000 && Date.now() < until + 10_000) await new Promise((r) => setTimeout(r, 20));
+      expect(fs.statSync(file).size).toBeGreaterThan(5_000 * 4_000);
+    } finally {
+      await checkpointer.stop();
+    }
+    expect(writer.sqlite.prepare('select count(*) from filler').pluck().get()).toBe(5_000);
   });
 });

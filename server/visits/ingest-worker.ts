@@ -1,7 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadKeys, unusableKeys, type Keys } from '../crypto/keys.js';
 import { openStore } from '../db/store.js';
-import { checkpointEvery } from '../db/checkpoint.js';
 import { createLogger } from '../logger.js';
 import { Identities } from './identities.js';
 import { IngestCore } from './ingest-core.js';
@@ -19,18 +18,9 @@ const send = (m: FromWorker) => port.postMessage(m);
 async function main(): Promise<void> {
   const { config } = workerData as WorkerInit;
   const log = createLogger(config.FOOTFALL_LOG_LEVEL).child({ thread: 'ingest' });
-  // One connection is enough on PostgreSQL: a batch is one transaction, and batches follow one another.
-  const store = await openStore(config, { pool: 2 });
-  // Head office's WAL checkpoints, off the main thread (whose connection has them off). PostgreSQL checkpoints itself.
-  const stopCheckpoints =
-    store.dialect === 'sqlite'
-      ? checkpointEvery(
-          store.sqlite,
-          250,
-          (err) => log.error({ err }, 'WAL checkpoint failed'),
-          (ms, pages) => log.warn({ ms: Math.round(ms), pages }, 'slow WAL checkpoint (visit ingest waited for it)'),
-        )
-      : () => undefined;
+  // One connection is enough on PostgreSQL: a batch is one transaction, and batches follow one another. On SQLite
+  // the WAL checkpoints run on their own thread (server/db/checkpointer.ts): none inside this thread's commits.
+  const store = await openStore(config, { pool: 2, autoCheckpoint: false });
   let keys: Keys;
   try {
     keys = loadKeys(config);
@@ -89,7 +79,6 @@ async function main(): Promise<void> {
         });
         break;
       case 'stop':
-        stopCheckpoints();
         await core.flushAll();
         ack();
         await store.close();

@@ -1,0 +1,42 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { createLogger } from '../logger.js';
+import { checkpointEvery } from './checkpoint.js';
+
+/** What the checkpoint thread is started with (server/db/checkpointer.ts). */
+export interface CheckpointInit {
+  file: string;
+  everyMs: number;
+  logLevel: string;
+}
+
+/**
+ * The checkpoint thread: its own connection to head office's SQLite file, running a PASSIVE WAL checkpoint every
+ * `everyMs` and nothing else. A checkpoint copies the WAL into the database file and syncs it; every other connection
+ * (the main thread's, the ingest thread's) has automatic checkpoints off, so none of them waits for a disk sync.
+ */
+const port = parentPort!;
+const { file, everyMs, logLevel } = workerData as CheckpointInit;
+const log = createLogger(logLevel).child({ thread: 'checkpoint' });
+const sqlite = new Database(file, { fileMustExist: true });
+sqlite.pragma('busy_timeout = 5000');
+sqlite.pragma('wal_autocheckpoint = 0');
+const stop = checkpointEvery(
+  sqlite,
+  everyMs,
+  (err) => log.error({ err }, 'WAL checkpoint failed'),
+  (ms, pages) => log.warn({ ms: Math.round(ms), pages }, 'slow WAL checkpoint (the disk took long to sync; no request or visit waited for it)'),
+);
+port.on('message', (m: unknown) => {
+  if (m !== 'stop') return;
+  stop();
+  // A last checkpoint, so a stopped head office leaves a small WAL behind.
+  try {
+    sqlite.pragma('wal_checkpoint(PASSIVE)');
+  } catch (err) {
+    log.warn({ err }, 'last WAL checkpoint failed');
+  }
+  sqlite.close();
+  port.postMessage('stopped');
+  port.close();
+});

@@ -1,0 +1,56 @@
+import path from 'node:path';
+import type { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { spawnWorker } from '../thread.js';
+import type { CheckpointInit } from './checkpoint-worker.js';
+
+/** How often the WAL is checkpointed (PASSIVE): small WAL files, each checkpoint copying little. */
+const EVERY_MS = 250;
+
+/**
+ * Head office's WAL checkpoints on a thread of their own (server/db/checkpoint-worker.ts). They used to run on the
+ * visit-ingest thread (a timer, and SQLite's automatic checkpoint inside its commits), where each one's disk sync
+ * held every shop PC's next PUBACK: measured in-process, a batch's wall time was 1.1-1.4 ms a visit against 0.84-0.88
+ * ms of CPU with them, 0.84-0.88 against 0.74-0.82 without (docs/benchmarks.md, "Where the ingest thread's CPU
+ * goes"). If the thread ends unexpectedly it is started again; while none runs the WAL only grows.
+ */
+export function startCheckpointer(config: Config, log: Logger): { stop(): Promise<void> } {
+  let worker: Worker | undefined;
+  let stopping = false;
+  const init: CheckpointInit = { file: path.join(config.dataDir, 'footfall.db'), everyMs: EVERY_MS, logLevel: config.FOOTFALL_LOG_LEVEL };
+  const spawn = () => {
+    const w = spawnWorker(new URL('./checkpoint-worker.js', import.meta.url), { workerData: init });
+    worker = w;
+    w.on('error', (err) => log.error({ err }, 'WAL checkpoint thread failed'));
+    w.on('exit', (code) => {
+      if (stopping || worker !== w) return;
+      log.error({ code }, 'WAL checkpoint thread ended; starting it again');
+      setTimeout(() => {
+        if (!stopping) spawn();
+      }, 1000).unref();
+    });
+  };
+  spawn();
+  return {
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      const w = worker;
+      if (!w) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 5000);
+        w.once('message', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        w.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        w.postMessage('stop');
+      });
+      await w.terminate();
+    },
+  };
+}
