@@ -1,6 +1,6 @@
 import { CODE_BYTES, SignCoder } from './signcode.js';
-import { DIM, dot, normalizeInto, templateView } from './vector.js';
-import { PAGE, hammingKernel, newMemory, type HammingExports, type WasmMemory } from './wasm.js';
+import { DIM, normalizeInto, templateView } from './vector.js';
+import { PAGE, TEMPLATES, dotKernel, hammingKernel, newMemory, type DotExports, type HammingExports, type WasmMemory } from './wasm.js';
 
 /**
  * One company's face gallery, in memory: ranks customer templates by cosine similarity to an embedding.
@@ -10,8 +10,9 @@ import { PAGE, hammingKernel, newMemory, type HammingExports, type WasmMemory } 
  * 1. prefilter: every template has a 512-bit sign code (`signcode.ts`); a WebAssembly kernel (`wasm.ts`) computes
  *    the Hamming distance of the query's code to all codes (64 bytes per customer instead of 2 KiB of float32) and
  *    a histogram of the distances, which gives the distance threshold that keeps the `candidates` closest codes;
- * 2. exact re-rank: those candidates are scored with the float32 templates, so every similarity returned is the
- *    exact cosine (the same number a full scan gives).
+ * 2. exact re-rank: those candidates are scored with the float32 templates (a WebAssembly SIMD kernel over a memory
+ *    that holds the templates, `dotKernel`), so every similarity returned is the cosine (the number a full scan
+ *    gives, to about 1e-7: float32 sums).
  * The codes need no training, so add, update and remove are O(1) and the index never needs rebuilding.
  */
 export interface GalleryRow {
@@ -35,8 +36,6 @@ export interface GalleryOptions {
 
 export const DEFAULT_CANDIDATES = 100;
 
-/** Templates per float32 chunk (2 MiB): growing never copies the whole gallery. */
-const CHUNK = 1024;
 /** Largest candidate list the re-rank reads (ties at the threshold distance are cut here). */
 const MAX_CAND = 4096;
 
@@ -47,6 +46,14 @@ const QUERY = 4096;
 const CAND = QUERY + CODE_BYTES;
 const CODES = PAGE;
 if (CAND + MAX_CAND * 4 > CODES) throw new Error('gallery: header overflow');
+// The re-rank kernel's memory: the query (512 float32), the candidate slots (i32), their similarities (f64), then
+// the templates from TEMPLATES (2 KiB per slot; growing the memory keeps them where they are).
+const DQUERY = 0;
+const DCAND = DIM * 4;
+const DOUT = DCAND + MAX_CAND * 4;
+if (DOUT + MAX_CAND * 8 > TEMPLATES) throw new Error('gallery: re-rank header overflow');
+/** The templates' first float32 index. */
+const T0 = TEMPLATES / 4;
 
 const coder = new SignCoder();
 const scratch = new Float32Array(DIM);
@@ -56,12 +63,17 @@ export class Gallery {
   private cap = 0;
   private readonly ids: string[] = [];
   private readonly slotOf = new Map<string, number>();
-  private readonly chunks: Float32Array[] = [];
   private counts = new Uint32Array(0);
   private readonly memory: WasmMemory;
   private readonly kernel: HammingExports;
   private u8!: Uint8Array;
   private i32!: Int32Array;
+  /** The templates, the query and the re-rank's slots and results (server/identity/wasm.ts, `dotKernel`). */
+  private readonly tmem: WasmMemory;
+  private readonly dk: DotExports;
+  private tf32!: Float32Array;
+  private ti32!: Int32Array;
+  private tf64!: Float64Array;
   private cands = DEFAULT_CANDIDATES;
   /** The normalised query of the search under way (no allocation per search). */
   private readonly query = new Float32Array(DIM);
@@ -70,6 +82,8 @@ export class Gallery {
     this.candidates = options.candidates ?? DEFAULT_CANDIDATES;
     this.memory = newMemory(1);
     this.kernel = hammingKernel(this.memory);
+    this.tmem = newMemory(1);
+    this.dk = dotKernel(this.tmem);
     this.views();
     this.reserve(256);
   }
@@ -106,15 +120,15 @@ export class Gallery {
   entry(customerId: string): { template: Float32Array; count: number } | undefined {
     const s = this.slotOf.get(customerId);
     if (s === undefined) return undefined;
-    const o = (s % CHUNK) * DIM;
-    return { template: this.chunks[Math.floor(s / CHUNK)]!.slice(o, o + DIM), count: this.counts[s]! };
+    const o = T0 + s * DIM;
+    return { template: this.tf32.slice(o, o + DIM), count: this.counts[s]! };
   }
 
   /** Exact cosine similarity of `embedding` to one customer's template; undefined if not enrolled. */
   similarity(customerId: string, embedding: ArrayLike<number>): number | undefined {
     const s = this.slotOf.get(customerId);
     if (s === undefined) return undefined;
-    return dot(normalizeInto(embedding, scratch), this.chunks[Math.floor(s / CHUNK)]!, (s % CHUNK) * DIM);
+    return this.scoreOne(normalizeInto(embedding, scratch), s);
   }
 
   /**
@@ -124,7 +138,7 @@ export class Gallery {
   similarityUnit(customerId: string, unit: Float32Array): number | undefined {
     const s = this.slotOf.get(customerId);
     if (s === undefined) return undefined;
-    return dot(unit, this.chunks[Math.floor(s / CHUNK)]!, (s % CHUNK) * DIM);
+    return this.scoreOne(unit, s);
   }
 
   /** Adds a customer (the embedding is normalised). Throws if the customer is already in the gallery. */
@@ -156,16 +170,13 @@ export class Gallery {
       const moved = this.ids[last]!;
       this.ids[s] = moved;
       this.slotOf.set(moved, s);
-      const from = this.chunks[Math.floor(last / CHUNK)]!;
-      const fo = (last % CHUNK) * DIM;
-      this.chunks[Math.floor(s / CHUNK)]!.set(from.subarray(fo, fo + DIM), (s % CHUNK) * DIM);
+      this.tf32.copyWithin(T0 + s * DIM, T0 + last * DIM, T0 + (last + 1) * DIM);
       this.counts[s] = this.counts[last]!;
       this.u8.copyWithin(CODES + s * CODE_BYTES, CODES + last * CODE_BYTES, CODES + (last + 1) * CODE_BYTES);
     }
     this.ids.length = last;
     // Wipe the vacated template: erased faces should not linger in memory.
-    const lc = this.chunks[Math.floor(last / CHUNK)]!;
-    lc.fill(0, (last % CHUNK) * DIM, (last % CHUNK + 1) * DIM);
+    this.tf32.fill(0, T0 + last * DIM, T0 + (last + 1) * DIM);
     this.u8.fill(0, CODES + last * CODE_BYTES, CODES + (last + 1) * CODE_BYTES);
     return true;
   }
@@ -197,7 +208,7 @@ export class Gallery {
 
   /** Bytes held in typed arrays and WebAssembly memory (excludes the id strings and the id map). */
   get bytes(): number {
-    return this.chunks.reduce((s, c) => s + c.byteLength, 0) + this.counts.byteLength + this.memory.buffer.byteLength;
+    return this.tmem.buffer.byteLength + this.counts.byteLength + this.memory.buffer.byteLength;
   }
 
   private rerank(q: Float32Array, k: number): Match[] {
@@ -209,50 +220,49 @@ export class Gallery {
       if (seen >= want) break;
     }
     const c = this.kernel.collect(this.outRow(), this.n, thr, CAND, MAX_CAND);
+    this.ti32.set(this.i32.subarray(CAND >> 2, (CAND >> 2) + c), DCAND >> 2);
     const top = new TopK(k);
-    for (let i = 0; i < c; i++) {
-      const s = this.i32[(CAND >> 2) + i]!;
-      top.offer(s, dot(q, this.chunks[Math.floor(s / CHUNK)]!, (s % CHUNK) * DIM));
-    }
+    this.score(q, c, top);
     return top.matches(this.ids);
   }
 
   private scanExact(q: Float32Array, k: number): Match[] {
     const top = new TopK(k);
-    for (let s = 0; s < this.n; s++) top.offer(s, dot(q, this.chunks[Math.floor(s / CHUNK)]!, (s % CHUNK) * DIM));
+    for (let from = 0; from < this.n; from += MAX_CAND) {
+      const c = Math.min(MAX_CAND, this.n - from);
+      for (let i = 0; i < c; i++) this.ti32[(DCAND >> 2) + i] = from + i;
+      this.score(q, c, top);
+    }
     return top.matches(this.ids);
   }
 
+  /** Scores the `c` slots in the kernel's candidate list against `q` and offers them to `top`. */
+  private score(q: Float32Array, c: number, top: TopK): void {
+    this.tf32.set(q, DQUERY >> 2);
+    this.dk.dots(DQUERY, DCAND, c, DOUT);
+    for (let i = 0; i < c; i++) top.offer(this.ti32[(DCAND >> 2) + i]!, this.tf64[(DOUT >> 3) + i]!);
+  }
+
+  /** One slot's similarity, by the re-rank kernel: the same arithmetic as a search's, so the same number. */
+  private scoreOne(q: Float32Array, s: number): number {
+    this.tf32.set(q, DQUERY >> 2);
+    this.ti32[DCAND >> 2] = s;
+    this.dk.dots(DQUERY, DCAND, 1, DOUT);
+    return this.tf64[DOUT >> 3]!;
+  }
+
   private write(s: number, t: Float32Array, count: number): void {
-    const chunk = this.chunkFor(s);
-    const o = (s % CHUNK) * DIM;
-    chunk.set(t, o);
+    const o = T0 + s * DIM;
+    this.tf32.set(t, o);
     this.counts[s] = count;
-    coder.encode(chunk, o, this.u8, CODES + s * CODE_BYTES);
+    coder.encode(this.tf32, o, this.u8, CODES + s * CODE_BYTES);
   }
 
   private outRow(): number {
     return CODES + this.cap * CODE_BYTES;
   }
 
-  /**
-   * The float32 chunk holding slot `s`, allocated on first use: chunks are added one at a time as slots fill (no
-   * slack beyond the last chunk), and the first chunk grows by doubling so that a small company stays small.
-   */
-  private chunkFor(s: number): Float32Array {
-    const i = Math.floor(s / CHUNK);
-    const have = this.chunks[i];
-    const need = ((s % CHUNK) + 1) * DIM;
-    if (have && have.length >= need) return have;
-    let size = Math.max(64 * DIM, have?.length ?? 0);
-    while (size < need) size *= 2;
-    const next = new Float32Array(Math.min(CHUNK * DIM, size));
-    if (have) next.set(have);
-    this.chunks[i] = next;
-    return next;
-  }
-
-  /** Makes room for `cap` customers in the weights, codes and distances (float32 chunks grow in `chunkFor`). */
+  /** Makes room for `cap` customers in the weights, codes, distances and templates. */
   private reserve(cap: number): void {
     if (cap <= this.cap) return;
     cap = Math.max(cap, 256);
@@ -261,16 +271,19 @@ export class Gallery {
     this.counts = counts;
     const bytes = CODES + cap * CODE_BYTES + cap * 2;
     const pages = Math.ceil(bytes / PAGE) - this.memory.buffer.byteLength / PAGE;
-    if (pages > 0) {
-      this.memory.grow(pages);
-      this.views();
-    }
+    if (pages > 0) this.memory.grow(pages);
+    const tpages = Math.ceil((TEMPLATES + cap * DIM * 4) / PAGE) - this.tmem.buffer.byteLength / PAGE;
+    if (tpages > 0) this.tmem.grow(tpages);
+    this.views();
     this.cap = cap;
   }
 
   private views(): void {
     this.u8 = new Uint8Array(this.memory.buffer);
     this.i32 = new Int32Array(this.memory.buffer);
+    this.tf32 = new Float32Array(this.tmem.buffer);
+    this.ti32 = new Int32Array(this.tmem.buffer);
+    this.tf64 = new Float64Array(this.tmem.buffer);
   }
 }
 
