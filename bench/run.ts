@@ -29,6 +29,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   bodies: () => import('./bodies.js'),
   api: () => import('./api.js'),
   'api-floor': () => import('./api-floor.js'),
+  'api-postgres': () => import('./api-postgres.js'),
   'agent-real': () => import('./agent-real.js'),
   'faces-door': () => import('./faces-door.js'),
   door: () => import('./door.js'),

@@ -28,6 +28,7 @@ import { sweepUnlinkedFaces } from './customers/faces.js';
 import { pruneAudit } from './audit/query.js';
 import { PrivacySweeper } from './privacy/sweep.js';
 import { ArrivalsRelay } from './visits/arrivals-relay.js';
+import { ChangeListener } from './db/pg/changes.js';
 import { ArrivalsHub } from './visits/hub.js';
 import { IdentityControl } from './visits/identity-control.js';
 import { VisitIngest } from './visits/ingest.js';
@@ -102,6 +103,9 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   // PostgreSQL: every process's streams get every process's arrivals (server/visits/arrivals-relay.ts).
   const relay = store.dialect === 'postgres' ? new ArrivalsRelay({ url: config.FOOTFALL_DATABASE_URL!, store, config, hub: arrivals, log }) : undefined;
   await relay?.start();
+  // PostgreSQL: the read cache hears every process's changes (server/db/pg/changes.ts).
+  const changes = store.dialect === 'postgres' ? new ChangeListener({ url: config.FOOTFALL_DATABASE_URL!, store, log }) : undefined;
+  await changes?.start();
   const ingest = new VisitIngest(deps);
   await ingest.start();
   const crossings = new CrossingIngest(deps);
@@ -201,6 +205,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
         await stopHeartbeats();
         await ingest.stop();
         await relay?.stop();
+        await changes?.stop();
         await crossings.stop();
         await broker.close();
         await closeStore();

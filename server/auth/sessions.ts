@@ -72,13 +72,15 @@ const accessLookups = new WeakMap<Db, ReturnType<typeof accessLookup>>();
  * The session an access token belongs to, with its user and company, whatever its state. A token seen before is
  * answered from memory while the database has not changed since it was read (read-cache.ts: any write, on any
  * connection, but a session's last-used time or an audit row, drops it), so a revocation, a sign-out, a deactivated
- * user or company take effect on the very next request as before. The caller checks the state (expiry against now).
+ * user or company take effect on the very next request as before. On SQLite only: PostgreSQL asks every time
+ * (below). The caller checks the state (expiry against now).
  */
 export async function findByAccessToken(db: Db, token: string): Promise<Resolved | undefined> {
   const hash = hashToken(token);
-  // PostgreSQL: no read cache yet (it knows "nothing changed" from SQLite's data_version; its PostgreSQL counterpart
-  // is still to come), so every request asks the database. drizzle's pg prepared query is executed (its .all gives
-  // rows not yet mapped to the columns' objects).
+  // PostgreSQL: asked every time, on purpose. The read cache there learns of another process's commits by a
+  // notification that arrives a few ms after the commit (server/db/pg/changes.ts), and a session revoked through one
+  // process must be refused by every process on its very next request (docs/scale-out.md, "The read cache on
+  // PostgreSQL"). drizzle's pg prepared query is executed (its .all gives rows not yet mapped to the columns' objects).
   if (onPostgres) {
     let statement = accessLookups.get(db);
     if (!statement) accessLookups.set(db, (statement = accessLookup(db)));
@@ -203,8 +205,8 @@ export async function touchSession(db: Db, session: SessionRow): Promise<void> {
   if (!last || last.text !== session.lastUsedAt) lastUsedMs.set(session, (last = { text: session.lastUsedAt, ms: Date.parse(session.lastUsedAt) }));
   if (now - last.ms < 60_000) return;
   const written = changes(await db.update(sessions).set({ lastUsedAt: iso(now) }).where(eq(sessions.id, session.id)));
-  // The read cache's bookkeeping is SQLite's (PostgreSQL has no read cache yet).
-  if (!onPostgres) noteUnreadWrite(db, written);
+  // SQLite's read-cache bookkeeping (on PostgreSQL the sessions table announces no changes: migration 0003).
+  noteUnreadWrite(db, written);
   // The row may be findByAccessToken's cached one: keep it as the database now has it.
   session.lastUsedAt = iso(now);
 }

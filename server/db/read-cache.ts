@@ -10,6 +10,10 @@ import { onPostgres } from './raw.js';
  * connection has written. The writes no cached answer reads (audit rows, a session's last-used time) are counted by
  * their writers with noteUnreadWrite and taken off, so polling (which writes a photo-link audit row) does not
  * invalidate the cache for everyone else. Anything else written, anywhere, drops every entry.
+ *
+ * On PostgreSQL (several processes, each with its ingest thread) the same rule comes from a change counter: triggers
+ * announce every write of a table a cached answer may read (NOTIFY footfall_changes, delivered at commit), each
+ * process LISTENs and moves its counter on each, and on its own commits at once (server/db/pg/changes.ts).
  */
 export interface DbVersion {
   data: number;
@@ -42,15 +46,31 @@ export function noteUnreadWrite(db: Db, rows: number): void {
   countersOf(db).unread += rows;
 }
 
-/**
- * On PostgreSQL nothing tells this process cheaply that another connection (the ingest thread's, another head-office
- * process's) committed, so no answer is kept: every version is new (NaN equals nothing) and every read goes to the
- * database. A change counter announced with LISTEN/NOTIFY would bring the cache back there (docs/scale-out.md).
- */
+/** "Never again": NaN equals nothing, so an answer read at it is never served. */
 const NEVER_AGAIN: DbVersion = { data: Number.NaN, changes: Number.NaN };
 
+/** PostgreSQL: each store's change counter (server/db/pg/changes.ts), by the store's `db` outside a transaction. */
+const pgVersions = new WeakMap<Db, () => number>();
+
+/**
+ * PostgreSQL: `version` tells this store's answers apart (a number that moves on every change announced or committed
+ * here, NaN while changes cannot be heard). Without one, nothing is kept (a thread or tool with no listener).
+ */
+export function watchVersion(db: Db, version: (() => number) | undefined): void {
+  if (version) pgVersions.set(db, version);
+  else pgVersions.delete(db);
+}
+
+/**
+ * The version the answers read now are valid at; take it before the reads. On PostgreSQL it is the change counter
+ * of server/db/pg/changes.ts (NaN while its LISTEN connection is down, or inside a transaction, whose `db` is not the
+ * store's: nothing is kept then).
+ */
 export function dbVersion(db: Db): DbVersion {
-  if (onPostgres) return NEVER_AGAIN;
+  if (onPostgres) {
+    const version = pgVersions.get(db);
+    return version ? { data: version(), changes: 0 } : NEVER_AGAIN;
+  }
   const c = countersOf(db);
   return { data: c.dataVersion.get()!, changes: c.totalChanges.get()! - c.unread };
 }

@@ -20,6 +20,8 @@ export interface PostgresStore {
   readonly pool: PgPool;
   readonly db: Db;
   tx<T>(fn: () => Promise<T>, opts?: TxOptions): Promise<T>;
+  /** `fn` runs after each outermost `tx` commits, before it resolves (the read cache's counter: ./changes.ts). */
+  afterCommit(fn: () => void): void;
   close(): Promise<void>;
 }
 
@@ -62,6 +64,7 @@ export async function openPostgresStore(url: string, opts: { max?: number } = {}
     throw err;
   }
   const open = new AsyncLocalStorage<PgTx>();
+  const committed: (() => void)[] = [];
   return {
     dialect: 'postgres',
     pool: pg.pool,
@@ -74,10 +77,15 @@ export async function openPostgresStore(url: string, opts: { max?: number } = {}
       const outer = open.getStore();
       // Inside a transaction, drizzle's nested transaction is a savepoint, as on SQLite (its locks are the outer's).
       if (outer) return await outer.transaction((t) => open.run(t, fn));
-      if (opts.readCommitted) return await pg.db.transaction((t) => open.run(t, fn), { isolationLevel: 'read committed' });
-      if (!opts.locks?.length) return await serializable(pg.db, fn);
-      return await withLocks(pg.pool, opts.locks, (db) => serializable(db, fn));
+      const result = opts.readCommitted
+        ? await pg.db.transaction((t) => open.run(t, fn), { isolationLevel: 'read committed' })
+        : !opts.locks?.length
+          ? await serializable(pg.db, fn)
+          : await withLocks(pg.pool, opts.locks, (db) => serializable(db, fn));
+      for (const hook of committed) hook();
+      return result;
     },
+    afterCommit: (fn) => void committed.push(fn),
     close: () => pg.close(),
   };
 
