@@ -242,7 +242,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     await announceArrivals(store, [...ranges.values()]);
     return out;
   }
-  for (const [companyId, first, last] of ranges.values()) out.items.set(companyId, feedItems(await feedRange(db, [companyId], first, last), config));
+  for (const [companyId, first, last] of ranges.values()) out.items.set(companyId, feedItems(await feedRange(store, [companyId], first, last), config));
   return out;
 }
 
