@@ -38,7 +38,8 @@ interface Shop {
 
 /**
  * A batch's writes (IngestCore's transaction: server/visits/ingest-core.ts describes the rules). `touched` collects
- * the galleries (company, model) the batch decided against, so a failed transaction can forget them. Throws
+ * the galleries (company, model) the batch decided against, so a failed transaction can take back what it changed
+ * in them (Identities.undo) and a committed one keep it (Identities.settle). Throws
  * StaleGallery when a decision met a customer the main thread erased, merged or re-templated meanwhile.
  */
 export async function writeBatch(deps: { store: Store; config: Config; identities: Identities }, batch: readonly Pending[], touched: Set<string>): Promise<Written> {
