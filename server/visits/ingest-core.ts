@@ -7,7 +7,7 @@ import type { Store } from '../db/open.js';
 import type { FeedItem } from './hub.js';
 import type { Identities } from './identities.js';
 import { databaseUnavailable } from '../db/unavailable.js';
-import { StaleGallery, batchLocks, writeBatch, type Pending, type Written } from './ingest-write.js';
+import { StaleGallery, batchLocks, touchShops, writeBatch, type Pending, type Written } from './ingest-write.js';
 
 export interface IngestStats {
   received: number;
@@ -290,6 +290,10 @@ export class IngestCore {
         return await writeBatch(this.deps, batch, touched);
       }, { locks });
       each((c, m) => identities.settle(c, m));
+      if (out.touch) {
+        // Committed: a failure here must not write the batch again; only the shops' last visit time lags.
+        await touchShops(this.deps.store, out.touch).catch((err: unknown) => this.deps.log.warn({ err }, 'shops’ last visit time not updated'));
+      }
       return out;
     } catch (err) {
       each((c, m) => (err instanceof StaleGallery ? identities.discard(c, m) : identities.undo(c, m)));
