@@ -143,11 +143,6 @@ export class Matcher {
     this.journal = { added: [], updated: new Map(), recent: this.recent.slice(), latest: this.latest, broken: false };
   }
 
-  /** Whether `begin` was called and neither `commit` nor `rollback` since. */
-  get recording(): boolean {
-    return this.journal !== undefined;
-  }
-
   /** The changes since `begin` are kept: their transaction committed. */
   commit(): void {
     this.journal = undefined;
