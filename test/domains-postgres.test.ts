@@ -185,23 +185,44 @@ describe.skipIf(missing)('the domains on PostgreSQL', () => {
     await add(shopId, customer['V-4']!, true); // staff: never an arrival
     const d = await add(shopId, customer['V-3']!);
     const seqs = (rows: { seq: number }[]) => rows.map((r) => r.seq);
-    expect(seqs(await feed.feedAfter(db, companyId, 0, 10))).toEqual([a, b, d]);
-    expect(seqs(await feed.feedAfter(db, companyId, a, 1))).toEqual([b]);
-    expect(seqs(await feed.feedAfter(db, companyId, 0, 10, shopId))).toEqual([a, d]);
-    expect(seqs(await feed.feedTail(db, companyId, 2))).toEqual([b, d]);
-    expect(seqs(await feed.feedTail(db, companyId, 5, otherShop))).toEqual([b]);
-    expect(seqs(await feed.feedRange(db, [companyId], a, d))).toEqual([a, b, d]);
-    const [row] = await feed.feedAfter(db, companyId, 0, 1);
+    expect(seqs(await feed.feedAfter(store, companyId, 0, 10))).toEqual([a, b, d]);
+    expect(seqs(await feed.feedAfter(store, companyId, a, 1))).toEqual([b]);
+    expect(seqs(await feed.feedAfter(store, companyId, 0, 10, shopId))).toEqual([a, d]);
+    expect(seqs(await feed.feedTail(store, companyId, 2))).toEqual([b, d]);
+    expect(seqs(await feed.feedTail(store, companyId, 5, otherShop))).toEqual([b]);
+    expect(seqs(await feed.feedRange(store, [companyId], a, d))).toEqual([a, b, d]);
+    const [row] = await feed.feedAfter(store, companyId, 0, 1);
     expect(row).toMatchObject({ seq: a, shopName: 'Powai', shopSlug: 'powai', shopTimezone: 'UTC', customerId: customer['V-2'], customerNumber: 2, isNewVisitor: true, occurredAt: iso(now - 30 * 60_000) });
     expect(await feed.headSeq(db, companyId)).toBeGreaterThanOrEqual(d);
     expect(await feed.shopVisitCount(db, shopId)).toBe(3);
     // Inside a transaction, the statements run on its connection (and see its writes).
     await store.tx(async () => {
       const e = await add(shopId, null, false, store.db);
-      expect(seqs(await feed.feedAfter(store.db, companyId, d, 10))).toEqual([e]);
+      expect(seqs(await feed.feedAfter(store, companyId, d, 10))).toEqual([e]);
       throw Object.assign(new Error('roll back'), { rollBack: true });
     }).catch((err: { rollBack?: boolean }) => expect(err.rollBack).toBe(true));
-    expect(seqs(await feed.feedAfter(db, companyId, d, 10))).toEqual([]);
+    expect(seqs(await feed.feedAfter(store, companyId, d, 10))).toEqual([]);
+    // Prepared once per store, not per transaction (finding 4 of docs/benchmarks.md, "What the runs found": drizzle's
+    // prepared queries were built per `db`, a new object in every transaction): twenty transactions, each reading a
+    // range it wrote, leave the range statement parsed at most once on each connection.
+    for (let i = 0; i < 20; i++) {
+      await store.tx(async () => {
+        const e = await add(shopId, null, false, store.db);
+        expect(seqs(await feed.feedRange(store, [companyId], e, e))).toEqual([e]);
+      });
+    }
+    const clients = await Promise.all(Array.from({ length: 4 }, () => store.pool.connect()));
+    try {
+      const held = [];
+      for (const c of clients) {
+        const r = await c.query<{ n: string }>(`select count(*) as n from pg_prepared_statements where statement like '%v.seq >= $2 and v.seq <= $3%'`);
+        held.push(Number(r.rows[0]!.n));
+      }
+      expect(held.every((n) => n <= 1)).toBe(true);
+      expect(held.some((n) => n === 1)).toBe(true);
+    } finally {
+      for (const c of clients) c.release();
+    }
     await db.delete(t.visits).where((await import('drizzle-orm')).eq(t.visits.companyId, companyId));
   });
 

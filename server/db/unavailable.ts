@@ -6,16 +6,33 @@
  * tries again later, unacknowledged, instead of dropping it.
  */
 export function databaseUnavailable(err: unknown): boolean {
+  return databaseBusy(err) || databaseUnreachable(err);
+}
+
+/**
+ * Whether an error is the database refusing this moment, not this write: a serialization failure or deadlock that
+ * outlasted the store's own re-runs (server/db/pg/store.ts), or SQLite's file busy or locked past its timeout. The
+ * same request a moment later may well succeed.
+ */
+export function databaseBusy(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
+    const code = typeof e.code === 'string' ? e.code : '';
+    // Dropping such an ingest batch would lose a visit (measured: 4 of 9 PostgreSQL bench warm-ups).
+    if (code === '40001' || code === '40P01') return true;
+    if (/^SQLITE_(BUSY|LOCKED)/.test(code)) return true;
+  }
+  return false;
+}
+
+/** Whether an error is the database out of reach or out of resources (connection, disk, shutdown). */
+export function databaseUnreachable(err: unknown): boolean {
   for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
     const code = typeof e.code === 'string' ? e.code : '';
     // PostgreSQL: class 08 (connection exception), 53 (insufficient resources: disk full, out of memory, too many
     // connections), 57P01-57P03 (shut down by an administrator or a crash, cannot connect now).
     if (/^(08...|53...|57P0[1-3])$/.test(code)) return true;
-    // A serialization failure or deadlock that outlasted the store's own re-runs (server/db/pg/store.ts): the write is
-    // fine, only its moment was not; dropping it would lose a visit (measured: 4 of 9 PostgreSQL bench warm-ups).
-    if (code === '40001' || code === '40P01') return true;
     if (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)$/.test(code)) return true;
-    if (/^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL)/.test(code)) return true;
+    if (/^SQLITE_(FULL|IOERR|CANTOPEN|READONLY|PROTOCOL)/.test(code)) return true;
     const message = typeof e.message === 'string' ? e.message : '';
     // A database closed to new connections (ALTER DATABASE ... ALLOW_CONNECTIONS false), and node-postgres's own
     // words for a lost or unobtainable connection (no code).

@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { Ctx, Mw } from '../context.js';
 import { NoEncryptionKeyError } from '../crypto/keys.js';
 import { authServiceEnvelope, isAuthServicePath } from '../auth-service/errors.js';
-import { HttpError, badRequest, noSuchRoute } from './errors.js';
+import { databaseBusy as isDatabaseBusy, databaseUnreachable } from '../db/unavailable.js';
+import { HttpError, badRequest, databaseBusy, databaseUnreachable as databaseUnreachableError, noSuchRoute } from './errors.js';
 
 const validRequestId = /^[\w.:-]{1,128}$/;
 
@@ -123,6 +124,7 @@ export const errors: Mw = async (ctx, next) => {
     // The authentication service logs its provider failures itself (a warning, once at start for not_configured).
     if (e.status >= 500 && e.code !== 'AUTH_PROVIDER_ERROR') ctx.log.error({ err }, 'request failed');
     ctx.status = e.status;
+    for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
     ctx.body = isAuthServicePath(ctx.path) ? authServiceEnvelope(e, ctx.state.requestId) : { error: e.code, message: e.message, ...e.extra };
     if (e.status === 405 && err && typeof err === 'object' && 'headers' in err) {
       const allow = (err as { headers?: Record<string, string> }).headers?.Allow;
@@ -136,6 +138,8 @@ function toHttpError(err: unknown): HttpError {
   if (err instanceof NoEncryptionKeyError) {
     return new HttpError(503, 'no_encryption_key', 'This server has no usable encryption key, so it cannot do this now. Ask whoever runs head office to restore the key file (the server log says what is wrong) and restart it.');
   }
+  if (isDatabaseBusy(err)) return databaseBusy();
+  if (databaseUnreachable(err)) return databaseUnreachableError();
   const e = err as { status?: number; type?: string; expose?: boolean; message?: string };
   switch (e?.status) {
     case 400:

@@ -159,6 +159,16 @@ export class Gallery {
     this.write(s, normalizeInto(template, scratch), count ?? this.counts[s]!);
   }
 
+  /**
+   * Puts back a template exactly as `entry` copied it (already normalised, so not normalised again: the same bits):
+   * the undo of an update whose transaction failed (Matcher.rollback).
+   */
+  restore(customerId: string, template: Float32Array, count: number): void {
+    const s = this.slotOf.get(customerId);
+    if (s === undefined) throw new Error(`gallery: customer ${customerId} is not enrolled`);
+    this.write(s, template, count);
+  }
+
   /** Removes a customer (erasure, merge): never returned by a search again. False if it was not there. */
   remove(customerId: string): boolean {
     const s = this.slotOf.get(customerId);

@@ -295,3 +295,48 @@ describe('Matchers', () => {
     expect(d).toEqual({ kind: 'footfall', reason: 'do_not_enrol' });
   });
 });
+
+describe('Matcher: taking back a failed transaction’s decisions', () => {
+  /** Every customer's template (bits) and weight, by id. */
+  const snapshot = (g: Gallery, ids: string[]) => new Map(ids.map((id) => [id, g.entry(id) && { bits: Buffer.from(g.entry(id)!.template.buffer).toString('hex'), count: g.entry(id)!.count }]));
+
+  it('rollback undoes enrolments, template updates (bit for bit) and the recently enrolled list; commit keeps them', () => {
+    const { faces, ids, gallery, matcher, enrol, enrolled, visit } = setup(50);
+    const known = Array.from({ length: 50 }, (_, i) => `c${i}`);
+    // An enrolment before, so the recently enrolled list holds one.
+    const early = faces.identity();
+    matcher.decide(visit(early), enrol);
+    const all = [...known, 'v1'];
+    const before = snapshot(gallery, all);
+
+    matcher.begin();
+    const stranger = faces.identity();
+    const ds = matcher.decideBatch([visit(faces.sighting(ids, 0.8, 3)), visit(faces.sighting(ids, 0.8, 3)), visit(stranger, T0 + 1000), visit(faces.sighting(ids, 0.7, 9))], enrol);
+    expect(ds.map((d) => d.kind)).toEqual(['match', 'match', 'new', 'match']);
+    expect(gallery.size).toBe(52);
+    expect(matcher.rollback()).toBe(true);
+    expect(gallery.size).toBe(51);
+    expect(gallery.has(enrolled[1]!)).toBe(false);
+    expect(snapshot(gallery, all)).toEqual(before);
+    // The list as it was: the early enrolment is still found at the burst threshold; the taken-back one is gone.
+    expect(matcher.decide(visit(faces.sighting(early, 0.42), T0 + 2000), enrol)).toMatchObject({ kind: 'match', customerId: 'v1', via: 'burst' });
+    expect(matcher.decide(visit(stranger, T0 + 3000), enrol)).toMatchObject({ kind: 'new' });
+
+    matcher.begin();
+    matcher.decide(visit(faces.sighting(ids, 0.8, 4)), enrol);
+    matcher.commit();
+    expect(matcher.rollback()).toBe(false);
+    expect(gallery.entry('c4')!.count).toBe(2);
+  });
+
+  it('refuses (false) when something else changed the gallery meanwhile: an erasure or merge', () => {
+    const { faces, ids, matcher, enrol, visit } = setup(20);
+    matcher.begin();
+    matcher.decide(visit(faces.sighting(ids, 0.8, 1)), enrol);
+    matcher.forget('c2');
+    expect(matcher.rollback()).toBe(false);
+    matcher.begin();
+    matcher.merge('c3', 'c4');
+    expect(matcher.rollback()).toBe(false);
+  });
+});

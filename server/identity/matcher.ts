@@ -73,10 +73,24 @@ interface Recent {
   at: number;
 }
 
+/** What decisions changed in memory since `begin`: enough to take it back exactly. */
+interface Journal {
+  /** Customers enrolled, in order (each took the gallery's last slot). */
+  added: string[];
+  /** Each updated customer's template and weight before its first update. */
+  updated: Map<string, { template: Float32Array; count: number }>;
+  /** The recently enrolled list as it was. */
+  recent: Recent[];
+  latest: number;
+  /** Something besides decisions changed the gallery meanwhile (forget, erase, merge): the undo would not be exact. */
+  broken: boolean;
+}
+
 export class Matcher {
   private readonly options: MatcherOptions;
   private recent: Recent[] = [];
   private latest = -Infinity;
+  private journal: Journal | undefined;
 
   constructor(
     readonly gallery: Gallery,
@@ -121,8 +135,39 @@ export class Matcher {
     });
   }
 
+  /**
+   * Starts recording what decisions change in memory (enrolments, template updates, the recently enrolled list), so
+   * that `rollback` can take it back if the transaction that stores them fails.
+   */
+  begin(): void {
+    this.journal = { added: [], updated: new Map(), recent: this.recent.slice(), latest: this.latest, broken: false };
+  }
+
+  /** The changes since `begin` are kept: their transaction committed. */
+  commit(): void {
+    this.journal = undefined;
+  }
+
+  /**
+   * Takes back every change decisions made since `begin`: enrolled customers leave the gallery (last first, so every
+   * other customer keeps its slot), updated templates get their earlier value and weight back, bit for bit, and the
+   * recently enrolled list is as it was. False (nothing taken back) when there is no record, or when something else
+   * changed the gallery meanwhile (an erasure or merge): the caller then reloads it.
+   */
+  rollback(): boolean {
+    const j = this.journal;
+    this.journal = undefined;
+    if (!j || j.broken) return false;
+    for (const [id, was] of j.updated) if (this.gallery.has(id)) this.gallery.restore(id, was.template, was.count);
+    for (let i = j.added.length - 1; i >= 0; i--) this.gallery.remove(j.added[i]!);
+    this.recent = j.recent;
+    this.latest = j.latest;
+    return true;
+  }
+
   /** Takes back an enrolment whose transaction failed: the customer leaves the gallery and the recent list. */
   forget(customerId: string): void {
+    if (this.journal) this.journal.broken = true;
     this.gallery.remove(customerId);
     this.recent = this.recent.filter((r) => r.customerId !== customerId);
   }
@@ -142,6 +187,7 @@ export class Matcher {
 
   /** Merges `dropId` into `keepId`: the kept template becomes the weighted mean of both. Returns it to store. */
   merge(keepId: string, dropId: string): TemplateState | undefined {
+    if (this.journal) this.journal.broken = true;
     const keep = this.gallery.entry(keepId);
     const drop = this.gallery.entry(dropId);
     if (!keep || !drop) return undefined;
@@ -164,6 +210,7 @@ export class Matcher {
       const decision: Decision = { kind: 'match', ...best };
       if (visit.passedGate && best.similarity >= o.updateThreshold) {
         const entry = this.gallery.entry(best.customerId)!;
+        if (this.journal && !this.journal.updated.has(best.customerId)) this.journal.updated.set(best.customerId, entry);
         decision.template = runningMean(entry, q, o.templateWeightCap);
         this.gallery.update(best.customerId, decision.template.template, decision.template.count);
       }
@@ -173,6 +220,7 @@ export class Matcher {
     if (this.doNotEnrol?.blocks(q, visit.at)) return { kind: 'footfall', reason: 'do_not_enrol' };
     const customerId = enrol(visit, index);
     this.gallery.add(customerId, q, 1);
+    this.journal?.added.push(customerId);
     this.remember(customerId, visit.at);
     return { kind: 'new', customerId, template: { template: q, count: 1 } };
   }

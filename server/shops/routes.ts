@@ -113,6 +113,9 @@ export function shopsRoutes(): AppRouter {
     if (!timezone) throw badRequest(`timezone: "${body.timezone}" is not an IANA time zone name (for example Asia/Kolkata or Europe/London)`);
     try {
       const { sealed } = shopLogins.newSecret();
+      // One opening at a time per company (PostgreSQL; the lock is taken before BEGIN, so each sees the previous one's
+      // shop): each reads the company's slugs and inserts one, so openings at once formed read/write cycles on the
+      // slug index and exhausted the re-runs (a 500), or took the same derived slug (a unique violation, also a 500).
       const shop = await store.tx(async () => {
         const made = await createShop(store.db, {
                   companyId,
@@ -126,7 +129,7 @@ export function shopsRoutes(): AppRouter {
         // Registration with the broker is the last step: if it refuses, the transaction (shop and login) rolls back.
         shopLogins.assertAccepting();
         return made;
-      });
+      }, { locks: [`shops:${companyId}`] });
       ctx.status = 201;
       ctx.body = presentOpenedShop(shop);
     } catch (err) {

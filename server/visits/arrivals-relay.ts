@@ -136,7 +136,7 @@ export class ArrivalsRelay {
       this.lastSeq.set(company, Math.max(last, this.lastSeq.get(company) ?? 0));
       if (!hub.listening(company) || from > last) continue;
       try {
-        hub.publish(company, feedItems(await feedRange(store.db, [company], from, last), config));
+        hub.publish(company, feedItems(await feedRange(store, [company], from, last), config));
       } catch (err) {
         log.error({ err, company_id: company }, 'arrivals relay: rows of a committed range could not be read');
       }
@@ -149,7 +149,7 @@ export class ArrivalsRelay {
     for (const [company, after] of this.lastSeq) {
       if (!hub.listening(company)) continue;
       try {
-        const rows = await feedAfter(store.db, company, after, CATCH_UP_MAX);
+        const rows = await feedAfter(store, company, after, CATCH_UP_MAX);
         if (rows.length === 0) continue;
         this.lastSeq.set(company, rows[rows.length - 1]!.seq);
         hub.publish(company, feedItems(rows, config));

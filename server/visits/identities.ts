@@ -27,8 +27,12 @@ interface Entry {
  * the stored templates on first use and kept equal to the database:
  *
  * - ingest decides a batch inside its transaction (the matcher adds new customers and updates templates in memory
- *   as it goes; everything is synchronous, so nothing else can observe the gallery before the commit), and calls
- *   `discard` for every touched entry when the transaction fails, so the next use reloads it from the database;
+ *   as it goes, recording what it changed), then calls `settle` for every touched entry once the transaction
+ *   committed, or `undo` when it failed: the matcher takes back exactly what the failed attempt changed, so the
+ *   gallery is again what the database holds, without reloading it (on PostgreSQL a serialization failure re-ran the
+ *   batch after reloading 20,000 templates inside the new transaction: the largest cost of the failing bench runs,
+ *   docs/benchmarks.md, finding 1). Where the undo cannot be exact (an erasure or merge changed the gallery
+ *   meanwhile), or after a stale decision, `discard` forgets the entry and the next use reloads it;
  * - erasure and merge run on the main thread (IdentityControl): they store what pure functions computed and, after
  *   their commit, tell this thread (`afterErase`, `afterMerge`); a batch decided in between is caught by ingest's
  *   check against the database and decided again on a reloaded gallery.
@@ -38,6 +42,12 @@ interface Entry {
  */
 export class Identities {
   private readonly entries = new Map<string, Entry>();
+
+  /**
+   * The entries an open transaction decided against: the entry, and the tick its memory is at without that
+   * transaction's changes (the tick before the one the transaction moved the clock to).
+   */
+  private readonly open = new Map<string, { entry: Entry; tick: number }>();
 
   private readonly options: Partial<MatcherOptions>;
 
@@ -55,14 +65,46 @@ export class Identities {
   /**
    * The matcher for a transaction that holds the company's gallery clock at `tick` (it has just moved it on): first
    * brought up to `tick - 1` with what others changed (server/visits/gallery-clock.ts), then marked as at `tick`,
-   * since what this transaction decides is stamped with it. If the transaction fails, `discard` forgets the entry.
+   * since what this transaction decides is stamped with it. The matcher records what the decisions change: `settle`
+   * keeps it after the commit, `undo` takes it back after a failure.
    */
   async matcherAt(companyId: string, model: string, tick: number): Promise<Matcher> {
-    // An entry loaded here read the clock inside this transaction, after it moved: already at `tick`.
+    // An entry loaded here read the clock inside this transaction, after it moved: already at `tick`, and holding
+    // what was committed at `tick - 1` (the rows this transaction read).
     const e = await this.entry(companyId, model);
     if (e.tick < tick - 1) await this.catchUp(e);
+    const k = Identities.key(companyId, model);
+    if (!this.open.has(k)) {
+      this.open.set(k, { entry: e, tick: tick - 1 });
+      e.matcher.begin();
+    }
     e.tick = tick;
     return e.matcher;
+  }
+
+  /** The transaction that decided against this (company, model) committed: its changes stay. */
+  settle(companyId: string, model: string): void {
+    const k = Identities.key(companyId, model);
+    this.open.get(k)?.entry.matcher.commit();
+    this.open.delete(k);
+  }
+
+  /**
+   * The transaction that decided against this (company, model) failed: the matcher takes back what it changed and
+   * the entry's tick goes back to before it, so the next transaction catches up from there (what others committed
+   * meanwhile). If that cannot be exact, the entry is forgotten (the next use reloads it).
+   */
+  undo(companyId: string, model: string): void {
+    const k = Identities.key(companyId, model);
+    const o = this.open.get(k);
+    this.open.delete(k);
+    // Nothing recorded: the attempt failed before deciding (an entry it was loading was never kept; a catch-up cut
+    // short applied only committed changes, and the tick was not moved).
+    if (!o) return;
+    const e = this.entries.get(k);
+    if (e !== o.entry) return; // forgotten or replaced meanwhile (company deleted): nothing of it is in memory
+    if (e.matcher.rollback()) e.tick = o.tick;
+    else this.entries.delete(k);
   }
 
   /** Applies the changes stamped after the entry's tick: templates added or replaced, customers gone, markers. */
@@ -99,14 +141,21 @@ export class Identities {
     else if (merged) e.gallery.add(keepId, merged.template, merged.count);
   }
 
-  /** Forgets the memory of one (company, model): a failed transaction; the next use reloads it. */
+  /** The matcher of one (company, model) if it is in memory (loaded nothing): for tests and inspection. */
+  loaded(companyId: string, model: string): Matcher | undefined {
+    return this.entries.get(Identities.key(companyId, model))?.matcher;
+  }
+
+  /** Forgets the memory of one (company, model): a stale gallery; the next use reloads it. */
   discard(companyId: string, model: string): void {
+    this.open.delete(Identities.key(companyId, model));
     this.entries.delete(Identities.key(companyId, model));
   }
 
   /** Forgets every gallery of a company (company deletion). */
   dropCompany(companyId: string): void {
     for (const [k, e] of this.entries) if (e.companyId === companyId) this.entries.delete(k);
+    for (const [k, o] of this.open) if (o.entry.companyId === companyId) this.open.delete(k);
   }
 
   /** Loads every company's galleries now (start-up), so the first visit does not pay for it. */

@@ -7,7 +7,7 @@ import type { Store } from '../db/open.js';
 import type { FeedItem } from './hub.js';
 import type { Identities } from './identities.js';
 import { databaseUnavailable } from '../db/unavailable.js';
-import { StaleGallery, batchLocks, writeBatch, type Pending, type Written } from './ingest-write.js';
+import { StaleGallery, batchLocks, touchShops, writeBatch, type Pending, type Written } from './ingest-write.js';
 
 export interface IngestStats {
   received: number;
@@ -270,26 +270,33 @@ export class IngestCore {
     this.deps.log.info('database available again: writing the visits that waited');
   }
 
-  /** One transaction; on failure the galleries it touched are forgotten (the next use reloads them). */
+  /**
+   * One transaction. On failure the galleries it touched take back what it changed in memory (Identities.undo), or,
+   * after a stale decision (an erasure or merge on the main thread), are forgotten and reload on next use.
+   */
   private async attempt(batch: readonly Pending[]): Promise<Written> {
+    const { identities } = this.deps;
     const touched = new Set<string>();
-    const forget = () => {
-      for (const k of touched) {
-        const [companyId, model] = k.split('\u0000') as [string, string];
-        this.deps.identities.discard(companyId, model);
-      }
+    const each = (fn: (companyId: string, model: string) => void) => {
+      for (const k of touched) fn(...(k.split('\u0000') as [string, string]));
       touched.clear();
     };
     try {
       const locks = await batchLocks(this.deps.store, batch);
-      return await this.deps.store.tx(async () => {
+      const out = await this.deps.store.tx(async () => {
         // PostgreSQL runs a body again after a serialization failure (server/db/pg/store.ts): the galleries the
-        // first run decided against hold its rolled-back customers, so they reload first.
-        forget();
+        // first run decided against hold its rolled-back customers and templates, so that is taken back first.
+        each((c, m) => identities.undo(c, m));
         return await writeBatch(this.deps, batch, touched);
       }, { locks });
+      each((c, m) => identities.settle(c, m));
+      if (out.touch) {
+        // Committed: a failure here must not write the batch again; only the shops' last visit time lags.
+        await touchShops(this.deps.store, out.touch).catch((err: unknown) => this.deps.log.warn({ err }, 'shops’ last visit time not updated'));
+      }
+      return out;
     } catch (err) {
-      forget();
+      each((c, m) => (err instanceof StaleGallery ? identities.discard(c, m) : identities.undo(c, m)));
       throw err;
     }
   }

@@ -38,7 +38,8 @@ interface Shop {
 
 /**
  * A batch's writes (IngestCore's transaction: server/visits/ingest-core.ts describes the rules). `touched` collects
- * the galleries (company, model) the batch decided against, so a failed transaction can forget them. Throws
+ * the galleries (company, model) the batch decided against, so a failed transaction can take back what it changed
+ * in them (Identities.undo) and a committed one keep it (Identities.settle). Throws
  * StaleGallery when a decision met a customer the main thread erased, merged or re-templated meanwhile.
  */
 export async function writeBatch(deps: { store: Store; config: Config; identities: Identities }, batch: readonly Pending[], touched: Set<string>): Promise<Written> {
@@ -233,8 +234,11 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     await stays.markFirstVisit(id);
   }
 
-  // The shops' last visit.
-  for (const shopId of shopIds) await q.touchShop.run(now, shopId);
+  // The shops' last visit. On PostgreSQL after the commit (IngestCore, touchShops): the heartbeat flush updates the
+  // same rows, and a serializable transaction that updates a row another committed since its snapshot is refused
+  // ("could not serialize access due to concurrent update"), which re-ran whole batches in the bench runs.
+  if (store.dialect === 'postgres') out.touch = { at: now, shopIds: [...shopIds] };
+  else for (const shopId of shopIds) await q.touchShop.run(now, shopId);
 
   // What the arrival streams get after the commit: the new visits (not staff's), presented. On PostgreSQL every
   // process's streams get them through the database instead (arrivals-relay.ts), this one's included.
@@ -242,7 +246,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     await announceArrivals(store, [...ranges.values()]);
     return out;
   }
-  for (const [companyId, first, last] of ranges.values()) out.items.set(companyId, feedItems(await feedRange(db, [companyId], first, last), config));
+  for (const [companyId, first, last] of ranges.values()) out.items.set(companyId, feedItems(await feedRange(store, [companyId], first, last), config));
   return out;
 }
 
@@ -284,7 +288,7 @@ const statementsOf = preparedStatements((prep) => ({
        gallery_tick = coalesce(@tick::bigint, gallery_tick)
      where id = @id`,
   ),
-  touchShop: prep('update shops set last_event_at = ? where id = ?'),
+  touchShop: prep('update shops set last_event_at = ? where id = ?', 'update shops set last_event_at = greatest(last_event_at, ?::timestamptz) where id = ?'),
   shopByUsername: prep(
     'select s.id as id, s.company_id as "companyId", c.active as active from shops s join companies c on c.id = s.company_id where s.broker_username = ?',
   ),
@@ -298,4 +302,17 @@ export interface Written {
   discard: FaceImageRow[];
   /** Counted only once committed. */
   counts: Partial<IngestStats>;
+  /** PostgreSQL: the shops whose last visit to set after the commit (touchShops). */
+  touch?: { at: string; shopIds: string[] };
+}
+
+/**
+ * Sets the shops' last visit after the batch committed, at READ COMMITTED (last writer wins, and never back in time:
+ * `greatest`), so it takes no part in serialization conflicts with the heartbeat flush's writes of the same rows.
+ */
+export async function touchShops(store: Store, touch: { at: string; shopIds: string[] }): Promise<void> {
+  const q = statementsOf(store);
+  await store.tx(async () => {
+    for (const shopId of touch.shopIds) await q.touchShop.run(touch.at, shopId);
+  }, { readCommitted: true });
 }

@@ -92,10 +92,10 @@ export function visitsRoutes(): AppRouter {
       let rows: FeedRow[];
       let cursor: string;
       if (after !== undefined) {
-        rows = await feedAfter(store.db, companyId, after, limit, shopId);
+        rows = await feedAfter(store, companyId, after, limit, shopId);
         cursor = rows.length > 0 ? cursors.encode(companyId, rows[rows.length - 1]!.seq) : given!;
       } else {
-        rows = await feedTail(store.db, companyId, limit, shopId);
+        rows = await feedTail(store, companyId, limit, shopId);
         cursor = cursors.encode(companyId, rows.length > 0 ? rows[rows.length - 1]!.seq : await headSeq(store.db, companyId));
       }
       const arrivals = rows.map((row) => presentArrival(row, config));
@@ -195,7 +195,7 @@ export function visitsRoutes(): AppRouter {
     const catchUp = async () => {
       for (;;) {
         if (closed) return;
-        const rows = await feedAfter(store.db, companyId, lastSent, CATCH_UP_PAGE, shopId);
+        const rows = await feedAfter(store, companyId, lastSent, CATCH_UP_PAGE, shopId);
         send(rows.map((row) => ({ seq: row.seq, shopId: row.shopId, arrival: presentArrival(row, config), faceImageId: row.faceImageId ?? undefined, customerId: row.customerId ?? undefined })));
         if (rows.length < CATCH_UP_PAGE) {
           catchingUp = false;

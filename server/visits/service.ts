@@ -1,108 +1,67 @@
-import { and, asc, count, desc, eq, gt, gte, lte, max, sql, type SQL } from 'drizzle-orm';
-import type { Db } from '../db/open.js';
+import { count, eq, max } from 'drizzle-orm';
+import type { Db, Store } from '../db/open.js';
 import type { FeedRow } from './presenter.js';
-import { one, prepareNamed } from '../db/query.js';
-import { onPostgres } from '../db/raw.js';
-import { customers, shops, visits } from '../db/tables.js';
-
-const feedColumns = {
-  seq: visits.seq,
-  visitId: visits.visitId,
-  occurredAt: visits.occurredAt,
-  lastSeenAt: visits.lastSeenAt,
-  dwellMs: visits.dwellMs,
-  shopId: visits.shopId,
-  shopName: shops.name,
-  shopSlug: shops.slug,
-  shopTimezone: shops.timezone,
-  cameraId: visits.cameraId,
-  customerId: visits.customerId,
-  customerNumber: customers.number,
-  customerName: customers.fullName,
-  customerFirstSeenAt: customers.firstSeenAt,
-  isNewVisitor: visits.isNewVisitor,
-  similarity: visits.similarity,
-  quality: visits.quality,
-  gender: visits.gender,
-  age: visits.age,
-  emotion: visits.emotion,
-  faceImageId: visits.faceImageId,
-};
-
-/** The feed's rows: staff's visits are never arrivals (docs/visits-and-customers.md, "Staff"). */
-function feedQuery(db: Db, where: SQL | undefined) {
-  return db
-    .select(feedColumns)
-    .from(visits)
-    .innerJoin(shops, eq(shops.id, visits.shopId))
-    .leftJoin(customers, eq(customers.id, visits.customerId))
-    .where(and(where, eq(visits.staff, false)));
-}
+import { one } from '../db/query.js';
+import { preparedStatements } from '../db/statement.js';
+import { visits } from '../db/tables.js';
 
 /**
- * The feed's four statements (after a position or the tail; the company or one shop), built and prepared once per
- * database: polling is the mobile app's main path, and building the query cost more than running it.
+ * The feed's rows (FeedRow's columns): staff's visits are never arrivals (docs/visits-and-customers.md, "Staff").
+ * `not v.staff` reads the same on both stores (SQLite's 0/1, PostgreSQL's boolean).
  */
-function feedStatements(db: Db) {
-  const company = sql.placeholder('company');
-  const shop = sql.placeholder('shop');
-  const after = sql.placeholder('after');
-  const limit = sql.placeholder('limit');
-  const inCompany = eq(visits.companyId, company);
-  const inShop = and(eq(visits.companyId, company), eq(visits.shopId, shop));
-  return {
-    after: prepareNamed(feedQuery(db, and(inCompany, gt(visits.seq, after))).orderBy(asc(visits.seq)).limit(limit), 'feed_after'),
-    afterInShop: prepareNamed(feedQuery(db, and(inShop, gt(visits.seq, after))).orderBy(asc(visits.seq)).limit(limit), 'feed_after_in_shop'),
-    tail: prepareNamed(feedQuery(db, inCompany).orderBy(desc(visits.seq)).limit(limit), 'feed_tail'),
-    tailInShop: prepareNamed(feedQuery(db, inShop).orderBy(desc(visits.seq)).limit(limit), 'feed_tail_in_shop'),
-    range: prepareNamed(feedQuery(db, and(inCompany, gte(visits.seq, sql.placeholder('from')), lte(visits.seq, sql.placeholder('to')))).orderBy(asc(visits.seq)), 'feed_range'),
-  };
-}
-
-interface Statement {
-  all(values: Record<string, unknown>): FeedRow[];
-  execute(values: Record<string, unknown>): PromiseLike<FeedRow[]>;
-}
+const FEED_SELECT = `select v.seq as "seq", v.visit_id as "visitId", v.occurred_at as "occurredAt", v.last_seen_at as "lastSeenAt",
+  v.dwell_ms as "dwellMs", v.shop_id as "shopId", s.name as "shopName", s.slug as "shopSlug", s.timezone as "shopTimezone",
+  v.camera_id as "cameraId", v.customer_id as "customerId", c.number as "customerNumber", c.full_name as "customerName",
+  c.first_seen_at as "customerFirstSeenAt", v.is_new_visitor as "isNewVisitor", v.similarity as "similarity",
+  v.quality as "quality", v.gender as "gender", v.age as "age", v.emotion as "emotion", v.face_image_id as "faceImageId"
+from visits v join shops s on s.id = v.shop_id left join customers c on c.id = v.customer_id`;
 
 /**
- * A statement's rows: SQLite's at once (.all, the hot poll as it was), PostgreSQL's awaited (.execute: its .all
- * gives rows not yet mapped to the columns).
+ * The feed's five statements (after a position or the tail, the company or one shop; a range), prepared once per
+ * store (server/db/statement.ts): polling is the mobile app's main path, and building the query cost more than
+ * running it. They run where `store.db` runs, so inside `store.tx` on the transaction's connection; built per `db`
+ * instead (drizzle's prepared queries are bound to one), they were built again for every transaction on PostgreSQL,
+ * whose `db` there is a new object each time (docs/benchmarks.md, finding 4).
  */
-async function answer(s: Statement, values: Record<string, unknown>): Promise<FeedRow[]> {
-  return onPostgres ? await s.execute(values) : s.all(values);
-}
+const statementsOf = preparedStatements((prep) => ({
+  after: prep(`${FEED_SELECT} where v.company_id = @company and v.seq > @after and not v.staff order by v.seq limit @limit`),
+  afterInShop: prep(`${FEED_SELECT} where v.company_id = @company and v.shop_id = @shop and v.seq > @after and not v.staff order by v.seq limit @limit`),
+  tail: prep(`${FEED_SELECT} where v.company_id = @company and not v.staff order by v.seq desc limit @limit`),
+  tailInShop: prep(`${FEED_SELECT} where v.company_id = @company and v.shop_id = @shop and not v.staff order by v.seq desc limit @limit`),
+  range: prep(`${FEED_SELECT} where v.company_id = @company and v.seq >= @from and v.seq <= @to and not v.staff order by v.seq`),
+}));
 
-const prepared = new WeakMap<Db, ReturnType<typeof feedStatements>>();
-
-function statements(db: Db): ReturnType<typeof feedStatements> {
-  let s = prepared.get(db);
-  if (!s) prepared.set(db, (s = feedStatements(db)));
-  return s;
-}
+type RawFeedRow = Omit<FeedRow, 'isNewVisitor'> & { isNewVisitor: number | boolean };
 
 /**
- * Rows after a position, ascending (a poll with a cursor; a stream catching up). On SQLite the rows are read when
- * called, in the caller's synchronous step (the stream's catch-up relies on that); the promise only hands them over.
+ * A statement's rows as FeedRows. On SQLite they are read when called, in the caller's synchronous step (the stream's
+ * catch-up relies on that); the promise only hands them over.
  */
-export async function feedAfter(db: Db, companyId: string, after: number, limit: number, shopId?: string): Promise<FeedRow[]> {
-  const s = statements(db);
-  return await (shopId ? answer(s.afterInShop, { company: companyId, shop: shopId, after, limit }) : answer(s.after, { company: companyId, after, limit }));
+async function feedRows(rows: Promise<RawFeedRow[]>): Promise<FeedRow[]> {
+  const out = (await rows) as FeedRow[];
+  for (const r of out) r.isNewVisitor = Boolean(r.isNewVisitor);
+  return out;
+}
+
+/** Rows after a position, ascending (a poll with a cursor; a stream catching up). */
+export async function feedAfter(store: Store, companyId: string, after: number, limit: number, shopId?: string): Promise<FeedRow[]> {
+  const s = statementsOf(store);
+  return await feedRows(shopId ? s.afterInShop.all({ company: companyId, shop: shopId, after, limit }) : s.after.all({ company: companyId, after, limit }));
 }
 
 /** The latest `limit` rows, ascending (a poll without a cursor). */
-export async function feedTail(db: Db, companyId: string, limit: number, shopId?: string): Promise<FeedRow[]> {
-  const s = statements(db);
-  return (await (shopId ? answer(s.tailInShop, { company: companyId, shop: shopId, limit }) : answer(s.tail, { company: companyId, limit }))).reverse();
+export async function feedTail(store: Store, companyId: string, limit: number, shopId?: string): Promise<FeedRow[]> {
+  const s = statementsOf(store);
+  return (await feedRows(shopId ? s.tailInShop.all({ company: companyId, shop: shopId, limit }) : s.tail.all({ company: companyId, limit }))).reverse();
 }
 
-/** Rows of a seq range for some companies (ingest's fan-out of one committed batch). */
-export async function feedRange(db: Db, companyIds: string[], from: number, to: number): Promise<FeedRow[]> {
+/** Rows of a seq range for some companies (ingest's fan-out of one committed batch; the arrivals relay). */
+export async function feedRange(store: Store, companyIds: string[], from: number, to: number): Promise<FeedRow[]> {
   if (companyIds.length === 0) return [];
-  // One prepared statement per company (ingest calls this for every batch; building the query cost more than running it).
-  const s = statements(db);
-  if (companyIds.length === 1) return await answer(s.range, { company: companyIds[0]!, from, to });
+  const s = statementsOf(store);
+  if (companyIds.length === 1) return await feedRows(s.range.all({ company: companyIds[0]!, from, to }));
   const pages: FeedRow[][] = [];
-  for (const company of companyIds) pages.push(await answer(s.range, { company, from, to }));
+  for (const company of companyIds) pages.push(await feedRows(s.range.all({ company, from, to })));
   return pages.flat().sort((a, b) => a.seq - b.seq);
 }
 
