@@ -21,7 +21,7 @@ import { startPostgres, type TestPostgres } from '../test/support/postgres.js';
 import { api, cli, med, type Proc } from './api.js';
 import { cpuSeconds, exited, waitFor } from './proc.js';
 import { clusterCpuSeconds, pidByCommandLine } from './scale-cpu.js';
-import { BENCH_ADMIN, benchServerSettings, loadAverage, progress, table } from './util.js';
+import { BENCH_ADMIN, benchServerSettings, loadAverage, seededData, progress, table } from './util.js';
 
 const VISITS = 5_000;
 const CUSTOMERS = 500;
@@ -52,13 +52,7 @@ async function seed(url: string, databaseUrl: string): Promise<string> {
   const c = await api(url, 'POST', '/api/admin/clients', { company_name: 'Bench Company', owner_email: 'owner@bench.test', owner_name: 'Owner' }, admin);
   const token = (await api(url, 'POST', '/api/auth/login', { email: 'owner@bench.test', password: c.password })).access_token!;
   const shop = await api(url, 'POST', '/api/sites', { name: 'Bench Shop', timezone: 'Europe/London' }, token);
-  let s = 17;
-  const rand = () => {
-    s = (s * 1_103_515_245 + 12_345) >>> 0;
-    return s / 2 ** 32;
-  };
-  const template = Buffer.alloc(512 * 4);
-  for (let d = 0; d < 512; d++) template.writeFloatLE((rand() - 0.5) / 11.3, d * 4);
+  const { rand, template } = seededData();
   const start = Date.parse('2026-11-01T09:00:00Z');
   const iso = (t: number) => new Date(t).toISOString();
   const ids = Array.from({ length: CUSTOMERS }, () => randomUUID());

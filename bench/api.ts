@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import { cpuSeconds, exited, rssBytes, waitFor } from './proc.js';
-import { BENCH_ADMIN, benchServerSettings, loadAverage, ms, progress, table } from './util.js';
+import { BENCH_ADMIN, benchServerSettings, loadAverage, seededData, ms, progress, table } from './util.js';
 
 const VISITS = 5_000;
 const CUSTOMERS = 500;
@@ -99,13 +99,7 @@ async function seed(url: string, dataDir: string): Promise<string> {
 
   const sqlite = new Database(path.join(dataDir, 'footfall.db'));
   sqlite.pragma('busy_timeout = 5000');
-  let s = 17;
-  const rand = () => {
-    s = (s * 1_103_515_245 + 12_345) >>> 0;
-    return s / 2 ** 32;
-  };
-  const template = Buffer.alloc(512 * 4);
-  for (let d = 0; d < 512; d++) template.writeFloatLE((rand() - 0.5) / 11.3, d * 4);
+  const { rand, template } = seededData();
   const start = Date.parse('2026-11-01T09:00:00Z');
   const step = 60_000;
   const iso = (t: number) => new Date(t).toISOString();

@@ -96,3 +96,18 @@ export function benchServerSettings(dataDir: string): Record<string, string> {
     FOOTFALL_LOG_LEVEL: 'silent',
   };
 }
+
+/**
+ * The benches' seeded data: a linear congruential sequence and, from its first 512 values, a stored-template BLOB
+ * (512 little-endian float32) that every seeded customer shares (they measure reads, not matching).
+ */
+export function seededData(seed = 17): { rand: () => number; template: Buffer } {
+  let s = seed;
+  const rand = () => {
+    s = (s * 1_103_515_245 + 12_345) >>> 0;
+    return s / 2 ** 32;
+  };
+  const template = Buffer.alloc(512 * 4);
+  for (let d = 0; d < 512; d++) template.writeFloatLE((rand() - 0.5) / 11.3, d * 4);
+  return { rand, template };
+}

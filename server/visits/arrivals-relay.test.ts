@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
+import { startHarness, startSecondHeadOffice, type Company, type Harness } from '../../test/support/harness.js';
 import { syntheticFace } from '../../test/support/shop-pc.js';
 import { onPostgresRun } from '../../test/support/stores.js';
 import { noteSkip } from '../../test/support/skips.js';
@@ -34,9 +31,7 @@ describe.skipIf(!onPostgresRun)('the arrivals relay: two head offices, one datab
   beforeAll(async () => {
     a = await startHarness();
     // b: the same database and the same server key (a second process of the same head office).
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-test-'));
-    for (const f of ['encryption.key', 'test-database-url']) fs.copyFileSync(path.join(a.dataDir, f), path.join(dir, f));
-    b = await startHarness({}, { dataDir: dir, keepDataDir: false });
+    b = await startSecondHeadOffice(a);
     chain = await a.company();
     pc = await shopPc(a, chain.ownerToken, chain.slug, 'Bandra');
   });

@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm';
-import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Store } from '../db/open.js';
+import { PgListen } from '../db/pg/listen.js';
 import { run } from '../db/raw.js';
 import type { ArrivalsHub, FeedItem } from './hub.js';
 import { presentArrival, type FeedRow } from './presenter.js';
@@ -68,65 +68,37 @@ const CATCH_UP_MAX = 1000;
  * committed meanwhile (the rows after the last position it handed over, per company with a stream).
  */
 export class ArrivalsRelay {
-  private client: pg.Client | undefined;
-  private stopped = false;
-  private retryMs = 250;
-  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly listen: PgListen;
   private queue: Promise<void> = Promise.resolve();
   /** The last position handed over (or skipped, with no stream open), per company. */
   private readonly lastSeq = new Map<string, number>();
 
-  constructor(private readonly deps: { url: string; store: Store; config: Config; hub: ArrivalsHub; log: Logger }) {}
+  constructor(private readonly deps: { url: string; store: Store; config: Config; hub: ArrivalsHub; log: Logger }) {
+    this.listen = new PgListen({
+      url: deps.url,
+      channel: ARRIVALS_CHANNEL,
+      applicationName: 'footfall-arrivals',
+      who: 'arrivals relay',
+      log: deps.log,
+      onNotify: (payload) => {
+        if (payload === undefined) return;
+        const ranges = parseArrivals(payload);
+        this.queue = this.queue.then(() => this.deliver(ranges));
+      },
+      onListening: (first) => {
+        if (!first) this.queue = this.queue.then(() => this.catchUp());
+      },
+    });
+  }
 
   /** Resolves once listening (rejects if the first connection fails: head office does not start without it). */
   async start(): Promise<void> {
-    await this.connect();
+    await this.listen.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.retryTimer);
-    const c = this.client;
-    this.client = undefined;
+    await this.listen.stop();
     await this.queue;
-    await c?.end().catch(() => undefined);
-  }
-
-  private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.deps.url });
-    client.on('notification', (n) => {
-      if (n.channel !== ARRIVALS_CHANNEL || n.payload === undefined) return;
-      const ranges = parseArrivals(n.payload);
-      this.queue = this.queue.then(() => this.deliver(ranges));
-    });
-    client.on('error', (err) => this.lost(client, err));
-    client.on('end', () => this.lost(client, new Error('connection ended')));
-    await client.connect();
-    await client.query(`listen ${ARRIVALS_CHANNEL}`);
-    this.client = client;
-    this.retryMs = 250;
-  }
-
-  private lost(client: pg.Client, err: Error): void {
-    if (this.client !== client || this.stopped) return;
-    this.client = undefined;
-    this.deps.log.warn({ err }, 'arrivals relay: lost its PostgreSQL connection; connecting again');
-    client.end().catch(() => undefined);
-    this.retry();
-  }
-
-  private retry(): void {
-    this.retryTimer = setTimeout(() => {
-      this.connect().then(
-        () => (this.queue = this.queue.then(() => this.catchUp())),
-        (err: unknown) => {
-          this.deps.log.warn({ err }, 'arrivals relay: could not connect; trying again');
-          this.retryMs = Math.min(this.retryMs * 2, 5000);
-          this.retry();
-        },
-      );
-    }, this.retryMs);
-    this.retryTimer.unref();
   }
 
   private async deliver(ranges: readonly ArrivalRange[]): Promise<void> {

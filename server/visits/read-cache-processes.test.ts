@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
+import { startHarness, startSecondHeadOffice, type Company, type Harness } from '../../test/support/harness.js';
 import { syntheticFace } from '../../test/support/shop-pc.js';
 import { onPostgresRun } from '../../test/support/stores.js';
 import { noteSkip } from '../../test/support/skips.js';
@@ -53,9 +52,7 @@ describe.skipIf(!onPostgresRun)('the read cache: two head offices, one database'
 
   beforeAll(async () => {
     a = await startHarness();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-test-'));
-    for (const f of ['encryption.key', 'test-database-url']) fs.copyFileSync(path.join(a.dataDir, f), path.join(dir, f));
-    b = await startHarness({}, { dataDir: dir, keepDataDir: false });
+    b = await startSecondHeadOffice(a);
     chain = await a.company();
     pc = await shopPc(a, chain.ownerToken, chain.slug, 'Bandra');
     await publish(1);

@@ -126,6 +126,16 @@ export async function startHarness(overrides: Partial<RawConfig> = {}, opts: Har
   };
 }
 
+/**
+ * A second process of the same head office (PostgreSQL runs only): its own data folder with `a`'s server key and
+ * database, so the two share the database and can open each other's sealed secrets.
+ */
+export async function startSecondHeadOffice(a: Harness, overrides: Partial<RawConfig> = {}): Promise<Harness> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-test-'));
+  for (const f of ['encryption.key', 'test-database-url']) fs.copyFileSync(path.join(a.dataDir, f), path.join(dir, f));
+  return await startHarness(overrides, { dataDir: dir, keepDataDir: false });
+}
+
 /** What a test asks of a head office over HTTP: the harness's, for any URL (a head office in another process, a proxy in front of several). */
 export type HeadOfficeApi = Pick<Harness, 'url' | 'admin' | 'request' | 'login' | 'adminToken' | 'checkEvent' | 'company'>;
 
