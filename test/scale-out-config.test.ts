@@ -99,10 +99,12 @@ describe('the files against head office', () => {
   it("counts the PostgreSQL pools head office opens, and max_connections holds the processes'", () => {
     const src = (f: string) => fs.readFileSync(path.join(repo, f), 'utf8');
     const main = Number(/opts\.pool \?\? (\d+)/.exec(src('server/db/store.ts'))![1]);
-    const ingest = Number(/openStore\(config, \{ pool: (\d+) \}\)/.exec(src('server/visits/ingest-worker.ts'))![1]);
-    // The arrivals relay's LISTEN connection is one client of its own per process (server/visits/arrivals-relay.ts).
-    const relay = /new pg\.Client\(/.test(src('server/visits/arrivals-relay.ts')) ? 1 : 0;
-    const all = main + ingest + relay;
+    const ingest = Number(/openStore\(config, \{ pool: (\d+)/.exec(src('server/visits/ingest-worker.ts'))![1]);
+    // Each LISTEN session is one client of its own per process (server/db/pg/listen.ts): the arrivals relay's and
+    // the read cache's, and only the PgListen class opens a client outside the pools.
+    const listens = ['server/visits/arrivals-relay.ts', 'server/db/pg/changes.ts'].filter((f) => /new PgListen\(/.test(src(f))).length;
+    expect(src('server/db/pg/listen.ts').match(/new pg\.Client\(/g)).toHaveLength(1);
+    const all = main + ingest + listens;
     const notes = read('postgresql.conf').replace(/\n# /g, ' ');
     expect(notes).toContain(`opens at most ${all}: ${main} for its main thread's pool`);
     expect(notes).toContain(`${ingest} for its visit-ingest thread's`);
