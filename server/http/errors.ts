@@ -32,8 +32,8 @@ export const noSuchRoute = (method: string, path: string) => new HttpError(404, 
  * 503 with Retry-After: the database refused the moment, not the request (a serialization failure that outlasted the
  * store's re-runs on PostgreSQL, SQLite busy past its timeout). Nothing was written; the same request may be sent again.
  */
-export const databaseBusy = () =>
+export const databaseBusyError = () =>
   new HttpError(503, 'database_busy', 'The database was too busy with other changes to take this one; nothing was changed. Try again in a moment.', {}, { 'Retry-After': '1' });
 /** 503 with Retry-After: the database cannot be reached or is out of resources (connections, disk). */
-export const databaseUnreachable = () =>
+export const databaseUnavailableError = () =>
   new HttpError(503, 'database_unavailable', 'The database cannot be reached right now, so this was not done. Try again shortly; if it persists, tell whoever runs head office.', {}, { 'Retry-After': '5' });

@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import type { Ctx, Mw } from '../context.js';
 import { NoEncryptionKeyError } from '../crypto/keys.js';
 import { authServiceEnvelope, isAuthServicePath } from '../auth-service/errors.js';
-import { databaseBusy as isDatabaseBusy, databaseUnreachable } from '../db/unavailable.js';
-import { HttpError, badRequest, databaseBusy, databaseUnreachable as databaseUnreachableError, noSuchRoute } from './errors.js';
+import { databaseBusy, databaseUnreachable } from '../db/unavailable.js';
+import { HttpError, badRequest, databaseBusyError, databaseUnavailableError, noSuchRoute } from './errors.js';
 
 const validRequestId = /^[\w.:-]{1,128}$/;
 
@@ -138,8 +138,8 @@ function toHttpError(err: unknown): HttpError {
   if (err instanceof NoEncryptionKeyError) {
     return new HttpError(503, 'no_encryption_key', 'This server has no usable encryption key, so it cannot do this now. Ask whoever runs head office to restore the key file (the server log says what is wrong) and restart it.');
   }
-  if (isDatabaseBusy(err)) return databaseBusy();
-  if (databaseUnreachable(err)) return databaseUnreachableError();
+  if (databaseBusy(err)) return databaseBusyError();
+  if (databaseUnreachable(err)) return databaseUnavailableError();
   const e = err as { status?: number; type?: string; expose?: boolean; message?: string };
   switch (e?.status) {
     case 400:
