@@ -48,7 +48,8 @@ export interface HammingExports {
   scanSimd(codes: number, n: number, query: number, out: number, hist: number): void;
 }
 
-const PAGE_BYTES = 65536;
+/** WebAssembly pages are 64 KiB. */
+export const PAGE = 65536;
 
 const uleb = (n: number): number[] => {
   const o: number[] = [];
@@ -227,7 +228,7 @@ export interface DotExports {
 }
 
 /** Where the templates start in the re-rank kernel's memory (the first page holds the query, the slots and the results). */
-export const TEMPLATES = PAGE_BYTES;
+export const TEMPLATES = PAGE;
 
 function dotsBody(): number[] {
   const [q, cand, n, out] = [0, 1, 2, 3];
@@ -293,32 +294,25 @@ interface WasmApi {
 }
 const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
 
-/** WebAssembly pages are 64 KiB. */
-export const PAGE = PAGE_BYTES;
-
 export function newMemory(pages: number): WasmMemory {
   return new wasm.Memory({ initial: pages, maximum: 65536 });
 }
 
-let compiled: object | undefined;
-let compiledDots: object | undefined;
+/** A module's bytes compiled once, on first use, and an instance of it over a gallery's memory each time. */
+function kernel<T>(bytes: () => Uint8Array): (memory: WasmMemory) => T {
+  let compiled: object | undefined;
+  return (memory) => {
+    if (!compiled) {
+      const b = bytes();
+      if (!wasm.validate(b)) throw new Error('this runtime cannot run the face gallery kernel (WebAssembly with SIMD)');
+      compiled = new wasm.Module(b);
+    }
+    return new wasm.Instance(compiled, { k: { mem: memory } }).exports as T;
+  };
+}
 
 /** An instance of the re-rank kernel over `memory` (each gallery's templates have their own memory). */
-export function dotKernel(memory: WasmMemory): DotExports {
-  if (!compiledDots) {
-    const bytes = dotModuleBytes();
-    if (!wasm.validate(bytes)) throw new Error('this runtime cannot run the face gallery kernel (WebAssembly with SIMD)');
-    compiledDots = new wasm.Module(bytes);
-  }
-  return new wasm.Instance(compiledDots, { k: { mem: memory } }).exports as DotExports;
-}
+export const dotKernel = kernel<DotExports>(dotModuleBytes);
 
-/** An instance of the kernel over `memory` (each gallery has its own memory). */
-export function hammingKernel(memory: WasmMemory): HammingExports {
-  if (!compiled) {
-    const bytes = hammingModuleBytes();
-    if (!wasm.validate(bytes)) throw new Error('this runtime cannot run the face gallery kernel (WebAssembly with SIMD)');
-    compiled = new wasm.Module(bytes);
-  }
-  return new wasm.Instance(compiled, { k: { mem: memory } }).exports as HammingExports;
-}
+/** An instance of the Hamming kernel over `memory` (each gallery has its own memory). */
+export const hammingKernel = kernel<HammingExports>(hammingModuleBytes);
