@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { decodeArgs } from '../agent/capture/ffmpeg.js';
 import { exited, type Proc } from './api.js';
-import { cpuSeconds } from './proc.js';
+import { cpuSeconds, endProcess } from './proc.js';
 import { ffmpegBin } from '../agent/capture/ffmpeg-bin.js';
 import { startRtspServer } from '../agent/fixtures/rtsp-server.js';
 
@@ -49,10 +49,7 @@ export async function stopProcesses(procs: ({ child: ChildProcess; exit: Promise
       await p.stop();
       continue;
     }
-    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
-    const killer = setTimeout(() => p.child.kill('SIGKILL'), 5000);
-    await p.exit;
-    clearTimeout(killer);
+    await endProcess(p, 5000);
   }
   if (server) {
     server.child.kill('SIGTERM');

@@ -19,7 +19,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { startPostgres, type TestPostgres } from '../test/support/postgres.js';
 import { api, cli, med, type Proc } from './api.js';
-import { cpuSeconds, exited, waitFor } from './proc.js';
+import { cpuSeconds, endProcess, exited, waitFor } from './proc.js';
 import { clusterCpuSeconds, pidByCommandLine } from './scale-cpu.js';
 import { BENCH_ADMIN, benchServerSettings, loadAverage, seededData, progress, table } from './util.js';
 
@@ -166,12 +166,7 @@ export async function run(): Promise<string | undefined> {
       table(['route', 'build', 'req/s', 'head office CPU ms/req', 'PostgreSQL CPU ms/req', 'errors'], rows),
     ].join('\n');
   } finally {
-    for (const p of servers) {
-      p.child.kill('SIGTERM');
-      const killer = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
-      await p.exit;
-      clearTimeout(killer);
-    }
+    for (const p of servers) await endProcess(p, 10_000);
     await postgres?.close();
     fs.rmSync(tmp, { recursive: true, force: true });
   }

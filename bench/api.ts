@@ -21,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
-import { cpuSeconds, exited, rssBytes, waitFor } from './proc.js';
+import { cpuSeconds, endProcess, exited, rssBytes, waitFor } from './proc.js';
 import { BENCH_ADMIN, benchServerSettings, loadAverage, seededData, ms, progress, table } from './util.js';
 
 const VISITS = 5_000;
@@ -272,13 +272,7 @@ export async function run(): Promise<string | undefined> {
       table(['route', `p50 / p99 at ${RATE} req/s (ms)`, 'most req/s', 'share of bare Koa', 'CPU ms/req', 'errors'], rows),
     ].join('\n');
   } finally {
-    for (const p of [server, bare]) {
-      if (!p) continue;
-      p.child.kill('SIGTERM');
-      const killer = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
-      await p.exit;
-      clearTimeout(killer);
-    }
+    for (const p of [server, bare]) if (p) await endProcess(p, 10_000);
     if (!profileDir) fs.rmSync(tmp, { recursive: true, force: true });
   }
 }

@@ -79,6 +79,14 @@ export function exited(child: ChildProcess): Promise<void> {
   });
 }
 
+/** SIGTERM, then SIGKILL if it has not exited within `graceMs`; resolves once it has exited. */
+export async function endProcess(p: { child: ChildProcess; exit: Promise<void> }, graceMs: number): Promise<void> {
+  if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
+  const killer = setTimeout(() => p.child.kill('SIGKILL'), graceMs);
+  await p.exit;
+  clearTimeout(killer);
+}
+
 /** A process started with its stdout and stderr (a JSON log) going to a file. */
 export interface LoggedProcess {
   child: ChildProcess;

@@ -13,7 +13,7 @@ import { DIM, templateToBlob } from '../server/identity/vector.js';
 import { startMosquitto, type TestMosquitto } from '../test/support/mosquitto.js';
 import { startPostgres, type TestPostgres } from '../test/support/postgres.js';
 import { cli, root } from './api.js';
-import { spawnLogged, waitFor, type LoggedProcess } from './proc.js';
+import { endProcess, spawnLogged, waitFor, type LoggedProcess } from './proc.js';
 import { clusterCpuSeconds, pidByCommandLine } from './scale-cpu.js';
 import { GALLERY, MODEL } from './scale-load.js';
 import { benchServerSettings } from './util.js';
@@ -139,12 +139,7 @@ export async function startRig(options: RigOptions, tmp: string): Promise<Rig> {
   const procs: LoggedProcess[] = [];
   let counts: Awaited<ReturnType<typeof postgresCounts>> | ReturnType<typeof sqliteCounts> | undefined;
   const close = async () => {
-    for (const p of procs) {
-      p.child.kill('SIGTERM');
-      const killer = setTimeout(() => p.child.kill('SIGKILL'), 15_000);
-      await p.exit;
-      clearTimeout(killer);
-    }
+    for (const p of procs) await endProcess(p, 15_000);
     await counts?.close();
     await mosquitto?.close();
     await postgres?.close();
