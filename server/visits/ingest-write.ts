@@ -167,10 +167,12 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     if (!before.has(d.customerId) || (had !== undefined && (seen === undefined || had < seen))) before.set(d.customerId, had);
   }
   const staffIds = new Set<string>();
+  const firstSeen = new Map<string, string | null>();
   for (const [id, had] of before) {
-    const r = await q.customerState.get<{ count: number; erasedAt: string | null; mergedInto: string | null; staff: number }>(id);
+    const r = await q.customerState.get<{ count: number; erasedAt: string | null; mergedInto: string | null; staff: number; firstSeenAt: string | null }>(id);
     if (!r || r.erasedAt || r.mergedInto || (had !== undefined && r.count !== had)) throw new StaleGallery(`customer ${id} changed`);
     if (r.staff) staffIds.add(id);
+    firstSeen.set(id, r.firstSeenAt);
   }
 
   // Face images: linked to an identified visit's customer; otherwise (or with photos off) discarded.
@@ -228,9 +230,18 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   }
   count('stored', fresh.length);
 
-  // Customer stats and templates: one update per customer; exactly one first visit each.
+  // Customer stats and templates: one update per customer; exactly one first visit each. Each statement sets only
+  // columns that change: SQLite rewrites the index entries of every column a SET names, changed or not, and the
+  // first-seen indexes alone were ~2 of the ~14 pages a returning visit wrote (docs/decisions.md, "Ingest CPU per
+  // visit, third round"). A customer's first sighting is earlier than the stored one only when it is new (made in
+  // this batch, read as undefined here) or a shop PC sends an old visit late.
   for (const [id, st] of stays.customers) {
-    await q.updateCustomer.run({ n: st.visits, first: st.first, last: st.last, template: templates.get(id) ?? null, count: templateCounts.get(id) ?? null, tick: stampOf.get(id) ?? null, id });
+    const template = templates.get(id);
+    const stats = { n: st.visits, last: st.last, id };
+    if (template) await q.updateCustomerTemplate.run({ ...stats, template, count: templateCounts.get(id)!, tick: stampOf.get(id)! });
+    else await q.updateCustomer.run(stats);
+    const first = firstSeen.get(id);
+    if (first == null || st.first < first) await q.setFirstSeen.run({ first: st.first, id });
     await stays.markFirstVisit(id);
   }
 
@@ -274,19 +285,25 @@ const statementsOf = preparedStatements((prep) => ({
   ),
   insertSighting: prep('insert into sightings (company_id, visit_id, received_at) values (?, ?, ?)'),
   updateCustomer: prep(
-    `update customers set visit_count = max(0, visit_count + @n),
-       first_seen_at = min(coalesce(first_seen_at, @first), @first), last_seen_at = max(coalesce(last_seen_at, @last), @last),
-       template = coalesce(@template, template), template_count = coalesce(@count, template_count),
-       gallery_tick = coalesce(@tick, gallery_tick)
-     where id = @id`,
-    // PostgreSQL's scalar max and min are greatest and least; its parameters' types are spelled out where a
-    // coalesce alone would leave them unknown.
+    'update customers set visit_count = max(0, visit_count + @n), last_seen_at = max(coalesce(last_seen_at, @last), @last) where id = @id',
+    // PostgreSQL's scalar max is greatest; its parameters' types are spelled out where a coalesce alone would leave
+    // them unknown.
     `update customers set visit_count = greatest(0, visit_count + @n::integer),
-       first_seen_at = least(coalesce(first_seen_at, @first::timestamptz), @first::timestamptz),
-       last_seen_at = greatest(coalesce(last_seen_at, @last::timestamptz), @last::timestamptz),
-       template = coalesce(@template::bytea, template), template_count = coalesce(@count::integer, template_count),
-       gallery_tick = coalesce(@tick::bigint, gallery_tick)
+       last_seen_at = greatest(coalesce(last_seen_at, @last::timestamptz), @last::timestamptz) where id = @id`,
+  ),
+  updateCustomerTemplate: prep(
+    `update customers set visit_count = max(0, visit_count + @n), last_seen_at = max(coalesce(last_seen_at, @last), @last),
+       template = @template, template_count = @count, gallery_tick = @tick
      where id = @id`,
+    `update customers set visit_count = greatest(0, visit_count + @n::integer),
+       last_seen_at = greatest(coalesce(last_seen_at, @last::timestamptz), @last::timestamptz),
+       template = @template, template_count = @count, gallery_tick = @tick
+     where id = @id`,
+  ),
+  // Guarded as well: the stored time is never moved later.
+  setFirstSeen: prep(
+    'update customers set first_seen_at = @first where id = @id and (first_seen_at is null or first_seen_at > @first)',
+    'update customers set first_seen_at = @first::timestamptz where id = @id and (first_seen_at is null or first_seen_at > @first::timestamptz)',
   ),
   touchShop: prep('update shops set last_event_at = ? where id = ?', 'update shops set last_event_at = greatest(last_event_at, ?::timestamptz) where id = ?'),
   shopByUsername: prep(
@@ -294,7 +311,9 @@ const statementsOf = preparedStatements((prep) => ({
   ),
   sightingExists: prep('select 1 as found from sightings where company_id = ? and visit_id = ?'),
   recognition: prep('select recognition as r from company_privacy where company_id = ?'),
-  customerState: prep('select template_count as count, erased_at as "erasedAt", merged_into as "mergedInto", staff from customers where id = ?'),
+  customerState: prep(
+    'select template_count as count, erased_at as "erasedAt", merged_into as "mergedInto", staff, first_seen_at as "firstSeenAt" from customers where id = ?',
+  ),
 }));
 
 export interface Written {
