@@ -1,4 +1,4 @@
-import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, integer, primaryKey, real, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { companies } from '../clients/schema.js';
 import { customers } from '../customers/schema.js';
 import { shops } from '../shops/schema.js';
@@ -49,7 +49,9 @@ export const visits = sqliteTable(
     mergedFrom: text('merged_from'),
   },
   (t) => [
-    uniqueIndex('visits_company_visit_uq').on(t.companyId, t.visitId),
+    // No unique index on (company_id, visit_id): a visit's visit_id is its first sighting's, and `sightings` already
+    // refuses a sighting id twice per company. The index was a second guard that no query read, and about a tenth of
+    // the pages every visit wrote (docs/decisions.md, "Ingest CPU per visit, third round").
     // Each index also holds the rowid (seq), so "company (or shop) = ? and seq > ? order by seq" is a range scan.
     index('visits_company_idx').on(t.companyId),
     index('visits_shop_idx').on(t.shopId),

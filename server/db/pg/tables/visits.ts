@@ -1,4 +1,4 @@
-import { bigint, boolean, doublePrecision, index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, doublePrecision, index, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
 import { timestamptz } from '../columns.js';
 import { companies } from './clients.js';
 import { customers } from './customers.js';
@@ -39,7 +39,7 @@ export const visits = pgTable(
     mergedFrom: text('merged_from'),
   },
   (t) => [
-    uniqueIndex('visits_company_visit_uq').on(t.companyId, t.visitId),
+    // No unique index on (company_id, visit_id): `sightings` refuses a sighting id twice (server/visits/schema.ts).
     // SQLite's indexes hold the rowid implicitly; here seq is named, so "company (or shop) = ? and seq > ?" stays a range scan.
     index('visits_company_idx').on(t.companyId, t.seq),
     index('visits_shop_idx').on(t.shopId, t.seq),
