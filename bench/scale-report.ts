@@ -26,6 +26,8 @@ export interface CpuPhase {
   lost: number;
   /** PostgreSQL: transactions rolled back in head office's database meanwhile (NaN on SQLite). */
   rollbacks: number;
+  /** Stored visits per ingest transaction (head office's metrics). */
+  perBatch: number;
 }
 
 export interface StepResult {
@@ -52,6 +54,8 @@ export interface StepResult {
   /** The load generator's own event-loop delay p99 (ms): its stalls count in the latencies too. */
   genLag: number;
   rollbacks: number;
+  /** Stored visits per ingest transaction (head office's metrics). */
+  perBatch: number;
   ok: boolean;
 }
 
@@ -94,7 +98,7 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
     `**CPU per ingested visit** (/proc: head office's process(es), the PostgreSQL cluster's server and backends, Mosquitto, each net of its own idle CPU measured just before; ${all[0]!.cpu.rate} visits/s for ${all[0]!.cpu.seconds} s from ${all[0]!.cpu.pcs} shop PCs):`,
     '',
     table(
-      ['setup', 'load average (1/5/15 min)', 'head office ms/visit (gross)', 'PostgreSQL ms/visit', 'Mosquitto ms/visit', 'idle: head office / PostgreSQL / Mosquitto (share of a core)', 'PUBACK p50 / p99 (ms)', 'stored p50 / p99 (ms)', 'lost', ...(anyPg ? ['transactions rolled back'] : [])],
+      ['setup', 'load average (1/5/15 min)', 'head office ms/visit (gross)', 'PostgreSQL ms/visit', 'Mosquitto ms/visit', 'idle: head office / PostgreSQL / Mosquitto (share of a core)', 'PUBACK p50 / p99 (ms)', 'stored p50 / p99 (ms)', 'lost', 'visits a transaction', ...(anyPg ? ['transactions rolled back'] : [])],
       all.map(({ setup, cpu }) => [
         setupName(setup),
         cpu.load,
@@ -105,6 +109,7 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
         `${ms(cpu.ackP50)} / ${ms(cpu.ackP99)}`,
         cpu.storedSamples > 0 ? `${ms(cpu.storedP50)} / ${ms(cpu.storedP99)}` : '-',
         cpu.lost,
+        cpu.perBatch.toFixed(1),
         ...(anyPg ? [Number.isFinite(cpu.rollbacks) ? cpu.rollbacks : '-'] : []),
       ]),
     ),
@@ -119,6 +124,7 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
     ...(anyStream ? ['stored p50 / p99 (ms)'] : []),
     'head office CPU ms/visit',
     'share of a core',
+    'visits a transaction',
     ...(anyPg ? ['PostgreSQL CPU ms/visit'] : []),
     ...(anyMq ? ['Mosquitto CPU ms/visit'] : []),
     ...(anyPg ? ['transactions rolled back'] : []),
@@ -137,6 +143,7 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
       ...(anyStream ? [m.streamed ? `${ms(r.storedP50)} / ${ms(r.storedP99)}` : '-'] : []),
       f3(r.ho),
       `${(100 * r.hoShare).toFixed(0)} %`,
+      r.perBatch.toFixed(1),
       ...(anyPg ? [f3(r.pg)] : []),
       ...(anyMq ? [f3(r.mq)] : []),
       ...(anyPg ? [Number.isFinite(r.rollbacks) ? r.rollbacks : '-'] : []),

@@ -52,11 +52,25 @@ export interface Rig {
   close(): Promise<void>;
 }
 
+const METRICS_TOKEN = 'bench-metrics-token-0123456789';
+
+/** Transactions visit ingest has written, summed over head office's processes (GET /metrics). */
+export async function ingestBatches(urls: readonly string[]): Promise<number> {
+  let n = 0;
+  for (const url of urls) {
+    const res = await fetch(new URL('/metrics', url), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const text = await res.text();
+    n += Number(/^footfall_ingest_batches_total (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
+  }
+  return n;
+}
+
 /** BENCH_API_ROOT: another checkout's built head office to measure (an earlier version, for a before/after). */
 const serverCli = process.env.BENCH_API_ROOT ? path.join(process.env.BENCH_API_ROOT, 'dist/cli/main.js') : cli;
 
 function startProcess(dataDir: string, logFile: string, env: Record<string, string>, profileDir: string | undefined): LoggedProcess {
-  const settings = { ...benchServerSettings(dataDir), ...env };
+  // The metrics endpoint on: the benchmark reads the ingest's batch count from it (visits a transaction).
+  const settings = { ...benchServerSettings(dataDir), FOOTFALL_METRICS_TOKEN: METRICS_TOKEN, ...env };
   delete (settings as Record<string, string | undefined>).FOOTFALL_LOG_LEVEL; // as npm start runs it: the default level
   const args = [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), serverCli, 'server'];
   return spawnLogged(process.execPath, args, { cwd: root, env: { ...process.env, ...settings }, logFile });

@@ -48,7 +48,7 @@ import { api } from './api.js';
 import { cpuSeconds, rssBytes } from './proc.js';
 import { CAMERAS, GALLERY, Load, PER_CAMERA, Visits, enrol } from './scale-load.js';
 import { report, setupName, type CpuPhase, type Measured, type StepResult } from './scale-report.js';
-import { startRig, type Rig, type RigOptions } from './scale-rig.js';
+import { ingestBatches, startRig, type Rig, type RigOptions } from './scale-rig.js';
 import { StoredClock } from './scale-stream.js';
 import { BENCH_ADMIN, loadAverage, ms, percentile, progress } from './util.js';
 
@@ -180,6 +180,7 @@ async function measure(setup: Setup): Promise<Measured> {
     const c0 = cpuNow(rig);
     const s0 = await stored();
     const rb0 = await rollbacks();
+    const b0 = await ingestBatches(rig.urls);
     const ct0 = performance.now();
     load.start(cpuPcs, CPU_RATE);
     await sleep(CPU_S * 1000);
@@ -193,6 +194,7 @@ async function measure(setup: Setup): Promise<Measured> {
     const storedLat = clock?.take() ?? [];
     await sleep(1000); // the rolled-back transactions' statistics
     const cpuRollbacks = (await rollbacks()) - rb0;
+    const cpuBatches = (await ingestBatches(rig.urls)) - b0;
     const cpu: CpuPhase = {
       rate: CPU_RATE,
       seconds: CPU_S,
@@ -210,9 +212,10 @@ async function measure(setup: Setup): Promise<Measured> {
       storedSamples: storedLat.length,
       lost: cpuWin.published - cpuStored,
       rollbacks: cpuRollbacks,
+      perBatch: cpuStored / cpuBatches,
     };
     progress(
-      `CPU per visit: head office ${cpu.hoGross.toFixed(3)} ms gross, ${cpu.ho.toFixed(3)} ms net of idle (${(idlePerS.ho * 100).toFixed(1)} % of a core idle); PostgreSQL ${cpu.pg.toFixed(3)} ms; Mosquitto ${cpu.mq.toFixed(3)} ms; PUBACK p99 ${ms(cpu.ackP99)} ms; stored p99 ${ms(cpu.storedP99)} ms; lost ${cpu.lost}; transactions rolled back ${cpu.rollbacks}`,
+      `CPU per visit: head office ${cpu.hoGross.toFixed(3)} ms gross, ${cpu.ho.toFixed(3)} ms net of idle (${(idlePerS.ho * 100).toFixed(1)} % of a core idle); PostgreSQL ${cpu.pg.toFixed(3)} ms; Mosquitto ${cpu.mq.toFixed(3)} ms; PUBACK p99 ${ms(cpu.ackP99)} ms; stored p99 ${ms(cpu.storedP99)} ms; lost ${cpu.lost}; transactions rolled back ${cpu.rollbacks}; ${cpu.perBatch.toFixed(1)} visits a transaction`,
     );
 
     const results: StepResult[] = [];
@@ -231,6 +234,7 @@ async function measure(setup: Setup): Promise<Measured> {
       const rssStart = rss();
       const st0 = await stored();
       const rbs0 = await rollbacks();
+      const sb0 = await ingestBatches(rig.urls);
       const k0 = cpuNow(rig);
       const t0 = performance.now();
       const lag = monitorEventLoopDelay({ resolution: 10 });
@@ -258,6 +262,7 @@ async function measure(setup: Setup): Promise<Measured> {
       const late = got < w.published ? (await drain(st0, w.published, BACKLOG_MS)).got - got : 0;
       await sleep(1000); // the rolled-back transactions' statistics
       const stepRollbacks = (await rollbacks()) - rbs0;
+      const stepBatches = (await ingestBatches(rig.urls)) - sb0;
       const per = (k: 'ho' | 'pg' | 'mq') => (1000 * (k1[k] - k0[k])) / Math.max(1, got);
       const res: StepResult = {
         pcs,
@@ -278,6 +283,7 @@ async function measure(setup: Setup): Promise<Measured> {
         rssStart,
         rssEnd: rss1,
         rollbacks: stepRollbacks,
+        perBatch: got / stepBatches,
         load: `${load0} → ${loadAverage()}`,
         genLag: lag.percentile(99) / 1e6,
         ok: false,
@@ -286,7 +292,7 @@ async function measure(setup: Setup): Promise<Measured> {
       res.ok = res.lost === 0 && worst < P99_LIMIT;
       results.push(res);
       progress(
-        `  ${res.visitsPerSecond.toFixed(0)} visits/s, lost ${res.lost} (${res.late} of them stored later), PUBACK p50/p99 ${ms(res.p50)}/${ms(res.p99)} ms, stored p50/p99 ${ms(res.storedP50)}/${ms(res.storedP99)} ms, CPU ms/visit head office ${res.ho.toFixed(3)} (${(100 * res.hoShare).toFixed(0)} % of a core), PostgreSQL ${res.pg.toFixed(3)}, Mosquitto ${res.mq.toFixed(3)}; transactions rolled back ${res.rollbacks}; load generator's loop delay p99 ${ms(res.genLag)} ms`,
+        `  ${res.visitsPerSecond.toFixed(0)} visits/s, lost ${res.lost} (${res.late} of them stored later), PUBACK p50/p99 ${ms(res.p50)}/${ms(res.p99)} ms, stored p50/p99 ${ms(res.storedP50)}/${ms(res.storedP99)} ms, CPU ms/visit head office ${res.ho.toFixed(3)} (${(100 * res.hoShare).toFixed(0)} % of a core), PostgreSQL ${res.pg.toFixed(3)}, Mosquitto ${res.mq.toFixed(3)}; transactions rolled back ${res.rollbacks}; ${res.perBatch.toFixed(1)} visits a transaction; load generator's loop delay p99 ${ms(res.genLag)} ms`,
       );
       if (!res.ok) break;
       await sleep(3_000);
