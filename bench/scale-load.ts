@@ -28,9 +28,14 @@ export interface Window {
   failed: number;
   /** PUBACK latencies (ms). */
   lat: number[];
+  /** PUBACKs slower than SLOW_MS: when published (epoch ms) and how long they took, to find stalls in time. */
+  slow: { at: number; ms: number }[];
 }
 
-const newWindow = (): Window => ({ published: 0, acked: 0, failed: 0, lat: [] });
+/** A PUBACK this slow is listed with its time (the step's limit on the p99). */
+export const SLOW_MS = 250;
+
+const newWindow = (): Window => ({ published: 0, acked: 0, failed: 0, lat: [], slow: [] });
 
 /** The visits' content: gallery faces (returning), new faces (`newShare` of all), no face (10 %). */
 export class Visits {
@@ -197,7 +202,9 @@ export class Load {
       if (err) w.failed++;
       else {
         w.acked++;
-        w.lat.push(performance.now() - at);
+        const took = performance.now() - at;
+        w.lat.push(took);
+        if (took >= SLOW_MS) w.slow.push({ at: Date.now() - took, ms: took });
       }
     });
   }

@@ -1,7 +1,7 @@
 /** The scale benchmark's markdown section (bench/scale.ts measures, this writes it down). */
 import os from 'node:os';
 import type { RigOptions } from './scale-rig.js';
-import { CAMERAS, GALLERY, HEARTBEAT_S, PER_CAMERA } from './scale-load.js';
+import { CAMERAS, GALLERY, HEARTBEAT_S, PER_CAMERA, SLOW_MS } from './scale-load.js';
 import { ms, table } from './util.js';
 
 type Setup = Omit<RigOptions, 'profileDir'>;
@@ -56,6 +56,8 @@ export interface StepResult {
   rollbacks: number;
   /** Stored visits per ingest transaction (head office's metrics). */
   perBatch: number;
+  /** PUBACKs of SLOW_MS or more by 10-s window (UTC time, count, slowest). */
+  stalls: string[];
   ok: boolean;
 }
 
@@ -154,6 +156,10 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
     ]),
   );
   lines.push(table(head, rows), '');
+  for (const m of all)
+    for (const r of m.steps)
+      if (r.stalls.length > 0)
+        lines.push(`${several ? `${setupName(m.setup)}, ` : ''}${r.pcs.toLocaleString('en')} shop PCs: PUBACKs of ${SLOW_MS} ms or more, by 10-s window (UTC): ${r.stalls.join('; ')}.`, '');
   for (const m of all) {
     const name = several ? `${setupName(m.setup)}: ` : '';
     if (o.minutes > 0) {

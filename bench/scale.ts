@@ -46,7 +46,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Faces } from '../server/identity/synthetic.js';
 import { api } from './api.js';
 import { cpuSeconds, rssBytes } from './proc.js';
-import { CAMERAS, GALLERY, Load, PER_CAMERA, Visits, enrol } from './scale-load.js';
+import { CAMERAS, GALLERY, Load, PER_CAMERA, SLOW_MS, Visits, enrol } from './scale-load.js';
 import { report, setupName, type CpuPhase, type Measured, type StepResult } from './scale-report.js';
 import { ingestBatches, startRig, type Rig, type RigOptions } from './scale-rig.js';
 import { StoredClock } from './scale-stream.js';
@@ -284,6 +284,7 @@ async function measure(setup: Setup): Promise<Measured> {
         rssEnd: rss1,
         rollbacks: stepRollbacks,
         perBatch: got / stepBatches,
+        stalls: stalls(w.slow),
         load: `${load0} → ${loadAverage()}`,
         genLag: lag.percentile(99) / 1e6,
         ok: false,
@@ -291,6 +292,7 @@ async function measure(setup: Setup): Promise<Measured> {
       const worst = clock ? Math.max(res.p99, Number.isNaN(res.storedP99) ? Number.POSITIVE_INFINITY : res.storedP99) : res.p99;
       res.ok = res.lost === 0 && worst < P99_LIMIT;
       results.push(res);
+      if (res.stalls.length > 0) progress(`  PUBACKs of ${SLOW_MS} ms or more, by 10-s window (UTC): ${res.stalls.join('; ')}`);
       progress(
         `  ${res.visitsPerSecond.toFixed(0)} visits/s, lost ${res.lost} (${res.late} of them stored later), PUBACK p50/p99 ${ms(res.p50)}/${ms(res.p99)} ms, stored p50/p99 ${ms(res.storedP50)}/${ms(res.storedP99)} ms, CPU ms/visit head office ${res.ho.toFixed(3)} (${(100 * res.hoShare).toFixed(0)} % of a core), PostgreSQL ${res.pg.toFixed(3)}, Mosquitto ${res.mq.toFixed(3)}; transactions rolled back ${res.rollbacks}; ${res.perBatch.toFixed(1)} visits a transaction; load generator's loop delay p99 ${ms(res.genLag)} ms`,
       );
@@ -314,4 +316,17 @@ export async function run(): Promise<string> {
   const measured: Measured[] = [];
   for (const s of setups()) measured.push(await measure(s));
   return report(measured, { steps: STEPS, stepS: STEP_S, minutes: MINUTES, pin: PIN, newShare: NEW_SHARE, p99Limit: P99_LIMIT });
+}
+
+/** The slow PUBACKs by the 10-s window they were published in (UTC): when head office stalled, to find in its log. */
+function stalls(slow: readonly { at: number; ms: number }[]): string[] {
+  const by = new Map<number, { n: number; max: number }>();
+  for (const x of slow) {
+    const k = Math.floor(x.at / 10_000) * 10_000;
+    const b = by.get(k) ?? { n: 0, max: 0 };
+    b.n++;
+    b.max = Math.max(b.max, x.ms);
+    by.set(k, b);
+  }
+  return [...by].sort((a, b) => a[0] - b[0]).map(([k, b]) => `${new Date(k).toISOString().slice(11, 19)} ${b.n} (max ${Math.round(b.max)} ms)`);
 }
