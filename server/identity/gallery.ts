@@ -39,13 +39,25 @@ export const DEFAULT_CANDIDATES = 100;
 /** Largest candidate list the re-rank reads (ties at the threshold distance are cut here). */
 const MAX_CAND = 4096;
 
-// WebAssembly memory layout: a 64 KiB header (histogram of 513 i32, query code, candidate list), the codes
-// (64 bytes per slot), then the distances of the last scan (u16 per slot).
+/**
+ * Queries scanned together by `searchBatch` (a batch's faces): each tile of codes is read from memory once for all of
+ * them. In head office the codes do not stay in the cache between two visits (SQLite's pages and the templates pass
+ * through it), so a scan per query read the 1.3 MB of a 20,000-customer gallery's codes from memory each time:
+ * ~0.2 ms, four times the scan's cost with the codes in the cache (docs/decisions.md, "Ingest CPU per visit, third
+ * round").
+ */
+const GROUP = 8;
+/** Codes per tile: 2,048 x 64 bytes, 128 KiB, which stay in the core's cache while the group's queries scan them. */
+const TILE = 2048;
+
+// WebAssembly memory layout: a 64 KiB header (a histogram of 513 i32 and a query code per query of a group, the
+// candidate list), the codes (64 bytes per slot), then a distance row (u16 per slot) per query of a group.
 const HIST = 0;
-const QUERY = 4096;
-const CAND = QUERY + CODE_BYTES;
+const HIST_BYTES = 2064;
+const QUERY = GROUP * HIST_BYTES;
+const CAND = QUERY + GROUP * CODE_BYTES;
 const CODES = PAGE;
-if (CAND + MAX_CAND * 4 > CODES) throw new Error('gallery: header overflow');
+if (HIST_BYTES < 513 * 4 || CAND + MAX_CAND * 4 > CODES) throw new Error('gallery: header overflow');
 // The re-rank kernel's memory: the query (512 float32), the candidate slots (i32), their similarities (f64), then
 // the templates from TEMPLATES (2 KiB per slot; growing the memory keeps them where they are).
 const DQUERY = 0;
@@ -75,8 +87,8 @@ export class Gallery {
   private ti32!: Int32Array;
   private tf64!: Float64Array;
   private cands = DEFAULT_CANDIDATES;
-  /** The normalised query of the search under way (no allocation per search). */
-  private readonly query = new Float32Array(DIM);
+  /** The normalised queries of the search under way (no allocation per search): one per query of a group. */
+  private readonly queries = Array.from({ length: GROUP }, () => new Float32Array(DIM));
 
   constructor(options: GalleryOptions = {}) {
     this.candidates = options.candidates ?? DEFAULT_CANDIDATES;
@@ -193,26 +205,40 @@ export class Gallery {
 
   /** The k customers most similar to `embedding`, best first, with exact cosine similarities. */
   search(embedding: ArrayLike<number>, k = 1): Match[] {
-    const q = normalizeInto(embedding, this.query);
-    if (k < 1) return [];
-    if (this.n <= Math.max(k, this.cands)) return this.scanExact(q, k);
-    coder.encode(q, 0, this.u8, QUERY);
-    this.i32.fill(0, HIST >> 2, (HIST >> 2) + 513);
-    this.kernel.scan(CODES, this.n, QUERY, this.outRow(), HIST);
-    return this.rerank(q, k);
+    return this.searchBatch([embedding], k)[0]!;
   }
 
   /**
-   * `search` for many embeddings (an ingest burst). One query at a time: the scan is compute-bound (popcount),
-   * not memory-bound, so scanning a tile of codes for several queries at once measured slower (docs/identity.md).
+   * `search` for many embeddings (an ingest batch's faces), with the same answers. Up to GROUP of them share each
+   * pass over the codes: tile by tile, every query of the group scans the tile while it is in the cache.
    */
   searchBatch(embeddings: readonly ArrayLike<number>[], k = 1): Match[][] {
-    return embeddings.map((e) => this.search(e, k));
+    const out: Match[][] = [];
+    for (let from = 0; from < embeddings.length; from += GROUP) {
+      const group = embeddings.slice(from, from + GROUP);
+      const qs = group.map((e, j) => normalizeInto(e, this.queries[j]!));
+      if (k < 1) {
+        for (const _ of qs) out.push([]);
+        continue;
+      }
+      if (this.n <= Math.max(k, this.cands)) {
+        for (const q of qs) out.push(this.scanExact(q, k));
+        continue;
+      }
+      qs.forEach((q, j) => coder.encode(q, 0, this.u8, QUERY + j * CODE_BYTES));
+      this.i32.fill(0, HIST >> 2, (HIST + qs.length * HIST_BYTES) >> 2);
+      for (let t = 0; t < this.n; t += TILE) {
+        const c = Math.min(TILE, this.n - t);
+        for (let j = 0; j < qs.length; j++) this.kernel.scan(CODES + t * CODE_BYTES, c, QUERY + j * CODE_BYTES, this.outRow(j) + t * 2, HIST + j * HIST_BYTES);
+      }
+      qs.forEach((q, j) => out.push(this.rerank(q, k, j)));
+    }
+    return out;
   }
 
   /** Reference full scan in float32 (O(n)): for tests and benchmarks. */
   searchExact(embedding: ArrayLike<number>, k = 1): Match[] {
-    const q = normalizeInto(embedding, this.query);
+    const q = normalizeInto(embedding, this.queries[0]!);
     return k < 1 ? [] : this.scanExact(q, k);
   }
 
@@ -221,15 +247,16 @@ export class Gallery {
     return this.tmem.buffer.byteLength + this.counts.byteLength + this.memory.buffer.byteLength;
   }
 
-  private rerank(q: Float32Array, k: number): Match[] {
+  /** The re-rank of query `j` of a group: its histogram gives the cut-off, its distance row the candidates. */
+  private rerank(q: Float32Array, k: number, j: number): Match[] {
     const want = Math.max(k, this.cands);
-    const h = HIST >> 2;
+    const h = (HIST + j * HIST_BYTES) >> 2;
     let thr = 0;
     for (let seen = 0; thr < 512; thr++) {
       seen += this.i32[h + thr]!;
       if (seen >= want) break;
     }
-    const c = this.kernel.collect(this.outRow(), this.n, thr, CAND, MAX_CAND);
+    const c = this.kernel.collect(this.outRow(j), this.n, thr, CAND, MAX_CAND);
     this.ti32.set(this.i32.subarray(CAND >> 2, (CAND >> 2) + c), DCAND >> 2);
     const top = new TopK(k);
     this.score(q, c, top);
@@ -268,8 +295,9 @@ export class Gallery {
     coder.encode(this.tf32, o, this.u8, CODES + s * CODE_BYTES);
   }
 
-  private outRow(): number {
-    return CODES + this.cap * CODE_BYTES;
+  /** Where query `j` of a group writes its distances. */
+  private outRow(j: number): number {
+    return CODES + this.cap * CODE_BYTES + j * this.cap * 2;
   }
 
   /** Makes room for `cap` customers in the weights, codes, distances and templates. */
@@ -279,7 +307,7 @@ export class Gallery {
     const counts = new Uint32Array(cap);
     counts.set(this.counts);
     this.counts = counts;
-    const bytes = CODES + cap * CODE_BYTES + cap * 2;
+    const bytes = CODES + cap * CODE_BYTES + GROUP * cap * 2;
     const pages = Math.ceil(bytes / PAGE) - this.memory.buffer.byteLength / PAGE;
     if (pages > 0) this.memory.grow(pages);
     const tpages = Math.ceil((TEMPLATES + cap * DIM * 4) / PAGE) - this.tmem.buffer.byteLength / PAGE;
