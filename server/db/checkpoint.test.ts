@@ -33,7 +33,7 @@ describe('WAL checkpoints off the writing connection', () => {
     const other = openDatabase(file);
     opened.push(other);
     const errors: unknown[] = [];
-    const stop = checkpointEvery(other.sqlite, 20, (err) => errors.push(err));
+    const stop = checkpointEvery(other.sqlite, 20, { onError: (err) => errors.push(err) });
     try {
       const until = Date.now() + 10_000;
       while (fs.statSync(file).size < 2_500 * 4_000 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
@@ -68,4 +68,56 @@ describe('WAL checkpoints off the writing connection', () => {
     }
     expect(writer.sqlite.prepare('select count(*) from filler').pluck().get()).toBe(5_000);
   });
+
+  it('under a steady writer and readers, the checkpoint thread starts the WAL over once it reaches its size: it stays bounded', async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-checkpoint-'));
+    const file = path.join(dir, 'footfall.db');
+    const writer = openDatabase(file, { autoCheckpoint: false });
+    const reader = openDatabase(file, { autoCheckpoint: false });
+    opened.push(writer, reader);
+    writer.sqlite.exec('create table filler (id integer primary key, blob blob not null)');
+    const restartFrames = 200;
+    const checkpointer = startCheckpointer({ dataDir: dir, FOOTFALL_LOG_LEVEL: 'silent' } as Config, pino({ level: 'silent' }), { restartFrames });
+    const insert = writer.sqlite.prepare('insert into filler (blob) values (?)');
+    const count = reader.sqlite.prepare('select count(*) from filler').pluck();
+    let rows0 = 0;
+    let rows = 0;
+    let largest = 0;
+    let emptied = 0;
+    let last = 0;
+    try {
+      // A commit of a few pages at a time with no pause longer than a turn of the event loop (no quiet moment in which
+      // a PASSIVE checkpoint alone would let SQLite start the WAL over), and a reader between commits: until the
+      // checkpoint thread (which takes a moment to start) has emptied the WAL once, then until ten times restartFrames
+      // more pages are written (or 20 s).
+      const until = Date.now() + 20_000;
+      let measuring = false;
+      while (Date.now() < until && !(measuring && (rows - rows0) * 4_000 > 10 * restartFrames * 4_096)) {
+        writer.sqlite.transaction(() => {
+          for (let i = 0; i < 3; i++) insert.run(Buffer.alloc(4_000, rows++ % 251));
+        })();
+        expect(count.get()).toBe(rows);
+        const size = fs.existsSync(`${file}-wal`) ? fs.statSync(`${file}-wal`).size : 0;
+        if (size < last) {
+          emptied++;
+          if (!measuring) {
+            measuring = true;
+            rows0 = rows;
+          }
+        }
+        last = size;
+        if (measuring) largest = Math.max(largest, size);
+        await new Promise((r) => setImmediate(r));
+      }
+    } finally {
+      await checkpointer.stop();
+    }
+    // Meanwhile the WAL never held many more than restartFrames (4 KiB each, plus what is committed during one 250-ms
+    // tick), and was emptied again and again.
+    expect((rows - rows0) * 4_000, `largest WAL ${largest} bytes, emptied ${emptied} times`).toBeGreaterThan(10 * restartFrames * 4_096);
+    expect(largest).toBeLessThan(5 * restartFrames * 4_096);
+    expect(emptied).toBeGreaterThanOrEqual(3);
+    expect(count.get()).toBe(rows);
+  });
 });
+

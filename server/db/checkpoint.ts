@@ -4,33 +4,76 @@ import type Database from 'better-sqlite3';
 const SLOW_MS = 50;
 
 /**
+ * The WAL is started over (a TRUNCATE checkpoint) once it holds this many frames (pages): 64 MiB at 4 KiB pages.
+ * A PASSIVE checkpoint copies the WAL into the database file but never starts the file over: SQLite does that at the
+ * start of a write transaction only when every frame has been copied and no reader still uses the WAL, which under a
+ * steady stream of visits (a batch every few milliseconds, a checkpoint taking longer) never happens. The file then
+ * grew by ~17 MB a second at 400 visits a second (12 GB in a 10-minute run), filling the page cache with dirty pages
+ * until the kernel throttled the writer: PUBACK p99 above a second (docs/decisions.md, "Ingest CPU per visit, third
+ * round").
+ */
+export const RESTART_FRAMES = 16_384;
+
+/** How long a TRUNCATE checkpoint waits for the writer and for readers to leave the WAL before giving up (next tick). */
+const RESTART_WAIT_MS = 50;
+
+export interface CheckpointOptions {
+  onError: (err: unknown) => void;
+  onSlow?: (ms: number, pages: number) => void;
+  /** The WAL's frames at which it is started over (default RESTART_FRAMES). */
+  restartFrames?: number;
+  /** The WAL reached `restartFrames` and could not be started over (a reader or the writer stayed): told once a minute at most. */
+  onStuck?: (frames: number) => void;
+}
+
+/**
  * WAL checkpoints off the request thread.
  *
  * SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past 1,000 pages, on whichever connection
  * committed: on head office's main thread that is a request (a poll's photo-link audit row is a few pages, so at 200
  * polls a second one poll in about 250 copied up to 4 MB into the database file and synced it before answering). The
- * main thread's connection therefore has automatic checkpoints off (openDatabase's `autoCheckpoint: false`), and the
- * visit-ingest thread, which has its own connection and runs for the server's whole life, checkpoints every
- * `everyMs` instead: PASSIVE, so it never waits for, or blocks, a reader or a writer on another connection.
- * Returns the function that stops it.
+ * main thread's and the ingest thread's connections therefore have automatic checkpoints off (openDatabase's
+ * `autoCheckpoint: false`), and the checkpoint thread (checkpoint-worker.ts) checkpoints every `everyMs` instead:
+ * PASSIVE, so it never waits for, or blocks, a reader or a writer on another connection; and once the WAL holds
+ * `restartFrames`, TRUNCATE, which waits up to RESTART_WAIT_MS for the writer to finish its batch and for readers to
+ * leave the WAL, copies what the PASSIVE one left (a few milliseconds' worth), and starts the file over. Returns the
+ * function that stops it.
  */
-export function checkpointEvery(
-  sqlite: Database.Database,
-  everyMs: number,
-  onError: (err: unknown) => void,
-  onSlow?: (ms: number, pages: number) => void,
-): () => void {
+export function checkpointEvery(sqlite: Database.Database, everyMs: number, o: CheckpointOptions): () => void {
+  const restartFrames = o.restartFrames ?? RESTART_FRAMES;
+  let stuckToldAt = 0;
   const timer = setInterval(() => {
     try {
       const t = performance.now();
-      const r = sqlite.pragma('wal_checkpoint(PASSIVE)') as { checkpointed: number }[];
+      const [r] = sqlite.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
       const took = performance.now() - t;
       // A checkpoint syncs the database file: a slow disk makes the thread that runs it wait (reported, not hidden).
-      if (took >= SLOW_MS) onSlow?.(took, r[0]?.checkpointed ?? 0);
+      if (took >= SLOW_MS) o.onSlow?.(took, r?.checkpointed ?? 0);
+      if ((r?.log ?? 0) < restartFrames) return;
+      if (truncateWal(sqlite, RESTART_WAIT_MS)) return;
+      if (Date.now() - stuckToldAt >= 60_000) {
+        stuckToldAt = Date.now();
+        o.onStuck?.(r!.log);
+      }
     } catch (err) {
-      onError(err);
+      o.onError(err);
     }
   }, everyMs);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * A TRUNCATE checkpoint (everything copied into the database file, the WAL emptied) that waits at most `waitMs` for
+ * the writer and the readers, without the connection's own busy timeout; true when the WAL was emptied.
+ */
+export function truncateWal(sqlite: Database.Database, waitMs: number): boolean {
+  const timeout = sqlite.pragma('busy_timeout', { simple: true }) as number;
+  sqlite.pragma(`busy_timeout = ${waitMs}`);
+  try {
+    const [r] = sqlite.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    return r?.busy === 0;
+  } finally {
+    sqlite.pragma(`busy_timeout = ${timeout}`);
+  }
 }

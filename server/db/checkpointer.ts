@@ -15,10 +15,10 @@ const EVERY_MS = 250;
  * ms of CPU with them, 0.84-0.88 against 0.74-0.82 without (docs/benchmarks.md, "Where the ingest thread's CPU
  * goes"). If the thread ends unexpectedly it is started again; while none runs the WAL only grows.
  */
-export function startCheckpointer(config: Config, log: Logger): { stop(): Promise<void> } {
+export function startCheckpointer(config: Config, log: Logger, opts: { restartFrames?: number } = {}): { stop(): Promise<void> } {
   let worker: Worker | undefined;
   let stopping = false;
-  const init: CheckpointInit = { file: path.join(config.dataDir, 'footfall.db'), everyMs: EVERY_MS, logLevel: config.FOOTFALL_LOG_LEVEL };
+  const init: CheckpointInit = { file: path.join(config.dataDir, 'footfall.db'), everyMs: EVERY_MS, logLevel: config.FOOTFALL_LOG_LEVEL, ...opts };
   const spawn = () => {
     const w = spawnWorker(new URL('./checkpoint-worker.js', import.meta.url), { workerData: init });
     worker = w;

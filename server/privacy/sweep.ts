@@ -7,7 +7,8 @@ import { cleared } from '../customers/service.js';
 import { ageVisits } from './retention.js';
 import { privacyOf, type PrivacySettings } from './service.js';
 import { companies, customers, faceImages, visits, companyPrivacy } from '../db/tables.js';
-import type { Db, SqliteStore } from '../db/open.js';
+import type { Db } from '../db/open.js';
+import { truncateWal } from '../db/checkpoint.js';
 import { tickGalleryClock } from '../visits/gallery-clock.js';
 
 const DAY_MS = 86_400_000;
@@ -211,7 +212,7 @@ async function scrubFiles(deps: Deps): Promise<void> {
   const until = performance.now() + SCRUB_FOR_MS;
   for (;;) {
     try {
-      if (!truncateNow(sqlite)) {
+      if (truncateWal(sqlite, 0)) {
         unscrubbed.delete(deps.store);
         return;
       }
@@ -223,18 +224,6 @@ async function scrubFiles(deps: Deps): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, SCRUB_WAIT_MS));
   }
   deps.log.info('privacy sweep: the database log is in use; it is scrubbed by the next pass');
-}
-
-/** One TRUNCATE checkpoint that answers at once; true when the log was in use. */
-function truncateNow(sqlite: SqliteStore['sqlite']): boolean {
-  const timeout = sqlite.pragma('busy_timeout', { simple: true }) as number;
-  sqlite.pragma('busy_timeout = 0');
-  try {
-    const [r] = sqlite.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
-    return r?.busy !== 0;
-  } finally {
-    sqlite.pragma(`busy_timeout = ${timeout}`);
-  }
 }
 
 const none = (): Removed => ({ templates: 0, photos: 0, visits: 0, crossings: 0, days: 0 });
