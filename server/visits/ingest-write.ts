@@ -240,9 +240,13 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     const stats = { n: st.visits, last: st.last, id };
     if (template) await q.updateCustomerTemplate.run({ ...stats, template, count: templateCounts.get(id)!, tick: stampOf.get(id)! });
     else await q.updateCustomer.run(stats);
+    // Which visit is the customer's first changes only with their first sighting: when it did not move earlier, the
+    // visit marked first stays the earliest (a joined stay keeps its earliest visit's row).
     const first = firstSeen.get(id);
-    if (first == null || st.first < first) await q.setFirstSeen.run({ first: st.first, id });
-    await stays.markFirstVisit(id);
+    if (first == null || st.first < first) {
+      await q.setFirstSeen.run({ first: st.first, id });
+      await stays.markFirstVisit(id);
+    }
   }
 
   // The shops' last visit. On PostgreSQL after the commit (IngestCore, touchShops): the heartbeat flush updates the
