@@ -43,7 +43,7 @@ const MAX_CAND = 4096;
  * Queries scanned together by `searchBatch` (a batch's faces): each tile of codes is read from memory once for all of
  * them. In head office the codes do not stay in the cache between two visits (SQLite's pages and the templates pass
  * through it), so a scan per query read the 1.3 MB of a 20,000-customer gallery's codes from memory each time:
- * ~0.2 ms, four times the scan's cost with the codes in the cache (docs/decisions.md, "Ingest CPU per visit, third
+ * 0.15-0.2 ms a face, against 0.09 ms with the codes in the cache (docs/decisions.md, "Ingest CPU per visit, third
  * round").
  */
 const GROUP = 8;
