@@ -120,4 +120,3 @@ describe('WAL checkpoints off the writing connection', () => {
     expect(count.get()).toBe(rows);
   });
 });
-
