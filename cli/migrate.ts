@@ -19,9 +19,12 @@ export function migrateCommand(): Command {
       const out = (line: string) => process.stdout.write(line + '\n');
       out(`Copying ${file} into ${redactUrl(opts.to)} ...`);
       try {
+        // The pictures are files beside the database: in the data folder, or beside the --from file.
+        const dataDir = opts.from ? path.dirname(file) : config.dataDir;
         const r = await migrateSqliteToPostgres({
           sqliteFile: file,
           url: opts.to,
+          dataDir,
           onTable: (t) => out(`  ${t.table.padEnd(24)} ${String(t.rows).padStart(10)} rows  keys checked (sum ${t.keySum})`),
         });
         out(`Done: ${r.tables.length} tables, ${r.rows} rows, committed in one transaction after ${r.migrationsApplied} schema migration(s).`);
@@ -35,8 +38,10 @@ export function migrateCommand(): Command {
             ? 'The key of this head office is FOOTFALL_ENCRYPTION_KEY: give a head office on this database the same value.'
             : `The key of this head office is ${path.join(config.dataDir, KEY_FILE)}: a head office on this database needs that file in its data folder (or its value in FOOTFALL_ENCRYPTION_KEY). Without it camera passwords, shop logins and webhook secrets cannot be read. Back it up with pg_dump's output, apart from it.`,
         );
-        out(`Customer photos are files, not rows: copy ${path.join(config.dataDir, IMAGES)} to the new head office's data folder too.`);
-        out('Head office does not run on PostgreSQL yet (FOOTFALL_DATABASE_URL is the next step, docs/scale-out.md): keep running it on the SQLite file until then.');
+        const p = r.pictures!;
+        out(`Pictures from ${dataDir} are rows now: ${p.faces} customer photos (${path.join(dataDir, IMAGES)}) and ${p.cameras} camera pictures (snapshots), counted on both sides; head office on PostgreSQL serves them to every process.`);
+        if (p.facesMissing > 0) out(`${p.facesMissing} customer photo rows had no file in ${path.join(dataDir, IMAGES)} (deleted by hand, or another data folder): copied as they were, they answer 404 as they did.`);
+        out('Next: head office on this database is FOOTFALL_DATABASE_URL (a preview: FOOTFALL_POSTGRES_PREVIEW=true; docs/scale-out.md).');
       } catch (err) {
         if (err instanceof MigrateError) {
           process.stderr.write(err.message + '\n');

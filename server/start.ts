@@ -15,7 +15,7 @@ import { adminExists, createAdmin } from './auth/admins.js';
 import { warmPasswords } from './auth/passwords.js';
 import { pruneFailures } from './auth/login-limits.js';
 import { pruneEndedSessions } from './auth/sessions.js';
-import { localImagesPurger } from './photos/local-store.js';
+import { imagesPurger } from './photos/local-store.js';
 import { providerAccountsPurger } from './auth-service/purger.js';
 import { startAuthRuntime } from './auth-service/runtime.js';
 import { pruneRefreshTokens } from './idp/tokens.js';
@@ -96,7 +96,7 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const live = new LiveHub(broker, log);
   const identities = new IdentityControl(keys);
   const arrivals = new ArrivalsHub();
-  const purgers = [providerAccountsPurger(config, store), localImagesPurger(config.dataDir), shopLoginsPurger(store, shopLogins), snapshotsPurger(config.dataDir), identities.purger()];
+  const purgers = [providerAccountsPurger(config, store), imagesPurger({ store, config }), shopLoginsPurger(store, shopLogins), snapshotsPurger({ store, config }), identities.purger()];
   const metrics = config.FOOTFALL_METRICS_TOKEN ? new Metrics() : undefined;
   const deps: Deps = { config, store, log, keys, broker, purgers, shopLogins, live, identities, arrivals, ...(metrics ? { metrics } : {}) };
   const stopHeartbeats = await ingestHeartbeats(deps);

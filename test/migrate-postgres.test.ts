@@ -25,7 +25,7 @@ import { packageRoot } from '../server/paths.js';
 import { seedChain, type Seeded } from './support/dashboard-seed.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { startPostgres, postgresMissing, type TestPostgres } from './support/postgres.js';
-import { addCamera } from './support/shop-pc.js';
+import { addCamera, jpeg, upload } from './support/shop-pc.js';
 import { noteSkip } from './support/skips.js';
 
 const FILE = 'test/migrate-postgres.test.ts';
@@ -73,6 +73,7 @@ describe.skipIf(missing !== undefined)('footfall migrate --to postgres://... (re
   let h: Harness;
   let seeded: Seeded;
   let dataDir: string;
+  const faceIds: string[] = [];
   const stores: PgStore[] = [];
   const connect = (url: string) => {
     const s = connectPostgres(url, { max: 2 });
@@ -85,12 +86,22 @@ describe.skipIf(missing !== undefined)('footfall migrate --to postgres://... (re
       execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
     }
     pgServer = await startPostgres();
-    h = await startHarness({ FOOTFALL_HEARTBEAT_INTERVAL_S: 1 }, { keepDataDir: true });
+    h = await startHarness({ FOOTFALL_HEARTBEAT_INTERVAL_S: 1, FOOTFALL_IMAGES: 'local' }, { keepDataDir: true });
     dataDir = h.dataDir;
     seeded = await seedChain(h, { days: 3 });
     // A camera with a password: a column sealed with the server key.
     const cam = await addCamera(h, seeded.chain.ownerToken, seeded.colaba.slug, { camera_id: 'back', label: 'Back door', username: 'viewer', password: 'camera-secret-1' });
     expect(cam.camera_id ?? cam.id).toBeDefined();
+    // Two face photos (files in the data folder); the second's file is then lost, as an operator might lose one.
+    for (const shade of [60, 200]) {
+      const r = await upload(h, 'POST', '/api/agent/faces', seeded.bandra.enrolment.token, await jpeg(112, 112, shade));
+      expect(r.status).toBe(201);
+      faceIds.push(r.body.face_image_id as string);
+    }
+    const lost = new Database(path.join(dataDir, 'footfall.db'), { readonly: true });
+    const lostPath = (lost.prepare('select path from face_images where id = ?').get(faceIds[1]) as { path: string }).path;
+    lost.close();
+    fs.rmSync(path.join(dataDir, lostPath));
   }, 180_000);
 
   afterAll(async () => {
@@ -113,13 +124,16 @@ describe.skipIf(missing !== undefined)('footfall migrate --to postgres://... (re
     const { is } = await import('drizzle-orm');
     const { PgTable } = await import('drizzle-orm/pg-core');
     const pgSchema = await import('../server/db/pg/schema.js');
-    const tables = Object.values(pgSchema).filter((t) => is(t, PgTable)).length;
+    // Every table but the picture tables, which the data folder's files fill.
+    const tables = Object.values(pgSchema).filter((t) => is(t, PgTable)).length - pgSchema.postgresOnlyTables.length;
     expect(tables).toBeGreaterThanOrEqual(32);
     expect(r.stdout).toMatch(new RegExp(`Done: ${tables} tables, \\d+ rows, committed in one transaction after ${migrations} schema migrations?`));
     expect(r.stdout).toMatch(/^ {2}visits +\d+ rows {2}keys checked/m);
     expect(r.stdout).toContain(path.join(dataDir, 'encryption.key'));
     expect(r.stdout).toContain('cameras.password');
     expect(r.stdout).toContain('Stop head office before the copy you switch to');
+    expect(r.stdout).toContain(`Pictures from ${dataDir} are rows now: 1 customer photos`);
+    expect(r.stdout).toContain('1 customer photo rows had no file');
 
     // Tables the running head office does not touch between the snapshot and now have the same rows.
     const live = new Database(path.join(dataDir, 'footfall.db'), { readonly: true });
@@ -169,8 +183,10 @@ describe.skipIf(missing !== undefined)('footfall migrate --to postgres://... (re
     it('has every row of every table, each the same through both schemas (timestamps as the same ISO strings, booleans, JSON, blobs)', () => {
       expect(Object.keys(rows.pg).sort()).toEqual(Object.keys(rows.sqlite).sort());
       let total = 0;
+      // A face photo whose file was copied has an empty path: its bytes are a row of face_image_bytes.
+      const copied = (r: any) => (r.id === faceIds[0] ? { ...r, path: '' } : r);
       for (const [table, sRows] of Object.entries(rows.sqlite)) {
-        expect(rows.pg[table], table).toEqual(sRows);
+        expect(rows.pg[table], table).toEqual(table === 'face_images' ? sRows.map(copied) : sRows);
         total += sRows.length;
       }
       expect(total).toBeGreaterThan(100);
@@ -181,6 +197,17 @@ describe.skipIf(missing !== undefined)('footfall migrate --to postgres://... (re
       expect(Buffer.isBuffer(customer.template)).toBe(true);
       expect(customer.template.length).toBe(512 * 4);
       expect(typeof (rows.pg.cameras![0] as { tuning: unknown }).tuning).toBe('object');
+    });
+
+    it('has the data folder\'s pictures as rows: the face photo that had a file, and every camera\'s picture', async () => {
+      const faces = (await store.pool.query<{ id: string; jpeg: Buffer }>('select face_image_id as id, jpeg from face_image_bytes')).rows;
+      const kept = rows.sqlite.face_images!.find((f: any) => f.id === faceIds[0]) as { path: string };
+      expect(faces).toEqual([{ id: faceIds[0], jpeg: fs.readFileSync(path.join(dataDir, kept.path)) }]);
+      const lost = rows.pg.face_images!.find((f: any) => f.id === faceIds[1]) as { path: string };
+      expect(lost.path).toMatch(/^images\//);
+      const pictures = (await store.pool.query<{ id: string; jpeg: Buffer }>('select c.id, c.company_id as company, p.jpeg from camera_pictures p join cameras c on c.id = p.camera_id')).rows as any[];
+      expect(pictures.length).toBe(3);
+      for (const p of pictures) expect(p.jpeg.equals(fs.readFileSync(path.join(dataDir, 'snapshots', p.company, `${p.id}.jpg`)))).toBe(true);
     });
 
     it('keeps the sealed secrets as they were: the key file opens them', () => {

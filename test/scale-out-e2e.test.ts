@@ -21,7 +21,7 @@ import { headOfficeProcess, metric, sharedSettings, type HeadOfficeProcess } fro
 import { mosquittoMissing, startMosquitto, type TestMosquitto } from './support/mosquitto.js';
 import { postgresMissing, startPostgres, type TestPostgres } from './support/postgres.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from './support/round-robin-proxy.js';
-import { syntheticFace, waitFor, type HeadOfficeReach } from './support/shop-pc.js';
+import { addCamera, jpeg, syntheticFace, upload, waitFor, type HeadOfficeReach } from './support/shop-pc.js';
 import { noteSkip } from './support/skips.js';
 import { openStream, shopPc, type ShopPc } from './support/visits.js';
 
@@ -130,13 +130,17 @@ describe.skipIf(missing !== undefined)('head office as two processes behind a pr
       encryptionKey: randomBytes(32).toString('base64'),
       admin: ADMIN,
       metricsToken: randomBytes(24).toString('hex'),
-      // Every message of these tests is a visit of its own (sightings one second apart do not join).
-      extra: { FOOTFALL_VISIT_GAP_S: '0' },
+      // Every message of these tests is a visit of its own (sightings one second apart do not join); customer photos on.
+      extra: { FOOTFALL_VISIT_GAP_S: '0', FOOTFALL_IMAGES: 'local' },
     });
+    // Process B has a data folder of its own, as on another machine (docs/scale-out.md, "Files on each app machine"):
+    // nothing but the embedded identity provider's key file is copied into it, as the docs say to.
+    const dataDirB = path.join(tmp, 'data-b');
+    fs.mkdirSync(dataDirB, { mode: 0o700 });
     hoA = await headOfficeProcess('head-office-a', shared, { clientId: 'head-office-a', logDir: tmp });
-    hoB = await headOfficeProcess('head-office-b', shared, { clientId: 'head-office-b', logDir: tmp });
-    // One after the other: the first start makes the embedded identity provider's key file the second one reads.
+    hoB = await headOfficeProcess('head-office-b', { ...shared, FOOTFALL_DATA_DIR: dataDirB }, { clientId: 'head-office-b', logDir: tmp });
     await hoA.start();
+    fs.copyFileSync(path.join(dataDir, 'idp-keys.json'), path.join(dataDirB, 'idp-keys.json'));
     await hoB.start();
     proxy = await startRoundRobinProxy([hoA.url, hoB.url]);
     api = headOfficeApi(proxy.url, ADMIN);
@@ -357,4 +361,47 @@ describe.skipIf(missing !== undefined)('head office as two processes behind a pr
     expect(metric(await hoB.metrics(), 'footfall_ingest_received_total')).toBeGreaterThan(0);
     expect((await api.request('GET', '/api/sites', { token: company.ownerToken })).status).toBe(200);
   }, 120_000);
+
+  it('g: processes on two machines: a photo and a camera picture sent to one are served by the other; an erasure through either takes the photo from both', async () => {
+    const company = await api.company('Pictures Co');
+    const owner = company.ownerToken;
+    const [pc] = await shopPcs(company, ['Pictures 1']);
+    const camera = await addCamera(api as never, owner, pc!.shop.slug, { camera_id: 'door', label: 'Door' });
+    const bytesFrom = async (url: string, p: string) => {
+      const res = await fetch(url + p, { headers: { Authorization: `Bearer ${owner}` } });
+      return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
+    };
+    // Both reach process A only (its data folder is not B's).
+    const face = await jpeg(112, 112, 77);
+    const up = await upload({ ...reach, url: hoA.url }, 'POST', '/api/agent/faces', pc!.enrolment.token, face);
+    expect(up.status).toBe(201);
+    const picture = await jpeg(160, 90, 140);
+    expect((await upload({ ...reach, url: hoA.url }, 'PUT', '/api/agent/cameras/door/snapshot', pc!.enrolment.token, picture)).status).toBe(200);
+    const sent: Sent = new Map();
+    await pc!.publish({ ...visit(sent, nextPerson++), face_image_id: up.body.face_image_id });
+    await storedExactly(company.id, 1);
+    const arrival = (await api.request('GET', '/api/visits', { token: owner })).body.arrivals[0];
+    expect(arrival.visitor_id).toBeDefined();
+    for (const ho of [hoA, hoB]) {
+      const photo = await bytesFrom(ho.url, `/api/faces/${up.body.face_image_id}`);
+      expect(photo.status, ho.name).toBe(200);
+      expect(photo.body.equals(face), ho.name).toBe(true);
+      const snap = await bytesFrom(ho.url, `/api/cameras/${camera.id}/snapshot.jpg`);
+      expect(snap.status, ho.name).toBe(200);
+      expect(snap.body.equals(picture), ho.name).toBe(true);
+    }
+    // Neither data folder holds a picture: they are rows of the database.
+    for (const dir of [hoA.settings.FOOTFALL_DATA_DIR!, hoB.settings.FOOTFALL_DATA_DIR!]) {
+      expect(fs.existsSync(path.join(dir, 'images')) || fs.existsSync(path.join(dir, 'snapshots')), dir).toBe(false);
+    }
+    const erased = await direct[1].request('DELETE', `/api/visitors/${arrival.visitor_id}`, { token: owner });
+    expect(erased.status).toBe(200);
+    expect(erased.body.images_deleted).toBe(1);
+    for (const ho of [hoA, hoB]) expect((await bytesFrom(ho.url, `/api/faces/${up.body.face_image_id}`)).status, ho.name).toBe(404);
+    expect(await rowCount('select count(*) as n from face_image_bytes b join face_images f on f.id = b.face_image_id where f.company_id = $1', company.id)).toBe(0);
+    expect(await rowCount('select count(*) as n from face_images where company_id = $1', company.id)).toBe(0);
+    // A removed camera's picture goes.
+    expect((await api.request('DELETE', `/api/cameras/${camera.id}`, { token: owner })).status).toBe(200);
+    expect(Number((await db.query<{ n: string }>('select count(*) as n from camera_pictures where camera_id = $1', [camera.id])).rows[0]!.n)).toBe(0);
+  });
 });

@@ -1,10 +1,9 @@
-import fs from 'node:fs';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_ROUTES, AgentIdentity, CameraList, EnrolResponse } from '../../shared/agent-api.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
 import { addCamera, enrol, enrolmentCode, jpeg, memberToken, openShop, upload } from '../../test/support/shop-pc.js';
-import { faceImageFile } from './faces.js';
+import { storedFace } from '../../test/support/pictures.js';
 import { agentRoutes } from './routes.js';
 import { auditLog, enrolmentCodes } from '../db/tables.js';
 
@@ -128,7 +127,7 @@ describe('shop-PC routes', () => {
     const r = await upload(h, 'POST', '/api/agent/faces', e.token, face);
     expect(r.status).toBe(201);
     expect(r.body.face_image_id).toMatch(/^[A-Za-z0-9_-]{22}$/);
-    expect(fs.readFileSync(faceImageFile(h.dataDir, companyId, r.body.face_image_id)).equals(face)).toBe(true);
+    expect((await storedFace(h, companyId, r.body.face_image_id))?.equals(face)).toBe(true);
     const second = await upload(h, 'POST', '/api/agent/faces', e.token, face);
     expect(second.body.face_image_id).not.toBe(r.body.face_image_id);
     expect((await upload(h, 'POST', '/api/agent/faces', e.token, face, 'application/octet-stream')).status).toBe(415);

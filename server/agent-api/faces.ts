@@ -6,7 +6,7 @@ import { companyImagesDir } from '../photos/local-store.js';
 /**
  * Face images uploaded by shop PCs: <data>/images/<company id>/<first two characters of the id>/<id>.jpg. The id
  * is 128 random bits (base64url) so it cannot be guessed; the visit that names it (face_image_id) links it.
- * Company deletion removes the whole <data>/images/<company id> folder (localImagesPurger).
+ * Company deletion removes the whole <data>/images/<company id> folder (imagesPurger).
  */
 export function faceImageFile(dataDir: string, companyId: string, id: string): string {
   if (!/^[A-Za-z0-9_-]{16,64}$/.test(id)) throw new Error('bad face image id');

@@ -131,7 +131,7 @@ export function agentRoutes(): AppRouter {
     const camera = await agentCamera(ctx);
     const jpeg = await readJpegBody(ctx, LIMITS.snapshotBytes);
     await checkJpeg(jpeg);
-    await writeSnapshot(ctx.deps.config.dataDir, camera.companyId, camera.id, jpeg);
+    await writeSnapshot(ctx.deps, camera.companyId, camera.id, jpeg);
     const at = new Date().toISOString();
     await recordSnapshot(ctx.deps.store.db, camera.id, at);
     ctx.body = { snapshot_at: at };
@@ -172,7 +172,7 @@ export function agentRoutes(): AppRouter {
   // 8. Check answer.
   r.post('/checks/:check/answer', agentAuth(), validate({ body: CheckAnswer }), async (ctx) => {
     const body = bodyOf(ctx, CheckAnswer);
-    const { store, config } = ctx.deps;
+    const { store } = ctx.deps;
     const shopId = agentOf(ctx).shopId;
     const checkId = String(ctx.params.check);
     if (!isUuid(checkId)) throw new HttpError(404, 'not_found', 'This shop has no such check.');
@@ -187,7 +187,7 @@ export function agentRoutes(): AppRouter {
     }
     const check = await store.tx(async () => await answerCheck(store.db, await shopCheck(store.db, shopId, before.id), body, image !== undefined));
     if (image) {
-      await writeSnapshot(config.dataDir, check.companyId, check.cameraUuid, image);
+      await writeSnapshot(ctx.deps, check.companyId, check.cameraUuid, image);
       await recordSnapshot(store.db, check.cameraUuid, new Date().toISOString());
     }
     ctx.body = { state: 'done', ok: body.verdict === 'good', verdict: body.verdict };

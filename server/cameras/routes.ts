@@ -167,7 +167,7 @@ export function camerasRoutes(): AppRouter {
   });
 
   r.delete('/cameras/:id', auth(camerasPolicy.manage), async (ctx) => {
-    const { store, config } = ctx.deps;
+    const { store } = ctx.deps;
     const view = await store.tx(async () => {
       const found = await cameraInPath(ctx);
       await tombstoneCamera(store.db, found.camera);
@@ -175,7 +175,7 @@ export function camerasRoutes(): AppRouter {
       return found;
     });
     await camerasChanged(ctx, view.shop.id);
-    await removeSnapshot(config.dataDir, view.camera.companyId, view.camera.id).catch((err: unknown) => ctx.log.warn({ err }, 'snapshot of a removed camera not deleted'));
+    await removeSnapshot(ctx.deps, view.camera.companyId, view.camera.id).catch((err: unknown) => ctx.log.warn({ err }, 'snapshot of a removed camera not deleted'));
     ctx.body = { deleted: view.camera.id, camera_id: view.camera.cameraId, site_id: view.shop.id };
   });
 
@@ -192,7 +192,7 @@ export function camerasRoutes(): AppRouter {
 
   r.get('/cameras/:id/snapshot.jpg', auth(camerasPolicy.view), async (ctx) => {
     const view = await cameraInPath(ctx);
-    const jpeg = await readSnapshot(ctx.deps.config.dataDir, view.camera.companyId, view.camera.id);
+    const jpeg = await readSnapshot(ctx.deps, view.camera.companyId, view.camera.id);
     if (!jpeg) throw new HttpError(404, 'no_image', 'There is no picture from this camera yet: the shop PC sends one about once a minute while the camera is connected.');
     ctx.set('Cache-Control', 'private, no-store');
     if (view.camera.snapshotAt) ctx.set('Last-Modified', new Date(view.camera.snapshotAt).toUTCString());

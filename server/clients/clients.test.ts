@@ -20,6 +20,7 @@ import type { CompanyPurger } from './deletion.js';
 import { one } from '../db/query.js';
 import { sessions, users } from '../db/tables.js';
 import { statementOn } from '../db/statement.js';
+import { sqliteOnly } from '../../test/support/stores.js';
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const generatedRe = /^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/;
@@ -323,13 +324,30 @@ describe('platform administration', () => {
     const del = (id: string, body?: unknown) => h.request('DELETE', `/api/admin/clients/${id}`, { token: admin, ...(body === undefined ? {} : { body }) });
     const userRows = async (companyId: string) => (await h.server.store.db.select().from(users).where(eq(users.companyId, companyId))).length;
     const sessionRows = async (companyId: string) => (await h.server.store.db.select().from(sessions).where(eq(sessions.companyId, companyId))).length;
-    function storeImages(companyId: string, files: string[]) {
+    /** Face photos of the company where the store keeps them: files under its image folder, or rows on PostgreSQL. */
+    async function storeImages(companyId: string, files: string[]) {
+      const store = h.server.store;
+      if (store.dialect === 'postgres') {
+        for (const f of files) {
+          const id = randomUUID();
+          await statementOn(store, "insert into face_images (id, company_id, path, created_at) values (?, ?, '', now())").run(id, companyId);
+          await statementOn(store, 'insert into face_image_bytes (face_image_id, jpeg) values (?, ?)').run(id, Buffer.from(`jpeg ${f}`));
+        }
+        return;
+      }
       const dir = companyImagesDir(h.dataDir, companyId);
       for (const f of files) {
         fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
         fs.writeFileSync(path.join(dir, f), 'jpeg');
       }
-      return dir;
+    }
+    async function storedImages(companyId: string): Promise<number> {
+      const store = h.server.store;
+      if (store.dialect === 'postgres') {
+        return Number((await statementOn(store, 'select count(*) as n from face_image_bytes b join face_images f on f.id = b.face_image_id where f.company_id = ?').get<{ n: number }>(companyId))!.n);
+      }
+      const dir = companyImagesDir(h.dataDir, companyId);
+      return fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length : 0;
     }
 
     it('an active company is 409 still_active, confirm or not', async () => {
@@ -358,8 +376,10 @@ describe('platform administration', () => {
     it('deletes a suspended company: stored images first (counted), then every row', async () => {
       const c = await h.company('Doomed Co');
       await addUser(h, c.id, fresh('doomed'), 'staff', 'staff-password');
-      const dir = storeImages(c.id, ['a.jpg', 'faces/b.jpg', 'faces/2024/c.jpg']);
-      const keep = storeImages(a.id, ['keep.jpg']);
+      await storeImages(c.id, ['a.jpg', 'faces/b.jpg', 'faces/2024/c.jpg']);
+      await storeImages(a.id, ['keep.jpg']);
+      const kept = await storedImages(a.id);
+      expect(await storedImages(c.id)).toBe(3);
       await suspend(c.id);
       expect(await userRows(c.id)).toBe(2);
       expect(await sessionRows(c.id)).toBe(1);
@@ -367,8 +387,8 @@ describe('platform administration', () => {
       const r = await del(c.id, { confirm: c.slug });
       expect(r.status).toBe(200);
       expect(r.body).toEqual({ deleted: c.slug, images_deleted: 3 });
-      expect(fs.existsSync(dir)).toBe(false);
-      expect(fs.existsSync(path.join(keep, 'keep.jpg'))).toBe(true);
+      expect(await storedImages(c.id)).toBe(0);
+      expect(await storedImages(a.id)).toBe(kept);
       expect(await userRows(c.id)).toBe(0);
       expect(await sessionRows(c.id)).toBe(0);
       expect((await statementOn(h.server.store, 'select count(*) as n from companies where id = ?').get<{ n: number }>(c.id))?.n).toBe(0);
@@ -391,7 +411,8 @@ describe('platform administration', () => {
       expect(r.body).toEqual({ deleted: c.slug, images_deleted: 0 });
     });
 
-    it('when the image store fails: 502 storage_error and nothing else is touched', async () => {
+    // On PostgreSQL the photos are rows, deleted by the database: no folder to fail.
+    it.skipIf(sqliteOnly('server/clients/clients.test.ts', 'an image folder that cannot be read'))('when the image store fails: 502 storage_error and nothing else is touched', async () => {
       const c = await h.company('Broken Store');
       await suspend(c.id);
       // A file where the company's image folder should be: the real purger cannot read it.
@@ -421,7 +442,7 @@ describe('platform administration', () => {
       });
       try {
         const c = await h.company('Ordered Co');
-        const dir = storeImages(c.id, ['x.jpg']);
+        await storeImages(c.id, ['x.jpg']);
         await suspend(c.id);
 
         h.server.deps.purgers = [purger('images', true), purger('broker-logins')];
@@ -430,7 +451,7 @@ describe('platform administration', () => {
         expect(failed.body).toEqual({ error: 'storage_error', message: 'images failed' });
         expect(ran).toEqual(['images']);
         expect(await userRows(c.id)).toBe(1);
-        expect(fs.existsSync(path.join(dir, 'x.jpg'))).toBe(true);
+        expect(await storedImages(c.id)).toBe(1);
         expect((await list()).find((x) => x.id === c.id)?.active).toBe(false);
 
         ran.length = 0;

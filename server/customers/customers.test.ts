@@ -11,6 +11,10 @@ import { arrivals, settled, shopPc, type ShopPc } from '../../test/support/visit
 import { sweepUnlinkedFaces } from './faces.js';
 import { auditLog, customerConsents, faceImages } from '../db/tables.js';
 import { statementOn } from '../db/statement.js';
+import { storedFace } from '../../test/support/pictures.js';
+import { sqliteOnly } from '../../test/support/stores.js';
+
+const FILE = 'server/customers/customers.test.ts';
 
 describe('customers, photos, erasure and merge (images stored locally)', () => {
   let h: Harness;
@@ -284,12 +288,11 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
 
   it('a face that identifies nobody keeps no photo', async () => {
     const up = await pc.uploadFace(faces.others[3]!.jpeg);
-    const file = path.join(h.dataDir, 'images', a.id, up.body.face_image_id.slice(0, 2), `${up.body.face_image_id}.jpg`);
-    expect(fs.existsSync(file)).toBe(true);
+    expect(await storedFace(h, a.id, up.body.face_image_id)).toBeDefined();
     const { row } = await visit(faces.others[3], { over: { face_image_id: up.body.face_image_id, passed_gate: false, quality: 0.2 } });
     expect(row.image).toEqual({ available: false, reason: 'Photos are kept only for identified customers.' });
     await settled(h);
-    expect(fs.existsSync(file)).toBe(false);
+    expect(await storedFace(h, a.id, up.body.face_image_id)).toBeUndefined();
     expect(await h.server.store.db.select().from(faceImages).where(eq(faceImages.id, up.body.face_image_id))).toEqual([]);
   });
 
@@ -323,7 +326,8 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     expect(feed.filter((x: any) => x.visitor_ref === 'V-3')).toEqual([]);
   });
 
-  it('erasure (manager+): 502 storage_error with nothing erased when a photo cannot be deleted', async () => {
+  // On PostgreSQL a photo is a row that goes in the erasure's transaction: nothing to fail apart from it.
+  it.skipIf(sqliteOnly(FILE, 'photo files that cannot be moved aside'))('erasure (manager+): 502 storage_error with nothing erased when a photo cannot be deleted', async () => {
     expect((await h.request('DELETE', '/api/visitors/V-2', { token: staff })).status).toBe(403);
     // Replace the photo's folder with a regular file of the same name: even root cannot rename into it.
     const id = photos['V-2']![0]!;
@@ -341,13 +345,12 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
     const kept = await customer('V-2');
     expect(kept).toMatchObject({ full_name: 'Priya Sharma', has_consent: true, visit_count: 1 });
     expect((await get(`/api/faces/${id}`)).status).toBe(200);
-    const photoOfV1 = path.join(h.dataDir, 'images', a.id, photos['V-1']![0]!.slice(0, 2), `${photos['V-1']![0]}.jpg`);
-    expect(fs.existsSync(photoOfV1)).toBe(true);
+    expect(await storedFace(h, a.id, photos['V-1']![0]!)).toBeDefined();
   });
 
   it('erasure: photos and template destroyed, visits unlinked, consent revoked and recorded; the face is not enrolled again', async () => {
     const files = photos['V-1']!.map((id) => path.join(h.dataDir, 'images', a.id, id.slice(0, 2), `${id}.jpg`));
-    expect(files.every((f) => fs.existsSync(f))).toBe(true);
+    for (const id of photos['V-1']!) expect(await storedFace(h, a.id, id), id).toBeDefined();
     await h.request('PUT', '/api/visitors/V-1/profile', { token: staff, body: { full_name: 'Erin Erased', consent: true } });
     const r = await h.request('DELETE', '/api/visitors/V-1', { token: manager });
     expect(r.status).toBe(200);
@@ -360,6 +363,7 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
       enrolment_blocked_until: expect.any(String),
     });
     expect(files.some((f) => fs.existsSync(f) || fs.existsSync(`${f}.erasing`))).toBe(false);
+    for (const id of photos['V-1']!) expect(await storedFace(h, a.id, id), id).toBeUndefined();
     for (const p of ['/api/visitors/V-1', `/api/visitors/${ids['V-1']}/history`, '/api/visitors/1/image', `/api/faces/${photos['V-1']![0]}`]) {
       expect((await get(p)).status, p).toBe(404);
     }
@@ -397,13 +401,12 @@ describe('customers, photos, erasure and merge (images stored locally)', () => {
   it('uploads no visit named are swept after 24 hours (file, then row)', async () => {
     const up = await pc.uploadFace(faces.others[2]!.jpeg);
     const id = up.body.face_image_id;
-    const file = path.join(h.dataDir, 'images', a.id, id.slice(0, 2), `${id}.jpg`);
     const deps = { store: h.server.store, config: h.server.deps.config, log: h.server.deps.log };
     expect(await sweepUnlinkedFaces(deps)).toBe(0);
-    expect(fs.existsSync(file)).toBe(true);
+    expect(await storedFace(h, a.id, id)).toBeDefined();
     await statementOn(h.server.store, 'update face_images set created_at = ? where id = ?').run(new Date(Date.now() - 25 * 3600_000).toISOString(), id);
     expect(await sweepUnlinkedFaces(deps)).toBe(1);
-    expect(fs.existsSync(file)).toBe(false);
+    expect(await storedFace(h, a.id, id)).toBeUndefined();
     expect(await h.server.store.db.select().from(faceImages).where(eq(faceImages.id, id))).toEqual([]);
     // Linked photos are never swept.
     expect((await get(`/api/faces/${photos['V-3']![0]}`)).status).toBe(200);
@@ -468,7 +471,7 @@ describe('photos switched off (FOOTFALL_IMAGES=off)', () => {
     let pc = await shopPc(h, c.ownerToken, c.slug, 'Shop');
     const up = await pc.uploadFace(faces.others[0]!.jpeg);
     expect(up.status).toBe(201);
-    const file = path.join(h.dataDir, 'images', c.id, up.body.face_image_id.slice(0, 2), `${up.body.face_image_id}.jpg`);
+    expect(await storedFace(h, c.id, up.body.face_image_id)).toBeDefined();
     await pc.close();
     await h.server.close();
     h = await startHarness({ FOOTFALL_IMAGES: 'off' }, { dataDir: h.dataDir, keepDataDir: false });
@@ -480,7 +483,7 @@ describe('photos switched off (FOOTFALL_IMAGES=off)', () => {
       const [row] = await arrivals(h, token, 1);
       expect(row).toMatchObject({ visitor_ref: 'V-1', image: { available: false, reason: 'Customer photos are switched off on this server.' } });
       await settled(h);
-      expect(fs.existsSync(file)).toBe(false);
+      expect(await storedFace(h, c.id, up.body.face_image_id)).toBeUndefined();
       expect(await h.request('GET', '/api/visitors/V-1/image', { token })).toMatchObject({ status: 404, body: { error: 'images_disabled' } });
       expect(await h.request('GET', `/api/faces/${up.body.face_image_id}`, { token })).toMatchObject({ status: 404, body: { error: 'images_disabled' } });
       const refused = await upload(h, 'POST', '/api/agent/faces', pc.enrolment.token, faces.others[0]!.jpeg);

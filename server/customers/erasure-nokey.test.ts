@@ -13,6 +13,8 @@ import { realFaces, visitOf } from '../../test/support/faces.js';
 import { startHarness, type Company, type Harness } from '../../test/support/harness.js';
 import { arrivals, shopPc } from '../../test/support/visits.js';
 import { statementOn } from '../db/statement.js';
+import { faceImageFile } from '../agent-api/faces.js';
+import { storedFace } from '../../test/support/pictures.js';
 
 describe('erasure when the server key is unusable', () => {
   const overrides = { FOOTFALL_IMAGES: 'local' as const };
@@ -23,7 +25,9 @@ describe('erasure when the server key is unusable', () => {
   let c: Company;
   let customerId: string;
   let visitIds: string[];
-  let photoFiles: string[];
+  let photoIds: string[];
+  /** Whether each photo's bytes are stored (a file; on PostgreSQL a row) and none is set aside for an erasure. */
+  const photosStored = async () => Promise.all(photoIds.map(async (id) => (await storedFace(h!, c.id, id)) !== undefined && !fs.existsSync(`${faceImageFile(dataDir, c.id, id)}.erasing`)));
 
   /** Rows as stored, read through head office's own connection (either store), not the API. */
   const count = async (sql: string, ...args: unknown[]) => (await statementOn(h!.server.store, sql).get<{ n: number }>(...args))!.n;
@@ -54,7 +58,7 @@ describe('erasure when the server key is unusable', () => {
     customerId = rows[0].visitor_id;
     const profile = await h.request('PUT', '/api/visitors/V-1/profile', { token: c.ownerToken, body: { full_name: 'Kim Keyless', consent: true } });
     expect(profile.status).toBe(200);
-    photoFiles = (await statementOn(h.server.store, 'select path from face_images where customer_id = ?').all<{ path: string }>(customerId)).map((r) => path.resolve(dataDir, r.path));
+    photoIds = (await statementOn(h.server.store, 'select id from face_images where customer_id = ?').all<{ id: string }>(customerId)).map((r) => r.id);
     await pc.close();
     await h.close();
     h = undefined;
@@ -70,8 +74,8 @@ describe('erasure when the server key is unusable', () => {
   });
 
   it('answers 503 no_encryption_key and erases nothing: customer, profile, consent, visits, photos and template stay', async () => {
-    expect(photoFiles).toHaveLength(2);
-    expect(photoFiles.every((f) => fs.existsSync(f))).toBe(true);
+    expect(photoIds).toHaveLength(2);
+    expect(await photosStored()).toEqual([true, true]);
     const owner = (await h!.login(c.ownerEmail, c.ownerPassword)).access_token;
     const before = await customerRow();
     expect(before).toMatchObject({ id: customerId, full_name: 'Kim Keyless', template: expect.any(Buffer) });
@@ -92,7 +96,7 @@ describe('erasure when the server key is unusable', () => {
     const feed = (await h!.request('GET', '/api/visits?limit=1000', { token: owner })).body.arrivals;
     expect(feed.map((a: any) => [a.visit_id, a.visitor_id, a.label, a.image.available])).toEqual(visitIds.map((id) => [id, customerId, 'Kim Keyless', true]));
     expect((await h!.request('GET', '/api/visitors/V-1/image', { token: owner })).status).toBe(200);
-    expect(photoFiles.every((f) => fs.existsSync(f) && !fs.existsSync(`${f}.erasing`))).toBe(true);
+    expect(await photosStored()).toEqual([true, true]);
     expect(await count('select count(*) as n from face_images where customer_id = ?', customerId)).toBe(2);
     expect(await count('select count(*) as n from do_not_enrol')).toBe(0);
     expect(await count("select count(*) as n from customer_consents where customer_id = ? and reason = 'erasure'", customerId)).toBe(0);
@@ -115,7 +119,7 @@ describe('erasure when the server key is unusable', () => {
       consent_revoked: true,
       enrolment_blocked_until: expect.any(String),
     });
-    expect(photoFiles.some((f) => fs.existsSync(f))).toBe(false);
+    expect(await photosStored()).toEqual([false, false]);
     expect(await count('select count(*) as n from do_not_enrol')).toBe(1);
   });
 });

@@ -2,8 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { and, asc, desc, eq, inArray, isNull, lt } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import { randomBytes } from 'node:crypto';
 import { faceImageFile, storeFaceImage } from '../agent-api/faces.js';
 import type { Db, Store } from '../db/open.js';
+import { insertFaceBytes, picturesInDatabase, readFaceBytes } from '../photos/pictures.js';
 import { changes, one } from '../db/query.js';
 import { faceImages } from '../db/tables.js';
 
@@ -18,13 +20,25 @@ export type FaceImageRow = typeof faceImages.$inferSelect;
  */
 export const UNLINKED_FACE_TTL_MS = 24 * 3600 * 1000;
 
-/** Stores an uploaded face (file, then its unlinked row); returns the id the visit will name. */
+/**
+ * Stores an uploaded face (file, then its unlinked row; on PostgreSQL the row and its bytes in one transaction:
+ * server/photos/pictures.ts); returns the id the visit will name.
+ */
 export async function storeUploadedFace(
   deps: { store: Store; config: { dataDir: string } },
   agent: { companyId: string; shopId: string },
   jpeg: Buffer,
 ): Promise<string> {
   const { dataDir } = deps.config;
+  const { store } = deps;
+  if (picturesInDatabase(store)) {
+    const id = randomBytes(16).toString('base64url');
+    await store.tx(async () => {
+      await store.db.insert(faceImages).values({ id, companyId: agent.companyId, shopId: agent.shopId, path: '', createdAt: new Date().toISOString() });
+      await insertFaceBytes(store.db, id, jpeg);
+    });
+    return id;
+  }
   const id = await storeFaceImage(dataDir, agent.companyId, jpeg);
   const file = faceImageFile(dataDir, agent.companyId, id);
   try {
@@ -38,8 +52,19 @@ export async function storeUploadedFace(
   return id;
 }
 
-export function faceFile(dataDir: string, row: Pick<FaceImageRow, 'path'>): string {
-  return path.join(dataDir, row.path);
+/** The photo's file in the data folder, or undefined when its bytes are a database row (an empty path). */
+export function faceFile(dataDir: string, row: Pick<FaceImageRow, 'path'>): string | undefined {
+  return row.path === '' ? undefined : path.join(dataDir, row.path);
+}
+
+/** A photo's JPEG, or undefined when it is gone (its file or its row). */
+export async function readFace(deps: { store: Store; config: { dataDir: string } }, row: Pick<FaceImageRow, 'id' | 'path'>): Promise<Buffer | undefined> {
+  const file = faceFile(deps.config.dataDir, row);
+  if (!file) return await readFaceBytes(deps.store.db, row.id);
+  return await fs.promises.readFile(file).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
 }
 
 /** A face of the company, linked to a customer (the only ones served), or undefined. */
@@ -87,7 +112,8 @@ export async function discardFaces(deps: { store: Store; config: { dataDir: stri
   let n = 0;
   for (const row of rows) {
     try {
-      fs.rmSync(faceFile(deps.config.dataDir, row), { force: true });
+      const file = faceFile(deps.config.dataDir, row);
+      if (file) fs.rmSync(file, { force: true });
       await deps.store.db.delete(faceImages).where(and(eq(faceImages.id, row.id), isNull(faceImages.visitId)));
       n++;
     } catch (err) {
@@ -128,7 +154,9 @@ export function moveAside(dataDir: string, rows: readonly FaceImageRow[]): strin
   const moved: string[] = [];
   try {
     for (const row of rows) {
+      // A photo kept in the database goes with its row, in the caller's transaction.
       const file = faceFile(dataDir, row);
+      if (!file) continue;
       try {
         fs.renameSync(file, `${file}.erasing`);
         moved.push(file);

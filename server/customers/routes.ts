@@ -1,4 +1,3 @@
-import fs from 'node:fs/promises';
 import Router from '@koa/router';
 import { noSpend, rankCustomers, SORTS, spendOf } from './ranking.js';
 import { z } from 'zod';
@@ -12,7 +11,7 @@ import { customerRef as customerRefKind } from '../references/customers.js';
 import { resolve } from '../references/resolver.js';
 import { presentAttributes, presentSimilarity, presentStay } from '../visits/presenter.js';
 import { exportCustomer } from './export.js';
-import { faceFile, findServableFace, latestFaceOf } from './faces.js';
+import { findServableFace, latestFaceOf, readFace } from './faces.js';
 import { customersPolicy } from './policy.js';
 import { customerRef, faceUrl, ifMatchAllows, presentCustomer, presentProfile, profileTag, type CustomerRow } from './presenter.js';
 import { auditPhotoLinks, customerOr404, eraseCustomer, historyOf, markStaff, mergeCustomers, replaceProfile, searchCustomers } from './service.js';
@@ -224,10 +223,8 @@ export function customersRoutes(): AppRouter {
     if (config.FOOTFALL_IMAGES === 'off') throw imagesDisabled();
     const face = await findServableFace(store.db, tenantOf(ctx), String(ctx.params.id));
     if (!face) throw notFound('That photo');
-    const jpeg = await fs.readFile(faceFile(config.dataDir, face)).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') throw notFound('That photo');
-      throw err;
-    });
+    const jpeg = await readFace(ctx.deps, face);
+    if (!jpeg) throw notFound('That photo');
     await audit(ctx, { action: 'photo.view', target: face.id, detail: { visitor_id: face.customerId } });
     ctx.set('Cache-Control', 'private, no-store');
     ctx.type = 'image/jpeg';

@@ -9,7 +9,7 @@ import { templateFromBlob, templateToBlob } from '../identity/vector.js';
 import { customerNumberOf } from '../references/customers.js';
 import { rejoinStays } from '../visits/stays.js';
 import { tickGalleryClock } from '../visits/gallery-clock.js';
-import { destroyMoved, facesOf, moveAside, putBack, StorageError } from './faces.js';
+import { destroyMoved, faceFile, facesOf, moveAside, putBack, StorageError } from './faces.js';
 import { customerRef, type CustomerRow } from './presenter.js';
 import { changes, one, returned } from '../db/query.js';
 import { bySql, onPostgres, rows } from '../db/raw.js';
@@ -252,6 +252,8 @@ export async function eraseCustomer(ctx: Ctx, customerId: string): Promise<Erase
         }
         throw err;
       }
+      // Photos kept in the database (PostgreSQL) go with their rows below, in this transaction.
+      const imagesDeleted = moved.length + faces.filter((f) => faceFile(config.dataDir, f) === undefined).length;
       const marker = c.template ? identities.markerFor(companyId, templateFromBlob(c.template), nowMs) : undefined;
       if (marker) {
         await db.insert(doNotEnrol)
@@ -278,11 +280,11 @@ export async function eraseCustomer(ctx: Ctx, customerId: string): Promise<Erase
         erased: c.id,
         ref: customerRef(c.number),
         visits_unlinked: unlinked,
-        images_deleted: moved.length,
+        images_deleted: imagesDeleted,
         consent_revoked: true,
         enrolment_blocked_until: marker ? new Date(marker.expiresAt).toISOString() : null,
       };
-      await audit(ctx, { action: 'customer.erase', target: c.id, detail: { ref: result.ref, visits_unlinked: unlinked, images_deleted: moved.length, marker: marker !== undefined } });
+      await audit(ctx, { action: 'customer.erase', target: c.id, detail: { ref: result.ref, visits_unlinked: unlinked, images_deleted: imagesDeleted, marker: marker !== undefined } });
       return { result, model: c.recognitionModel, marker };
     });
   } catch (err) {

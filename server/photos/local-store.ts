@@ -1,8 +1,10 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { CompanyPurger } from '../clients/deletion.js';
+import type { Store } from '../db/open.js';
+import { deleteCompanyFaceBytes, picturesInDatabase } from './pictures.js';
 
-/** Stored face images live under <data>/images/<company id>/. */
+/** Stored face images live under <data>/images/<company id>/ (on PostgreSQL: server/photos/pictures.ts). */
 export function companyImagesDir(dataDir: string, companyId: string): string {
   return path.join(dataDir, 'images', companyId);
 }
@@ -16,12 +18,13 @@ async function countFiles(dir: string): Promise<number> {
 }
 
 /** Deletes every stored image of a company (first step of company deletion). */
-export function localImagesPurger(dataDir: string): CompanyPurger {
+export function imagesPurger(deps: { store: Store; config: { dataDir: string } }): CompanyPurger {
   return {
     name: 'images',
     failure: { status: 502, code: 'storage_error', message: 'Stored face images could not be deleted, so nothing was deleted. Check the data folder and try again.' },
     async purge(companyId) {
-      const dir = companyImagesDir(dataDir, companyId);
+      if (picturesInDatabase(deps.store)) return await deleteCompanyFaceBytes(deps.store.db, companyId);
+      const dir = companyImagesDir(deps.config.dataDir, companyId);
       const n = await countFiles(dir);
       await fs.rm(dir, { recursive: true, force: true });
       return n;

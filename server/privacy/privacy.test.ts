@@ -12,6 +12,7 @@ import { one } from '../db/query.js';
 import { customers, faceImages } from '../db/tables.js';
 import { sqliteOnly } from '../../test/support/stores.js';
 import { statementOn } from '../db/statement.js';
+import { storedFace } from '../../test/support/pictures.js';
 
 interface Stored {
   template: number;
@@ -135,8 +136,9 @@ describe('privacy settings, subject access and the consented mode', () => {
     // says why). Everything else is asserted on both stores.
     const sqliteFiles = h.server.store.dialect === 'sqlite';
     expect(await stored(h, ids['V-2']!)).toMatchObject({ template: 1, photos: 1, visits: 1 });
-    const files = (await h.server.store.db.select().from(faceImages).where(eq(faceImages.customerId, ids['V-2']!))).map((f) => path.join(h.dataDir, f.path));
-    expect(files.every((f) => fs.existsSync(f))).toBe(true);
+    const photoIds = (await h.server.store.db.select().from(faceImages).where(eq(faceImages.customerId, ids['V-2']!))).map((f) => f.id);
+    const photosStored = async () => Promise.all(photoIds.map(async (id) => (await storedFace(h, a.id, id)) !== undefined));
+    expect(await photosStored()).toEqual([true]);
     const template = (await one(h.server.store.db.select({ t: customers.template }).from(customers).where(eq(customers.id, ids['V-2']!))))!.t!;
     const inFiles = () => ['footfall.db', 'footfall.db-wal'].some((f) => fs.existsSync(path.join(h.dataDir, f)) && fs.readFileSync(path.join(h.dataDir, f)).includes(template.subarray(0, 256)));
     if (sqliteFiles) expect(inFiles()).toBe(true);
@@ -147,7 +149,7 @@ describe('privacy settings, subject access and the consented mode', () => {
 
     // V-2 (no consent, stay over): nothing left but a cleared row; the visit stays, unidentified.
     expect(await stored(h, ids['V-2']!)).toEqual({ template: 0, erased: 1, photos: 0, visits: 0 });
-    expect(files.some((f) => fs.existsSync(f))).toBe(false);
+    expect(await photosStored()).toEqual([false]);
     if (sqliteFiles) expect(inFiles()).toBe(false); // not even in freed pages or the write-ahead log
     const row = await statementOn(h.server.store, 'select * from customers where id = ?').get(ids['V-2']);
     expect(row).toMatchObject({ template: null, full_name: '', first_seen_at: null, last_seen_at: null });

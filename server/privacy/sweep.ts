@@ -107,10 +107,17 @@ async function forget(deps: Deps, companyId: string, now: number, read: Candidat
 
 type Candidate = Awaited<ReturnType<typeof candidates>>[number];
 
-/** After forget's commit: the photo files go, and the templates leave the galleries. How many files went. */
-function removeForgotten(deps: Deps, companyId: string, batch: Candidate[], files: string[]): number {
+/**
+ * After forget's commit: the photo files go, and the templates leave the galleries. How many photos went (one kept in
+ * the database, `undefined` here, went with its row at the commit).
+ */
+function removeForgotten(deps: Deps, companyId: string, batch: Candidate[], files: (string | undefined)[]): number {
   let removed = 0;
   for (const file of files) {
+    if (file === undefined) {
+      removed++;
+      continue;
+    }
     try {
       fs.rmSync(file, { force: true });
       removed++;

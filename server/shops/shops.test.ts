@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrolmentCodePattern } from '../../shared/agent-api.js';
 import { startHarness, type Harness } from '../../test/support/harness.js';
@@ -8,6 +6,7 @@ import { unusableKeys } from '../crypto/keys.js';
 import { eq } from 'drizzle-orm';
 import { embeddedOf } from '../broker/embedded.js';
 import { auditLog } from '../db/tables.js';
+import { storedCameraPictures } from '../../test/support/pictures.js';
 
 describe('shops over HTTP', () => {
   let h: Harness;
@@ -190,13 +189,12 @@ describe('shops over HTTP', () => {
     const cam = await addCamera(h, c.ownerToken, shop.slug, { camera_id: 'cam' });
     const e = await enrol(h, c.ownerToken, shop.slug);
     expect((await upload(h, 'PUT', `/api/agent/cameras/${cam.id}/snapshot`, e.token, await jpeg())).status).toBe(200);
-    const snapDir = path.join(h.dataDir, 'snapshots', c.id);
-    expect(fs.readdirSync(snapDir)).toHaveLength(1);
+    expect(await storedCameraPictures(h, c.id)).toBe(1);
     const admin = await h.adminToken();
     expect((await h.request('PATCH', `/api/admin/clients/${c.id}`, { token: admin, body: { active: false } })).status).toBe(200);
     const del = await h.request('DELETE', `/api/admin/clients/${c.id}`, { token: admin, body: { confirm: c.slug } });
     expect(del.status).toBe(200);
-    expect(fs.existsSync(snapDir)).toBe(false);
+    expect(await storedCameraPictures(h, c.id)).toBe(0);
     expect(await h.server.deps.shopLogins.authenticate(e.broker.username, e.broker.password)).toBe(false);
     expect((await h.request('GET', '/api/agent/me', { token: e.token })).status).toBe(401);
   });

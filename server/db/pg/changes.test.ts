@@ -17,8 +17,11 @@ import { openPostgresStore, type PostgresStore } from './store.js';
  */
 if (!onPostgresRun) noteSkip('server/db/pg/changes.test.ts', 'the read cache\'s PostgreSQL change counter: it runs in `npm run test:postgres`');
 
-/** Tables no cached answer reads, written by requests all the time: no change notices (migration 0003). */
-const UNANNOUNCED = ['audit_log', 'retired_refresh_tokens', 'sessions'];
+/**
+ * Tables no cached answer reads, written by requests all the time: no change notices (migration 0003; the picture
+ * bytes of 0005, a camera's every minute).
+ */
+const UNANNOUNCED = ['audit_log', 'camera_pictures', 'face_image_bytes', 'retired_refresh_tokens', 'sessions'];
 
 const until = async (what: string, ok: () => boolean, ms = 5000): Promise<void> => {
   const end = Date.now() + ms;

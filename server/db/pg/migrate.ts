@@ -7,7 +7,8 @@
  * failure anywhere rolls all of it back and leaves the database empty.
  *
  * Rows are copied as they are, sealed secrets included: the PostgreSQL database is only readable with the same server
- * key (the key file, or FOOTFALL_ENCRYPTION_KEY), and face photos stay files in the data folder.
+ * key (the key file, or FOOTFALL_ENCRYPTION_KEY). Given the data folder, its face photos and camera pictures become
+ * rows too (server/photos/pictures.ts), in the same transaction.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -19,6 +20,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { getTableConfig as pgConfig, PgTable, type PgColumn } from 'drizzle-orm/pg-core';
 import { getTableConfig as sqliteConfig, SQLiteTable, type SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import pg from 'pg';
+import { snapshotFile } from '../../cameras/snapshots.js';
 import { packageRoot } from '../../paths.js';
 import * as sqliteSchema from '../schema.js';
 import { applyPgMigrations, type PgDb } from './open.js';
@@ -43,6 +45,16 @@ export interface MigrateReport {
   rows: number;
   /** Identity columns set to continue after the copied keys (SQLite's AUTOINCREMENT never reuses one, nor will this). */
   sequences: { table: string; column: string; next: number }[];
+  /** The data folder's pictures now rows (face_image_bytes, camera_pictures), when a data folder was given. */
+  pictures?: PictureCopy;
+}
+
+export interface PictureCopy {
+  /** Face photos copied (their rows' path emptied), and photo rows whose file was not in the data folder (kept as they were). */
+  faces: number;
+  facesMissing: number;
+  /** Cameras' latest pictures copied. */
+  cameras: number;
 }
 
 /** The columns whose values are sealed or keyed with the server key: useless without it. */
@@ -53,7 +65,8 @@ const sqliteTables = byName(
   Object.values(sqliteSchema as Record<string, unknown>).filter((t): t is SQLiteTable => is(t, SQLiteTable)),
   (t) => sqliteConfig(t).name,
 );
-const pgTables = Object.values(pgSchema as Record<string, unknown>).filter((t): t is PgTable => is(t, PgTable));
+/** The tables copied row for row: all but the picture tables, which are filled from the data folder's files. */
+const pgTables = Object.values(pgSchema as Record<string, unknown>).filter((t): t is PgTable => is(t, PgTable) && !pgSchema.postgresOnlyTables.includes(t as never));
 
 /** Tables so that each comes after those its foreign keys name (schema order otherwise). */
 export function copyOrder(tables: PgTable[] = pgTables): PgTable[] {
@@ -96,7 +109,11 @@ export function redactUrl(url: string): string {
   }
 }
 
-export async function migrateSqliteToPostgres(opts: { sqliteFile: string; url: string; onTable?: (t: TableCopy) => void }): Promise<MigrateReport> {
+/**
+ * `dataDir`: the data folder whose `images/` and `snapshots/` hold the database's pictures; they become rows of
+ * face_image_bytes and camera_pictures in the same transaction (server/photos/pictures.ts), checked by counts.
+ */
+export async function migrateSqliteToPostgres(opts: { sqliteFile: string; url: string; dataDir?: string; onTable?: (t: TableCopy) => void }): Promise<MigrateReport> {
   if (!/^postgres(ql)?:\/\//.test(opts.url)) throw new MigrateError(`--to must be a postgres:// or postgresql:// URL, not ${redactUrl(opts.url)}.`);
   if (!fs.existsSync(opts.sqliteFile)) throw new MigrateError(`There is no database at ${opts.sqliteFile}: is FOOTFALL_DATA_DIR the head office's data folder?`);
   const sqlite = new Database(opts.sqliteFile, { readonly: true, fileMustExist: true });
@@ -131,7 +148,8 @@ export async function migrateSqliteToPostgres(opts: { sqliteFile: string; url: s
         tables.push(copy);
         opts.onTable?.(copy);
       }
-      return { snapshotAt, migrationsApplied, tables, rows: tables.reduce((n, t) => n + t.rows, 0), sequences };
+      const pictures = opts.dataDir === undefined ? undefined : await copyPictures(sqlite, tx as unknown as PgDb, opts.dataDir);
+      return { snapshotAt, migrationsApplied, tables, rows: tables.reduce((n, t) => n + t.rows, 0), sequences, ...(pictures ? { pictures } : {}) };
     });
     sqlite.exec('commit');
     return report;
@@ -242,4 +260,46 @@ async function verifyTable(sqlite: Database.Database, tx: PgDb, st: SQLiteTable,
   if (String(s.n) !== p.n) throw new MigrateError(`Check failed for ${name}: ${s.n} rows in SQLite, ${p.n} in PostgreSQL. Nothing was kept.`);
   if (String(s.h) !== p.h) throw new MigrateError(`Check failed for ${name}: the keys differ (checksum ${s.h} in SQLite, ${p.h} in PostgreSQL). Nothing was kept.`);
   return { table: name, rows: Number(s.n), keySum: String(s.h) };
+}
+
+/** A file's bytes, or undefined when there is none. */
+function readIfThere(file: string): Buffer | undefined {
+  try {
+    return fs.readFileSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new MigrateError(`Cannot read ${file}: ${(err as Error).message}. Nothing was kept.`);
+  }
+}
+
+/**
+ * The data folder's pictures into PostgreSQL, after the rows: each face photo row's file (its path then emptied: the
+ * bytes are a row now) and each camera's latest picture. Checked by counting the rows written.
+ */
+async function copyPictures(sqlite: Database.Database, tx: PgDb, dataDir: string): Promise<PictureCopy> {
+  const out: PictureCopy = { faces: 0, facesMissing: 0, cameras: 0 };
+  const faces = sqlite.prepare("select id, path from face_images where path <> ''").all() as { id: string; path: string }[];
+  for (const f of faces) {
+    const jpeg = readIfThere(path.resolve(dataDir, f.path));
+    if (!jpeg) {
+      out.facesMissing++;
+      continue;
+    }
+    await tx.execute(sql`insert into face_image_bytes (face_image_id, jpeg) values (${f.id}, ${jpeg})`);
+    await tx.execute(sql`update face_images set path = '' where id = ${f.id}`);
+    out.faces++;
+  }
+  const cameras = sqlite.prepare('select id, company_id as companyId from cameras').all() as { id: string; companyId: string }[];
+  for (const c of cameras) {
+    const jpeg = readIfThere(snapshotFile(dataDir, c.companyId, c.id));
+    if (!jpeg) continue;
+    await tx.execute(sql`insert into camera_pictures (camera_id, jpeg) values (${c.id}, ${jpeg})`);
+    out.cameras++;
+  }
+  const count = async (table: string) => Number((await tx.execute<{ n: string }>(sql.raw(`select count(*)::text as n from ${q(table)}`))).rows[0]!.n);
+  const [faceRows, cameraRows] = [await count('face_image_bytes'), await count('camera_pictures')];
+  if (faceRows !== out.faces || cameraRows !== out.cameras) {
+    throw new MigrateError(`Check failed for the pictures: ${out.faces} face photos and ${out.cameras} camera pictures read, ${faceRows} and ${cameraRows} in PostgreSQL. Nothing was kept.`);
+  }
+  return out;
 }

@@ -15,7 +15,13 @@ import * as sqlite from '../schema.js';
 import { packageRoot } from '../../paths.js';
 
 const sqliteTables = new Map(Object.values(sqlite as Record<string, unknown>).filter((t): t is SQLiteTable => is(t, SQLiteTable)).map((t) => [sqliteConfig(t).name, t]));
-const pgTables = new Map(Object.values(pg as Record<string, unknown>).filter((t): t is PgTable => is(t, PgTable)).map((t) => [pgConfig(t).name, t]));
+const allPgTables = new Map(Object.values(pg as Record<string, unknown>).filter((t): t is PgTable => is(t, PgTable)).map((t) => [pgConfig(t).name, t]));
+/**
+ * The one exception: picture bytes, which the embedded store keeps as files in its data folder and PostgreSQL as rows
+ * (server/photos/pictures.ts). Each is keyed by a table both stores have, and goes with its row.
+ */
+const POSTGRES_ONLY = pg.postgresOnlyTables.map((t) => pgConfig(t).name);
+const pgTables = new Map([...allPgTables].filter(([name]) => !POSTGRES_ONLY.includes(name)));
 
 /** The PostgreSQL types a SQLite column may become (docs/scale-out.md, "Types"). */
 function allowedTypes(c: SQLiteColumn): string[] {
@@ -48,9 +54,15 @@ const fks = (fkList: { reference(): { columns: { name: string }[]; foreignColumn
     .sort();
 
 describe('the PostgreSQL schema mirrors the SQLite schema', () => {
-  it('has the same tables', () => {
+  it('has the same tables (and PostgreSQL the picture tables besides)', () => {
     expect(sqliteTables.size).toBeGreaterThan(25);
     expect([...pgTables.keys()].sort()).toEqual([...sqliteTables.keys()].sort());
+    for (const name of POSTGRES_ONLY) {
+      expect(allPgTables.has(name), name).toBe(true);
+      expect(sqliteTables.has(name), name).toBe(false);
+      const fk = pgConfig(allPgTables.get(name)!).foreignKeys.map((k) => ({ on: k.onDelete, table: pgConfig(k.reference().foreignTable as PgTable).name }));
+      expect(fk, `${name} goes with the row it belongs to`).toEqual([{ on: 'cascade', table: expect.stringMatching(/^(cameras|face_images)$/) }]);
+    }
   });
 
   for (const [name, st] of sqliteTables) {
@@ -126,7 +138,7 @@ describe('the PostgreSQL migrations are generated from the PostgreSQL schema', (
       ]),
     );
     const fromSchema = Object.fromEntries(
-      [...pgTables].map(([name, t]) => {
+      [...allPgTables].map(([name, t]) => {
         const c = pgConfig(t);
         return [
           name,

@@ -19,3 +19,4 @@ export * from './tables/crossings.js';
 export * from './tables/privacy.js';
 export * from './tables/alerts.js';
 export * from './tables/digests.js';
+export * from './tables/pictures.js';
