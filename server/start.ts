@@ -94,6 +94,8 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const shopLogins = new ShopLogins({ store, keys, broker, log });
   broker.setAuth(shopLogins);
   const live = new LiveHub(broker, log);
+  // Several processes share an external broker: a live view works whichever process the shop PC's uploads reach.
+  if (broker.kind === 'external') await live.relayAcrossProcesses();
   const identities = new IdentityControl(keys);
   const arrivals = new ArrivalsHub();
   const purgers = [providerAccountsPurger(config, store), imagesPurger({ store, config }), shopLoginsPurger(store, shopLogins), snapshotsPurger({ store, config }), identities.purger()];

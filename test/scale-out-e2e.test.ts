@@ -23,6 +23,7 @@ import { postgresMissing, startPostgres, type TestPostgres } from './support/pos
 import { startRoundRobinProxy, type RoundRobinProxy } from './support/round-robin-proxy.js';
 import { addCamera, jpeg, syntheticFace, upload, waitFor, type HeadOfficeReach } from './support/shop-pc.js';
 import { noteSkip } from './support/skips.js';
+import { pumpSse, type SseEvent } from './support/sse.js';
 import { openStream, shopPc, type ShopPc } from './support/visits.js';
 
 const FILE = 'test/scale-out-e2e.test.ts';
@@ -403,5 +404,42 @@ describe.skipIf(missing !== undefined)('head office as two processes behind a pr
     // A removed camera's picture goes.
     expect((await api.request('DELETE', `/api/cameras/${camera.id}`, { token: owner })).status).toBe(200);
     expect(Number((await db.query<{ n: string }>('select count(*) as n from camera_pictures where camera_id = $1', [camera.id])).rows[0]!.n)).toBe(0);
+  });
+  it('h: live view across processes: a viewer on one process gets the frames a shop PC uploads to the other, and the uploads stop when it leaves', async () => {
+    const company = await api.company('Live Co');
+    const owner = company.ownerToken;
+    const [pc] = await shopPcs(company, ['Live 1']);
+    const camera = await addCamera(api as never, owner, pc!.shop.slug, { camera_id: 'door', label: 'Door' });
+    const agentOnB = { ...reach, url: hoB.url };
+    const demandsOnB = async () => (await (await fetch(`${hoB.url}/api/agent/live`, { headers: { Authorization: `Bearer ${pc!.enrolment.token}` } })).json()) as { cameras: { camera: string }[] };
+    expect((await demandsOnB()).cameras).toEqual([]);
+    // The viewer's stream is held by process A.
+    const abort = new AbortController();
+    const res = await fetch(`${hoA.url}/api/cameras/${camera.id}/live`, { headers: { Authorization: `Bearer ${owner}` }, signal: abort.signal });
+    expect(res.status).toBe(200);
+    const events: SseEvent[] = [];
+    const pump = pumpSse(res, (e) => {
+      if (e.event !== 'comment') events.push(e);
+    });
+    await waitFor(() => events.some((e) => e.event === 'waiting'), 10_000);
+    // Process B heard A's demand: a shop PC polling B is told to send, as one polling A would be.
+    await waitFor(async () => (await demandsOnB()).cameras.some((c) => c.camera === camera.id), 10_000, 50);
+    // The shop PC's uploads reach process B (as a round-robin proxy may send them): each is handed on to A's viewer.
+    const frames = await Promise.all([1, 2, 3].map((n) => jpeg(320, 180, n * 60)));
+    for (const f of frames) {
+      const r = await upload(agentOnB, 'POST', '/api/agent/live/door/frames', pc!.enrolment.token, f);
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual({ watching: true, until: expect.any(String) });
+    }
+    const shown = () => events.filter((e) => e.event === 'frame').map((e) => e.data);
+    await waitFor(() => shown().length === 3, 10_000);
+    expect(shown()).toEqual(frames.map((f) => f.toString('base64')));
+    // The viewer leaves: B answers the uploads "nobody watches" within seconds, and lists no demand.
+    abort.abort();
+    await pump;
+    const leftAt = Date.now();
+    await waitFor(async () => (await upload(agentOnB, 'POST', '/api/agent/live/door/frames', pc!.enrolment.token, frames[0]!)).body.watching === false, 10_000, 100);
+    expect(Date.now() - leftAt).toBeLessThan(5000);
+    expect((await demandsOnB()).cameras).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { LIVE_DEMAND_TTL_S, LIVE_RENEW_S } from '../../shared/messages.js';
 import type { Broker } from '../broker/broker.js';
 import { notifyShop, type ShopAddress } from '../shops/notices.js';
+import { LiveRelay } from './live-relay.js';
 
 /** One watcher of a camera (an SSE response). */
 export interface Viewer {
@@ -33,11 +34,20 @@ interface Watched {
  */
 export class LiveHub {
   private readonly watched = new Map<string, Watched>();
+  /** With an external broker: the other head-office processes' viewers (./live-relay.ts). */
+  private relay: LiveRelay | undefined;
 
   constructor(
     private readonly broker: Broker,
     private readonly log: Logger,
   ) {}
+
+  /** Several head-office processes on one external broker: demands and frames go through it to the others too. */
+  async relayAcrossProcesses(): Promise<void> {
+    const relay = new LiveRelay(this.broker, this.log, (camera, b64) => this.fanOut(this.watched.get(camera), b64));
+    await relay.start();
+    this.relay = relay;
+  }
 
   /** Starts watching; returns the function that stops (idempotent). */
   watch(target: LiveTarget, viewer: Viewer): () => void {
@@ -64,20 +74,34 @@ export class LiveHub {
     };
   }
 
-  /** A frame from the shop PC: relayed to every viewer of the camera. */
+  /**
+   * A frame from the shop PC: relayed to every viewer of the camera here, and through the broker to the other
+   * processes that have one. The answer says whether anyone, on any process, still watches.
+   */
   frame(cameraUuid: string, jpeg: Buffer): { watching: boolean; until: string | null } {
     const w = this.watched.get(cameraUuid);
-    if (!w) return { watching: false, until: null };
+    const now = Date.now();
+    const elsewhere = this.relay?.remoteUntil(cameraUuid, now) ?? 0;
+    if (!w && elsewhere === 0) return { watching: false, until: null };
     const b64 = jpeg.toString('base64');
-    for (const v of w.viewers) v.frame(b64);
-    return { watching: true, until: new Date(w.until).toISOString() };
+    this.fanOut(w, b64);
+    if (elsewhere > 0) this.relay!.forward(cameraUuid, b64);
+    return { watching: true, until: new Date(Math.max(w?.until ?? 0, elsewhere)).toISOString() };
   }
 
-  /** Cameras of a shop that someone watches now. */
+  private fanOut(w: Watched | undefined, b64: string): void {
+    if (w) for (const v of w.viewers) v.frame(b64);
+  }
+
+  /** Cameras of a shop that someone watches now (here, or on another process). */
   demandsOf(shopId: string): { camera: string; camera_id: string; until: string }[] {
-    return [...this.watched.values()]
-      .filter((w) => w.target.shopId === shopId)
-      .map((w) => ({ camera: w.target.cameraUuid, camera_id: w.target.cameraId, until: new Date(w.until).toISOString() }));
+    const until = new Map<string, { camera_id: string; until: number }>();
+    for (const w of this.watched.values()) if (w.target.shopId === shopId) until.set(w.target.cameraUuid, { camera_id: w.target.cameraId, until: w.until });
+    for (const d of this.relay?.demandsOf(shopId) ?? []) {
+      const here = until.get(d.camera);
+      if (!here || d.until > here.until) until.set(d.camera, { camera_id: d.camera_id, until: d.until });
+    }
+    return [...until].map(([camera, d]) => ({ camera, camera_id: d.camera_id, until: new Date(d.until).toISOString() }));
   }
 
   viewers(cameraUuid: string): number {
@@ -93,6 +117,8 @@ export class LiveHub {
 
   /** Shutdown: ends every stream. */
   close(): void {
+    void this.relay?.close();
+    this.relay = undefined;
     for (const w of this.watched.values()) {
       clearInterval(w.timer);
       for (const v of w.viewers) v.end();
@@ -104,6 +130,7 @@ export class LiveHub {
     const now = Date.now();
     w.until = watch ? now + LIVE_DEMAND_TTL_S * 1000 : now;
     const t = w.target;
+    this.relay?.demand(t, watch, LIVE_DEMAND_TTL_S * 1000);
     notifyShop(this.broker, this.log, t.address, 'live', {
       kind: 'live',
       camera: t.cameraUuid,
