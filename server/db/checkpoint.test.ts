@@ -7,8 +7,9 @@ import type { Config } from '../config.js';
 import { checkpointEvery } from './checkpoint.js';
 import { startCheckpointer } from './checkpointer.js';
 import { openDatabase, type Store } from './open.js';
+import { sqliteOnly } from '../../test/support/stores.js';
 
-describe('WAL checkpoints off the writing connection', () => {
+describe.skipIf(sqliteOnly('server/db/checkpoint.test.ts', 'WAL checkpoints of the SQLite file'))('WAL checkpoints off the writing connection', () => {
   const opened: Store[] = [];
   let dir = '';
   afterEach(() => {
