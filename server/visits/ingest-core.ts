@@ -4,7 +4,7 @@ import { brokerUsername, parseTopic } from '../../shared/topics.js';
 import type { Config } from '../config.js';
 import { discardFaces } from '../customers/faces.js';
 import type { Store } from '../db/open.js';
-import type { FeedItem } from './hub.js';
+import type { ArrivalRange } from './arrivals-relay.js';
 import type { Identities } from './identities.js';
 import { databaseUnavailable } from '../db/unavailable.js';
 import { StaleGallery, batchLocks, touchShops, writeBatch, type Pending, type Written } from './ingest-write.js';
@@ -31,9 +31,9 @@ const MAX_BATCH = 512;
 /** Attempts of a batch whose decisions met a gallery made stale by an erasure or merge (reloaded between). */
 const STALE_RETRIES = 3;
 
-/** What one written batch gives the main thread: rows for the arrival streams, per company. */
+/** What one written batch gives the main thread: the positions of its visits, per company, for the arrival streams. */
 export interface Committed {
-  items: [string, FeedItem[]][];
+  ranges: ArrivalRange[];
 }
 
 /**
@@ -305,7 +305,7 @@ export class IngestCore {
   private async after(out: Written): Promise<void> {
     this.stats.batches++;
     for (const [k, n] of Object.entries(out.counts) as [keyof IngestStats, number][]) this.stats[k] += n;
-    if (out.items.size > 0) this.deps.emit({ items: [...out.items] });
+    if (out.ranges.length > 0) this.deps.emit({ ranges: out.ranges });
     if (out.discard.length > 0) await discardFaces(this.deps, out.discard);
   }
 }

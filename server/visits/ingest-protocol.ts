@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { DoNotEnrolMarker } from '../identity/erasure.js';
 import type { TemplateState } from '../identity/template.js';
-import type { FeedItem } from './hub.js';
+import type { ArrivalRange } from './arrivals-relay.js';
 import type { IngestStats } from './ingest-core.js';
 
 /** Messages between the main thread (VisitIngest, IdentityControl) and the ingest thread (ingest-worker.ts). */
@@ -25,9 +25,10 @@ export type FromWorker =
   | { t: 'ready'; galleries: number; customers: number; ms: number }
   /**
    * Every visit message numbered up to `doneUpTo` is finished with (written, dropped or refused); the counters; and
-   * the rows of the batches committed since the last one, for the arrival streams (published before the PUBACKs).
+   * the positions of the visits of the batches committed since the last one, per company, for the arrival streams
+   * (read and published by the main thread, for companies with a stream open, before the PUBACKs).
    */
-  | { t: 'ack'; doneUpTo: number; stats: IngestStats; committed: [string, FeedItem[]][][] }
+  | { t: 'ack'; doneUpTo: number; stats: IngestStats; committed: ArrivalRange[][] }
   | { t: 'drained'; id: number; stats: IngestStats }
   | { t: 'stopped'; stats: IngestStats }
   | { t: 'failed'; error: string };

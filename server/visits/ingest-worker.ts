@@ -4,7 +4,7 @@ import { openStore } from '../db/store.js';
 import { createLogger } from '../logger.js';
 import { Identities } from './identities.js';
 import { IngestCore } from './ingest-core.js';
-import type { FeedItem } from './hub.js';
+import type { ArrivalRange } from './arrivals-relay.js';
 import type { FromWorker, ToWorker, WorkerInit } from './ingest-protocol.js';
 
 /**
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   let acked = -1;
   let ackQueued = false;
   // Committed rows wait for the next ack: one message back per turn, not two per batch.
-  let committed: [string, FeedItem[]][][] = [];
+  let committed: ArrivalRange[][] = [];
   const ack = () => {
     ackQueued = false;
     const doneUpTo = core.doneUpTo;
@@ -51,7 +51,7 @@ async function main(): Promise<void> {
     log,
     identities,
     emit: (c) => {
-      committed.push(c.items);
+      committed.push(c.ranges);
       queueAck();
     },
     onTick: queueAck,

@@ -8,12 +8,10 @@ import { amongIds, rows } from '../db/raw.js';
 import { preparedStatements } from '../db/statement.js';
 import type { Decision, Visit } from '../identity/matcher.js';
 import { templateToBlob, unitCopy } from '../identity/vector.js';
-import { announceArrivals, feedItems, type ArrivalRange } from './arrivals-relay.js';
+import { announceArrivals, type ArrivalRange } from './arrivals-relay.js';
 import { tickGalleryClock } from './gallery-clock.js';
-import type { FeedItem } from './hub.js';
 import type { Identities } from './identities.js';
 import type { IngestStats } from './ingest-core.js';
-import { feedRange } from './service.js';
 import { Stays, spanOf } from './stays.js';
 
 /** One visit message waiting for the next batch. */
@@ -47,7 +45,7 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   const db = store.db;
   const q = statementsOf(store);
   const now = new Date().toISOString();
-  const out: Written = { items: new Map(), discard: [], counts: {} };
+  const out: Written = { ranges: [], discard: [], counts: {} };
   const count = (k: keyof IngestStats, n = 1) => (out.counts[k] = (out.counts[k] ?? 0) + n);
 
   // Shops (and whether their company is active), by broker username.
@@ -255,13 +253,11 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
   if (store.dialect === 'postgres') out.touch = { at: now, shopIds: [...shopIds] };
   else for (const shopId of shopIds) await q.touchShop.run(now, shopId);
 
-  // What the arrival streams get after the commit: the new visits (not staff's), presented. On PostgreSQL every
-  // process's streams get them through the database instead (arrivals-relay.ts), this one's included.
-  if (store.dialect === 'postgres') {
-    await announceArrivals(store, [...ranges.values()]);
-    return out;
-  }
-  for (const [companyId, first, last] of ranges.values()) out.items.set(companyId, feedItems(await feedRange(store, [companyId], first, last), config));
+  // What the arrival streams get after the commit: the positions of the new visits, per company. On PostgreSQL every
+  // process's streams get them through the database (arrivals-relay.ts), this one's included; on SQLite the main
+  // thread reads and presents them for the companies that have a stream open (VisitIngest), and none otherwise.
+  if (store.dialect === 'postgres') await announceArrivals(store, [...ranges.values()]);
+  else out.ranges = [...ranges.values()];
   return out;
 }
 
@@ -321,7 +317,8 @@ const statementsOf = preparedStatements((prep) => ({
 }));
 
 export interface Written {
-  items: Map<string, FeedItem[]>;
+  /** SQLite: the visits this batch wrote, per company, for the arrival streams (read by the main thread). */
+  ranges: ArrivalRange[];
   discard: FaceImageRow[];
   /** Counted only once committed. */
   counts: Partial<IngestStats>;

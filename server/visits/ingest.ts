@@ -3,7 +3,10 @@ import type { Logger } from 'pino';
 import type { Broker, HeldMessage } from '../broker/broker.js';
 import type { Config } from '../config.js';
 import { spawnWorker } from '../thread.js';
+import type { Store } from '../db/open.js';
+import { feedItems, type ArrivalRange } from './arrivals-relay.js';
 import type { ArrivalsHub } from './hub.js';
+import { feedRange } from './service.js';
 import type { IdentityControl } from './identity-control.js';
 import { EMPTY_STATS, type IngestStats } from './ingest-core.js';
 import type { FromWorker, ToWorker, VisitHandOver, WorkerInit } from './ingest-protocol.js';
@@ -39,9 +42,11 @@ export class VisitIngest {
   private stopped: (() => void) | undefined;
   private counters: IngestStats = { ...EMPTY_STATS };
   private earlier: IngestStats = { ...EMPTY_STATS };
+  /** The arrival streams' reads under way (commit order), if any. */
+  private publishing: Promise<void> | undefined;
 
   constructor(
-    private readonly deps: { config: Config; log: Logger; broker: Broker; arrivals: ArrivalsHub; identities: IdentityControl },
+    private readonly deps: { config: Config; log: Logger; store: Store; broker: Broker; arrivals: ArrivalsHub; identities: IdentityControl },
   ) {}
 
   /** Counters over the server's life: `received` by the broker hook, the rest from the ingest thread. */
@@ -141,25 +146,45 @@ export class VisitIngest {
     });
   }
 
+  /**
+   * The visits of committed batches, read and presented for the companies whose arrival streams are open (nobody else
+   * reads them: on SQLite the ingest thread only says where they are). Never rejects.
+   */
+  private async publishRanges(ranges: readonly ArrivalRange[]): Promise<void> {
+    for (const [companyId, first, last] of ranges) {
+      try {
+        if (!this.deps.arrivals.listening(companyId)) continue;
+        this.deps.arrivals.publish(companyId, feedItems(await feedRange(this.deps.store, [companyId], first, last), this.deps.config));
+      } catch (err) {
+        this.deps.log.error({ err }, 'arrival stream push failed');
+      }
+    }
+  }
+
   private onMessage(m: FromWorker): void {
     switch (m.t) {
-      case 'ack':
-        for (const batch of m.committed) {
-          for (const [companyId, items] of batch) {
-            try {
-              this.deps.arrivals.publish(companyId, items);
-            } catch (err) {
-              this.deps.log.error({ err }, 'arrival stream push failed');
-            }
-          }
-        }
+      case 'ack': {
         this.counters = m.stats;
-        for (const [id, w] of this.waiting) {
-          if (id > m.doneUpTo) break;
-          this.waiting.delete(id);
-          w.resolve();
+        const release = () => {
+          for (const [id, w] of this.waiting) {
+            if (id > m.doneUpTo) break;
+            this.waiting.delete(id);
+            w.resolve();
+          }
+        };
+        const ranges = m.committed.flat().filter(([companyId]) => this.deps.arrivals.listening(companyId));
+        if (ranges.length === 0 && this.publishing === undefined) {
+          release();
+          break;
         }
+        // The streams get the rows before the PUBACKs go, in commit order: one read after another.
+        const run = (this.publishing ?? Promise.resolve()).then(() => this.publishRanges(ranges)).then(release);
+        this.publishing = run;
+        void run.then(() => {
+          if (this.publishing === run) this.publishing = undefined;
+        });
         break;
+      }
       case 'drained':
         this.counters = m.stats;
         this.drains.get(m.id)?.();
