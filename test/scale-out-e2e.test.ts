@@ -2,7 +2,9 @@
  * Head office as several processes (issue 27, docs/scale-out.md), end to end: two head-office processes started as a
  * user runs them (test/support/head-office-process.ts) on one real PostgreSQL cluster and one real Mosquitto 2 with
  * its dynamic-security plugin, a round-robin proxy in front of them (test/support/round-robin-proxy.ts) for the
- * console's calls, and shop PCs as real mqtt.js clients whose broker logins came from enrolment through the API.
+ * console's calls, and shop PCs as real mqtt.js clients whose broker logins came from enrolment through the API. The
+ * two processes have data folders of their own, as on two machines (photos, pictures and live view must not rely on
+ * a shared one).
  *
  * Every scenario has its company of its own and checks what was stored (the rows in PostgreSQL) and what the API and
  * the arrival streams answer, not what a process says it did. Nothing waits for a time: each wait is for a condition,
