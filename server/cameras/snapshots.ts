@@ -7,7 +7,8 @@ import { deleteCameraPicture, deleteCompanyCameraPictures, picturesInDatabase, r
 
 /**
  * Camera pictures (the latest per camera): <data>/snapshots/<company id>/<camera uuid>.jpg on the embedded store; on
- * PostgreSQL a row of camera_pictures (server/photos/pictures.ts), which goes with its camera.
+ * PostgreSQL a row of camera_pictures (server/photos/pictures.ts), deleted when the camera is removed (its row stays as a
+ * tombstone) and with the company.
  */
 type Deps = { store: Store; config: { dataDir: string } };
 

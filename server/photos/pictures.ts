@@ -6,9 +6,10 @@ import { row, run } from '../db/raw.js';
  * Where head office keeps the bytes of face photos and camera pictures. On the embedded store they are files in the
  * data folder (`images/`, `snapshots/`: server/agent-api/faces.ts, server/cameras/snapshots.ts). On PostgreSQL they are
  * rows of `face_image_bytes` and `camera_pictures` (server/db/pg/tables/pictures.ts), so every head-office process on
- * every machine serves the same ones (docs/scale-out.md, "Files on each app machine"), pg_dump backs them up with the
- * rest, and a row's deletion (an erasure, the privacy sweep, a camera's or a company's removal) takes its bytes in the
- * same transaction (foreign keys on delete cascade). A face photo kept there has an empty `face_images.path`.
+ * every machine serves the same ones (docs/scale-out.md, "Pictures on PostgreSQL"), pg_dump backs them up with the
+ * rest, and a photo row's deletion (an erasure, the privacy sweep, the sweep of unlinked uploads) takes its bytes in
+ * the same transaction (on delete cascade). A face photo kept there has an empty `face_images.path`. A removed camera
+ * keeps its row as a tombstone: its picture is deleted by removeSnapshot.
  */
 export const picturesInDatabase = (store: Store): boolean => store.dialect === 'postgres';
 

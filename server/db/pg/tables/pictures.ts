@@ -6,8 +6,8 @@ import { faceImages } from './customers.js';
 /**
  * PostgreSQL only (server/photos/pictures.ts): the bytes that the embedded store keeps as files in the data folder,
  * kept in the database so every head-office process on every machine sees the same ones. Each row goes with the row
- * it belongs to (on delete cascade): an erasure, the privacy sweep, a camera's or a company's removal deletes the
- * pictures in the same transaction. server/db/pg/schema.test.ts names these as the only tables SQLite does not have.
+ * it belongs to (on delete cascade): an erasure or the privacy sweep deletes a photo in its transaction, a company's
+ * deletion everything. server/db/pg/schema.test.ts names these as the only tables SQLite does not have.
  */
 
 /** A face photo's JPEG (face_images.path is empty for these). */
