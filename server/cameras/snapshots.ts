@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { CompanyPurger } from '../clients/deletion.js';
 import type { Store } from '../db/open.js';
-import { deleteCameraPicture, deleteCompanyCameraPictures, picturesInDatabase, readCameraPicture, upsertCameraPicture } from '../photos/pictures.js';
+import { deleteCameraPicture, deleteCompanyCameraPictures, picturesInDatabase, readCameraPicture, readPictureFile, upsertCameraPicture } from '../photos/pictures.js';
 
 /**
  * Camera pictures (the latest per camera): <data>/snapshots/<company id>/<camera uuid>.jpg on the embedded store; on
@@ -31,10 +31,7 @@ export async function writeSnapshot(deps: Deps, companyId: string, cameraUuid: s
 
 export async function readSnapshot(deps: Deps, companyId: string, cameraUuid: string): Promise<Buffer | undefined> {
   if (picturesInDatabase(deps.store)) return await readCameraPicture(deps.store.db, cameraUuid);
-  return fs.readFile(snapshotFile(deps.config.dataDir, companyId, cameraUuid)).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined;
-    throw err;
-  });
+  return await readPictureFile(snapshotFile(deps.config.dataDir, companyId, cameraUuid));
 }
 
 /** After a camera's removal (its row stays, as a tombstone). */

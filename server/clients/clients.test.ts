@@ -21,6 +21,7 @@ import { one } from '../db/query.js';
 import { sessions, users } from '../db/tables.js';
 import { statementOn } from '../db/statement.js';
 import { sqliteOnly } from '../../test/support/stores.js';
+import { storedFaces } from '../../test/support/pictures.js';
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const generatedRe = /^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/;
@@ -341,14 +342,6 @@ describe('platform administration', () => {
         fs.writeFileSync(path.join(dir, f), 'jpeg');
       }
     }
-    async function storedImages(companyId: string): Promise<number> {
-      const store = h.server.store;
-      if (store.dialect === 'postgres') {
-        return Number((await statementOn(store, 'select count(*) as n from face_image_bytes b join face_images f on f.id = b.face_image_id where f.company_id = ?').get<{ n: number }>(companyId))!.n);
-      }
-      const dir = companyImagesDir(h.dataDir, companyId);
-      return fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length : 0;
-    }
 
     it('an active company is 409 still_active, confirm or not', async () => {
       const c = await h.company('Still Here');
@@ -378,8 +371,8 @@ describe('platform administration', () => {
       await addUser(h, c.id, fresh('doomed'), 'staff', 'staff-password');
       await storeImages(c.id, ['a.jpg', 'faces/b.jpg', 'faces/2024/c.jpg']);
       await storeImages(a.id, ['keep.jpg']);
-      const kept = await storedImages(a.id);
-      expect(await storedImages(c.id)).toBe(3);
+      const kept = await storedFaces(h, a.id);
+      expect(await storedFaces(h, c.id)).toBe(3);
       await suspend(c.id);
       expect(await userRows(c.id)).toBe(2);
       expect(await sessionRows(c.id)).toBe(1);
@@ -387,8 +380,8 @@ describe('platform administration', () => {
       const r = await del(c.id, { confirm: c.slug });
       expect(r.status).toBe(200);
       expect(r.body).toEqual({ deleted: c.slug, images_deleted: 3 });
-      expect(await storedImages(c.id)).toBe(0);
-      expect(await storedImages(a.id)).toBe(kept);
+      expect(await storedFaces(h, c.id)).toBe(0);
+      expect(await storedFaces(h, a.id)).toBe(kept);
       expect(await userRows(c.id)).toBe(0);
       expect(await sessionRows(c.id)).toBe(0);
       expect((await statementOn(h.server.store, 'select count(*) as n from companies where id = ?').get<{ n: number }>(c.id))?.n).toBe(0);
@@ -451,7 +444,7 @@ describe('platform administration', () => {
         expect(failed.body).toEqual({ error: 'storage_error', message: 'images failed' });
         expect(ran).toEqual(['images']);
         expect(await userRows(c.id)).toBe(1);
-        expect(await storedImages(c.id)).toBe(1);
+        expect(await storedFaces(h, c.id)).toBe(1);
         expect((await list()).find((x) => x.id === c.id)?.active).toBe(false);
 
         ran.length = 0;

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { randomBytes } from 'node:crypto';
 import { faceImageFile, storeFaceImage } from '../agent-api/faces.js';
 import type { Db, Store } from '../db/open.js';
-import { insertFaceBytes, picturesInDatabase, readFaceBytes } from '../photos/pictures.js';
+import { insertFaceBytes, picturesInDatabase, readFaceBytes, readPictureFile } from '../photos/pictures.js';
 import { changes, one } from '../db/query.js';
 import { faceImages } from '../db/tables.js';
 
@@ -60,11 +60,7 @@ export function faceFile(dataDir: string, row: Pick<FaceImageRow, 'path'>): stri
 /** A photo's JPEG, or undefined when it is gone (its file or its row). */
 export async function readFace(deps: { store: Store; config: { dataDir: string } }, row: Pick<FaceImageRow, 'id' | 'path'>): Promise<Buffer | undefined> {
   const file = faceFile(deps.config.dataDir, row);
-  if (!file) return await readFaceBytes(deps.store.db, row.id);
-  return await fs.promises.readFile(file).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined;
-    throw err;
-  });
+  return file ? await readPictureFile(file) : await readFaceBytes(deps.store.db, row.id);
 }
 
 /** A face of the company, linked to a customer (the only ones served), or undefined. */

@@ -38,7 +38,7 @@ export function databaseUnreachable(err: unknown): boolean {
 }
 
 /** Whether `test` holds for the error or one of its causes (at most 8 deep), given each one's code and message. */
-function someCause(err: unknown, test: (code: string, message: string) => boolean): boolean {
+export function someCause(err: unknown, test: (code: string, message: string) => boolean): boolean {
   for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth++) {
     if (test(typeof e.code === 'string' ? e.code : '', typeof e.message === 'string' ? e.message : '')) return true;
   }

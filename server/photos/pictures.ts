@@ -1,6 +1,8 @@
+import fs from 'node:fs/promises';
 import { sql } from 'drizzle-orm';
 import type { Db, Store } from '../db/open.js';
 import { row, run } from '../db/raw.js';
+import { someCause } from '../db/unavailable.js';
 
 /**
  * Where head office keeps the bytes of face photos and camera pictures. On the embedded store they are files in the
@@ -16,9 +18,12 @@ export const picturesInDatabase = (store: Store): boolean => store.dialect === '
 /** PostgreSQL's "foreign key violation": the camera or face row went away meanwhile. */
 const FK_VIOLATION = '23503';
 
-function isFkViolation(err: unknown): boolean {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) if (e.code === FK_VIOLATION) return true;
-  return false;
+/** A picture file's bytes (the embedded store), or undefined when there is none. */
+export async function readPictureFile(file: string): Promise<Buffer | undefined> {
+  return await fs.readFile(file).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
 }
 
 /** A face photo's bytes, in the transaction that inserts its face_images row (PostgreSQL). */
@@ -36,7 +41,7 @@ export async function upsertCameraPicture(db: Db, cameraUuid: string, jpeg: Buff
     await run(db, sql`insert into camera_pictures (camera_id, jpeg) values (${cameraUuid}, ${jpeg}) on conflict (camera_id) do update set jpeg = excluded.jpeg`);
     return true;
   } catch (err) {
-    if (isFkViolation(err)) return false;
+    if (someCause(err, (code) => code === FK_VIOLATION)) return false;
     throw err;
   }
 }

@@ -58,6 +58,15 @@ export function feedItems(rows: readonly FeedRow[], config: Config): FeedItem[] 
   }));
 }
 
+/**
+ * A company's committed visits `from` to `last`, read, presented and handed to its open arrival streams; nothing is
+ * read when none is open. The main thread's on SQLite (VisitIngest), every process's on PostgreSQL (below).
+ */
+export async function publishRange(deps: { store: Store; config: Config; hub: ArrivalsHub }, [company, from, last]: ArrivalRange): Promise<void> {
+  if (!deps.hub.listening(company) || from > last) return;
+  deps.hub.publish(company, feedItems(await feedRange(deps.store, [company], from, last), deps.config));
+}
+
 /** Rows read after a reconnect, per company, at most (a stream that fell further behind reconnects by its cursor). */
 const CATCH_UP_MAX = 1000;
 
@@ -102,13 +111,12 @@ export class ArrivalsRelay {
   }
 
   private async deliver(ranges: readonly ArrivalRange[]): Promise<void> {
-    const { store, config, hub, log } = this.deps;
+    const { log } = this.deps;
     for (const [company, first, last] of ranges) {
       const from = Math.max(first, (this.lastSeq.get(company) ?? 0) + 1);
       this.lastSeq.set(company, Math.max(last, this.lastSeq.get(company) ?? 0));
-      if (!hub.listening(company) || from > last) continue;
       try {
-        hub.publish(company, feedItems(await feedRange(store, [company], from, last), config));
+        await publishRange(this.deps, [company, from, last]);
       } catch (err) {
         log.error({ err, company_id: company }, 'arrivals relay: rows of a committed range could not be read');
       }

@@ -4,9 +4,8 @@ import type { Broker, HeldMessage } from '../broker/broker.js';
 import type { Config } from '../config.js';
 import { spawnWorker } from '../thread.js';
 import type { Store } from '../db/open.js';
-import { feedItems, type ArrivalRange } from './arrivals-relay.js';
+import { publishRange, type ArrivalRange } from './arrivals-relay.js';
 import type { ArrivalsHub } from './hub.js';
-import { feedRange } from './service.js';
 import type { IdentityControl } from './identity-control.js';
 import { EMPTY_STATS, type IngestStats } from './ingest-core.js';
 import type { FromWorker, ToWorker, VisitHandOver, WorkerInit } from './ingest-protocol.js';
@@ -151,10 +150,10 @@ export class VisitIngest {
    * reads them: on SQLite the ingest thread only says where they are). Never rejects.
    */
   private async publishRanges(ranges: readonly ArrivalRange[]): Promise<void> {
-    for (const [companyId, first, last] of ranges) {
+    const { store, config, arrivals } = this.deps;
+    for (const range of ranges) {
       try {
-        if (!this.deps.arrivals.listening(companyId)) continue;
-        this.deps.arrivals.publish(companyId, feedItems(await feedRange(this.deps.store, [companyId], first, last), this.deps.config));
+        await publishRange({ store, config, hub: arrivals }, range);
       } catch (err) {
         this.deps.log.error({ err }, 'arrival stream push failed');
       }

@@ -286,9 +286,10 @@ async function copyPictures(sqlite: Database.Database, tx: PgDb, dataDir: string
       continue;
     }
     await tx.execute(sql`insert into face_image_bytes (face_image_id, jpeg) values (${f.id}, ${jpeg})`);
-    await tx.execute(sql`update face_images set path = '' where id = ${f.id}`);
     out.faces++;
   }
+  // The photos whose bytes are rows now have no file: one statement for all of them.
+  await tx.execute(sql`update face_images set path = '' where id in (select face_image_id from face_image_bytes)`);
   const cameras = sqlite.prepare('select id, company_id as companyId from cameras').all() as { id: string; companyId: string }[];
   for (const c of cameras) {
     const jpeg = readIfThere(snapshotFile(dataDir, c.companyId, c.id));
