@@ -36,6 +36,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   'door-offline': () => import('./door-offline.js'),
   'door-real': () => import('./door-real.js'),
   'door-face': () => import('./door-face.js'),
+  'prefilter-real': () => import('./prefilter-real.js'),
   occupancy: () => import('./occupancy.js'),
   scale: () => import('./scale.js'),
 };

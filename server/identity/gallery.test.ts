@@ -3,7 +3,7 @@ import { Gallery, loadCompany } from './gallery.js';
 import { CODE_BYTES, SignCoder } from './signcode.js';
 import { Faces } from './synthetic.js';
 import { DIM, templateFromBlob, templateToBlob, unitCopy } from './vector.js';
-import { PAGE, hammingKernel, newMemory } from './wasm.js';
+import { HALF_HISTOGRAM_BYTES, PAGE, hammingKernel, newMemory } from './wasm.js';
 
 const row = (m: Float32Array, i: number) => m.subarray(i * DIM, (i + 1) * DIM);
 
@@ -53,6 +53,53 @@ describe('Hamming kernel', () => {
     const want = [...expected.keys()].filter((i) => expected[i]! <= thr);
     expect(Array.from(new Int32Array(memory.buffer, cand, c))).toEqual(want);
     expect(k.collect(out, n, thr, cand, 3)).toBe(Math.min(3, want.length));
+  });
+
+  it('the two-pass functions: first halves scanned, the listed slots completed to 512 bits, the listed collected', () => {
+    const n = 1000;
+    const half = CODE_BYTES / 2;
+    const memory = newMemory(4);
+    const k = hammingKernel(memory);
+    const u8 = new Uint8Array(memory.buffer);
+    const faces = new Faces(4);
+    // The query's 64 bytes, then every code's first half, then every code's second half.
+    const query = PAGE;
+    const first = PAGE + CODE_BYTES;
+    const second = first + n * half;
+    for (let i = query; i < second + n * half; i++) u8[i] = faces.rng.u32() & 0xff;
+    const out = second + n * half;
+    const list = out + n * 2;
+    const cand = list + n * 4;
+    const hist = 1024;
+    const distance = (i: number, from: number, to: number) => {
+      let d = 0;
+      for (let b = from; b < to; b++) d += popcount8(u8[(b < half ? first : second) + i * half + (b % half)]! ^ u8[query + b]!);
+      return d;
+    };
+    k.scanHalf(first, n, query, out, hist);
+    const d1 = Array.from({ length: n }, (_, i) => distance(i, 0, half));
+    expect(Array.from(new Uint16Array(memory.buffer, out, n))).toEqual(d1);
+    // Four histograms, by the code's address / 32, modulo 4 (the gallery's first halves start on a page: slot modulo 4).
+    for (let part = 0; part < 4; part++) {
+      const h1 = new Int32Array(memory.buffer, hist + part * HALF_HISTOGRAM_BYTES, 257);
+      for (let v = 0; v <= 256; v++) expect(h1[v]).toBe(d1.filter((x, i) => x === v && ((first + i * half) >> 5) % 4 === part).length);
+    }
+
+    // Every third slot listed, in descending order (the list's order is the kernel's order, whatever it is).
+    const listed = Array.from({ length: n }, (_, i) => n - 1 - i).filter((s) => s % 3 === 0);
+    new Int32Array(memory.buffer, list, listed.length).set(listed);
+    new Int32Array(memory.buffer, hist, 4 * 257).fill(0);
+    k.finish(list, listed.length, second, query + half, out, hist);
+    const d = new Uint16Array(memory.buffer, out, n);
+    for (let i = 0; i < n; i++) expect(d[i]).toBe(i % 3 === 0 ? distance(i, 0, CODE_BYTES) : d1[i]);
+    const h2 = new Int32Array(memory.buffer, hist, 513);
+    for (let v = 0; v <= 512; v++) expect(h2[v]).toBe(listed.filter((s) => distance(s, 0, CODE_BYTES) === v).length);
+
+    const thr = 250;
+    const want = listed.filter((s) => distance(s, 0, CODE_BYTES) <= thr);
+    const c = k.collectListed(list, listed.length, out, thr, cand, n);
+    expect(Array.from(new Int32Array(memory.buffer, cand, c))).toEqual(want);
+    expect(k.collectListed(list, listed.length, out, thr, cand, 2)).toBe(Math.min(2, want.length));
   });
 
   it('sign codes of a vector and of the same vector scaled agree; near vectors are closer in Hamming', () => {

@@ -1,15 +1,17 @@
 import { CODE_BYTES, SignCoder } from './signcode.js';
 import { DIM, normalizeInto, templateView } from './vector.js';
-import { PAGE, TEMPLATES, dotKernel, hammingKernel, newMemory, type DotExports, type HammingExports, type WasmMemory } from './wasm.js';
+import { HALF_HISTOGRAM_BYTES, PAGE, TEMPLATES, dotKernel, hammingKernel, newMemory, type DotExports, type HammingExports, type WasmMemory } from './wasm.js';
 
 /**
  * One company's face gallery, in memory: ranks customer templates by cosine similarity to an embedding.
  * Thresholds are the caller's business (see `matcher.ts`); the gallery only ranks.
  *
- * Search is a two-stage scan (measurements in docs/benchmarks.md, reasoning in docs/identity.md):
- * 1. prefilter: every template has a 512-bit sign code (`signcode.ts`); a WebAssembly kernel (`wasm.ts`) computes
- *    the Hamming distance of the query's code to all codes (64 bytes per customer instead of 2 KiB of float32) and
- *    a histogram of the distances, which gives the distance threshold that keeps the `candidates` closest codes;
+ * Search is a prefilter and an exact re-rank (measurements in docs/benchmarks.md, reasoning in docs/identity.md):
+ * 1. prefilter: every template has a 512-bit sign code (`signcode.ts`), stored as two halves of 256 bits. A WebAssembly
+ *    kernel (`wasm.ts`) computes the Hamming distance of the query's first half to every code's first half (32 bytes
+ *    per customer instead of 2 KiB of float32) and a histogram of the distances, which gives the threshold that keeps
+ *    the closest twentieth of the gallery (at least FIRST_PASS_MIN); for those, the second halves complete the 512-bit
+ *    distances, whose histogram gives the threshold that keeps the `candidates` closest codes;
  * 2. exact re-rank: those candidates are scored with the float32 templates (a WebAssembly SIMD kernel over a memory
  *    that holds the templates, `dotKernel`), so every similarity returned is the cosine (the number a full scan
  *    gives, to about 1e-7: float32 sums).
@@ -30,14 +32,23 @@ export interface Match {
 }
 
 export interface GalleryOptions {
-  /** Codes kept by the prefilter for the exact re-rank (default 100; more: higher recall, slower). */
+  /** Codes kept by the prefilter for the exact re-rank (default 50; more: higher recall, slower). */
   candidates?: number;
 }
 
-export const DEFAULT_CANDIDATES = 100;
+export const DEFAULT_CANDIDATES = 50;
 
 /** Largest candidate list the re-rank reads (ties at the threshold distance are cut here). */
 const MAX_CAND = 4096;
+
+/**
+ * The first pass keeps the twentieth of the gallery closest on the first 256 bits, and at least this many codes. On
+ * real faces (docs/identity.md, "The prefilter on real faces") the worst of 78 same-person pairs was expected at rank
+ * 14 of 20,000 on 256 bits, against the 1,000 kept; on 512 bits at rank 0.2, against the 50 candidates.
+ */
+const FIRST_PASS_MIN = 1000;
+const FIRST_PASS_SHARE = 20;
+const HALF = CODE_BYTES / 2;
 
 /**
  * Queries scanned together by `searchBatch` (a batch's faces): each tile of codes is read from memory once for all of
@@ -47,17 +58,20 @@ const MAX_CAND = 4096;
  * round").
  */
 const GROUP = 8;
-/** Codes per tile: 2,048 x 64 bytes, 128 KiB, which stay in the core's cache while the group's queries scan them. */
-const TILE = 2048;
+/** First halves per tile: 4,096 x 32 bytes, 128 KiB, which stay in the core's cache while the group's queries scan them. */
+const TILE = 4096;
 
 // WebAssembly memory layout: a 64 KiB header (a histogram of 513 i32 and a query code per query of a group, the
-// candidate list), the codes (64 bytes per slot), then a distance row (u16 per slot) per query of a group.
+// candidate list, a code being written), then, for `cap` slots, the codes' first halves (32 bytes per slot), their
+// second halves (32 bytes per slot), a distance row (u16 per slot) per query of a group, and the first pass's list of
+// slots (i32 per slot).
 const HIST = 0;
-const HIST_BYTES = 2064;
+const HIST_BYTES = 4 * HALF_HISTOGRAM_BYTES;
 const QUERY = GROUP * HIST_BYTES;
 const CAND = QUERY + GROUP * CODE_BYTES;
+const NEW_CODE = CAND + MAX_CAND * 4;
 const CODES = PAGE;
-if (HIST_BYTES < 513 * 4 || CAND + MAX_CAND * 4 > CODES) throw new Error('gallery: header overflow');
+if (HALF_HISTOGRAM_BYTES < 257 * 4 || HIST_BYTES < 513 * 4 || NEW_CODE + CODE_BYTES > CODES) throw new Error('gallery: header overflow');
 // The re-rank kernel's memory: the query (512 float32), the candidate slots (i32), their similarities (f64), then
 // the templates from TEMPLATES (2 KiB per slot; growing the memory keeps them where they are).
 const DQUERY = 0;
@@ -194,12 +208,12 @@ export class Gallery {
       this.slotOf.set(moved, s);
       this.tf32.copyWithin(T0 + s * DIM, T0 + last * DIM, T0 + (last + 1) * DIM);
       this.counts[s] = this.counts[last]!;
-      this.u8.copyWithin(CODES + s * CODE_BYTES, CODES + last * CODE_BYTES, CODES + (last + 1) * CODE_BYTES);
+      for (const half of [this.firstHalves(), this.secondHalves()]) this.u8.copyWithin(half + s * HALF, half + last * HALF, half + (last + 1) * HALF);
     }
     this.ids.length = last;
     // Wipe the vacated template: erased faces should not linger in memory.
     this.tf32.fill(0, T0 + last * DIM, T0 + (last + 1) * DIM);
-    this.u8.fill(0, CODES + last * CODE_BYTES, CODES + (last + 1) * CODE_BYTES);
+    for (const half of [this.firstHalves(), this.secondHalves()]) this.u8.fill(0, half + last * HALF, half + (last + 1) * HALF);
     return true;
   }
 
@@ -227,9 +241,10 @@ export class Gallery {
       }
       qs.forEach((q, j) => coder.encode(q, 0, this.u8, QUERY + j * CODE_BYTES));
       this.i32.fill(0, HIST >> 2, (HIST + qs.length * HIST_BYTES) >> 2);
+      const first = this.firstHalves();
       for (let t = 0; t < this.n; t += TILE) {
         const c = Math.min(TILE, this.n - t);
-        for (let j = 0; j < qs.length; j++) this.kernel.scan(CODES + t * CODE_BYTES, c, QUERY + j * CODE_BYTES, this.outRow(j) + t * 2, HIST + j * HIST_BYTES);
+        for (let j = 0; j < qs.length; j++) this.kernel.scanHalf(first + t * HALF, c, QUERY + j * CODE_BYTES, this.outRow(j) + t * 2, HIST + j * HIST_BYTES);
       }
       qs.forEach((q, j) => out.push(this.rerank(q, k, j)));
     }
@@ -247,16 +262,20 @@ export class Gallery {
     return this.tmem.buffer.byteLength + this.counts.byteLength + this.memory.buffer.byteLength;
   }
 
-  /** The re-rank of query `j` of a group: its histogram gives the cut-off, its distance row the candidates. */
+  /**
+   * The rest of query `j` of a group: the first pass's histogram gives its cut-off and its distance row the slots
+   * kept; their second halves complete their distances, whose histogram gives the candidates' cut-off; then the re-rank.
+   */
   private rerank(q: Float32Array, k: number, j: number): Match[] {
     const want = Math.max(k, this.cands);
-    const h = (HIST + j * HIST_BYTES) >> 2;
-    let thr = 0;
-    for (let seen = 0; thr < 512; thr++) {
-      seen += this.i32[h + thr]!;
-      if (seen >= want) break;
-    }
-    const c = this.kernel.collect(this.outRow(j), this.n, thr, CAND, MAX_CAND);
+    const hist = HIST + j * HIST_BYTES;
+    const row = this.outRow(j);
+    const list = this.listArea();
+    const keep = Math.max(want, FIRST_PASS_MIN, Math.ceil(this.n / FIRST_PASS_SHARE));
+    const kept = this.kernel.collect(row, this.n, cutoff(this.i32, hist >> 2, keep, 4), list, this.n);
+    this.i32.fill(0, hist >> 2, (hist + HIST_BYTES) >> 2);
+    this.kernel.finish(list, kept, this.secondHalves(), QUERY + j * CODE_BYTES + HALF, row, hist);
+    const c = this.kernel.collectListed(list, kept, row, cutoff(this.i32, hist >> 2, want, 1), CAND, MAX_CAND);
     this.ti32.set(this.i32.subarray(CAND >> 2, (CAND >> 2) + c), DCAND >> 2);
     const top = new TopK(k);
     this.score(q, c, top);
@@ -292,12 +311,27 @@ export class Gallery {
     const o = T0 + s * DIM;
     this.tf32.set(t, o);
     this.counts[s] = count;
-    coder.encode(this.tf32, o, this.u8, CODES + s * CODE_BYTES);
+    coder.encode(this.tf32, o, this.u8, NEW_CODE);
+    this.u8.copyWithin(this.firstHalves() + s * HALF, NEW_CODE, NEW_CODE + HALF);
+    this.u8.copyWithin(this.secondHalves() + s * HALF, NEW_CODE + HALF, NEW_CODE + CODE_BYTES);
+  }
+
+  private firstHalves(): number {
+    return CODES;
+  }
+
+  private secondHalves(cap = this.cap): number {
+    return CODES + cap * HALF;
   }
 
   /** Where query `j` of a group writes its distances. */
   private outRow(j: number): number {
     return CODES + this.cap * CODE_BYTES + j * this.cap * 2;
+  }
+
+  /** Where the first pass lists the slots it keeps. */
+  private listArea(): number {
+    return this.outRow(GROUP);
   }
 
   /** Makes room for `cap` customers in the weights, codes, distances and templates. */
@@ -307,12 +341,17 @@ export class Gallery {
     const counts = new Uint32Array(cap);
     counts.set(this.counts);
     this.counts = counts;
-    const bytes = CODES + cap * CODE_BYTES + GROUP * cap * 2;
+    const bytes = CODES + cap * CODE_BYTES + GROUP * cap * 2 + cap * 4;
     const pages = Math.ceil(bytes / PAGE) - this.memory.buffer.byteLength / PAGE;
     if (pages > 0) this.memory.grow(pages);
     const tpages = Math.ceil((TEMPLATES + cap * DIM * 4) / PAGE) - this.tmem.buffer.byteLength / PAGE;
     if (tpages > 0) this.tmem.grow(tpages);
     this.views();
+    // The second halves follow the first halves' area, which grew: move them, and clear what they leave behind.
+    const from = this.secondHalves(this.cap);
+    const to = this.secondHalves(cap);
+    this.u8.copyWithin(to, from, from + this.n * HALF);
+    this.u8.fill(0, this.firstHalves() + this.n * HALF, to);
     this.cap = cap;
   }
 
@@ -323,6 +362,21 @@ export class Gallery {
     this.ti32 = new Int32Array(this.tmem.buffer);
     this.tf64 = new Float64Array(this.tmem.buffer);
   }
+}
+
+/**
+ * The distance at which a histogram at `i32[h]` has counted `want` codes (512 if it never does): one of 513 bins, or
+ * scanHalf's four of 257 bins (`parts` 4) added up.
+ */
+function cutoff(i32: Int32Array, h: number, want: number, parts: 1 | 4): number {
+  const bins = parts === 1 ? 513 : 257;
+  const stride = HALF_HISTOGRAM_BYTES >> 2;
+  let thr = 0;
+  for (let seen = 0; thr < bins; thr++) {
+    seen += parts === 1 ? i32[h + thr]! : i32[h + thr]! + i32[h + stride + thr]! + i32[h + 2 * stride + thr]! + i32[h + 3 * stride + thr]!;
+    if (seen >= want) return thr;
+  }
+  return 512;
 }
 
 /** Builds a company's gallery from its stored templates. */

@@ -36,7 +36,13 @@
  *         (br 0)))
  *       (local.get $c))
  *     ;; "scanSimd": the same as "scan" with v128 loads, v128.xor, i8x16.popcnt, i8x16.add and a horizontal sum.
- *     (func (export "scanSimd") ...))
+ *     (func (export "scanSimd") ...)
+ *     ;; "scanHalf": "scan" over 32-byte codes (four words; the first halves of the codes, stored apart).
+ *     (func (export "scanHalf") ...)
+ *     ;; For k < c: s = list[k]; out[s] += popcount over 4 words (code at codes + s*32 xor the query); hist[out[s]] += 1.
+ *     (func (export "finish") (param $list i32) (param $c i32) (param $codes i32) (param $q i32) (param $out i32) (param $hist i32) ...)
+ *     ;; "collect" over the listed slots: writes to cand the s = list[k] with out[s] <= thr, at most max; returns how many.
+ *     (func (export "collectListed") (param $list i32) (param $c i32) (param $out i32) (param $thr i32) (param $cand i32) (param $max i32) (result i32) ...))
  *
  * Scalar i64.popcnt (one POPCNT instruction) beat 128-bit i8x16.popcnt (a shuffle sequence on x64) by about 1.6x
  * here: see docs/benchmarks.md.
@@ -46,7 +52,22 @@ export interface HammingExports {
   collect(out: number, n: number, thr: number, cand: number, max: number): number;
   /** `scan` with 128-bit SIMD (i8x16.popcnt): slower here than scalar i64.popcnt; kept for the benchmark. */
   scanSimd(codes: number, n: number, query: number, out: number, hist: number): void;
+  /**
+   * `scan` over 32-byte codes (the first 256 bits of each code, stored apart): a search's first pass. The histogram is
+   * four (slot modulo 4 of the code's address / 32, HALF_HISTOGRAM_BYTES apart), to be added up.
+   */
+  scanHalf(codes: number, n: number, query: number, out: number, hist: number): void;
+  /**
+   * For the c slots listed (i32) at `list`: out[s] += popcount(the 32-byte code at codes + s * 32 xor the query's
+   * 32 bytes) (the second halves: out[s] becomes the whole 512-bit distance); hist[out[s]] += 1.
+   */
+  finish(list: number, c: number, codes: number, query: number, out: number, hist: number): void;
+  /** `collect` over the c slots listed at `list`: writes to cand those with out[s] <= thr, at most max; returns how many. */
+  collectListed(list: number, c: number, out: number, thr: number, cand: number, max: number): number;
 }
+
+/** scanHalf's four histograms (257 i32 each: distances 0 .. 256) lie this many bytes apart. */
+export const HALF_HISTOGRAM_BYTES = 1028;
 
 /** WebAssembly pages are 64 KiB. */
 export const PAGE = 65536;
@@ -81,7 +102,10 @@ const set = (i: number) => [0x21, ...uleb(i)];
 const tee = (i: number) => [0x22, ...uleb(i)];
 const i32 = (n: number) => [0x41, ...sleb(n)];
 const ADD = [0x6a];
+const MUL = [0x6c];
+const AND = [0x71];
 const SHL = [0x74];
+const SHR_U = [0x76];
 const GE_U = [0x4f];
 const LE_U = [0x4d];
 const BLOCK = [0x02, 0x40];
@@ -131,23 +155,75 @@ const I64_POPCNT = [0x7b];
 const I64_ADD = [0x7c];
 const WRAP = [0xa7];
 
-function scanBody(): number[] {
+/** `scan` over codes of `words` 64-bit words (8: the whole 512-bit code; 4: one half, the first pass of a search). */
+function scanBody(words: 4 | 8): number[] {
   const [codes, n, q, out, hist] = [0, 1, 2, 3, 4];
   const [w0, end, d, h] = [5, 13, 14, 15];
   const word = (k: number) => [...get(codes), ...I64_LOAD(8 * k), ...get(w0 + k), ...I64_XOR, ...I64_POPCNT];
+  const sum =
+    words === 8
+      ? [...word(0), ...word(1), ...I64_ADD, ...word(2), ...word(3), ...I64_ADD, ...I64_ADD,
+         ...word(4), ...word(5), ...I64_ADD, ...word(6), ...word(7), ...I64_ADD, ...I64_ADD, ...I64_ADD]
+      : [...word(0), ...word(1), ...I64_ADD, ...word(2), ...word(3), ...I64_ADD, ...I64_ADD];
   return [
-    ...[0, 1, 2, 3, 4, 5, 6, 7].flatMap((k) => [...get(q), ...I64_LOAD(8 * k), ...set(w0 + k)]),
-    ...get(codes), ...get(n), ...i32(6), ...SHL, ...ADD, ...set(end),
+    ...Array.from({ length: words }, (_, k) => [...get(q), ...I64_LOAD(8 * k), ...set(w0 + k)]).flat(),
+    ...get(codes), ...get(n), ...i32(words === 8 ? 6 : 5), ...SHL, ...ADD, ...set(end),
     ...BLOCK, ...LOOP,
     ...get(codes), ...get(end), ...GE_U, ...BR_IF(1),
-    ...word(0), ...word(1), ...I64_ADD, ...word(2), ...word(3), ...I64_ADD, ...I64_ADD,
-    ...word(4), ...word(5), ...I64_ADD, ...word(6), ...word(7), ...I64_ADD, ...I64_ADD, ...I64_ADD,
+    ...sum,
     ...WRAP, ...set(d),
     ...get(out), ...get(d), ...STORE16,
-    ...get(hist), ...get(d), ...i32(2), ...SHL, ...ADD, ...tee(h), ...get(h), ...LOAD, ...i32(1), ...ADD, ...STORE,
+    ...get(hist),
+    // scanHalf: four histograms, by slot modulo 4 (HALF_HISTOGRAM_BYTES apart), so that two near codes with the same
+    // distance do not wait for each other's increment (a store-to-load chain): the caller adds them up.
+    ...(words === 4 ? [...get(codes), ...i32(5), ...SHR_U, ...i32(3), ...AND, ...i32(HALF_HISTOGRAM_BYTES), ...MUL, ...ADD] : []),
+    ...get(d), ...i32(2), ...SHL, ...ADD, ...tee(h), ...get(h), ...LOAD, ...i32(1), ...ADD, ...STORE,
     ...get(out), ...i32(2), ...ADD, ...set(out),
-    ...get(codes), ...i32(64), ...ADD, ...set(codes),
+    ...get(codes), ...i32(words * 8), ...ADD, ...set(codes),
     ...BR(0), ...END, ...END,
+    ...END,
+  ];
+}
+
+/** "finish": the second half of the listed slots' codes (32 bytes each) added to their first-pass distances. */
+function finishBody(): number[] {
+  const [list, c, codes, q, out, hist] = [0, 1, 2, 3, 4, 5];
+  const [w0, k, a, d, h, s, o] = [6, 10, 11, 12, 13, 14, 15];
+  const word = (i: number) => [...get(a), ...I64_LOAD(8 * i), ...get(w0 + i), ...I64_XOR, ...I64_POPCNT];
+  return [
+    ...[0, 1, 2, 3].flatMap((i) => [...get(q), ...I64_LOAD(8 * i), ...set(w0 + i)]),
+    ...BLOCK, ...LOOP,
+    ...get(k), ...get(c), ...GE_U, ...BR_IF(1),
+    ...get(list), ...get(k), ...i32(2), ...SHL, ...ADD, ...LOAD, ...set(s),
+    ...get(codes), ...get(s), ...i32(5), ...SHL, ...ADD, ...set(a),
+    ...get(out), ...get(s), ...i32(1), ...SHL, ...ADD, ...tee(o), ...LOAD16_U,
+    ...word(0), ...word(1), ...I64_ADD, ...word(2), ...word(3), ...I64_ADD, ...I64_ADD, ...WRAP,
+    ...ADD, ...set(d),
+    ...get(o), ...get(d), ...STORE16,
+    ...get(hist), ...get(d), ...i32(2), ...SHL, ...ADD, ...tee(h), ...get(h), ...LOAD, ...i32(1), ...ADD, ...STORE,
+    ...get(k), ...i32(1), ...ADD, ...set(k),
+    ...BR(0), ...END, ...END,
+    ...END,
+  ];
+}
+
+/** "collectListed": `collect` over the listed slots only. */
+function collectListedBody(): number[] {
+  const [list, c, out, thr, cand, max] = [0, 1, 2, 3, 4, 5];
+  const [k, m, s] = [6, 7, 8];
+  return [
+    ...BLOCK, ...LOOP,
+    ...get(k), ...get(c), ...GE_U, ...BR_IF(1),
+    ...get(m), ...get(max), ...GE_U, ...BR_IF(1),
+    ...get(list), ...get(k), ...i32(2), ...SHL, ...ADD, ...LOAD, ...set(s),
+    ...get(out), ...get(s), ...i32(1), ...SHL, ...ADD, ...LOAD16_U, ...get(thr), ...LE_U,
+    ...IF,
+    ...get(cand), ...get(m), ...i32(2), ...SHL, ...ADD, ...get(s), ...STORE,
+    ...get(m), ...i32(1), ...ADD, ...set(m),
+    ...END,
+    ...get(k), ...i32(1), ...ADD, ...set(k),
+    ...BR(0), ...END, ...END,
+    ...get(m),
     ...END,
   ];
 }
@@ -178,16 +254,27 @@ const fn = (locals: number[][], body: number[]) => {
 /** The module's bytes. */
 export function hammingModuleBytes(): Uint8Array {
   const five = vec([[I32], [I32], [I32], [I32], [I32]]);
+  const six = vec([[I32], [I32], [I32], [I32], [I32], [I32]]);
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, vec([[0x60, ...five, 0x00], [0x60, ...five, ...vec([[I32]])]])),
+    ...section(1, vec([[0x60, ...five, 0x00], [0x60, ...five, ...vec([[I32]])], [0x60, ...six, 0x00], [0x60, ...six, ...vec([[I32]])]])),
     ...section(2, vec([[...name('k'), ...name('mem'), 0x02, 0x00, 0x01]])),
-    ...section(3, vec([[0], [1], [0]])),
-    ...section(7, vec([[...name('scan'), 0x00, 0], [...name('collect'), 0x00, 1], [...name('scanSimd'), 0x00, 2]])),
+    ...section(3, vec([[0], [1], [0], [0], [2], [3]])),
+    ...section(7, vec([
+      [...name('scan'), 0x00, 0],
+      [...name('collect'), 0x00, 1],
+      [...name('scanSimd'), 0x00, 2],
+      [...name('scanHalf'), 0x00, 3],
+      [...name('finish'), 0x00, 4],
+      [...name('collectListed'), 0x00, 5],
+    ])),
     ...section(10, vec([
-      fn([[8, I64], [3, I32]], scanBody()),
+      fn([[8, I64], [3, I32]], scanBody(8)),
       fn([[2, I32]], collectBody()),
       fn([[4, V128], [1, I32], [1, V128], [2, I32]], scanSimdBody()),
+      fn([[8, I64], [3, I32]], scanBody(4)),
+      fn([[4, I64], [6, I32]], finishBody()),
+      fn([[3, I32]], collectListedBody()),
     ])),
   ]);
 }
