@@ -21,7 +21,8 @@ import { ensureTestModels, testModelsDir } from '../agent/models/test-cache.js';
 import { createVisionEngine } from '../agent/vision/engine.js';
 import { loadImage } from '../agent/vision/io.js';
 import { CODE_BYTES, SignCoder } from '../server/identity/signcode.js';
-import { unitCopy } from '../server/identity/vector.js';
+import { hamming } from '../server/identity/erasure.js';
+import { dot, unitCopy } from '../server/identity/vector.js';
 import { AGE_GROUPS, type Truth } from './fairface.js';
 import { progress, table } from './util.js';
 
@@ -37,21 +38,8 @@ interface Pair {
 }
 
 const coder = new SignCoder();
-const POP = Uint8Array.from({ length: 256 }, (_, i) => {
-  let n = 0;
-  for (let x = i; x; x >>= 1) n += x & 1;
-  return n;
-});
-const hamming = (a: Uint8Array, b: Uint8Array, bytes: number): number => {
-  let d = 0;
-  for (let i = 0; i < bytes; i++) d += POP[a[i]! ^ b[i]!]!;
-  return d;
-};
-const cosine = (a: Float32Array, b: Float32Array): number => {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
-  return s;
-};
+/** Hamming distance of the first `bytes` bytes of two codes. */
+const distance = (a: Uint8Array, b: Uint8Array, bytes: number): number => hamming(a.subarray(0, bytes), b.subarray(0, bytes));
 /** The upper tail of the standard normal beyond z (Abramowitz & Stegun 26.2.17, |error| < 7.5e-8). */
 const tail = (z: number): number => {
   const t = 1 / (1 + 0.2316419 * Math.abs(z));
@@ -123,7 +111,7 @@ export async function run(): Promise<string | undefined> {
           if (r.status !== 0) progress('ffmpeg could not read the stage clip: its frames are left out');
           for (const name of fs.readdirSync(frames).sort()) {
             for (const f of await facesOf(path.join(frames, name))) {
-              if (cosine(f.unit, stage.face.unit) >= 0.4) pairs.push({ source: '../shared stage clip', name: `frame ${name} / ${stage.name}`, probe: f, target: stage.face });
+              if (dot(f.unit, stage.face.unit) >= 0.4) pairs.push({ source: '../shared stage clip', name: `frame ${name} / ${stage.name}`, probe: f, target: stage.face });
             }
           }
         } finally {
@@ -141,13 +129,13 @@ export async function run(): Promise<string | undefined> {
   progress(`${impostors.length} real impostors (FairFace adults), ${pairs.length} same-person pairs`);
 
   const measure = (p: Pair, bytes: number) => {
-    const d = hamming(p.probe.code, p.target.code, bytes);
-    const ds = impostors.map((f) => hamming(p.probe.code, f.code, bytes));
+    const d = distance(p.probe.code, p.target.code, bytes);
+    const ds = impostors.map((f) => distance(p.probe.code, f.code, bytes));
     const mean = ds.reduce((a, b) => a + b, 0) / ds.length;
     const sd = Math.sqrt(ds.reduce((a, b) => a + (b - mean) ** 2, 0) / ds.length);
     return { d, mean, sd, z: (mean - d) / sd, nearest: Math.min(...ds), asClose: ds.filter((x) => x <= d).length };
   };
-  const rows = pairs.map((p) => ({ p, cos: cosine(p.probe.unit, p.target.unit), full: measure(p, CODE_BYTES), half: measure(p, CODE_BYTES / 2) })).sort((a, b) => a.cos - b.cos);
+  const rows = pairs.map((p) => ({ p, cos: dot(p.probe.unit, p.target.unit), full: measure(p, CODE_BYTES), half: measure(p, CODE_BYTES / 2) })).sort((a, b) => a.cos - b.cos);
   const rank = (z: number, n: number) => (n * tail(z)).toFixed(z > 6 ? 0 : 2);
   const worst = (k: 'full' | 'half') => rows.reduce((w, r) => (r[k].z < w[k].z ? r : w));
   const summary = (['full', 'half'] as const).map((k) => {

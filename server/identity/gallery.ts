@@ -1,6 +1,6 @@
 import { CODE_BYTES, SignCoder } from './signcode.js';
 import { DIM, normalizeInto, templateView } from './vector.js';
-import { HALF_HISTOGRAM_BYTES, PAGE, TEMPLATES, dotKernel, hammingKernel, newMemory, type DotExports, type HammingExports, type WasmMemory } from './wasm.js';
+import { PAGE, TEMPLATES, dotKernel, hammingKernel, newMemory, type DotExports, type HammingExports, type WasmMemory } from './wasm.js';
 
 /**
  * One company's face gallery, in memory: ranks customer templates by cosine similarity to an embedding.
@@ -66,12 +66,14 @@ const TILE = 4096;
 // second halves (32 bytes per slot), a distance row (u16 per slot) per query of a group, and the first pass's list of
 // slots (i32 per slot).
 const HIST = 0;
-const HIST_BYTES = 4 * HALF_HISTOGRAM_BYTES;
+const HIST_BYTES = 2064;
 const QUERY = GROUP * HIST_BYTES;
 const CAND = QUERY + GROUP * CODE_BYTES;
 const NEW_CODE = CAND + MAX_CAND * 4;
 const CODES = PAGE;
-if (HALF_HISTOGRAM_BYTES < 257 * 4 || HIST_BYTES < 513 * 4 || NEW_CODE + CODE_BYTES > CODES) throw new Error('gallery: header overflow');
+/** The codes' first halves start the codes' area; their second halves follow at CODES + cap * HALF (`secondHalves`). */
+const FIRST_HALVES = CODES;
+if (HIST_BYTES < 513 * 4 || NEW_CODE + CODE_BYTES > CODES) throw new Error('gallery: header overflow');
 // The re-rank kernel's memory: the query (512 float32), the candidate slots (i32), their similarities (f64), then
 // the templates from TEMPLATES (2 KiB per slot; growing the memory keeps them where they are).
 const DQUERY = 0;
@@ -208,12 +210,12 @@ export class Gallery {
       this.slotOf.set(moved, s);
       this.tf32.copyWithin(T0 + s * DIM, T0 + last * DIM, T0 + (last + 1) * DIM);
       this.counts[s] = this.counts[last]!;
-      for (const half of [this.firstHalves(), this.secondHalves()]) this.u8.copyWithin(half + s * HALF, half + last * HALF, half + (last + 1) * HALF);
+      for (const half of [FIRST_HALVES, this.secondHalves()]) this.u8.copyWithin(half + s * HALF, half + last * HALF, half + (last + 1) * HALF);
     }
     this.ids.length = last;
     // Wipe the vacated template: erased faces should not linger in memory.
     this.tf32.fill(0, T0 + last * DIM, T0 + (last + 1) * DIM);
-    for (const half of [this.firstHalves(), this.secondHalves()]) this.u8.fill(0, half + last * HALF, half + (last + 1) * HALF);
+    for (const half of [FIRST_HALVES, this.secondHalves()]) this.u8.fill(0, half + last * HALF, half + (last + 1) * HALF);
     return true;
   }
 
@@ -241,10 +243,9 @@ export class Gallery {
       }
       qs.forEach((q, j) => coder.encode(q, 0, this.u8, QUERY + j * CODE_BYTES));
       this.i32.fill(0, HIST >> 2, (HIST + qs.length * HIST_BYTES) >> 2);
-      const first = this.firstHalves();
       for (let t = 0; t < this.n; t += TILE) {
         const c = Math.min(TILE, this.n - t);
-        for (let j = 0; j < qs.length; j++) this.kernel.scanHalf(first + t * HALF, c, QUERY + j * CODE_BYTES, this.outRow(j) + t * 2, HIST + j * HIST_BYTES);
+        for (let j = 0; j < qs.length; j++) this.kernel.scanHalf(FIRST_HALVES + t * HALF, c, QUERY + j * CODE_BYTES, this.outRow(j) + t * 2, HIST + j * HIST_BYTES);
       }
       qs.forEach((q, j) => out.push(this.rerank(q, k, j)));
     }
@@ -272,10 +273,10 @@ export class Gallery {
     const row = this.outRow(j);
     const list = this.listArea();
     const keep = Math.max(want, FIRST_PASS_MIN, Math.ceil(this.n / FIRST_PASS_SHARE));
-    const kept = this.kernel.collect(row, this.n, cutoff(this.i32, hist >> 2, keep, 4), list, this.n);
+    const kept = this.kernel.collect(row, this.n, cutoff(this.i32, hist >> 2, keep), list, this.n);
     this.i32.fill(0, hist >> 2, (hist + HIST_BYTES) >> 2);
     this.kernel.finish(list, kept, this.secondHalves(), QUERY + j * CODE_BYTES + HALF, row, hist);
-    const c = this.kernel.collectListed(list, kept, row, cutoff(this.i32, hist >> 2, want, 1), CAND, MAX_CAND);
+    const c = this.kernel.collectListed(list, kept, row, cutoff(this.i32, hist >> 2, want), CAND, MAX_CAND);
     this.ti32.set(this.i32.subarray(CAND >> 2, (CAND >> 2) + c), DCAND >> 2);
     const top = new TopK(k);
     this.score(q, c, top);
@@ -312,12 +313,8 @@ export class Gallery {
     this.tf32.set(t, o);
     this.counts[s] = count;
     coder.encode(this.tf32, o, this.u8, NEW_CODE);
-    this.u8.copyWithin(this.firstHalves() + s * HALF, NEW_CODE, NEW_CODE + HALF);
+    this.u8.copyWithin(FIRST_HALVES + s * HALF, NEW_CODE, NEW_CODE + HALF);
     this.u8.copyWithin(this.secondHalves() + s * HALF, NEW_CODE + HALF, NEW_CODE + CODE_BYTES);
-  }
-
-  private firstHalves(): number {
-    return CODES;
   }
 
   private secondHalves(cap = this.cap): number {
@@ -351,7 +348,7 @@ export class Gallery {
     const from = this.secondHalves(this.cap);
     const to = this.secondHalves(cap);
     this.u8.copyWithin(to, from, from + this.n * HALF);
-    this.u8.fill(0, this.firstHalves() + this.n * HALF, to);
+    this.u8.fill(0, FIRST_HALVES + this.n * HALF, to);
     this.cap = cap;
   }
 
@@ -364,19 +361,14 @@ export class Gallery {
   }
 }
 
-/**
- * The distance at which a histogram at `i32[h]` has counted `want` codes (512 if it never does): one of 513 bins, or
- * scanHalf's four of 257 bins (`parts` 4) added up.
- */
-function cutoff(i32: Int32Array, h: number, want: number, parts: 1 | 4): number {
-  const bins = parts === 1 ? 513 : 257;
-  const stride = HALF_HISTOGRAM_BYTES >> 2;
+/** The distance at which a histogram (`i32[h .. h + 513)`) has counted `want` codes (512 if it never does). */
+function cutoff(i32: Int32Array, h: number, want: number): number {
   let thr = 0;
-  for (let seen = 0; thr < bins; thr++) {
-    seen += parts === 1 ? i32[h + thr]! : i32[h + thr]! + i32[h + stride + thr]! + i32[h + 2 * stride + thr]! + i32[h + 3 * stride + thr]!;
-    if (seen >= want) return thr;
+  for (let seen = 0; thr < 512; thr++) {
+    seen += i32[h + thr]!;
+    if (seen >= want) break;
   }
-  return 512;
+  return thr;
 }
 
 /** Builds a company's gallery from its stored templates. */

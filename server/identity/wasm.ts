@@ -52,10 +52,7 @@ export interface HammingExports {
   collect(out: number, n: number, thr: number, cand: number, max: number): number;
   /** `scan` with 128-bit SIMD (i8x16.popcnt): slower here than scalar i64.popcnt; kept for the benchmark. */
   scanSimd(codes: number, n: number, query: number, out: number, hist: number): void;
-  /**
-   * `scan` over 32-byte codes (the first 256 bits of each code, stored apart): a search's first pass. The histogram is
-   * four (slot modulo 4 of the code's address / 32, HALF_HISTOGRAM_BYTES apart), to be added up.
-   */
+  /** `scan` over 32-byte codes (the first 256 bits of each code, stored apart): a search's first pass. */
   scanHalf(codes: number, n: number, query: number, out: number, hist: number): void;
   /**
    * For the c slots listed (i32) at `list`: out[s] += popcount(the 32-byte code at codes + s * 32 xor the query's
@@ -65,9 +62,6 @@ export interface HammingExports {
   /** `collect` over the c slots listed at `list`: writes to cand those with out[s] <= thr, at most max; returns how many. */
   collectListed(list: number, c: number, out: number, thr: number, cand: number, max: number): number;
 }
-
-/** scanHalf's four histograms (257 i32 each: distances 0 .. 256) lie this many bytes apart. */
-export const HALF_HISTOGRAM_BYTES = 1028;
 
 /** WebAssembly pages are 64 KiB. */
 export const PAGE = 65536;
@@ -102,10 +96,7 @@ const set = (i: number) => [0x21, ...uleb(i)];
 const tee = (i: number) => [0x22, ...uleb(i)];
 const i32 = (n: number) => [0x41, ...sleb(n)];
 const ADD = [0x6a];
-const MUL = [0x6c];
-const AND = [0x71];
 const SHL = [0x74];
-const SHR_U = [0x76];
 const GE_U = [0x4f];
 const LE_U = [0x4d];
 const BLOCK = [0x02, 0x40];
@@ -173,11 +164,7 @@ function scanBody(words: 4 | 8): number[] {
     ...sum,
     ...WRAP, ...set(d),
     ...get(out), ...get(d), ...STORE16,
-    ...get(hist),
-    // scanHalf: four histograms, by slot modulo 4 (HALF_HISTOGRAM_BYTES apart), so that two near codes with the same
-    // distance do not wait for each other's increment (a store-to-load chain): the caller adds them up.
-    ...(words === 4 ? [...get(codes), ...i32(5), ...SHR_U, ...i32(3), ...AND, ...i32(HALF_HISTOGRAM_BYTES), ...MUL, ...ADD] : []),
-    ...get(d), ...i32(2), ...SHL, ...ADD, ...tee(h), ...get(h), ...LOAD, ...i32(1), ...ADD, ...STORE,
+    ...get(hist), ...get(d), ...i32(2), ...SHL, ...ADD, ...tee(h), ...get(h), ...LOAD, ...i32(1), ...ADD, ...STORE,
     ...get(out), ...i32(2), ...ADD, ...set(out),
     ...get(codes), ...i32(words * 8), ...ADD, ...set(codes),
     ...BR(0), ...END, ...END,
