@@ -227,6 +227,10 @@ describe.skipIf(missing)('the domains on PostgreSQL', () => {
   });
 
   it('door counting, occupancy and alert conditions (server/cameras/counting.test.ts, server/crossings/crossings.test.ts)', async () => {
+    // The day's crossings must lie before the last hour, which the counting health counts apart; in the first two hours
+    // after midnight (UTC) today has no such time, so this test's clock is then the end of yesterday (everything below
+    // is given this time explicitly).
+    const now = Date.now() % DAY < 2 * HOUR ? Date.now() - (Date.now() % DAY) - 1 : Date.now();
     const { companyCounting, silentDoors } = await import('../server/cameras/counting.js');
     const { shopsToday, shopsWithLine, forgetDays } = await import('../server/crossings/service.js');
     const { conditions } = await import('../server/alerts/conditions.js');
