@@ -53,6 +53,21 @@ describe('Hamming kernel', () => {
     const want = [...expected.keys()].filter((i) => expected[i]! <= thr);
     expect(Array.from(new Int32Array(memory.buffer, cand, c))).toEqual(want);
     expect(k.collect(out, n, thr, cand, 3)).toBe(Math.min(3, want.length));
+    expect(Array.from(new Int32Array(memory.buffer, cand, 3))).toEqual(want.slice(0, 3));
+
+    // Eight slots at a time, then the rest one by one: every length around a multiple of eight, every threshold
+    // between none and all kept, and a cap that falls inside a group of eight.
+    for (const len of [0, 1, 7, 8, 9, 15, 16, 17, 999]) {
+      for (const t of [0, 230, 250, 256, 270, 512]) {
+        const all = [...expected.keys()].filter((i) => i < len && expected[i]! <= t);
+        const got = k.collect(out, len, t, cand, 5000);
+        expect(Array.from(new Int32Array(memory.buffer, cand, got))).toEqual(all);
+        for (const cap of [1, 5, 13]) {
+          const part = k.collect(out, len, t, cand, cap);
+          expect(Array.from(new Int32Array(memory.buffer, cand, part))).toEqual(all.slice(0, cap));
+        }
+      }
+    }
   });
 
   it('the two-pass functions: first halves scanned, the listed slots completed to 512 bits, the listed collected', () => {

@@ -23,10 +23,27 @@
  *         (local.set $out (i32.add (local.get $out) (i32.const 2)))
  *         (local.set $codes (i32.add (local.get $codes) (i32.const 64)))
  *         (br 0))))
- *     ;; Writes to cand (i32) the indexes i < n with out[i] <= thr, at most max of them; returns how many.
+ *     ;; Writes to cand (i32) the indexes i < n with out[i] <= thr, in order, at most max of them; returns how many.
  *     (func (export "collect") (param $out i32) (param $n i32) (param $thr i32) (param $cand i32) (param $max i32)
- *       (result i32) (local $i i32) (local $c i32)
- *       (block (loop
+ *       (result i32) (local $i i32) (local $c i32) (local $m i32) (local $end i32) (local $t v128)
+ *       (local.set $t (i16x8.splat (local.get $thr)))
+ *       (local.set $end (i32.and (local.get $n) (i32.const -8)))
+ *       (block (loop                                   ;; eight slots at a time
+ *         (br_if 1 (i32.ge_u (local.get $i) (local.get $end)))
+ *         (br_if 1 (i32.ge_u (local.get $c) (local.get $max)))
+ *         (local.set $m (i16x8.bitmask (i16x8.le_u
+ *           (v128.load (i32.add (local.get $out) (i32.shl (local.get $i) (i32.const 1)))) (local.get $t))))
+ *         (block (loop                                 ;; the set bits, lowest first
+ *           (br_if 1 (i32.eqz (local.get $m)))
+ *           (br_if 1 (i32.ge_u (local.get $c) (local.get $max)))
+ *           (i32.store (i32.add (local.get $cand) (i32.shl (local.get $c) (i32.const 2)))
+ *             (i32.add (local.get $i) (i32.ctz (local.get $m))))
+ *           (local.set $c (i32.add (local.get $c) (i32.const 1)))
+ *           (local.set $m (i32.and (local.get $m) (i32.sub (local.get $m) (i32.const 1))))
+ *           (br 0)))
+ *         (local.set $i (i32.add (local.get $i) (i32.const 8)))
+ *         (br 0)))
+ *       (block (loop                                   ;; the last n % 8 slots, one by one
  *         (br_if 1 (i32.ge_u (local.get $i) (local.get $n)))
  *         (br_if 1 (i32.ge_u (local.get $c) (local.get $max)))
  *         (if (i32.le_u (i32.load16_u (i32.add (local.get $out) (i32.shl (local.get $i) (i32.const 1)))) (local.get $thr))
@@ -117,6 +134,13 @@ const I8_ADD = simd(0x6e);
 const I16_EXTADD_U = simd(0x7d);
 const I32_EXTADD_U = simd(0x7f);
 const LANE = (l: number) => [...simd(0x1b), l];
+const I16_SPLAT = simd(0x10);
+const I16_LE_U = simd(0x34);
+const I16_BITMASK = simd(0x84);
+const AND = [0x71];
+const SUB = [0x6b];
+const EQZ = [0x45];
+const CTZ = [0x68];
 
 function scanSimdBody(): number[] {
   const [codes, n, q, out, hist] = [0, 1, 2, 3, 4];
@@ -215,17 +239,38 @@ function collectListedBody(): number[] {
   ];
 }
 
+/**
+ * "collect": eight distances at a time (i16x8.le_u against the threshold, a bitmask, its set bits in index order),
+ * then the last n % 8 one by one. The scalar loop's branch per slot was 4 % of head office's CPU at 400 visits a
+ * second (a `perf` profile: ~50 µs a face over 20,000 slots).
+ */
 function collectBody(): number[] {
-  const [out, n, thr, cand, max, i, c] = [0, 1, 2, 3, 4, 5, 6];
+  const [out, n, thr, cand, max, i, c, m, end, t] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  const hit = (slot: number[]) => [
+    ...get(cand), ...get(c), ...i32(2), ...SHL, ...ADD, ...slot, ...STORE,
+    ...get(c), ...i32(1), ...ADD, ...set(c),
+  ];
   return [
+    ...get(thr), ...I16_SPLAT, ...set(t),
+    ...get(n), ...i32(-8), ...AND, ...set(end),
+    ...BLOCK, ...LOOP,
+    ...get(i), ...get(end), ...GE_U, ...BR_IF(1),
+    ...get(c), ...get(max), ...GE_U, ...BR_IF(1),
+    ...get(out), ...get(i), ...i32(1), ...SHL, ...ADD, ...V_LOAD(0), ...get(t), ...I16_LE_U, ...I16_BITMASK, ...set(m),
+    ...BLOCK, ...LOOP,
+    ...get(m), ...EQZ, ...BR_IF(1),
+    ...get(c), ...get(max), ...GE_U, ...BR_IF(1),
+    ...hit([...get(i), ...get(m), ...CTZ, ...ADD]),
+    ...get(m), ...get(m), ...i32(1), ...SUB, ...AND, ...set(m),
+    ...BR(0), ...END, ...END,
+    ...get(i), ...i32(8), ...ADD, ...set(i),
+    ...BR(0), ...END, ...END,
+    // The last n % 8 slots.
     ...BLOCK, ...LOOP,
     ...get(i), ...get(n), ...GE_U, ...BR_IF(1),
     ...get(c), ...get(max), ...GE_U, ...BR_IF(1),
     ...get(out), ...get(i), ...i32(1), ...SHL, ...ADD, ...LOAD16_U, ...get(thr), ...LE_U,
-    ...IF,
-    ...get(cand), ...get(c), ...i32(2), ...SHL, ...ADD, ...get(i), ...STORE,
-    ...get(c), ...i32(1), ...ADD, ...set(c),
-    ...END,
+    ...IF, ...hit(get(i)), ...END,
     ...get(i), ...i32(1), ...ADD, ...set(i),
     ...BR(0), ...END, ...END,
     ...get(c),
@@ -257,7 +302,7 @@ export function hammingModuleBytes(): Uint8Array {
     ])),
     ...section(10, vec([
       fn([[8, I64], [3, I32]], scanBody(8)),
-      fn([[2, I32]], collectBody()),
+      fn([[4, I32], [1, V128]], collectBody()),
       fn([[4, V128], [1, I32], [1, V128], [2, I32]], scanSimdBody()),
       fn([[8, I64], [3, I32]], scanBody(4)),
       fn([[4, I64], [6, I32]], finishBody()),
