@@ -496,7 +496,7 @@ export async function run(): Promise<string> {
       `and polls GET /api/visits (limit 1000, following the cursor, ${POLL_PAUSE_MS} ms pause unless a page was full): load generator and`,
       `head office share the same 2 cores. Gallery: ${GALLERY.toLocaleString('en')} customers. Visits: 60 % returning customers, 30 % new people,`,
       `10 % faces under the gate (no embedding). Embeddings: ${model.source}.`,
-      `Ingest batch window 5 ms (FOOTFALL_INGEST_BATCH_MS), at most 512 visits per transaction.`,
+      `Ingest batch window 20 ms from the oldest queued visit (FOOTFALL_INGEST_BATCH_MS's default), at most 512 visits per transaction.`,
       '',
       table(
         ['measure', 'result'],

@@ -163,7 +163,7 @@ export const configSchema = z.object({
   FOOTFALL_CAMERA_SYNC_S: int(5, 3600).default(60),
   FOOTFALL_VISITS_LIMIT_DEFAULT: int(1, 100_000).default(100),
   FOOTFALL_VISITS_LIMIT_MAX: int(1, 100_000).default(1000),
-  FOOTFALL_INGEST_BATCH_MS: int(0, 1000).default(5),
+  FOOTFALL_INGEST_BATCH_MS: int(0, 1000).default(20),
   // A visit is a stay (docs/visits-and-customers.md): a customer seen again in the same shop within this many seconds
   // of their last sighting there is still on the same visit (0: only overlapping sightings join).
   FOOTFALL_VISIT_GAP_S: int(0, 86_400).default(1800),

@@ -39,7 +39,7 @@ export interface Committed {
 /**
  * The visit ingest's work, on its own thread (server/visits/ingest-worker.ts, fed by VisitIngest on the main
  * thread). Each message is validated with the shared schema (a bad one is logged and dropped), queued, and written
- * with the others that arrived within FOOTFALL_INGEST_BATCH_MS in one transaction:
+ * with the others that arrived within FOOTFALL_INGEST_BATCH_MS of the oldest queued one, in one transaction:
  *
  * - visits of a suspended company, or of a shop that no longer exists, are dropped;
  * - a visit_id the company already has (at-least-once delivery re-sends) is dropped, also within the batch;
@@ -147,7 +147,7 @@ export class IngestCore {
         embedding = undefined;
       }
     }
-    this.queue.push({ id, username: brokerUsername(parsed.companySlug, parsed.shopSlug), msg, embedding, receivedAt });
+    this.queue.push({ id, username: brokerUsername(parsed.companySlug, parsed.shopSlug), msg, embedding, receivedAt, queuedAt: performance.now() });
     this.schedule();
   }
 
@@ -177,8 +177,11 @@ export class IngestCore {
       return;
     }
     if (this.timer !== undefined) return;
-    const ms = this.deps.config.FOOTFALL_INGEST_BATCH_MS;
-    this.timer = ms === 0 ? { kind: 'now', handle: setImmediate(() => void this.tick()) } : { kind: 'window', handle: setTimeout(() => void this.tick(), ms) };
+    // The window counts from the oldest visit queued: visits that arrived while the batch before was being written
+    // have waited already, and wait only for what is left of it (a window per batch on top of each write made a
+    // visit wait up to two windows and a write).
+    const left = this.deps.config.FOOTFALL_INGEST_BATCH_MS - (performance.now() - (this.queue[0]?.queuedAt ?? performance.now()));
+    this.timer = left <= 0 ? { kind: 'now', handle: setImmediate(() => void this.tick()) } : { kind: 'window', handle: setTimeout(() => void this.tick(), left) };
   }
 
   private clearTimer(): void {

@@ -23,6 +23,8 @@ export interface Pending {
   /** Decoded and checked (finite, not all zeros); undefined: footfall without identity. */
   embedding: Float32Array | undefined;
   receivedAt: string;
+  /** When it was queued (performance.now()): the batch window counts from the oldest queued visit. */
+  queuedAt: number;
 }
 
 /** A batch decided against a gallery that an erasure or merge on the main thread had just made stale. */
