@@ -96,6 +96,26 @@ describe.skipIf(sqliteOnly('server/db/transaction.test.ts', 'store.tx on one SQL
       expect(sqliteOf(store).inTransaction).toBe(false);
       expect(await slugs()).toEqual([]);
     }
+    // Started from an immediate (the loop's check phase), with the body's timer due before the loop comes round:
+    // the next loop runs its timers before its immediates, and the body's timer must not resume it unnoticed.
+    const fromImmediate = () =>
+      new Promise((resolve, reject) =>
+        setImmediate(() => {
+          store
+            .tx(async () => {
+              await store.db.insert(companies).values(company('late'));
+              const due = new Promise((r) => setTimeout(r, 1));
+              const until = performance.now() + 3;
+              while (performance.now() < until); // the timer is due before this turn ends
+              await due;
+              await store.db.update(companies).set({ name: 'later' });
+            })
+            .then(resolve, reject);
+        }),
+      );
+    await expect(fromImmediate()).rejects.toBeInstanceOf(CrossedTurnError);
+    expect(sqliteOf(store).inTransaction).toBe(false);
+    expect(await slugs()).toEqual([]);
     // The connection is usable after a refusal.
     await store.tx(async () => void (await store.db.insert(companies).values(company('after'))));
     expect(await slugs()).toEqual(['after']);

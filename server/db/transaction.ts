@@ -57,9 +57,16 @@ function transactionRunner(sqlite: Database.Database): (begin: Begin) => AsyncTx
     sqlite.exec(begin);
     depth = 1;
     const mine = ++generation;
-    setImmediate(() => {
+    const mark = () => {
       if (depth > 0 && generation === mine) crossed = true;
-    });
+    };
+    // Whatever the body awaits besides the database resumes it from the event loop, after one of these has run: the
+    // immediate for I/O (the loop does not wait in its poll phase while an immediate is pending) and for immediates;
+    // the 1-ms timer for timers. The timer is needed when this turn is itself an immediate: this immediate then runs
+    // in the next loop's check phase, after that loop's timers, and a timer the body set could resume it first (seen
+    // under load in CI). Timers fire in order of expiry, and this one expires first.
+    const immediate = setImmediate(mark);
+    const timer = setTimeout(mark, 0);
     try {
       const value = await fn();
       if (crossed) throw new CrossedTurnError();
@@ -72,6 +79,8 @@ function transactionRunner(sqlite: Database.Database): (begin: Begin) => AsyncTx
       throw e;
     } finally {
       depth = 0;
+      clearImmediate(immediate);
+      clearTimeout(timer);
     }
   }
 
