@@ -1,3 +1,4 @@
+import { endianness } from 'node:os';
 import { z } from 'zod';
 
 /**
@@ -96,7 +97,7 @@ export type Goodbye = z.infer<typeof Goodbye>;
 /** A face embedding: 512 float32 values, little-endian, base64 (2,048 bytes, 2,732 characters). */
 export const EMBEDDING_DIMS = 512;
 export const EMBEDDING_BYTES = EMBEDDING_DIMS * 4;
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+const LITTLE_ENDIAN = endianness() === 'LE';
 /**
  * Base64 with its padding: groups of four characters, at most two `=` at the end. Written as a length check and one
  * character class, not a pattern of four-character groups: the same strings, half the time on 2,732 characters

@@ -1,4 +1,5 @@
 /** Frames and small images into model tensors: resizing (bilinear, exact area average) and normalisation. */
+import { endianness } from 'node:os';
 import type { TensorFormat } from './image-core.js';
 import type { RgbImage } from './types.js';
 // Whole-frame resize (area average) straight into a tensor: the detector's input, once per frame.
@@ -150,7 +151,7 @@ function resizeBoxToTensor(img: RgbImage, outW: number, outH: number, fmt: Tenso
   return tensor;
 }
 
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+const LITTLE_ENDIAN = endianness() === 'LE';
 
 /** Whether resizeBox4x3ToTensor applies: blocks 4 x 3 pixels (1280x720 -> 320x240), the frame word-aligned. */
 function fourByThreeBlocks(img: RgbImage, outW: number, outH: number): boolean {

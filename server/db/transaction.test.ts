@@ -23,6 +23,8 @@ describe.skipIf(sqliteOnly('server/db/transaction.test.ts', 'store.tx on one SQL
   });
 
   const company = (slug: string) => ({ id: `id-${slug}`, slug, name: slug, createdAt: new Date().toISOString() });
+  /** Runs f from an immediate (the event loop's check phase). */
+  const turn = <T>(f: () => Promise<T>) => new Promise<T>((resolve, reject) => setImmediate(() => f().then(resolve, reject)));
   const slugs = async () => (await store.db.select({ slug: companies.slug }).from(companies).orderBy(companies.slug)).map((r) => r.slug);
 
   it('commits what the body wrote and hands back its value; the helpers read the answers', async () => {
@@ -70,7 +72,6 @@ describe.skipIf(sqliteOnly('server/db/transaction.test.ts', 'store.tx on one SQL
         await store.db.insert(companies).values(company(slug));
         if (fail) throw new Error(`${slug} refused`);
       });
-    const turn = <T>(f: () => Promise<T>) => new Promise<T>((resolve, reject) => setImmediate(() => f().then(resolve, reject)));
     const results = await Promise.allSettled([turn(() => run('a')), turn(() => run('b', true)), turn(() => run('c'))]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(await slugs()).toEqual(['a', 'c']);
@@ -98,22 +99,17 @@ describe.skipIf(sqliteOnly('server/db/transaction.test.ts', 'store.tx on one SQL
     }
     // Started from an immediate (the loop's check phase), with the body's timer due before the loop comes round:
     // the next loop runs its timers before its immediates, and the body's timer must not resume it unnoticed.
-    const fromImmediate = () =>
-      new Promise((resolve, reject) =>
-        setImmediate(() => {
-          store
-            .tx(async () => {
-              await store.db.insert(companies).values(company('late'));
-              const due = new Promise((r) => setTimeout(r, 1));
-              const until = performance.now() + 3;
-              while (performance.now() < until); // the timer is due before this turn ends
-              await due;
-              await store.db.update(companies).set({ name: 'later' });
-            })
-            .then(resolve, reject);
-        }),
-      );
-    await expect(fromImmediate()).rejects.toBeInstanceOf(CrossedTurnError);
+    const fromImmediate = turn(() =>
+      store.tx(async () => {
+        await store.db.insert(companies).values(company('late'));
+        const due = new Promise((r) => setTimeout(r, 1));
+        const until = performance.now() + 3;
+        while (performance.now() < until); // the timer is due before this turn ends
+        await due;
+        await store.db.update(companies).set({ name: 'later' });
+      }),
+    );
+    await expect(fromImmediate).rejects.toBeInstanceOf(CrossedTurnError);
     expect(sqliteOf(store).inTransaction).toBe(false);
     expect(await slugs()).toEqual([]);
     // The connection is usable after a refusal.

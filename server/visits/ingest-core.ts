@@ -180,7 +180,8 @@ export class IngestCore {
     // The window counts from the oldest visit queued: visits that arrived while the batch before was being written
     // have waited already, and wait only for what is left of it (a window per batch on top of each write made a
     // visit wait up to two windows and a write).
-    const left = this.deps.config.FOOTFALL_INGEST_BATCH_MS - (performance.now() - (this.queue[0]?.queuedAt ?? performance.now()));
+    const now = performance.now();
+    const left = this.deps.config.FOOTFALL_INGEST_BATCH_MS - (now - (this.queue[0]?.queuedAt ?? now));
     this.timer = left <= 0 ? { kind: 'now', handle: setImmediate(() => void this.tick()) } : { kind: 'window', handle: setTimeout(() => void this.tick(), left) };
   }
 
