@@ -127,8 +127,13 @@ describe('footfall CLI', () => {
     expect(server.stdout).toMatch(/Usage: footfall server/);
   });
 
+  // One data folder for the three admin tests below, each with its own time budget: the first makes the admin,
+  // the second refuses what it should, the third signs both admins in on a started server.
+  const adminData = { dir: '', password: '' };
+
   it('admin create: a generated password printed once; a duplicate is refused with exit 1', async () => {
     const dataDir = tempDir();
+    adminData.dir = dataDir;
     const made = await run(['admin', 'create', '--email', 'Ops@Example.test'], { FOOTFALL_DATA_DIR: dataDir });
     expect(made.stderr).toBe('');
     expect(made.code).toBe(0);
@@ -141,7 +146,12 @@ describe('footfall CLI', () => {
     expect(dup.code).toBe(1);
     expect(dup.stderr).toMatch(/ops@example\.test already has an account/);
     expect(dup.stdout).not.toMatch(/Password/);
+    adminData.password = password!;
+  });
 
+  it('admin create: a chosen password is not printed; a short password, a bad email and a missing email exit 1', async () => {
+    const dataDir = adminData.dir;
+    expect(dataDir, 'the admin test above made the data folder').not.toBe('');
     const [chosen, short, badEmail, noEmail] = await Promise.all([
       run(['admin', 'create', '--email', 'second@example.test', '--password', 'chosen-password'], { FOOTFALL_DATA_DIR: dataDir }),
       run(['admin', 'create', '--email', 'third@example.test', '--password', 'short'], { FOOTFALL_DATA_DIR: dataDir }),
@@ -157,11 +167,14 @@ describe('footfall CLI', () => {
     expect(badEmail.stderr).toMatch(/not an email address/);
     expect(noEmail.code).toBe(1);
     expect(noEmail.stderr).toMatch(/--email/);
+  });
 
-    // The printed password signs in on a server started on the same data folder; no other admin is made.
+  it('admin create: both admins sign in on a server started on the same data folder; no other admin is made', async () => {
+    const { dir: dataDir, password } = adminData;
+    expect(password, 'the admin tests above made the admins').not.toBe('');
     const s = await startServerProcess(serverVars(dataDir));
     try {
-      expect(await login(s.url, 'ops@example.test', password!)).toBe(200);
+      expect(await login(s.url, 'ops@example.test', password)).toBe(200);
       expect(await login(s.url, 'second@example.test', 'chosen-password')).toBe(200);
       expect(s.stdout()).not.toMatch(/Platform admin created/);
     } finally {

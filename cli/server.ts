@@ -3,13 +3,14 @@ import { Command } from 'commander';
 import { configOrExit } from './server-config.js';
 import { openDatabase } from '../server/db/open.js';
 import { AdminError, createAdmin } from '../server/auth/admins.js';
-import { startServer } from '../server/start.js';
 
 export function serverCommand(): Command {
   return new Command('server')
     .description('Run head office: the HTTP API (for the web console and the mobile app), embedded MQTT broker, SQLite database (configured by FOOTFALL_* variables; see README)')
     .action(async () => {
       const config = configOrExit();
+      // Imported here, not at the top: `footfall admin create` shares this module and needs none of it.
+      const { startServer } = await import('../server/start.js');
       let running: Awaited<ReturnType<typeof startServer>>;
       try {
         running = await startServer(config);
