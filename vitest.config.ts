@@ -2,9 +2,6 @@ import { defineConfig } from 'vitest/config';
 import LongestFirst from './test/support/sequencer.js';
 import SkipSummary from './test/support/skip-summary.js';
 
-/** The files of the `console` project below. */
-const CONSOLE_FILES = ['test/console-*.test.ts', 'test/api-fuzz.test.ts', 'test/smoke.test.ts', 'test/onboarding.test.ts', 'test/visits-e2e.test.ts'];
-
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -35,20 +32,13 @@ export default defineConfig({
         test: { name: 'server', include: ['server/**/*.test.ts', 'shared/**/*.test.ts'], isolate: false },
       },
       {
-        // The console's browser tests and the other files that only drive an in-process head office over HTTP (and
-        // Chromium, and MQTT as a shop PC would): they change nothing of the process that outlives them, so they
-        // share worker processes as head office's own files do, and import head office once per worker.
-        extends: true,
-        test: { name: 'console', include: CONSOLE_FILES, isolate: false },
-      },
-      {
         extends: true,
         test: {
           name: 'isolated',
           include: ['agent/**/*.test.ts', 'cli/**/*.test.ts', 'test/**/*.test.ts'],
           // The install scripts under a real systemd run beside this run, in their own vitest (vitest.systemd.config.ts,
           // `npm test` starts both): minutes of debootstrap and apt-get downloads that would hold one of the workers.
-          exclude: ['**/node_modules/**', 'test/systemd.test.ts', ...CONSOLE_FILES],
+          exclude: ['**/node_modules/**', 'test/systemd.test.ts'],
         },
       },
     ],

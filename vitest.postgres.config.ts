@@ -25,9 +25,9 @@ export const postgresTestFiles = serverTestFiles('server').filter((f) => f.start
 
 /**
  * Head office's server suite on PostgreSQL (issue 27): the test files of the `server` project of vitest.config.ts
- * that open a database (above), every head office on a database of its own in one throwaway cluster (test/support/postgres-global.ts).
- * FOOTFALL_DATABASE_URL names PostgreSQL before anything is imported, so the tables are PostgreSQL's
- * (server/db/tables.ts); the harness then gives each head office its own database.
+ * that open a database (above), every head office on a database of its own in one throwaway cluster
+ * (test/support/postgres-global.ts). FOOTFALL_DATABASE_URL names PostgreSQL before anything is imported, so the
+ * tables are PostgreSQL's (server/db/tables.ts); the harness then gives each head office its own database.
  */
 export default defineConfig({
   test: {

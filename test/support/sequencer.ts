@@ -45,35 +45,40 @@ export interface Job<T> {
    * The project, when its files share worker processes (`isolate: false`, vitest.config.ts). vitest hands a finished
    * file's process to the next file only when that next file in the queue is of the same such project; any other
    * file in between and the process is ended, and the next one pays the whole import again. So these files go as
-   * one block per project, longest first, placed among the isolated files by its longest file.
+   * one block per project, longest first, right after the first camera file: the other workers take them in turn
+   * while that file counts (the camera files run at a higher priority than the rest, test/support/priority.ts).
    */
   shared?: string | undefined;
 }
 
 /**
- * The order to hand files to `workers` workers: the run played out with the known lengths. The batch files (every
- * file but the camera files) queue longest first (failed first of all), each shared-process project as one block
- * where its longest file would stand; a camera file is handed to the first worker that comes free while no other
- * holds the slot, so the camera files run one after another from the start rather than wait at the end (a block of
- * 80 files placed before them kept them back: the last one started 60 s before the end, then waited for the slot).
- * A camera file that would have to wait is taken only when nothing else is left.
+ * The order to hand files to `workers` workers: the run played out with the known lengths, each worker that comes
+ * free taking the first file (failed first, then longest) that can start at once, a camera file only while no other
+ * holds the slot; a camera file that would have to wait is taken only when nothing else is left.
  */
 export function schedule<T>(jobs: Job<T>[], workers: number): T[] {
-  const longest = (a: Job<T>, b: Job<T>) => b.ms - a.ms;
-  const failed = jobs.filter((j) => j.failed).sort(longest);
-  const cameras = jobs.filter((j) => !j.failed && j.camera).sort(longest);
+  const first = (a: Job<T>, b: Job<T>) => (a.failed !== b.failed ? (a.failed ? -1 : 1) : b.ms - a.ms);
   const blocks = new Map<string, Job<T>[]>();
-  for (const j of jobs) if (!j.failed && !j.camera && j.shared !== undefined) blocks.set(j.shared, [...(blocks.get(j.shared) ?? []), j]);
-  const units: Job<T>[][] = [...jobs.filter((j) => !j.failed && !j.camera && j.shared === undefined).map((j) => [j]), ...[...blocks.values()].map((b) => b.sort(longest))];
-  const batch = [...failed, ...units.sort((a, b) => b[0]!.ms - a[0]!.ms).flat()];
+  const inBlock = (j: Job<T>) => j.shared !== undefined && !j.failed; // a file that failed last time still goes first
+  for (const j of jobs) if (inBlock(j)) blocks.set(j.shared!, [...(blocks.get(j.shared!) ?? []), j]);
+  const block = [...blocks.values()].flatMap((b) => b.sort(first).map((j) => j.item));
+  const order = played(jobs.filter((j) => !inBlock(j)).sort(first), workers);
+  const cameras = new Set(jobs.filter((j) => j.camera).map((j) => j.item));
+  const at = order.findIndex((item) => cameras.has(item)) + 1 || order.length;
+  return [...order.slice(0, at), ...block, ...order.slice(at)];
+}
 
+/** The isolated files' order (`left` sorted failed first, then longest). */
+function played<T>(left: Job<T>[], workers: number): T[] {
   const free = Array.from({ length: Math.max(1, workers) }, () => 0); // when each worker comes free
   let slotFreeAt = 0;
   const order: T[] = [];
-  while (batch.length > 0 || cameras.length > 0) {
+  while (left.length > 0) {
     const w = free.indexOf(Math.min(...free));
     const now = free[w]!;
-    const job = cameras.length > 0 && (slotFreeAt <= now || batch.length === 0) ? cameras.shift()! : batch.shift()!;
+    let i = left.findIndex((j) => !j.camera || slotFreeAt <= now);
+    if (i < 0) i = 0;
+    const job = left.splice(i, 1)[0]!;
     const start = job.camera ? Math.max(now, slotFreeAt) : now;
     free[w] = start + job.ms;
     if (job.camera) slotFreeAt = free[w]!;
