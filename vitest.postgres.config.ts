@@ -1,8 +1,9 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 import SkipSummary from './test/support/skip-summary.js';
 import { postgresMissing } from './test/support/postgres.js';
+import { testFilesUnder } from './test/support/test-files.js';
 
 // Where PostgreSQL is not installed (a newcomer's bare machine) the run has nothing to do, and says why.
 const missing = postgresMissing();
@@ -14,14 +15,8 @@ if (missing) console.warn(`npm run test:postgres: skipped, ${missing}`);
  * the same code whatever the database, and run once, in the main run: here they were ~25 s of CPU for nothing.
  */
 const OPENS_A_DATABASE = /\b(startHarness|startServer|openDatabase|openStore|openPostgresStore|createDatabaseAt|onPostgresRun)\b|support\/(harness|stores)\.js/;
-function serverTestFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) return serverTestFiles(p);
-    return e.name.endsWith('.test.ts') ? [p] : [];
-  });
-}
-export const postgresTestFiles = serverTestFiles('server').filter((f) => f.startsWith(path.join('server', 'db', 'pg')) || OPENS_A_DATABASE.test(readFileSync(f, 'utf8')));
+const postgresTestFiles = (): string[] =>
+  testFilesUnder('server').filter((f) => f.startsWith(path.join('server', 'db', 'pg')) || OPENS_A_DATABASE.test(readFileSync(f, 'utf8')));
 
 /**
  * Head office's server suite on PostgreSQL (issue 27): the test files of the `server` project of vitest.config.ts
@@ -40,7 +35,7 @@ export default defineConfig({
     passWithNoTests: true,
     env: { FOOTFALL_TEST_PASSWORD_COST: 'low', FOOTFALL_DATABASE_URL: 'postgres://set-per-head-office.invalid/', FOOTFALL_POSTGRES_PREVIEW: 'true' },
     reporters: ['default', new SkipSummary()],
-    include: missing ? [] : postgresTestFiles,
+    include: missing ? [] : postgresTestFiles(),
     isolate: false,
   },
 });

@@ -4,23 +4,15 @@
  * FOOTFALL_SHARED_FACES=off, as .ci/run's first step) their parts that need it skip with a printed reason.
  * The list is found, not kept by hand: every test file that calls one of the fixtures' ../shared helpers.
  */
-import { readFileSync, readdirSync } from 'node:fs';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
+import { testFilesUnder } from './test/support/test-files.js';
 
 const SHARED_HELPERS = /\b(sharedFacesDir|sharedClip|testClip)\(/;
 const roots = ['server', 'agent', 'shared', 'cli', 'test'];
 
-function testFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) return e.name === 'node_modules' ? [] : testFiles(p);
-    return e.name.endsWith('.test.ts') ? [p] : [];
-  });
-}
-
-export const sharedTestFiles = roots.flatMap(testFiles).filter((f) => SHARED_HELPERS.test(readFileSync(f, 'utf8')));
+export const sharedTestFiles = roots.flatMap(testFilesUnder).filter((f) => SHARED_HELPERS.test(readFileSync(f, 'utf8')));
 
 // One project of just these files (the main config's projects split the whole suite by folder).
 export default defineConfig({ test: { ...base.test, projects: undefined, include: sharedTestFiles } });
