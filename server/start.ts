@@ -8,7 +8,7 @@ import type { Config } from './config.js';
 import type { Deps } from './context.js';
 import type { Store } from './db/open.js';
 import { openStore } from './db/store.js';
-import { startCheckpointer } from './db/checkpointer.js';
+import { laterCheckpointer } from './db/checkpointer.js';
 import { loadKeys, unusableKeys, type Keys } from './crypto/keys.js';
 import { openBroker, type Broker } from './broker/broker.js';
 import { adminExists, createAdmin } from './auth/admins.js';
@@ -67,9 +67,9 @@ export const DEFAULT_ADMIN_EMAIL = 'admin@footfall.local';
 export async function startServer(config: Config, opts: { log?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
   const log = opts.log ?? createLogger(config.FOOTFALL_LOG_LEVEL);
   const announce = opts.announce ?? ((line: string) => process.stdout.write(line + '\n'));
-  // The WAL is checkpointed on a thread of its own, so no request and no visit waits for one (server/db/checkpointer.ts).
-  const store = await openStore(config, { autoCheckpoint: false });
-  const checkpointer = store.dialect === 'sqlite' ? startCheckpointer(config, log) : undefined;
+  // Once visits come, the WAL is checkpointed on a thread of its own, so no visit waits for one (server/db/checkpointer.ts).
+  const store = await openStore(config);
+  const checkpointer = store.dialect === 'sqlite' ? laterCheckpointer(config, log, store) : undefined;
   const closeStore = async () => {
     await checkpointer?.stop();
     await store.close();
@@ -101,16 +101,19 @@ export async function startServer(config: Config, opts: { log?: Logger; announce
   const purgers = [providerAccountsPurger(config, store), imagesPurger({ store, config }), shopLoginsPurger(store, shopLogins), snapshotsPurger({ store, config }), identities.purger()];
   const metrics = config.FOOTFALL_METRICS_TOKEN ? new Metrics() : undefined;
   const deps: Deps = { config, store, log, keys, broker, purgers, shopLogins, live, identities, arrivals, ...(metrics ? { metrics } : {}) };
-  const stopHeartbeats = await ingestHeartbeats(deps);
+  // The visit ingest thread and the WAL checkpoint thread start when shop PCs report (a heartbeat, a crossing or a
+  // visit), not with head office: a head office nobody reports to yet does not pay for them (server/visits/ingest.ts).
+  const ingest = new VisitIngest(deps, () => checkpointer?.start());
+  const reporting = () => ingest.warm();
+  const stopHeartbeats = await ingestHeartbeats({ ...deps, reporting });
   // PostgreSQL: every process's streams get every process's arrivals (server/visits/arrivals-relay.ts).
   const relay = store.dialect === 'postgres' ? new ArrivalsRelay({ url: config.FOOTFALL_DATABASE_URL!, store, config, hub: arrivals, log }) : undefined;
   await relay?.start();
   // PostgreSQL: the read cache hears every process's changes (server/db/pg/changes.ts).
   const changes = store.dialect === 'postgres' ? new ChangeListener({ url: config.FOOTFALL_DATABASE_URL!, store, log }) : undefined;
   await changes?.start();
-  const ingest = new VisitIngest(deps);
-  await ingest.start();
-  const crossings = new CrossingIngest(deps);
+  ingest.start();
+  const crossings = new CrossingIngest({ ...deps, reporting });
   crossings.start();
   metrics?.watch({ config, store, broker, arrivals, live, ingest, crossings });
   const reports = reportPool(deps);

@@ -62,7 +62,8 @@ export class CrossingIngest {
   private stopping = false;
   private readonly warned = new Map<string, { at: number; suppressed: number }>();
 
-  constructor(private readonly deps: { store: Store; broker: Broker; log: Logger }) {}
+  /** `reporting` is called on every crossing handed over (head office starts its visit ingest thread on the first). */
+  constructor(private readonly deps: { store: Store; broker: Broker; log: Logger; reporting?: () => void }) {}
 
   get stats(): CrossingStats {
     return { ...this.counters };
@@ -83,6 +84,7 @@ export class CrossingIngest {
 
   private hand(packet: HeldMessage): Promise<void> {
     if (this.stopping) return Promise.reject(new Error('crossing ingest is not running'));
+    this.deps.reporting?.();
     this.counters.received++;
     const parsed = parseTopic(packet.topic);
     if (!parsed) return Promise.resolve();

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { spawnWorker } from '../thread.js';
 import type { CheckpointInit } from './checkpoint-worker.js';
+import type { SqliteStore } from './open.js';
 
 /** How often the WAL is checkpointed (PASSIVE): small WAL files, each checkpoint copying little. */
 const EVERY_MS = 250;
@@ -51,6 +52,28 @@ export function startCheckpointer(config: Config, log: Logger, opts: { restartFr
         w.postMessage('stop');
       });
       await w.terminate();
+    },
+  };
+}
+
+/**
+ * The checkpoint thread, started when head office starts taking visits (the ingest thread's start: server/start.ts)
+ * rather than with head office. Until then the main thread's connection checkpoints in its own commits (SQLite's
+ * default, every 1,000 pages): the few writes of the console and the API, with no PUBACK waiting on them. `start`
+ * turns that off before the thread's first checkpoint.
+ */
+export function laterCheckpointer(config: Config, log: Logger, store: SqliteStore): { start(): void; stop(): Promise<void> } {
+  let running: { stop(): Promise<void> } | undefined;
+  let stopped = false;
+  return {
+    start() {
+      if (running || stopped) return;
+      store.sqlite.pragma('wal_autocheckpoint = 0');
+      running = startCheckpointer(config, log);
+    },
+    async stop() {
+      stopped = true;
+      await running?.stop();
     },
   };
 }

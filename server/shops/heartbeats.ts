@@ -26,12 +26,14 @@ const FLUSH_MS = 500;
 /**
  * Heartbeat ingest: head office listens on the broker (Broker.listen) to `ff/+/+/up/heartbeat`. The broker's topic rule
  * guarantees that only the shop's own login can publish there, so the topic names the shop. A heartbeat that does
- * not parse is logged and dropped. Returns a function that stops the ingest.
+ * not parse is logged and dropped. `reporting` is called on every heartbeat (head office starts its visit ingest
+ * thread on the first: server/start.ts). Returns a function that stops the ingest.
  */
-export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log: Logger }): Promise<() => Promise<void>> {
+export async function ingestHeartbeats(deps: { store: Store; broker: Broker; log: Logger; reporting?: () => void }): Promise<() => Promise<void>> {
   const { store, broker, log } = deps;
   const topic = upFilterAllShops('heartbeat');
   const deliver = (packet: HeldMessage) => {
+    deps.reporting?.();
     try {
       record(packet);
     } catch (err) {

@@ -27,8 +27,11 @@ interface Waiting {
  * and the shop. Matching and writing take most of the CPU of ingest, so they run beside the HTTP server and the
  * broker instead of between their events; the committed rows come back here for the arrival streams.
  *
- * If the ingest thread dies, the publishes it held are refused (their connections close and the shop PCs send them
- * again) and it is started again. While head office stops, new visits are refused the same way.
+ * The thread starts when shop PCs start reporting (`warm`: their first heartbeat or crossing) or with the first visit,
+ * not with head office: a head office nobody reports to (the console and the API alone, most tests) does not pay for
+ * it (~0.4 s of CPU and its own copy of the modules). If the ingest thread dies, the publishes it held are refused
+ * (their connections close and the shop PCs send them again) and it is started again. While head office stops, new
+ * visits are refused the same way.
  */
 export class VisitIngest {
   private worker: Worker | undefined;
@@ -46,7 +49,14 @@ export class VisitIngest {
 
   constructor(
     private readonly deps: { config: Config; log: Logger; store: Store; broker: Broker; arrivals: ArrivalsHub; identities: IdentityControl },
+    /** Called once, as the thread first starts (head office starts its WAL checkpoint thread then). */
+    private readonly onFirstThread: () => void = () => {},
   ) {}
+
+  /** Whether the ingest thread has been started (it starts with `warm` or the first visit). */
+  get threadStarted(): boolean {
+    return this.worker !== undefined;
+  }
 
   /** Counters over the server's life: `received` by the broker hook, the rest from the ingest thread. */
   get stats(): IngestStats {
@@ -56,10 +66,20 @@ export class VisitIngest {
     return s;
   }
 
-  async start(): Promise<void> {
-    this.spawn();
+  /**
+   * Takes visits from the broker. The thread itself starts with `warm` or the first visit; until then the identity
+   * notices have nothing to update (the thread reads the galleries, markers included, from the database as it starts).
+   */
+  start(): void {
     this.deps.identities.attach((m) => this.post(m));
     this.removeHold = this.deps.broker.holdAcks('visit', (message) => this.hand(message));
+  }
+
+  /** Starts the ingest thread if it is not running yet (shop PCs are reporting: its galleries load before their visits come). */
+  warm(): void {
+    if (this.worker || this.stopping) return;
+    this.onFirstThread();
+    this.spawn();
   }
 
   /** Refuses new visits, lets the ingest thread write what it holds (their PUBACKs go out), and ends it. */
@@ -86,6 +106,7 @@ export class VisitIngest {
 
   /** Resolves when everything handed over so far is written (tests, benchmark). */
   drained(): Promise<void> {
+    if (!this.worker) return Promise.resolve(); // nothing was handed over
     const id = ++this.nextDrain;
     return new Promise((resolve) => {
       this.drains.set(id, resolve);
@@ -101,7 +122,8 @@ export class VisitIngest {
 
   /** One visit publish: handed over; resolves (PUBACK) once written, rejects (connection closed) if it cannot be. */
   private hand(packet: HeldMessage): Promise<void> {
-    if (this.stopping || !this.worker) return Promise.reject(new Error('visit ingest is not running'));
+    if (this.stopping) return Promise.reject(new Error('visit ingest is not running'));
+    this.warm();
     const id = ++this.nextId;
     // A copy with its own ArrayBuffer, moved (not copied again) to the ingest thread.
     const payload = new Uint8Array(packet.payload);
