@@ -14,6 +14,9 @@ const SLOW_MS = 200;
  */
 export const RESTART_FRAMES = 16_384;
 
+/** How soon the next PASSIVE checkpoint runs once the WAL holds a quarter of RESTART_FRAMES (see checkpointEvery). */
+const HURRY_MS = 10;
+
 /** How long a TRUNCATE checkpoint waits for the writer and for readers to leave the WAL before giving up (next tick). */
 const RESTART_WAIT_MS = 50;
 
@@ -34,23 +37,29 @@ export interface CheckpointOptions {
  * polls a second one poll in about 250 copied up to 4 MB into the database file and synced it before answering). The
  * main thread's and the ingest thread's connections therefore have automatic checkpoints off (openDatabase's
  * `autoCheckpoint: false`), and the checkpoint thread (checkpoint-worker.ts) checkpoints every `everyMs` instead:
- * PASSIVE, so it never waits for, or blocks, a reader or a writer on another connection; and once the WAL holds
- * `restartFrames`, TRUNCATE, which waits up to RESTART_WAIT_MS for the writer to finish its batch and for readers to
- * leave the WAL, copies what the PASSIVE one left (a few milliseconds' worth), and starts the file over. Returns the
- * function that stops it.
+ * PASSIVE, so it never waits for, or blocks, a reader or a writer on another connection. Once the WAL holds a quarter
+ * of `restartFrames` it checkpoints every HURRY_MS instead, each time copying only the last commit or two: one that
+ * ends between two commits leaves every frame copied, and the writer's next transaction then starts the WAL over by
+ * itself, which costs the writer nothing. Only if the WAL still reaches `restartFrames`, TRUNCATE, which blocks the
+ * writer: it waits up to RESTART_WAIT_MS for the writer to finish its batch and for readers to leave the WAL, copies
+ * what the PASSIVE one left, and starts the file over (measured at 2,000 shop PCs: every ~2 s, 38-136 ms each, with the
+ * writer held: the PUBACK p99; docs/decisions.md, "The WAL starts over by itself"). Returns the function that stops it.
  */
 export function checkpointEvery(sqlite: Database.Database, everyMs: number, o: CheckpointOptions): () => void {
   const restartFrames = o.restartFrames ?? RESTART_FRAMES;
   let stuckToldAt = 0;
-  const timer = setInterval(() => {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const tick = (): number => {
     try {
       const t = performance.now();
       const [r] = sqlite.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
       const took = performance.now() - t;
       // A checkpoint syncs the database file: a slow disk makes the thread that runs it wait (reported, not hidden).
       if (took >= SLOW_MS) o.onSlow?.(took, r?.checkpointed ?? 0);
-      if ((r?.log ?? 0) < restartFrames) return;
-      if (truncateWal(sqlite, RESTART_WAIT_MS)) return;
+      const frames = r?.log ?? 0;
+      if (frames < restartFrames) return frames >= restartFrames / 4 ? HURRY_MS : everyMs;
+      if (truncateWal(sqlite, RESTART_WAIT_MS)) return everyMs;
       if (Date.now() - stuckToldAt >= 60_000) {
         stuckToldAt = Date.now();
         o.onStuck?.(r!.log);
@@ -58,9 +67,18 @@ export function checkpointEvery(sqlite: Database.Database, everyMs: number, o: C
     } catch (err) {
       o.onError(err);
     }
-  }, everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
+    return everyMs;
+  };
+  const schedule = (ms: number) => {
+    if (stopped) return;
+    timer = setTimeout(() => schedule(tick()), ms);
+    timer.unref();
+  };
+  schedule(everyMs);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }
 
 /**
