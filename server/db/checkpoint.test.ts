@@ -70,6 +70,45 @@ describe.skipIf(sqliteOnly('server/db/checkpoint.test.ts', 'WAL checkpoints of t
     expect(writer.sqlite.prepare('select count(*) from filler').pluck().get()).toBe(5_000);
   });
 
+  it('a WAL past a quarter of its TRUNCATE size is checkpointed every 10 ms after it grew, and at the usual pace once nothing is written', async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-checkpoint-'));
+    const file = path.join(dir, 'footfall.db');
+    const writer = openDatabase(file, { autoCheckpoint: false });
+    const other = openDatabase(file);
+    opened.push(writer, other);
+    writer.sqlite.exec('create table filler (id integer primary key, blob blob not null)');
+    const insert = writer.sqlite.prepare('insert into filler (blob) values (?)');
+    // 400 pages: past a quarter of a 1,200-frame TRUNCATE size, then a burst that stops.
+    writer.sqlite.transaction(() => {
+      for (let i = 0; i < 400; i++) insert.run(Buffer.alloc(4_000, i % 251));
+    })();
+    // Every PASSIVE checkpoint the loop runs, timed (the real connection, its calls counted on the way through).
+    const at: number[] = [];
+    const counted = new Proxy(other.sqlite, {
+      get(target, prop, receiver) {
+        if (prop !== 'pragma') return Reflect.get(target, prop, receiver);
+        return (source: string, options?: object) => {
+          if (source.startsWith('wal_checkpoint(PASSIVE)')) at.push(performance.now());
+          return target.pragma(source, options);
+        };
+      },
+    });
+    const t0 = performance.now();
+    const stop = checkpointEvery(counted, 250, { onError: (err) => expect.fail(String(err)), restartFrames: 1_200 });
+    try {
+      await new Promise((r) => setTimeout(r, 3_000));
+    } finally {
+      stop();
+    }
+    const within = (from: number, to: number) => at.filter((t) => t - t0 >= from && t - t0 < to).length;
+    // Hurried while the WAL had just grown (every 10 ms: ~75 in the 0.75 s after the first tick, fewer on a loaded box) ...
+    expect(within(250, 1_000)).toBeGreaterThanOrEqual(10);
+    // ... and back to every 250 ms a second after it last grew: a WAL nobody writes is not checkpointed 100 times a second.
+    expect(within(2_000, 3_000)).toBeLessThanOrEqual(5);
+    // Nothing was lost meanwhile.
+    expect(other.sqlite.prepare('select count(*) from filler').pluck().get()).toBe(400);
+  });
+
   it('under a steady writer and readers, the checkpoint thread starts the WAL over once it reaches its size: it stays bounded', async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-checkpoint-'));
     const file = path.join(dir, 'footfall.db');

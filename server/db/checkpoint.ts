@@ -16,6 +16,8 @@ export const RESTART_FRAMES = 16_384;
 
 /** How soon the next PASSIVE checkpoint runs once the WAL holds a quarter of RESTART_FRAMES (see checkpointEvery). */
 const HURRY_MS = 10;
+/** The hurry ends when nothing was written for this long (a large WAL left by a burst is only started over by the next write). */
+const HURRY_IDLE_MS = 1000;
 
 /** How long a TRUNCATE checkpoint waits for the writer and for readers to leave the WAL before giving up (next tick). */
 const RESTART_WAIT_MS = 50;
@@ -38,9 +40,9 @@ export interface CheckpointOptions {
  * main thread's and the ingest thread's connections therefore have automatic checkpoints off (openDatabase's
  * `autoCheckpoint: false`), and the checkpoint thread (checkpoint-worker.ts) checkpoints every `everyMs` instead:
  * PASSIVE, so it never waits for, or blocks, a reader or a writer on another connection. Once the WAL holds a quarter
- * of `restartFrames` it checkpoints every HURRY_MS instead, each time copying only the last commit or two: one that
- * ends between two commits leaves every frame copied, and the writer's next transaction then starts the WAL over by
- * itself, which costs the writer nothing. Only if the WAL still reaches `restartFrames`, TRUNCATE, which blocks the
+ * of `restartFrames` and is being written (it grew within HURRY_IDLE_MS) it checkpoints every HURRY_MS instead, each
+ * time copying only the last commit or two: one that ends between two commits leaves every frame copied, and the
+ * writer's next transaction then starts the WAL over by itself, which costs the writer nothing. Only if the WAL still reaches `restartFrames`, TRUNCATE, which blocks the
  * writer: it waits up to RESTART_WAIT_MS for the writer to finish its batch and for readers to leave the WAL, copies
  * what the PASSIVE one left, and starts the file over (measured at 2,000 shop PCs: every ~2 s, 38-136 ms each, with the
  * writer held: the PUBACK p99; docs/decisions.md, "The WAL starts over by itself"). Returns the function that stops it.
@@ -50,6 +52,8 @@ export function checkpointEvery(sqlite: Database.Database, everyMs: number, o: C
   let stuckToldAt = 0;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let lastFrames = -1;
+  let grewAt = 0;
   const tick = (): number => {
     try {
       const t = performance.now();
@@ -58,7 +62,9 @@ export function checkpointEvery(sqlite: Database.Database, everyMs: number, o: C
       // A checkpoint syncs the database file: a slow disk makes the thread that runs it wait (reported, not hidden).
       if (took >= SLOW_MS) o.onSlow?.(took, r?.checkpointed ?? 0);
       const frames = r?.log ?? 0;
-      if (frames < restartFrames) return frames >= restartFrames / 4 ? HURRY_MS : everyMs;
+      const now = performance.now();
+      if (frames !== lastFrames) [lastFrames, grewAt] = [frames, now];
+      if (frames < restartFrames) return frames >= restartFrames / 4 && now - grewAt < HURRY_IDLE_MS ? HURRY_MS : everyMs;
       if (truncateWal(sqlite, RESTART_WAIT_MS)) return everyMs;
       if (Date.now() - stuckToldAt >= 60_000) {
         stuckToldAt = Date.now();
