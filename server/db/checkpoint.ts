@@ -40,12 +40,13 @@ export interface CheckpointOptions {
  * main thread's and the ingest thread's connections therefore have automatic checkpoints off (openDatabase's
  * `autoCheckpoint: false`), and the checkpoint thread (checkpoint-worker.ts) checkpoints every `everyMs` instead:
  * PASSIVE, so it never waits for, or blocks, a reader or a writer on another connection. Once the WAL holds a quarter
- * of `restartFrames` and is being written (it grew within HURRY_IDLE_MS) it checkpoints every HURRY_MS instead, each
- * time copying only the last commit or two: one that ends between two commits leaves every frame copied, and the
- * writer's next transaction then starts the WAL over by itself, which costs the writer nothing. Only if the WAL still reaches `restartFrames`, TRUNCATE, which blocks the
- * writer: it waits up to RESTART_WAIT_MS for the writer to finish its batch and for readers to leave the WAL, copies
- * what the PASSIVE one left, and starts the file over (measured at 2,000 shop PCs: every ~2 s, 38-136 ms each, with the
- * writer held: the PUBACK p99; docs/decisions.md, "The WAL starts over by itself"). Returns the function that stops it.
+ * of `restartFrames` and is being written (its frame count changed within HURRY_IDLE_MS) it checkpoints every
+ * HURRY_MS instead, each time copying only the last commit or two: one that ends between two commits leaves every
+ * frame copied, and the writer's next transaction then starts the WAL over by itself, which costs the writer nothing.
+ * Only if the WAL still reaches `restartFrames`, TRUNCATE, which blocks the writer: it waits up to RESTART_WAIT_MS for
+ * the writer to finish its batch and for readers to leave the WAL, copies what the PASSIVE one left, and starts the
+ * file over (measured at 2,000 shop PCs: every ~2 s, 38-136 ms each, with the writer held: the PUBACK p99;
+ * docs/decisions.md, "The WAL starts over by itself"). Returns the function that stops it.
  */
 export function checkpointEvery(sqlite: Database.Database, everyMs: number, o: CheckpointOptions): () => void {
   const restartFrames = o.restartFrames ?? RESTART_FRAMES;
@@ -53,7 +54,7 @@ export function checkpointEvery(sqlite: Database.Database, everyMs: number, o: C
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let lastFrames = -1;
-  let grewAt = 0;
+  let writtenAt = 0;
   const tick = (): number => {
     try {
       const t = performance.now();
@@ -63,8 +64,8 @@ export function checkpointEvery(sqlite: Database.Database, everyMs: number, o: C
       if (took >= SLOW_MS) o.onSlow?.(took, r?.checkpointed ?? 0);
       const frames = r?.log ?? 0;
       const now = performance.now();
-      if (frames !== lastFrames) [lastFrames, grewAt] = [frames, now];
-      if (frames < restartFrames) return frames >= restartFrames / 4 && now - grewAt < HURRY_IDLE_MS ? HURRY_MS : everyMs;
+      if (frames !== lastFrames) [lastFrames, writtenAt] = [frames, now]; // grown, or started over by a writer
+      if (frames < restartFrames) return frames >= restartFrames / 4 && now - writtenAt < HURRY_IDLE_MS ? HURRY_MS : everyMs;
       if (truncateWal(sqlite, RESTART_WAIT_MS)) return everyMs;
       if (Date.now() - stuckToldAt >= 60_000) {
         stuckToldAt = Date.now();
