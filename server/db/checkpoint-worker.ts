@@ -16,7 +16,8 @@ export interface CheckpointInit {
  * The checkpoint thread: its own connection to head office's SQLite file, running a PASSIVE WAL checkpoint every
  * `everyMs` (and a TRUNCATE one when the WAL has grown: server/db/checkpoint.ts) and nothing else. A checkpoint
  * copies the WAL into the database file and syncs it; every other connection (the main thread's, the ingest
- * thread's) has automatic checkpoints off, so none of them waits for a disk sync.
+ * thread's) checkpoints only if this thread falls far behind (WRITER_BACKSTOP_FRAMES), so none of them waits for a disk
+ * sync.
  */
 const port = parentPort!;
 const { file, everyMs, logLevel, restartFrames } = workerData as CheckpointInit;

@@ -14,6 +14,15 @@ const SLOW_MS = 200;
  */
 export const RESTART_FRAMES = 16_384;
 
+/**
+ * A connection that leaves checkpoints to the checkpoint thread still checkpoints in its own commits (SQLite's automatic
+ * PASSIVE one) once the WAL holds this many frames (128 MiB at 4 KiB pages): the thread has fallen behind a writer that
+ * never pauses, and only the writer paying for the copy bounds the file. A test writer committing 32 MB a second with no
+ * pause took the WAL to 13,804 frames of a 200-frame restart size without it, ~400 with it at twice that size
+ * (server/db/checkpoint.test.ts). The ingest thread at 2,000 shop PCs never comes near it (0 TRUNCATEs needed).
+ */
+export const WRITER_BACKSTOP_FRAMES = 2 * RESTART_FRAMES;
+
 /** How soon the next PASSIVE checkpoint runs once the WAL holds a quarter of RESTART_FRAMES (see checkpointEvery). */
 const HURRY_MS = 10;
 /** The hurry ends when nothing was written for this long (a large WAL left by a burst is only started over by the next write). */
@@ -37,7 +46,7 @@ export interface CheckpointOptions {
  * SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past 1,000 pages, on whichever connection
  * committed: on head office's main thread that is a request (a poll's photo-link audit row is a few pages, so at 200
  * polls a second one poll in about 250 copied up to 4 MB into the database file and synced it before answering). The
- * main thread's and the ingest thread's connections therefore have automatic checkpoints off (openDatabase's
+ * main thread's and the ingest thread's connections therefore checkpoint only past WRITER_BACKSTOP_FRAMES (openDatabase's
  * `autoCheckpoint: false`), and the checkpoint thread (checkpoint-worker.ts) checkpoints every `everyMs` instead:
  * PASSIVE, so it never waits for, or blocks, a reader or a writer on another connection. Once the WAL holds a quarter
  * of `restartFrames` and is being written (its frame count changed within HURRY_IDLE_MS) it checkpoints every

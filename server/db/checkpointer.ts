@@ -3,6 +3,7 @@ import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { spawnWorker } from '../thread.js';
+import { WRITER_BACKSTOP_FRAMES } from './checkpoint.js';
 import type { CheckpointInit } from './checkpoint-worker.js';
 import type { SqliteStore } from './open.js';
 
@@ -60,7 +61,7 @@ export function startCheckpointer(config: Config, log: Logger, opts: { restartFr
  * The checkpoint thread, started when head office starts taking visits (the ingest thread's start: server/start.ts)
  * rather than with head office. Until then the main thread's connection checkpoints in its own commits (SQLite's
  * default, every 1,000 pages): the few writes of the console and the API, with no PUBACK waiting on them. `start`
- * turns that off before the thread's first checkpoint.
+ * moves that to WRITER_BACKSTOP_FRAMES before the thread's first checkpoint.
  */
 export function laterCheckpointer(config: Config, log: Logger, store: SqliteStore): { start(): void; stop(): Promise<void> } {
   let running: { stop(): Promise<void> } | undefined;
@@ -68,7 +69,7 @@ export function laterCheckpointer(config: Config, log: Logger, store: SqliteStor
   return {
     start() {
       if (running || stopped) return;
-      store.sqlite.pragma('wal_autocheckpoint = 0');
+      store.sqlite.pragma(`wal_autocheckpoint = ${WRITER_BACKSTOP_FRAMES}`);
       running = startCheckpointer(config, log);
     },
     async stop() {

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
 import { packageRoot } from '../paths.js';
+import { WRITER_BACKSTOP_FRAMES } from './checkpoint.js';
 import * as schema from './schema.js';
 import { sqliteTransactions } from './transaction.js';
 import type { PostgresStore } from './pg/store.js';
@@ -46,9 +47,10 @@ export interface SqliteStore {
 
 /**
  * Opens (creating if needed) the head-office database, in WAL mode with foreign keys on, and migrates it.
- * `autoCheckpoint: false`: this connection never checkpoints in its commits; another connection must (server/db/checkpoint.ts).
+ * `autoCheckpoint: false`: this connection leaves checkpoints to another (server/db/checkpoint.ts), checkpointing in its
+ * own commits only once the WAL holds WRITER_BACKSTOP_FRAMES (a number: at that many frames instead; tests).
  */
-export function openDatabase(file: string, opts: { autoCheckpoint?: boolean } = {}): SqliteStore {
+export function openDatabase(file: string, opts: { autoCheckpoint?: boolean | number } = {}): SqliteStore {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const sqlite = new Database(file);
   sqlite.pragma('journal_mode = WAL');
@@ -57,7 +59,8 @@ export function openDatabase(file: string, opts: { autoCheckpoint?: boolean } = 
   // Erased customers' templates and profiles are overwritten on disk, not left in free pages.
   sqlite.pragma('secure_delete = ON');
   sqlite.pragma('busy_timeout = 5000');
-  if (opts.autoCheckpoint === false) sqlite.pragma('wal_autocheckpoint = 0');
+  if (opts.autoCheckpoint === false) sqlite.pragma(`wal_autocheckpoint = ${WRITER_BACKSTOP_FRAMES}`);
+  else if (typeof opts.autoCheckpoint === 'number') sqlite.pragma(`wal_autocheckpoint = ${opts.autoCheckpoint}`);
   const db = drizzle(sqlite, { schema });
   migrate(db, { migrationsFolder: path.join(packageRoot(), 'server/db/migrations') });
   return {
