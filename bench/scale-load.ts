@@ -9,7 +9,8 @@ import { upTopic } from '../shared/topics.js';
 import { Faces } from '../server/identity/synthetic.js';
 import { api } from './api.js';
 
-export const GALLERY = 20_000;
+/** The customers filled in before the run (SCALE_GALLERY; the figure, 20,000, by default). */
+export const GALLERY = Number(process.env.SCALE_GALLERY ?? 20_000);
 export const MODEL = 'bench-model';
 export const CAMERAS = 4;
 /** Visits a second per camera (a busy shop door: 360 passes an hour). */

@@ -58,6 +58,8 @@ export interface StepResult {
   perBatch: number;
   /** PUBACKs of SLOW_MS or more by 10-s window (UTC time, count, slowest). */
   stalls: string[];
+  /** The chain's customers (the gallery searched) at the step's start and end: new people enrol as the steps go. */
+  customers: [number, number];
   ok: boolean;
 }
 
@@ -90,7 +92,7 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
   const lines = [
     classic ? '## Scale: the embedded box (head office, SQLite, aedes)' : `## Scale: ${[...new Set(all.map((m) => setupName(m.setup)))].join('; ')}`,
     '',
-    `Head office as \`npm start\` runs it (built CLI, own process(es), default log level to a file); one chain, ${GALLERY.toLocaleString('en')}-customer gallery;`,
+    `Head office as \`npm start\` runs it (built CLI, own process(es), default log level to a file); one chain, ${GALLERY.toLocaleString('en')}-customer gallery at the start (new people enrol as the steps go: see each step's customers);`,
     `this process simulates the shop PCs (mqtt.js, one connection each; ${CAMERAS} cameras x ${PER_CAMERA} visits/s each = ${CAMERAS * PER_CAMERA} visits/s per shop PC,`,
     `QoS 1; a heartbeat every ${HEARTBEAT_S} s). Visits: ${Math.round(100 * (0.9 - o.newShare))} % returning, ${Math.round(100 * o.newShare)} % new people, 10 % no face.`,
     `On SQLite with the embedded broker the PUBACK comes once the visit is stored; on PostgreSQL it can come before (the ingest thread acknowledges up to the first visit still queued, and a batch being written is no longer queued); with Mosquitto it comes from Mosquitto.`,
@@ -131,6 +133,7 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
     ...(anyMq ? ['Mosquitto CPU ms/visit'] : []),
     ...(anyPg ? ['transactions rolled back'] : []),
     'head office RSS start → end (MiB)',
+    'customers start → end',
     'load average (1/5/15 min)',
     "load generator's loop delay p99 (ms)",
     'verdict',
@@ -150,6 +153,7 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
       ...(anyMq ? [f3(r.mq)] : []),
       ...(anyPg ? [Number.isFinite(r.rollbacks) ? r.rollbacks : '-'] : []),
       `${mibs(r.rssStart)} → ${mibs(r.rssEnd)}`,
+      `${r.customers[0].toLocaleString('en')} → ${r.customers[1].toLocaleString('en')}`,
       r.load,
       ms(r.genLag),
       r.ok ? 'held' : '**failed**',

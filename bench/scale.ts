@@ -26,7 +26,9 @@
  * SCALE_MINUTES=10: instead of the steps, one run at SCALE_PCS (default 1000) shop PCs for that many minutes,
  * RSS and the company's customers every 30 s (is memory flat? head office keeps every customer's template in memory
  * for matching, so it grows with the new people: the run says by how much per new customer).
- * SCALE_NEW: the share of visits that are new people (default 0.3; the rest of the 90 % with a face are returning).
+ * SCALE_NEW: the share of visits that are new people (default 0.3; the rest of the 90 % with a face are returning):
+ * each becomes a customer, so the gallery grows through the steps (its size at each step's start and end is reported).
+ * SCALE_GALLERY: the customers filled in before the run (default 20,000).
  * SCALE_STREAM=1 measures the time to stored on SQLite with the embedded broker too (it costs head office the
  * stream; compare like with like), SCALE_STREAM=0 nowhere.
  * SCALE_PROFILE=1 runs head office under `node --cpu-prof` (profile written to the printed folder on exit).
@@ -232,6 +234,7 @@ async function measure(setup: Setup): Promise<Measured> {
       progress(`step: ${pcs} shop PCs x ${CAMERAS} cameras, ${rate} visits/s for ${stepS} s (load ${loadAverage()})`);
       const load0 = loadAverage();
       const rssStart = rss();
+      const customers0 = await r.customers(companyId);
       const st0 = await stored();
       const rbs0 = await rollbacks();
       const sb0 = await ingestBatches(rig.urls);
@@ -263,6 +266,7 @@ async function measure(setup: Setup): Promise<Measured> {
       await sleep(1000); // the rolled-back transactions' statistics
       const stepRollbacks = (await rollbacks()) - rbs0;
       const stepBatches = (await ingestBatches(rig.urls)) - sb0;
+      const customers1 = await r.customers(companyId);
       const per = (k: 'ho' | 'pg' | 'mq') => (1000 * (k1[k] - k0[k])) / Math.max(1, got);
       const res: StepResult = {
         pcs,
@@ -285,6 +289,7 @@ async function measure(setup: Setup): Promise<Measured> {
         rollbacks: stepRollbacks,
         perBatch: got / stepBatches,
         stalls: stalls(w.slow),
+        customers: [customers0, customers1],
         load: `${load0} → ${loadAverage()}`,
         genLag: lag.percentile(99) / 1e6,
         ok: false,
@@ -294,7 +299,7 @@ async function measure(setup: Setup): Promise<Measured> {
       results.push(res);
       if (res.stalls.length > 0) progress(`  PUBACKs of ${SLOW_MS} ms or more, by 10-s window (UTC): ${res.stalls.join('; ')}`);
       progress(
-        `  ${res.visitsPerSecond.toFixed(0)} visits/s, lost ${res.lost} (${res.late} of them stored later), PUBACK p50/p99 ${ms(res.p50)}/${ms(res.p99)} ms, stored p50/p99 ${ms(res.storedP50)}/${ms(res.storedP99)} ms, CPU ms/visit head office ${res.ho.toFixed(3)} (${(100 * res.hoShare).toFixed(0)} % of a core), PostgreSQL ${res.pg.toFixed(3)}, Mosquitto ${res.mq.toFixed(3)}; transactions rolled back ${res.rollbacks}; ${res.perBatch.toFixed(1)} visits a transaction; load generator's loop delay p99 ${ms(res.genLag)} ms`,
+        `  ${res.visitsPerSecond.toFixed(0)} visits/s, lost ${res.lost} (${res.late} of them stored later), PUBACK p50/p99 ${ms(res.p50)}/${ms(res.p99)} ms, stored p50/p99 ${ms(res.storedP50)}/${ms(res.storedP99)} ms, CPU ms/visit head office ${res.ho.toFixed(3)} (${(100 * res.hoShare).toFixed(0)} % of a core), customers ${customers0} → ${customers1}, PostgreSQL ${res.pg.toFixed(3)}, Mosquitto ${res.mq.toFixed(3)}; transactions rolled back ${res.rollbacks}; ${res.perBatch.toFixed(1)} visits a transaction; load generator's loop delay p99 ${ms(res.genLag)} ms`,
       );
       if (!res.ok) break;
       await sleep(3_000);
