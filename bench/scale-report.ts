@@ -65,7 +65,8 @@ export interface StepResult {
 
 export interface Measured {
   setup: Setup;
-  cpu: CpuPhase;
+  /** The fixed-rate phase (absent only where a run measured steps alone: SCALE_FRESH's later head offices). */
+  cpu: CpuPhase | undefined;
   steps: StepResult[];
   rssSamples: { t: number; rss: number | undefined; customers: number }[];
   /** The time to stored was measured (arrivals stream). */
@@ -83,7 +84,7 @@ const mibs = (bs: (number | undefined)[]) => bs.map(mib).join(' + ');
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '-');
 const share = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)} %` : '-');
 
-export function report(all: Measured[], o: { steps: number[]; stepS: number; minutes: number; pin: boolean; newShare: number; p99Limit: number }): string {
+export function report(all: Measured[], o: { steps: number[]; stepS: number; minutes: number; pin: boolean; newShare: number; p99Limit: number; fresh: boolean }): string {
   const classic = all.every((m) => m.setup.store === 'sqlite' && m.setup.broker === 'embedded' && m.setup.processes === 1);
   const anyPg = all.some((m) => m.setup.store === 'postgres');
   const anyMq = all.some((m) => m.setup.broker === 'mosquitto');
@@ -99,11 +100,11 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
     `"Stored" is the time from publish to the visit's arrival on the arrivals stream (GET /api/visits/stream of every process, the first; visits that extend a stay make no arrival), measured where the PUBACK does not say it${anyStream ? '' : ' (not in this run)'}.`,
     `**A shared box**: ${os.cpus().length} cores shared with other sessions' work, load generator, head office${anyPg ? ', PostgreSQL' : ''}${anyMq ? ', Mosquitto' : ''} on the same cores${o.pin ? ' (pinned: head office core 0, load generator core 1)' : ''}; the load average is beside every figure.`,
     '',
-    `**CPU per ingested visit** (/proc: head office's process(es), the PostgreSQL cluster's server and backends, Mosquitto, each net of its own idle CPU measured just before; ${all[0]!.cpu.rate} visits/s for ${all[0]!.cpu.seconds} s from ${all[0]!.cpu.pcs} shop PCs):`,
+    `**CPU per ingested visit** (/proc: head office's process(es), the PostgreSQL cluster's server and backends, Mosquitto, each net of its own idle CPU measured just before; ${all[0]!.cpu?.rate} visits/s for ${all[0]!.cpu?.seconds} s from ${all[0]!.cpu?.pcs} shop PCs):`,
     '',
     table(
       ['setup', 'load average (1/5/15 min)', 'head office ms/visit (gross)', 'PostgreSQL ms/visit', 'Mosquitto ms/visit', 'idle: head office / PostgreSQL / Mosquitto (share of a core)', 'PUBACK p50 / p99 (ms)', 'stored p50 / p99 (ms)', 'lost', 'visits a transaction', ...(anyPg ? ['transactions rolled back'] : [])],
-      all.map(({ setup, cpu }) => [
+      all.flatMap(({ setup, cpu }) => (cpu ? [{ setup, cpu }] : [])).map(({ setup, cpu }) => [
         setupName(setup),
         cpu.load,
         `**${f3(cpu.ho)}** (${f3(cpu.hoGross)})`,
@@ -180,7 +181,7 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
     } else {
       const passed = m.steps.filter((r) => r.ok);
       const ceiling = passed.length === m.steps.length ? `at least ${passed.at(-1)?.pcs ?? 0}` : `${passed.at(-1)?.pcs ?? 'under ' + o.steps[0]}`;
-      lines.push(`${name}steps of ${o.stepS} s; a step fails when a visit is lost or the p99 (the later of PUBACK and stored) reaches ${o.p99Limit} ms. **Ceiling: ${ceiling} shop PCs x ${CAMERAS} cameras.**`, '');
+      lines.push(`${name}steps of ${o.stepS} s${o.fresh ? `, each on a head office of its own that starts from the ${GALLERY.toLocaleString('en')}-customer gallery` : ', one after the other on one head office (the gallery grows through them)'}; a step fails when a visit is lost or the p99 (the later of PUBACK and stored) reaches ${o.p99Limit} ms. **Ceiling: ${ceiling} shop PCs x ${CAMERAS} cameras.**`, '');
     }
   }
   return lines.join('\n');

@@ -29,6 +29,9 @@
  * SCALE_NEW: the share of visits that are new people (default 0.3; the rest of the 90 % with a face are returning):
  * each becomes a customer, so the gallery grows through the steps (its size at each step's start and end is reported).
  * SCALE_GALLERY: the customers filled in before the run (default 20,000).
+ * SCALE_FRESH=1: each step on a head office of its own (a new data folder, the gallery filled in again, its own
+ * warm-up; the fixed-rate phase on the first only), so every step starts from SCALE_GALLERY customers; by default the
+ * steps follow one another on one head office, each searching the gallery the ones before it grew.
  * SCALE_STREAM=1 measures the time to stored on SQLite with the embedded broker too (it costs head office the
  * stream; compare like with like), SCALE_STREAM=0 nowhere.
  * SCALE_PROFILE=1 runs head office under `node --cpu-prof` (profile written to the printed folder on exit).
@@ -65,6 +68,7 @@ const PIN = process.env.SCALE_PIN === '1';
 /** The time to stored from the arrivals stream: SCALE_STREAM=1 or 0; by default where the PUBACK does not say it. */
 const STREAM = process.env.SCALE_STREAM;
 const NEW_SHARE = Math.min(0.9, Math.max(0, Number(process.env.SCALE_NEW ?? 0.3)));
+const FRESH = process.env.SCALE_FRESH === '1';
 const P99_LIMIT = 250;
 /** Waiting for the last PUBACKs of a step, and for the stored count to catch up: then what is missing is lost. */
 const GRACE_MS = 15_000;
@@ -106,7 +110,8 @@ function cpuNow(rig: Rig): { ho: number; pg: number; mq: number } {
   return { ho: rig.pids.reduce((a, pid) => a + (cpuSeconds(pid) ?? Number.NaN), 0), pg: rig.postgresCpu?.() ?? Number.NaN, mq: rig.mosquittoCpu?.() ?? Number.NaN };
 }
 
-async function measure(setup: Setup): Promise<Measured> {
+/** One head office through `steps` (and the fixed-rate CPU phase first, when `withCpu`). */
+async function measure(setup: Setup, stepList: readonly number[], withCpu: boolean): Promise<Measured> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-bench-scale-'));
   const profileDir = PROFILE ? fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-scale-prof-')) : undefined;
   let rig: Rig | undefined;
@@ -136,7 +141,7 @@ async function measure(setup: Setup): Promise<Measured> {
     const rollbacks = async () => (r.rollbacks ? await r.rollbacks() : Number.NaN);
 
     const enrolWidth = setup.store === 'postgres' ? 2 : 8;
-    const maxPcs = MINUTES > 0 ? LONG_PCS : Math.max(...STEPS);
+    const maxPcs = MINUTES > 0 ? LONG_PCS : Math.max(...stepList);
     const cpuPcs = Math.min(200, maxPcs);
     progress(`enrolling ${cpuPcs} shop PCs`);
     const logins = await enrol(url, token, companySlug, 0, cpuPcs, enrolWidth);
@@ -169,61 +174,65 @@ async function measure(setup: Setup): Promise<Measured> {
     clock?.take();
 
     // 1. CPU per visit at a fixed rate, idle subtracted.
-    progress(`idle: ${CPU_S} s`);
-    await sleep(2_000);
-    const idle0 = cpuNow(rig);
-    const it0 = performance.now();
-    await sleep(CPU_S * 1000);
-    const idle1 = cpuNow(rig);
-    const idleS = (performance.now() - it0) / 1000;
-    const idlePerS = { ho: (idle1.ho - idle0.ho) / idleS, pg: (idle1.pg - idle0.pg) / idleS, mq: (idle1.mq - idle0.mq) / idleS };
-    progress(`fixed rate: ${CPU_RATE} visits/s for ${CPU_S} s from ${cpuPcs} shop PCs`);
-    const cpuLoad0 = loadAverage();
-    const c0 = cpuNow(rig);
-    const s0 = await stored();
-    const rb0 = await rollbacks();
-    const b0 = await ingestBatches(rig.urls);
-    const ct0 = performance.now();
-    load.start(cpuPcs, CPU_RATE);
-    await sleep(CPU_S * 1000);
-    load.stop();
-    const cpuWin = load.take();
-    const cpuDrain = await drain(s0, cpuWin.published, BACKLOG_MS);
-    const cpuWall = (performance.now() - ct0) / 1000;
-    const c1 = cpuNow(rig);
-    const cpuStored = cpuDrain.got;
-    const net = (k: 'ho' | 'pg' | 'mq') => (1000 * (c1[k] - c0[k] - idlePerS[k] * cpuWall)) / cpuStored;
-    const storedLat = clock?.take() ?? [];
-    await sleep(1000); // the rolled-back transactions' statistics
-    const cpuRollbacks = (await rollbacks()) - rb0;
-    const cpuBatches = (await ingestBatches(rig.urls)) - b0;
-    const cpu: CpuPhase = {
-      rate: CPU_RATE,
-      seconds: CPU_S,
-      pcs: cpuPcs,
-      load: `${cpuLoad0} → ${loadAverage()}`,
-      hoGross: (1000 * (c1.ho - c0.ho)) / cpuStored,
-      ho: net('ho'),
-      pg: net('pg'),
-      mq: net('mq'),
-      idleShare: idlePerS,
-      ackP50: percentile(cpuWin.lat, 0.5),
-      ackP99: cpuWin.failed + cpuDrain.left > 0 ? Number.POSITIVE_INFINITY : percentile(cpuWin.lat, 0.99),
-      storedP50: percentile(storedLat, 0.5),
-      storedP99: percentile(storedLat, 0.99),
-      storedSamples: storedLat.length,
-      lost: cpuWin.published - cpuStored,
-      rollbacks: cpuRollbacks,
-      perBatch: cpuStored / cpuBatches,
+    const cpuPhase = async (): Promise<CpuPhase> => {
+      progress(`idle: ${CPU_S} s`);
+      await sleep(2_000);
+      const idle0 = cpuNow(r);
+      const it0 = performance.now();
+      await sleep(CPU_S * 1000);
+      const idle1 = cpuNow(r);
+      const idleS = (performance.now() - it0) / 1000;
+      const idlePerS = { ho: (idle1.ho - idle0.ho) / idleS, pg: (idle1.pg - idle0.pg) / idleS, mq: (idle1.mq - idle0.mq) / idleS };
+      progress(`fixed rate: ${CPU_RATE} visits/s for ${CPU_S} s from ${cpuPcs} shop PCs`);
+      const cpuLoad0 = loadAverage();
+      const c0 = cpuNow(r);
+      const s0 = await stored();
+      const rb0 = await rollbacks();
+      const b0 = await ingestBatches(r.urls);
+      const ct0 = performance.now();
+      l.start(cpuPcs, CPU_RATE);
+      await sleep(CPU_S * 1000);
+      l.stop();
+      const cpuWin = l.take();
+      const cpuDrain = await drain(s0, cpuWin.published, BACKLOG_MS);
+      const cpuWall = (performance.now() - ct0) / 1000;
+      const c1 = cpuNow(r);
+      const cpuStored = cpuDrain.got;
+      const net = (k: 'ho' | 'pg' | 'mq') => (1000 * (c1[k] - c0[k] - idlePerS[k] * cpuWall)) / cpuStored;
+      const storedLat = clock?.take() ?? [];
+      await sleep(1000); // the rolled-back transactions' statistics
+      const cpuRollbacks = (await rollbacks()) - rb0;
+      const cpuBatches = (await ingestBatches(r.urls)) - b0;
+      const phase: CpuPhase = {
+        rate: CPU_RATE,
+        seconds: CPU_S,
+        pcs: cpuPcs,
+        load: `${cpuLoad0} → ${loadAverage()}`,
+        hoGross: (1000 * (c1.ho - c0.ho)) / cpuStored,
+        ho: net('ho'),
+        pg: net('pg'),
+        mq: net('mq'),
+        idleShare: idlePerS,
+        ackP50: percentile(cpuWin.lat, 0.5),
+        ackP99: cpuWin.failed + cpuDrain.left > 0 ? Number.POSITIVE_INFINITY : percentile(cpuWin.lat, 0.99),
+        storedP50: percentile(storedLat, 0.5),
+        storedP99: percentile(storedLat, 0.99),
+        storedSamples: storedLat.length,
+        lost: cpuWin.published - cpuStored,
+        rollbacks: cpuRollbacks,
+        perBatch: cpuStored / cpuBatches,
+      };
+      progress(
+        `CPU per visit: head office ${phase.hoGross.toFixed(3)} ms gross, ${phase.ho.toFixed(3)} ms net of idle (${(idlePerS.ho * 100).toFixed(1)} % of a core idle); PostgreSQL ${phase.pg.toFixed(3)} ms; Mosquitto ${phase.mq.toFixed(3)} ms; PUBACK p99 ${ms(phase.ackP99)} ms; stored p99 ${ms(phase.storedP99)} ms; lost ${phase.lost}; transactions rolled back ${phase.rollbacks}; ${phase.perBatch.toFixed(1)} visits a transaction`,
+      );
+      return phase;
     };
-    progress(
-      `CPU per visit: head office ${cpu.hoGross.toFixed(3)} ms gross, ${cpu.ho.toFixed(3)} ms net of idle (${(idlePerS.ho * 100).toFixed(1)} % of a core idle); PostgreSQL ${cpu.pg.toFixed(3)} ms; Mosquitto ${cpu.mq.toFixed(3)} ms; PUBACK p99 ${ms(cpu.ackP99)} ms; stored p99 ${ms(cpu.storedP99)} ms; lost ${cpu.lost}; transactions rolled back ${cpu.rollbacks}; ${cpu.perBatch.toFixed(1)} visits a transaction`,
-    );
+    const cpu = withCpu ? await cpuPhase() : undefined;
 
     const results: StepResult[] = [];
     const rssSamples: { t: number; rss: number | undefined; customers: number }[] = [];
     const rss = () => r.pids.map((pid) => rssBytes(pid));
-    const steps = MINUTES > 0 ? [LONG_PCS] : STEPS;
+    const steps = MINUTES > 0 ? [LONG_PCS] : stepList;
     const stepS = MINUTES > 0 ? MINUTES * 60 : STEP_S;
     for (const pcs of steps) {
       if (load.pcs.length < pcs) {
@@ -319,8 +328,21 @@ async function measure(setup: Setup): Promise<Measured> {
 
 export async function run(): Promise<string> {
   const measured: Measured[] = [];
-  for (const s of setups()) measured.push(await measure(s));
-  return report(measured, { steps: STEPS, stepS: STEP_S, minutes: MINUTES, pin: PIN, newShare: NEW_SHARE, p99Limit: P99_LIMIT });
+  for (const s of setups()) {
+    if (!FRESH || MINUTES > 0) {
+      measured.push(await measure(s, STEPS, true));
+      continue;
+    }
+    // Each step on a head office of its own, up to the first that fails; the fixed-rate phase on the first.
+    let all: Measured | undefined;
+    for (const pcs of STEPS) {
+      const one = await measure(s, [pcs], all === undefined);
+      all = all ? { ...all, steps: [...all.steps, ...one.steps] } : one;
+      if (!one.steps.every((r) => r.ok)) break;
+    }
+    measured.push(all!);
+  }
+  return report(measured, { steps: STEPS, stepS: STEP_S, minutes: MINUTES, pin: PIN, newShare: NEW_SHARE, p99Limit: P99_LIMIT, fresh: FRESH && MINUTES === 0 });
 }
 
 /** The slow PUBACKs by the 10-s window they were published in (UTC): when head office stalled, to find in its log. */
