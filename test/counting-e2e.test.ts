@@ -12,9 +12,10 @@
  * three people and four visits.
  */
 import { describe, expect, it } from 'vitest';
-import { COUNTING_SCRIPT, COUNTING_VIDEO, ensureCountingVideo } from '../agent/fixtures/counting-video.js';
+import { COUNTING_SCRIPT, COUNTING_VIDEO, ensureCountingVideo, trueStays } from '../agent/fixtures/counting-video.js';
 import { ensureTestModels } from '../agent/models/test-cache.js';
 import type { VisionRecognition } from '../agent/runtime/recognition.js';
+import type { Visit } from '../agent/vision/types.js';
 import { clipBase, useDoorRig } from './support/door-rig.js';
 import { waitFor } from './support/shop-pc.js';
 import { zoneAwayFromMidnight } from './support/visits.js';
@@ -41,6 +42,12 @@ function stayAt(t: number): { person: string; stay: number } | undefined {
   return best && { person: best.person, stay: best.stay };
 }
 
+/** A true stay (trueStays) that stream second `t` falls in, from its start to its end, within 1.5 s (stays overlap). */
+function stayDuring(t: number): ReturnType<typeof trueStays>[number] | undefined {
+  return STAYS.find((s) => t >= s.from - 1.5 && t <= s.to + 1.5);
+}
+const STAYS = trueStays();
+
 describe('counting on video: one arrival per stay, staff left out', () => {
   it('counts each customer stay once through turning away and returning, and never the staff member once marked', { timeout: 150_000 }, async () => {
     const { video } = await ensureCountingVideo();
@@ -52,6 +59,9 @@ describe('counting on video: one arrival per stay, staff left out', () => {
     const { h } = rig;
     const { owner, shop, runtime } = pc;
     const frames = pc.frames('counter');
+    // Every visit the shop PC makes, as it makes it (the runtime's own listener queues it for head office).
+    const made: Visit[] = [];
+    runtime.recognition.on('visit', (v: Visit) => made.push(v));
     const camera = await pc.addCamera({ camera_id: 'counter', path: '/counter', max_width: 640, tuning: { detect_fps: FPS } });
     await waitFor(() => frames.at.length > 0, 20_000, 50);
 
@@ -77,6 +87,7 @@ describe('counting on video: one arrival per stay, staff left out', () => {
     await h.server.ingest.drained();
 
     const base = clipBase(frames.at, FPS);
+    const since = (iso: string) => (Date.parse(iso) - base) / 1000;
     const arrivals = (await feed()).map((a) => ({ ...a, t: (Date.parse(a.occurred_at) - base) / 1000 }));
     arrivals.sort((a, b) => a.t - b.t);
     const vision = (runtime.recognition as VisionRecognition).pipeline.stats();
@@ -84,12 +95,21 @@ describe('counting on video: one arrival per stay, staff left out', () => {
     const seen =
       `counting e2e: ${produced} visits from the shop PC, staff marked at ${markedAt} ms, ${Date.now() - started} ms in all; ` +
       `recognition ${JSON.stringify(stats)}\n` +
-      arrivals.map((a) => `  ${a.t.toFixed(1)} s ${a.visitor_ref ?? 'unidentified'}${a.is_new_visitor ? ' new' : ''} -> ${JSON.stringify(stayAt(a.t))}`).join('\n');
+      arrivals.map((a) => `  ${a.t.toFixed(1)} s ${a.visitor_ref ?? 'unidentified'}${a.is_new_visitor ? ' new' : ''} -> ${JSON.stringify(stayAt(a.t))}`).join('\n') +
+      '\nvisits made by the shop PC (first - last sighting, video seconds):\n' +
+      made.map((v) => `  ${since(v.track.first_seen_at).toFixed(1)} - ${since(v.track.last_seen_at).toFixed(1)} s, ${v.track.frames} frames -> ${JSON.stringify(stayAt(since(v.track.first_seen_at)) ?? 'mid-stay')}`).join('\n');
     report(seen);
 
-    // The shop PC made one visit per true stay (it cannot know staff): 5 staff passes, A twice, B, C. (What it saw
-    // is in the message: a failure in CI then says which stay was split or missed, and how many frames were dropped.)
-    expect(produced, seen).toBe(COUNTING_SCRIPT.reduce((n, p) => n + p.stays.length, 0));
+    // The shop PC made a visit for every true stay (it cannot know staff): 5 staff passes, A twice, B, C, each
+    // beginning when its stay does. One more may come: on a starved CI box a track once broke in two mid-stay (10 visits
+    // for 9 stays), and head office joins the pieces into one stay (FOOTFALL_VISIT_GAP_S), as the arrivals below show;
+    // such a piece still lies inside a true stay. (What the shop PC made is in the message: a failure says which stay
+    // was split or missed.)
+    expect(made.length, seen).toBe(produced);
+    const began = made.map((v) => stayAt(since(v.track.first_seen_at)));
+    for (const st of STAYS) expect(began.some((b) => b?.person === st.person && b.stay === st.stay), `${seen}\nno visit began ${st.person}'s stay ${st.stay}`).toBe(true);
+    expect(produced, seen).toBeLessThanOrEqual(STAYS.length + 1);
+    for (const v of made) expect(stayDuring(since(v.track.first_seen_at)), seen).toBeDefined();
 
     // Every arrival is a stay's beginning, identified: no unidentified extras, no duplicates.
     const placed = arrivals.map((a) => ({ a, at: stayAt(a.t) }));
