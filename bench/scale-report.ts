@@ -93,7 +93,7 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
   const lines = [
     classic ? '## Scale: the embedded box (head office, SQLite, aedes)' : `## Scale: ${[...new Set(all.map((m) => setupName(m.setup)))].join('; ')}`,
     '',
-    `Head office as \`npm start\` runs it (built CLI, own process(es), default log level to a file); one chain, ${GALLERY.toLocaleString('en')}-customer gallery at the start (new people enrol as the steps go: see each step's customers);`,
+    `Head office as \`npm start\` runs it (built CLI, own process(es), default log level to a file); one chain, ${GALLERY.toLocaleString('en')}-customer gallery at the start${o.fresh ? ' of every step (each on a head office of its own)' : ''}; new people enrol as the visits come (each step's customers at its start and end);`,
     `this process simulates the shop PCs (mqtt.js, one connection each; ${CAMERAS} cameras x ${PER_CAMERA} visits/s each = ${CAMERAS * PER_CAMERA} visits/s per shop PC,`,
     `QoS 1; a heartbeat every ${HEARTBEAT_S} s). Visits: ${Math.round(100 * (0.9 - o.newShare))} % returning, ${Math.round(100 * o.newShare)} % new people, 10 % no face.`,
     `On SQLite with the embedded broker the PUBACK comes once the visit is stored; on PostgreSQL it can come before (the ingest thread acknowledges up to the first visit still queued, and a batch being written is no longer queued); with Mosquitto it comes from Mosquitto.`,

@@ -29,9 +29,11 @@
  * SCALE_NEW: the share of visits that are new people (default 0.3; the rest of the 90 % with a face are returning):
  * each becomes a customer, so the gallery grows through the steps (its size at each step's start and end is reported).
  * SCALE_GALLERY: the customers filled in before the run (default 20,000).
- * SCALE_FRESH=1: each step on a head office of its own (a new data folder, the gallery filled in again, its own
- * warm-up; the fixed-rate phase on the first only), so every step starts from SCALE_GALLERY customers; by default the
- * steps follow one another on one head office, each searching the gallery the ones before it grew.
+ * Each step runs on a head office of its own (a new data folder, the gallery filled in again, its own warm-up; the
+ * fixed-rate phase on the first only), so every step starts from SCALE_GALLERY customers: the face search's cost grows
+ * with the gallery, and on one head office the 2,000 step searched 47,000-62,000 customers (docs/decisions.md, "The
+ * scale benchmark's steps each start from the 20,000-customer gallery"). SCALE_FRESH=0: the steps follow one another
+ * on one head office, each searching the gallery the ones before it grew.
  * SCALE_STREAM=1 measures the time to stored on SQLite with the embedded broker too (it costs head office the
  * stream; compare like with like), SCALE_STREAM=0 nowhere.
  * SCALE_PROFILE=1 runs head office under `node --cpu-prof` (profile written to the printed folder on exit).
@@ -68,7 +70,7 @@ const PIN = process.env.SCALE_PIN === '1';
 /** The time to stored from the arrivals stream: SCALE_STREAM=1 or 0; by default where the PUBACK does not say it. */
 const STREAM = process.env.SCALE_STREAM;
 const NEW_SHARE = Math.min(0.9, Math.max(0, Number(process.env.SCALE_NEW ?? 0.3)));
-const FRESH = process.env.SCALE_FRESH === '1';
+const FRESH = process.env.SCALE_FRESH !== '0';
 const P99_LIMIT = 250;
 /** Waiting for the last PUBACKs of a step, and for the stored count to catch up: then what is missing is lost. */
 const GRACE_MS = 15_000;
