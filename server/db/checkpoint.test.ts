@@ -17,6 +17,21 @@ describe.skipIf(sqliteOnly('server/db/checkpoint.test.ts', 'WAL checkpoints of t
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  /** A new database whose WAL holds one burst of 400 pages from a writer that leaves checkpoints to others, and another connection. */
+  const burst = () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-checkpoint-'));
+    const file = path.join(dir, 'footfall.db');
+    const writer = openDatabase(file, { autoCheckpoint: false });
+    const other = openDatabase(file);
+    opened.push(writer, other);
+    writer.sqlite.exec('create table filler (id integer primary key, blob blob not null)');
+    const insert = writer.sqlite.prepare('insert into filler (blob) values (?)');
+    writer.sqlite.transaction(() => {
+      for (let i = 0; i < 400; i++) insert.run(Buffer.alloc(4_000, i % 251));
+    })();
+    return { file, other };
+  };
+
   it('a connection opened without automatic checkpoints leaves them to the one running checkpointEvery (up to its backstop)', async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-checkpoint-'));
     const file = path.join(dir, 'footfall.db');
@@ -71,17 +86,8 @@ describe.skipIf(sqliteOnly('server/db/checkpoint.test.ts', 'WAL checkpoints of t
   });
 
   it('a WAL past a quarter of its TRUNCATE size is checkpointed every 10 ms after it grew, and at the usual pace once nothing is written', async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-checkpoint-'));
-    const file = path.join(dir, 'footfall.db');
-    const writer = openDatabase(file, { autoCheckpoint: false });
-    const other = openDatabase(file);
-    opened.push(writer, other);
-    writer.sqlite.exec('create table filler (id integer primary key, blob blob not null)');
-    const insert = writer.sqlite.prepare('insert into filler (blob) values (?)');
     // 400 pages: past a quarter of a 1,200-frame TRUNCATE size, then a burst that stops.
-    writer.sqlite.transaction(() => {
-      for (let i = 0; i < 400; i++) insert.run(Buffer.alloc(4_000, i % 251));
-    })();
+    const { other } = burst();
     // Every PASSIVE checkpoint the loop runs, timed (the real connection, its calls counted on the way through).
     const at: number[] = [];
     const counted = new Proxy(other.sqlite, {
@@ -110,16 +116,7 @@ describe.skipIf(sqliteOnly('server/db/checkpoint.test.ts', 'WAL checkpoints of t
   });
 
   it('a WAL that reached its TRUNCATE size is started over at the next tick', async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-checkpoint-'));
-    const file = path.join(dir, 'footfall.db');
-    const writer = openDatabase(file, { autoCheckpoint: false });
-    const other = openDatabase(file);
-    opened.push(writer, other);
-    writer.sqlite.exec('create table filler (id integer primary key, blob blob not null)');
-    const insert = writer.sqlite.prepare('insert into filler (blob) values (?)');
-    writer.sqlite.transaction(() => {
-      for (let i = 0; i < 400; i++) insert.run(Buffer.alloc(4_000, i % 251));
-    })();
+    const { file, other } = burst();
     expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(400 * 4_096);
     const stop = checkpointEvery(other.sqlite, 50, { onError: (err) => expect.fail(String(err)), restartFrames: 300 });
     try {
