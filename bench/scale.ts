@@ -27,7 +27,7 @@
  * RSS and the company's customers every 30 s (is memory flat? head office keeps every customer's template in memory
  * for matching, so it grows with the new people: the run says by how much per new customer).
  * SCALE_NEW: the share of visits that are new people (default 0.3; the rest of the 90 % with a face are returning):
- * each becomes a customer, so the gallery grows through the steps (its size at each step's start and end is reported).
+ * each becomes a customer, so the gallery grows as the visits come (its size at each step's start and end is reported).
  * SCALE_GALLERY: the customers filled in before the run (default 20,000).
  * Each step runs on a head office of its own (a new data folder, the gallery filled in again, its own warm-up; the
  * fixed-rate phase on the first only), so every step starts from SCALE_GALLERY customers: the face search's cost grows
