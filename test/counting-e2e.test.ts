@@ -88,7 +88,7 @@ describe('counting on video: one arrival per stay, staff left out', () => {
 
     const base = clipBase(frames.at, FPS);
     const since = (iso: string) => (Date.parse(iso) - base) / 1000;
-    const arrivals = (await feed()).map((a) => ({ ...a, t: (Date.parse(a.occurred_at) - base) / 1000 }));
+    const arrivals = (await feed()).map((a) => ({ ...a, t: since(a.occurred_at) }));
     arrivals.sort((a, b) => a.t - b.t);
     const vision = (runtime.recognition as VisionRecognition).pipeline.stats();
     const stats = { frames_received: vision.frames_received, frames_processed: vision.frames_processed, frames_dropped: vision.frames_dropped, tracks_discarded: vision.tracks_discarded };
@@ -122,7 +122,7 @@ describe('counting on video: one arrival per stay, staff left out', () => {
     const of = (person: string) => placed.filter((p) => p.at!.person === person).map((p) => p.a);
     // Staff: none, not even the first pass (shown before marking): marking is retroactive.
     expect(of('staff')).toEqual([]);
-    expect(first.t ?? (Date.parse(first.occurred_at) - base) / 1000).toBeLessThan(COUNTING_SCRIPT[0]!.stays[0]!.to);
+    expect(first.t ?? since(first.occurred_at)).toBeLessThan(COUNTING_SCRIPT[0]!.stays[0]!.to);
     // A: two stays, one customer, new then returning; B and C once each, new.
     const a = of('A');
     expect(a).toHaveLength(2);

@@ -18,7 +18,7 @@ export const RESTART_FRAMES = 16_384;
  * A connection that leaves checkpoints to the checkpoint thread still checkpoints in its own commits (SQLite's automatic
  * PASSIVE one) once the WAL holds this many frames (128 MiB at 4 KiB pages): the thread has fallen behind a writer that
  * never pauses, and only the writer paying for the copy bounds the file. A test writer committing 32 MB a second with no
- * pause took the WAL to 13,804 frames of a 200-frame restart size without it, ~400 with it at twice that size
+ * pause took the WAL to 13,846 frames of a 200-frame restart size without it, ~400 with it at twice that size
  * (server/db/checkpoint.test.ts). The ingest thread at 2,000 shop PCs never comes near it (0 TRUNCATEs needed).
  */
 export const WRITER_BACKSTOP_FRAMES = 2 * RESTART_FRAMES;
