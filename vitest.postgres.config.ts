@@ -33,7 +33,7 @@ export default defineConfig({
     setupFiles: ['test/support/priority.ts', 'test/support/built-threads.ts'],
     globalSetup: missing ? [] : ['test/support/postgres-global.ts'],
     passWithNoTests: true,
-    env: { FOOTFALL_TEST_PASSWORD_COST: 'low', FOOTFALL_DATABASE_URL: 'postgres://set-per-head-office.invalid/', FOOTFALL_POSTGRES_PREVIEW: 'true' },
+    env: { FOOTFALL_TEST_PASSWORD_COST: 'low', FOOTFALL_DATABASE_URL: 'postgres://set-per-head-office.invalid/' },
     reporters: ['default', new SkipSummary()],
     include: missing ? [] : postgresTestFiles(),
     isolate: false,

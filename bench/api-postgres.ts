@@ -33,7 +33,7 @@ async function startOn(cliPath: string, databaseUrl: string, dataDir: string): P
   fs.mkdirSync(dataDir, { recursive: true });
   const logFile = path.join(dataDir, 'server.log');
   const out = fs.openSync(logFile, 'w');
-  const settings = { ...benchServerSettings(dataDir), FOOTFALL_DATABASE_URL: databaseUrl, FOOTFALL_POSTGRES_PREVIEW: 'true' };
+  const settings = { ...benchServerSettings(dataDir), FOOTFALL_DATABASE_URL: databaseUrl };
   delete (settings as Record<string, string>).FOOTFALL_LOG_LEVEL; // as npm start runs it
   const child = spawn(process.execPath, [cliPath, 'server'], { env: { ...process.env, ...settings }, stdio: ['ignore', out, 'inherit'] });
   fs.closeSync(out);

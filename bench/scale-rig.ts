@@ -164,7 +164,6 @@ export async function startRig(options: RigOptions, tmp: string): Promise<Rig> {
       // Two processes hold 2 x (10 + the ingest thread's 2) connections; the benchmark one.
       postgres = await startPostgres({ maxConnections: 100 });
       env.FOOTFALL_DATABASE_URL = await postgres.createDatabase('footfall_bench');
-      env.FOOTFALL_POSTGRES_PREVIEW = 'true';
     }
     if (options.broker === 'mosquitto') {
       mosquitto = await startMosquitto();

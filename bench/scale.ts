@@ -5,8 +5,8 @@
  * cameras and publishes 0.4 visits a second (QoS 1) and a heartbeat every 30 s (QoS 0).
  *
  * What runs (bench/scale-rig.ts): by default the embedded box, SQLite and the embedded broker (aedes), one process.
- * SCALE_STORE=postgres: head office on a throwaway PostgreSQL cluster (FOOTFALL_POSTGRES_PREVIEW=true; the gallery
- * filled into it). SCALE_BROKER=mosquitto: a real Mosquitto 2 (FOOTFALL_MQTT_URL). SCALE_PROCESSES=2 (PostgreSQL and
+ * SCALE_STORE=postgres: head office on a throwaway PostgreSQL cluster (FOOTFALL_DATABASE_URL; the gallery filled
+ * into it). SCALE_BROKER=mosquitto: a real Mosquitto 2 (FOOTFALL_MQTT_URL). SCALE_PROCESSES=2 (PostgreSQL and
  * Mosquitto; the broker is Mosquitto unless said): that many head-office processes, each its own
  * FOOTFALL_MQTT_CLIENT_ID and port, the shop PCs on Mosquitto. SCALE_RUNS runs several setups one after the other in
  * one run, e.g. `sqlite,postgres,postgres-mosquitto-2` (store, then `mosquitto` and / or the process count).

@@ -41,7 +41,7 @@ export function migrateCommand(): Command {
         const p = r.pictures!;
         out(`Pictures from ${dataDir} are rows now: ${p.faces} customer photos (${path.join(dataDir, IMAGES)}) and ${p.cameras} camera pictures (snapshots), counted on both sides; head office on PostgreSQL serves them to every process.`);
         if (p.facesMissing > 0) out(`${p.facesMissing} customer photo rows had no file in ${path.join(dataDir, IMAGES)} (deleted by hand, or another data folder): copied as they were, they answer 404 as they did.`);
-        out('Next: head office on this database is FOOTFALL_DATABASE_URL (a preview: FOOTFALL_POSTGRES_PREVIEW=true; docs/scale-out.md).');
+        out('Next: start head office with FOOTFALL_DATABASE_URL set to this database (docs/scale-out.md).');
       } catch (err) {
         if (err instanceof MigrateError) {
           process.stderr.write(err.message + '\n');

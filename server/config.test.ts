@@ -243,14 +243,15 @@ describe('identity provider mode and text messages', () => {
     expect(m).not.toMatch(/has a space/);
   });
 
-  it('FOOTFALL_DATABASE_URL: refused with the reason until head office runs on PostgreSQL, its password never echoed; the tables stay SQLite\'s without it', () => {
+  it('FOOTFALL_DATABASE_URL: a PostgreSQL URL selects PostgreSQL (FOOTFALL_POSTGRES_PREVIEW no longer needed nor read); anything else is refused without echoing it', () => {
     expect(loadConfig({}).FOOTFALL_DATABASE_URL).toBeUndefined();
-    const m = problem({ FOOTFALL_DATABASE_URL: 'postgres://footfall:secret-pw@db.example:5432/footfall' });
-    expect(m).toMatch(/FOOTFALL_DATABASE_URL: head office does not run on PostgreSQL yet/);
+    const url = 'postgres://footfall:secret-pw@db.example:5432/footfall';
+    expect(loadConfig({ FOOTFALL_DATABASE_URL: url }).FOOTFALL_DATABASE_URL).toBe(url);
+    // An env file written for the preview still starts.
+    expect(loadConfig({ FOOTFALL_DATABASE_URL: ` ${url} `, FOOTFALL_POSTGRES_PREVIEW: 'true' }).FOOTFALL_DATABASE_URL).toBe(url);
+    const m = problem({ FOOTFALL_DATABASE_URL: 'mysql://footfall:secret-pw@db.example/footfall' });
+    expect(m).toMatch(/FOOTFALL_DATABASE_URL: must be a PostgreSQL URL/);
     expect(m).not.toMatch(/secret-pw/);
-    expect(m).toMatch(/FOOTFALL_POSTGRES_PREVIEW=true/);
-    const preview = loadConfig({ FOOTFALL_DATABASE_URL: 'postgres://footfall:secret-pw@db.example:5432/footfall', FOOTFALL_POSTGRES_PREVIEW: 'true' });
-    expect(preview.FOOTFALL_DATABASE_URL).toBe('postgres://footfall:secret-pw@db.example:5432/footfall');
     expect(databaseDialect({})).toBe('sqlite');
     expect(databaseDialect({ FOOTFALL_DATABASE_URL: ' ' })).toBe('sqlite');
     expect(databaseDialect({ FOOTFALL_DATABASE_URL: 'postgresql://db.example/footfall' })).toBe('postgres');

@@ -83,13 +83,14 @@ export const configSchema = z.object({
   // An external broker (Mosquitto 2 with its dynamic-security plugin) instead of the embedded one (docs/operations.md,
   // "An external MQTT broker"). Head office's own login: FOOTFALL_MQTT_USERNAME and _PASSWORD, or in the URL.
   FOOTFALL_MQTT_URL: mqttUrl.optional(),
-  // PostgreSQL instead of the embedded SQLite file (docs/scale-out.md): refused unless FOOTFALL_POSTGRES_PREVIEW.
-  FOOTFALL_DATABASE_URL: z.string().trim().min(1).optional(),
-  /**
-   * Starts head office on FOOTFALL_DATABASE_URL although PostgreSQL support is unfinished (docs/scale-out.md, "What
-   * does not work yet"): for the tests that run the server suite on PostgreSQL and for trying it out, never for a shop.
-   */
-  FOOTFALL_POSTGRES_PREVIEW: bool.default(false),
+  // PostgreSQL instead of the embedded SQLite file (docs/scale-out.md). FOOTFALL_POSTGRES_PREVIEW, which versions before
+  // it left the preview required beside it, is no longer read (an env file that still sets it starts as before).
+  FOOTFALL_DATABASE_URL: z
+    .string()
+    .trim()
+    .min(1)
+    .refine((u) => /^postgres(ql)?:\/\//i.test(u), 'must be a PostgreSQL URL: postgres://user:password@host:5432/database')
+    .optional(),
   FOOTFALL_MQTT_USERNAME: z.string().min(1).optional(),
   FOOTFALL_MQTT_PASSWORD: z.string().min(1).optional(),
   /** The broker's address as shop PCs reach it (enrolment answer); default: FOOTFALL_MQTT_URL's host and port. */
@@ -249,10 +250,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     [cfg.FOOTFALL_ADMIN_PASSWORD === undefined || cfg.FOOTFALL_ADMIN_EMAIL !== undefined, 'FOOTFALL_ADMIN_PASSWORD: set FOOTFALL_ADMIN_EMAIL too'],
     [cfg.FOOTFALL_MQTT_URL !== undefined || (cfg.FOOTFALL_MQTT_PUBLIC_URL ?? cfg.FOOTFALL_MQTT_USERNAME ?? cfg.FOOTFALL_MQTT_PASSWORD) === undefined, 'FOOTFALL_MQTT_PUBLIC_URL, FOOTFALL_MQTT_USERNAME, FOOTFALL_MQTT_PASSWORD: only with FOOTFALL_MQTT_URL (the external broker)'],
     [cfg.FOOTFALL_MQTT_URL === undefined || (cfg.FOOTFALL_MQTT_USERNAME ?? new URL(cfg.FOOTFALL_MQTT_URL).username) !== '', "FOOTFALL_MQTT_USERNAME: required with FOOTFALL_MQTT_URL (head office's own login on the broker), or give it in the URL"],
-    [
-      cfg.FOOTFALL_DATABASE_URL === undefined || cfg.FOOTFALL_POSTGRES_PREVIEW,
-      'FOOTFALL_DATABASE_URL: head office does not run on PostgreSQL yet (docs/scale-out.md, "What does not work yet"); unset it to keep the embedded SQLite file, or set FOOTFALL_POSTGRES_PREVIEW=true to try the preview (not for shops). `footfall migrate --to` copies a database into PostgreSQL.',
-    ],
     [cfg.FOOTFALL_SMS !== 'http' || cfg.FOOTFALL_SMS_URL !== undefined, 'FOOTFALL_SMS_URL: required with FOOTFALL_SMS=http (the SMS gateway)'],
     [idpMode !== 'emulator' || cfg.FIREBASE_AUTH_EMULATOR_HOST !== undefined, 'FIREBASE_AUTH_EMULATOR_HOST: required with FOOTFALL_IDP=emulator (host:port of the Firebase Auth emulator)'],
     [idpMode === 'emulator' || cfg.FIREBASE_AUTH_EMULATOR_HOST === undefined, `FIREBASE_AUTH_EMULATOR_HOST: set, but FOOTFALL_IDP is ${idpMode}; unset one of them`],

@@ -22,7 +22,7 @@ async function testDatabase(dataDir: string, overrides: Partial<RawConfig>): Pro
     url = await createDatabaseAt(admin);
     fs.writeFileSync(file, url);
   }
-  return { FOOTFALL_DATABASE_URL: url, FOOTFALL_POSTGRES_PREVIEW: true };
+  return { FOOTFALL_DATABASE_URL: url };
 }
 
 /**

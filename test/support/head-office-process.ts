@@ -41,7 +41,6 @@ export interface SharedHeadOffice {
 export function sharedSettings(s: SharedHeadOffice): Record<string, string> {
   return {
     FOOTFALL_DATABASE_URL: s.databaseUrl,
-    FOOTFALL_POSTGRES_PREVIEW: 'true',
     FOOTFALL_MQTT_URL: s.broker.url,
     FOOTFALL_MQTT_USERNAME: s.broker.username,
     FOOTFALL_MQTT_PASSWORD: s.broker.password,

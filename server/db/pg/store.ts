@@ -8,7 +8,7 @@ import { applyPgMigrations, connectPostgres, drizzleOn, type PgDb, type PgStore 
 type PgPool = PgStore['pool'];
 
 /**
- * Head office's data on PostgreSQL (issue 27; docs/scale-out.md, "Head office on PostgreSQL: the preview"): the same
+ * Head office's data on PostgreSQL (issue 27; docs/scale-out.md, "Head office on PostgreSQL"): the same
  * `db` and `tx` the services use on SQLite, opened by server/db/store.ts when FOOTFALL_DATABASE_URL is set.
  *
  * `db` is the pool, or inside `tx` the transaction's connection: a body keeps calling `store.db` as on SQLite, and an
