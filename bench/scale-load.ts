@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { connectAsync, type MqttClient } from 'mqtt';
+import { v7 as uuidv7 } from 'uuid';
 import { encodeEmbedding } from '../shared/messages.js';
 import { upTopic } from '../shared/topics.js';
 import { Faces } from '../server/identity/synthetic.js';
@@ -49,7 +50,7 @@ export class Visits {
   /** A visit message and its id. */
   next(): { id: string; body: string } {
     const r = this.faces.rng.uniform();
-    const id = randomUUID();
+    const id = uuidv7(); // as the shop PC makes them (agent/vision/visit-maker.ts)
     const at = new Date().toISOString();
     const cam = `cam-${1 + Math.floor(this.faces.rng.uniform() * CAMERAS)}`;
     let face = '';

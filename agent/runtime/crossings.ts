@@ -4,7 +4,7 @@
  * topic, in order, at least once; head office de-duplicates on `crossing_id`, made here once and kept in the queued
  * payload so that a re-send carries the same id.
  */
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import type { Logger } from 'pino';
 import { CrossingMessage } from '../../shared/messages.js';
 import { UP } from '../../shared/topics.js';
@@ -19,7 +19,7 @@ export interface CrossingSinkOptions {
 }
 
 /** The wire form of a crossing (shared/messages.ts). */
-export function crossingMessage(cameraId: string, crossing: Crossing, crossingId: string = randomUUID()): CrossingMessage {
+export function crossingMessage(cameraId: string, crossing: Crossing, crossingId: string = uuidv7()): CrossingMessage {
   return {
     crossing_id: crossingId,
     occurred_at: crossing.at.toISOString(),

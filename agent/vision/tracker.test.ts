@@ -236,6 +236,9 @@ describe('FramePipeline (scripted engine)', () => {
     expect(cap.track.frames).toBe(26); // frames 0..25: 25 * 200 ms = the 5 s cap
     expect(cap.track.last_seen_at).toBe('2026-01-01T00:00:05.000Z');
     expect(closing.pass?.closes).toBe(cap.visit_id);
+    // Visit ids are UUIDv7, made in time order (head office's index of seen ids appends them).
+    for (const v of [cap, closing]) expect(v.visit_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(closing.visit_id > cap.visit_id).toBe(true);
     expect(closing.embedding).toEqual(cap.embedding);
     expect(closing.recognition_model).toBe(cap.recognition_model);
     expect(closing).toMatchObject({ occurred_at: cap.occurred_at, track: { id: cap.track.id, first_seen_at: cap.occurred_at, last_seen_at: '2026-01-01T00:00:11.800Z', frames: 60 } });

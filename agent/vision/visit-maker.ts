@@ -2,7 +2,7 @@
  * Visits out of passes (agent/vision/pipeline.ts): the averaged embedding of a pass's best gated faces, its
  * attributes, the best face's JPEG, and the closing sighting of an identified pass reported at the time cap.
  */
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import { genderFromScore, genderRuleFor } from './attributes.js';
 import { averageEmbeddings, consensus } from './embeddings.js';
 import type { VisionEngine } from './engine.js';
@@ -68,7 +68,9 @@ export class VisitMaker {
       this.timeFaceImages(performance.now() - t0);
     }
     const visit: Visit = {
-      visit_id: randomUUID(),
+      // Time-ordered (UUIDv7): head office's index of the visit ids it has seen takes each new one at its end instead
+      // of at a random page (docs/decisions.md, "Visit and crossing ids are UUIDv7").
+      visit_id: uuidv7(),
       occurred_at: new Date(track.firstAt).toISOString(),
       camera_id: cam.id,
       quality: best.quality,
@@ -118,7 +120,7 @@ export class VisitMaker {
    */
   closing(cam: CameraState, pass: Pass, capVisit: Visit): Visit {
     const visit: Visit = {
-      visit_id: randomUUID(),
+      visit_id: uuidv7(),
       occurred_at: new Date(pass.firstAt).toISOString(),
       camera_id: cam.id,
       quality: capVisit.quality,
