@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { EMBEDDING_DIMS, Embedding, decodeEmbedding, encodeEmbedding } from './messages.js';
 
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+/** The character with the lowest of its six bits set: a pad bit when it is the last before `=` (2,048 bytes end in 16 bits of 18). */
+const padBitSet = (c: string) => ALPHABET[ALPHABET.indexOf(c) | 1]!;
+
 describe('the embedding on the wire', () => {
   const values = Array.from({ length: EMBEDDING_DIMS }, (_, i) => Math.sin(i) / 10);
   const text = encodeEmbedding(values);
@@ -22,6 +26,8 @@ describe('the embedding on the wire', () => {
       [`${text.slice(0, 100)}=${text.slice(101)}`, 'must be base64'], // padding in the middle
       [`${text.slice(0, -4)}A===`, 'must be base64'], // three padding characters
       [`${text.slice(0, -4)}\n${text.slice(-3)}`, 'must be base64'],
+      [`${text.slice(0, 100)}-${text.slice(101)}`, 'must be base64'], // base64url's alphabet
+      [`${text.slice(0, -2)}${padBitSet(text.at(-2)!)}=`, 'must be base64'], // a pad bit that is not zero
       [Buffer.alloc(2051).toString('base64'), `must encode ${EMBEDDING_DIMS} float32 values (2048 bytes)`],
       [text.slice(0, -4), `must encode ${EMBEDDING_DIMS} float32 values (2048 bytes)`],
     ];
