@@ -66,7 +66,6 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     list.push(id);
     dropFaces.set(companyId, list);
   };
-  const byCompany = new Map<string, Pending[]>();
   for (const item of batch) {
     const shop = shopOf.get(item.username);
     if (!shop) {
@@ -79,27 +78,15 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
       continue;
     }
     accepted.push({ item, shop });
-    const list = byCompany.get(shop.companyId) ?? [];
-    list.push(item);
-    byCompany.set(shop.companyId, list);
   }
-  // Visit ids seen before (one prepared lookup each: the batch is small at a steady rate, where building an
-  // `in (...)` query cost more than running it).
-  const seen = new Map<string, Set<string>>();
-  for (const [companyId, items] of byCompany) {
-    const existing = new Set<string>();
-    for (const i of items) if ((await q.sightingExists.get(companyId, i.msg.visit_id)) !== undefined) existing.add(i.msg.visit_id);
-    seen.set(companyId, existing);
+  // Each visit id is recorded once per company: a sighting whose id is there already (sent again after a lost
+  // PUBACK, or twice in this batch) is a duplicate. One statement a visit, the insert that finds it there, instead of
+  // a lookup and then the insert; the whole batch is one transaction, so a batch that fails records none of them.
+  const fresh: typeof accepted = [];
+  for (const a of accepted) {
+    if ((await q.insertSighting.run(a.shop.companyId, a.item.msg.visit_id, a.item.receivedAt)).changes === 0) count('duplicates');
+    else fresh.push(a);
   }
-  const fresh = accepted.filter(({ item, shop }) => {
-    const s = seen.get(shop.companyId)!;
-    if (s.has(item.msg.visit_id)) {
-      count('duplicates');
-      return false;
-    }
-    s.add(item.msg.visit_id);
-    return true;
-  });
 
   // Identity: one batched decision per (company, model), in arrival order.
   const decisions = new Map<Pending, Decision>();
@@ -200,7 +187,6 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     const d = decisions.get(item);
     const m = item.msg;
     const customerId = d && d.kind !== 'footfall' ? d.customerId : null;
-    await q.insertSighting.run(shop.companyId, m.visit_id, item.receivedAt);
     const r = await stays.add({
       visitId: m.visit_id,
       companyId: shop.companyId,
@@ -285,7 +271,7 @@ const statementsOf = preparedStatements((prep) => ({
   insertCustomer: prep(
     'insert into customers (id, company_id, number, recognition_model, template, template_count, created_at, gallery_tick) values (?, ?, ?, ?, ?, 1, ?, ?)',
   ),
-  insertSighting: prep('insert into sightings (company_id, visit_id, received_at) values (?, ?, ?)'),
+  insertSighting: prep('insert into sightings (company_id, visit_id, received_at) values (?, ?, ?) on conflict do nothing'),
   updateCustomer: prep(
     'update customers set visit_count = max(0, visit_count + @n), last_seen_at = max(coalesce(last_seen_at, @last), @last) where id = @id',
     // PostgreSQL's scalar max is greatest; its parameters' types are spelled out where a coalesce alone would leave
@@ -311,7 +297,6 @@ const statementsOf = preparedStatements((prep) => ({
   shopByUsername: prep(
     'select s.id as id, s.company_id as "companyId", c.active as active from shops s join companies c on c.id = s.company_id where s.broker_username = ?',
   ),
-  sightingExists: prep('select 1 as found from sightings where company_id = ? and visit_id = ?'),
   recognition: prep('select recognition as r from company_privacy where company_id = ?'),
   customerState: prep(
     'select template_count as count, erased_at as "erasedAt", merged_into as "mergedInto", staff, first_seen_at as "firstSeenAt" from customers where id = ?',
