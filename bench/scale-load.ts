@@ -39,6 +39,9 @@ export const SLOW_MS = 250;
 
 const newWindow = (): Window => ({ published: 0, acked: 0, failed: 0, lat: [], slow: [] });
 
+/** SCALE_V4_IDS=1: random visit ids, as shop PCs made them before session 32 (a before / after of UUIDv7). */
+const V4_IDS = process.env.SCALE_V4_IDS === '1';
+
 /** The visits' content: gallery faces (returning), new faces (`newShare` of all), no face (10 %). */
 export class Visits {
   private readonly faces = new Faces(99);
@@ -50,7 +53,7 @@ export class Visits {
   /** A visit message and its id. */
   next(): { id: string; body: string } {
     const r = this.faces.rng.uniform();
-    const id = uuidv7(); // as the shop PC makes them (agent/vision/visit-maker.ts)
+    const id = V4_IDS ? randomUUID() : uuidv7(); // as the shop PC makes them (agent/vision/visit-maker.ts)
     const at = new Date().toISOString();
     const cam = `cam-${1 + Math.floor(this.faces.rng.uniform() * CAMERAS)}`;
     let face = '';

@@ -29,6 +29,7 @@
  * SCALE_NEW: the share of visits that are new people (default 0.3; the rest of the 90 % with a face are returning):
  * each becomes a customer, so the gallery grows as the visits come (its size at each step's start and end is reported).
  * SCALE_GALLERY: the customers filled in before the run (default 20,000).
+ * SCALE_V4_IDS=1: random (v4) visit ids, as shop PCs made them before session 32, instead of the UUIDv7 they make now.
  * Each step runs on a head office of its own (a new data folder, the gallery filled in again, its own warm-up; the
  * fixed-rate phase on the first only), so every step starts from SCALE_GALLERY customers: the face search's cost grows
  * with the gallery, and on one head office the 2,000 step searched 47,000-62,000 customers (docs/decisions.md, "The
