@@ -69,7 +69,7 @@ export class VisitMaker {
     }
     const visit: Visit = {
       // Time-ordered (UUIDv7): head office's index of the visit ids it has seen takes each new one at its end instead
-      // of at a random page (docs/decisions.md, "Visit and crossing ids are UUIDv7").
+      // of at a random page (docs/decisions.md, "Visit, crossing and customer ids are UUIDv7").
       visit_id: uuidv7(),
       occurred_at: new Date(track.firstAt).toISOString(),
       camera_id: cam.id,

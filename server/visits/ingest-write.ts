@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { VisitMessage } from '../../shared/messages.js';
 import type { Config } from '../config.js';
 import { linkFace, unlinkedFaces, type FaceImageRow } from '../customers/faces.js';
 import { sql } from 'drizzle-orm';
+import { v7 as uuidv7 } from 'uuid';
 import type { Store } from '../db/open.js';
 import { amongIds, rows } from '../db/raw.js';
 import { preparedStatements } from '../db/statement.js';
@@ -124,7 +124,9 @@ export async function writeBatch(deps: { store: Store; config: Config; identitie
     // PostgreSQL), before any visit that names them.
     const made: unknown[][] = [];
     const ds = matcher.decideBatch(vs, (v) => {
-      const id = randomUUID();
+      // Time-ordered (UUIDv7): a new customer's entries in the indexes keyed by customer (its own key, its visits') go
+      // at their ends instead of at random pages (docs/decisions.md, "Visit, crossing and customer ids are UUIDv7").
+      const id = uuidv7();
       made.push([id, g.companyId, ++next, g.model, templateToBlob(unitCopy(v.embedding)), now, tick]);
       count('newCustomers');
       return id;

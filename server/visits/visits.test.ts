@@ -74,6 +74,9 @@ describe('visit ingest and the arrivals feed (real broker, real faces)', () => {
     expect(second.similarity).toBeLessThan(1);
     expect(third).toMatchObject({ visitor_ref: 'V-2', label: 'Visitor 2', is_new_visitor: true });
     expect(third.visitor_id).not.toBe(first.visitor_id);
+    // Customer ids are UUIDv7, later customers' sorting after earlier ones (the indexes keyed by customer append them).
+    for (const v of [first, third]) expect(v.visitor_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(third.visitor_id > first.visitor_id).toBe(true);
 
     const c1 = (await h.request('GET', '/api/visitors/V-1', { token: staffA })).body;
     expect(c1).toMatchObject({ visit_count: 2, first_seen_at: first.occurred_at, last_seen_at: second.occurred_at });
