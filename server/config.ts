@@ -83,8 +83,8 @@ export const configSchema = z.object({
   // An external broker (Mosquitto 2 with its dynamic-security plugin) instead of the embedded one (docs/operations.md,
   // "An external MQTT broker"). Head office's own login: FOOTFALL_MQTT_USERNAME and _PASSWORD, or in the URL.
   FOOTFALL_MQTT_URL: mqttUrl.optional(),
-  // PostgreSQL instead of the embedded SQLite file (docs/scale-out.md). FOOTFALL_POSTGRES_PREVIEW, which versions before
-  // it left the preview required beside it, is no longer read (an env file that still sets it starts as before).
+  // PostgreSQL instead of the embedded SQLite file (docs/scale-out.md). FOOTFALL_POSTGRES_PREVIEW, required beside it
+  // until PostgreSQL left the preview (session 32), is no longer read: an env file that still sets it starts as before.
   FOOTFALL_DATABASE_URL: z
     .string()
     .trim()
