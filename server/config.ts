@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { isPostgresUrl } from './db/dialect.js';
 
 /**
  * Head-office configuration, read from FOOTFALL_* environment variables.
@@ -89,7 +90,7 @@ export const configSchema = z.object({
     .string()
     .trim()
     .min(1)
-    .refine((u) => /^postgres(ql)?:\/\//i.test(u), 'must be a PostgreSQL URL: postgres://user:password@host:5432/database')
+    .refine(isPostgresUrl, 'must be a PostgreSQL URL: postgres://user:password@host:5432/database')
     .optional(),
   FOOTFALL_MQTT_USERNAME: z.string().min(1).optional(),
   FOOTFALL_MQTT_PASSWORD: z.string().min(1).optional(),

@@ -4,7 +4,10 @@
  */
 export type Dialect = 'sqlite' | 'postgres';
 
+/** A PostgreSQL connection URL (`postgres://` or `postgresql://`): the only kind FOOTFALL_DATABASE_URL takes (server/config.ts). */
+export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//i.test(url);
+
 export function databaseDialect(env: NodeJS.ProcessEnv = process.env): Dialect {
   const url = env.FOOTFALL_DATABASE_URL?.trim();
-  return url && /^postgres(ql)?:\/\//i.test(url) ? 'postgres' : 'sqlite';
+  return url && isPostgresUrl(url) ? 'postgres' : 'sqlite';
 }
