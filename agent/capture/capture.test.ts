@@ -243,24 +243,42 @@ describe('CameraWorker', () => {
   });
 
   it('live view raises the decode rate while watched; the consumer keeps the detect rate', async () => {
-    let detect = 0;
-    const worker = new CameraWorker({ ...quick, id: 'u6', cameraId: 'hall', source: source('/cam2'), maxWidth: 320, fps: 5, consumer: () => detect++ });
+    const detected = new Set<Frame>();
+    const worker = new CameraWorker({ ...quick, id: 'u6', cameraId: 'hall', source: source('/cam2'), maxWidth: 320, fps: 5, consumer: (f) => detected.add(f) });
     worker.start();
     try {
       await until('connected', () => worker.state.connected);
       expect(worker.stats.fps).toBe(5);
-      let live = 0;
-      const unwatch = worker.watchLive(() => live++);
-      await until('the live rate', () => worker.stats.fps === 13 && live > 0, 10_000);
+      const live: Frame[] = [];
+      const unwatch = worker.watchLive((f) => live.push(f));
+      await until('the live rate', () => worker.stats.fps === 13 && live.length > 0, 10_000);
       await new Promise((r) => setTimeout(r, 500));
-      const [l0, d0, t0] = [live, detect, performance.now()];
-      // Over 4 s (a loaded 2-core machine delays single frames, not the rates), divided by the time that really
-      // passed: live near 13 a second, the consumer near its 5, never the live rate.
+      const [l0, t0] = [live.length, performance.now()];
       await new Promise((r) => setTimeout(r, 4000));
       const s = (performance.now() - t0) / 1000;
-      expect((live - l0) / s).toBeGreaterThanOrEqual(8);
-      expect((detect - d0) / s).toBeGreaterThanOrEqual(2.5);
-      expect((detect - d0) / s).toBeLessThanOrEqual(6.5);
+      const window = live.slice(l0);
+      // Live near 13 a second (a loaded 2-core machine delays single frames, not the rate), divided by the time that
+      // really passed.
+      expect(window.length / s).toBeGreaterThanOrEqual(8);
+      // The consumer gets a subset of the live pictures: never more than its 5 a second (one per 200-ms slot, plus the
+      // window's two edges) ...
+      const mine = window.filter((f) => detected.has(f));
+      expect(mine.length).toBeLessThanOrEqual(5 * s + 2);
+      // ... and never fewer than the pictures ffmpeg delivered allow: every picture that comes 200 ms or more after the
+      // consumer's last one goes to the consumer. This holds however late ffmpeg's pictures come on a loaded machine,
+      // where a rate floor measured over 4 s did not (2.25 a second once, under a load average of 5).
+      let last = live.slice(0, l0).findLast((f) => detected.has(f))?.at.getTime();
+      let due = 0;
+      for (const f of window) {
+        const t = f.at.getTime();
+        if (last !== undefined && t - last >= 200) {
+          due++;
+          expect(detected.has(f), `a picture ${t - last} ms after the consumer's last`).toBe(true);
+        }
+        if (detected.has(f)) last = t;
+      }
+      expect(due).toBeGreaterThan(0);
+      expect(mine.length / s).toBeGreaterThanOrEqual(1);
       unwatch();
       await until('the detect rate again', () => worker.stats.fps === 5, 10_000);
       expect(worker.state.connected).toBe(true);
