@@ -49,6 +49,8 @@ export interface Rig {
   mosquittoCpu: (() => number) | undefined;
   /** Each process's log file. */
   logs: string[];
+  /** The PostgreSQL server's log so far (PostgreSQL setups). */
+  postgresLog: (() => string) | undefined;
   close(): Promise<void>;
 }
 
@@ -162,7 +164,12 @@ export async function startRig(options: RigOptions, tmp: string): Promise<Rig> {
     const env: Record<string, string> = {};
     if (options.store === 'postgres') {
       // Two processes hold 2 x (10 + the ingest thread's 2) connections; the benchmark one.
-      postgres = await startPostgres({ maxConnections: 100 });
+      // Its log says what a stall coincides with: checkpoints, autovacuum and analyze runs, lock waits over 200 ms,
+      // statements over 500 ms (scale.ts keeps it beside head office's with SCALE_KEEP_LOG).
+      postgres = await startPostgres({
+        maxConnections: 100,
+        settings: { log_line_prefix: '%m [%p] ', log_checkpoints: 'on', log_autovacuum_min_duration: '0', log_lock_waits: 'on', deadlock_timeout: '200ms', log_min_duration_statement: '500' },
+      });
       env.FOOTFALL_DATABASE_URL = await postgres.createDatabase('footfall_bench');
     }
     if (options.broker === 'mosquitto') {
@@ -196,6 +203,7 @@ export async function startRig(options: RigOptions, tmp: string): Promise<Rig> {
       postgresCpu: pgPid === undefined ? undefined : () => clusterCpuSeconds(pgPid),
       mosquittoCpu: mqPid === undefined ? undefined : () => clusterCpuSeconds(mqPid),
       logs: procs.map((_, i) => path.join(tmp, `server-${i + 1}.log`)),
+      postgresLog: postgres ? () => postgres!.log() : undefined,
       close,
     };
   } catch (err) {

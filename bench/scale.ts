@@ -39,7 +39,8 @@
  * stream; compare like with like), SCALE_STREAM=0 nowhere.
  * SCALE_PROFILE=1 runs head office under `node --cpu-prof` (profile written to the printed folder on exit).
  * SCALE_KEEP_LOG=<file> keeps head office's log there (the other processes' in <file>.2, ...; with SCALE_RUNS, each
- * setup's as <file>-<store>-<broker>-<processes>).
+ * setup's as <file>-<store>-<broker>-<processes>), and on PostgreSQL the server's log in <file>.postgres (checkpoints,
+ * autovacuum, lock waits over 200 ms, statements over 500 ms).
  * SCALE_PIN=1 pins head office to core 0 and this process (the load generator) to core 1 (taskset).
  *
  * Visits: 60 % returning customers (a sighting of a gallery face at cosine 0.74-0.9), 30 % new people, 10 % faces
@@ -325,6 +326,7 @@ async function measure(setup: Setup, stepList: readonly number[], withCpu: boole
     // With SCALE_RUNS, each setup's logs apart: <file>-postgres-mosquitto-2, <file>-postgres-mosquitto-2.2.
     const keep = process.env.SCALE_KEEP_LOG && (process.env.SCALE_RUNS ? `${process.env.SCALE_KEEP_LOG}-${setup.store}-${setup.broker}-${setup.processes}` : process.env.SCALE_KEEP_LOG);
     if (keep && rig) rig.logs.forEach((log, i) => fs.copyFileSync(log, i === 0 ? keep : `${keep}.${i + 1}`));
+    if (keep && rig?.postgresLog) fs.writeFileSync(`${keep}.postgres`, rig.postgresLog());
     if (profileDir) progress(`CPU profile of head office: ${profileDir}`);
     fs.rmSync(tmp, { recursive: true, force: true });
   }

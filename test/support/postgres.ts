@@ -80,6 +80,8 @@ export interface TestPostgres {
   url(database?: string): string;
   /** Creates an empty database and gives its URL. */
   createDatabase(name?: string): Promise<string>;
+  /** What the server wrote to its log (stderr) so far. */
+  log(): string;
   /** Stops the server (fast shutdown, then SIGKILL) and removes its folder. */
   close(): Promise<void>;
 }
@@ -87,7 +89,7 @@ export interface TestPostgres {
 const USER = 'footfall';
 let databases = 0;
 
-export async function startPostgres(opts: { maxConnections?: number } = {}): Promise<TestPostgres> {
+export async function startPostgres(opts: { maxConnections?: number; /** More server settings (`-c name=value`). */ settings?: Record<string, string> } = {}): Promise<TestPostgres> {
   const b = binaries();
   if (typeof b === 'string') throw new Error(b);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'footfall-postgres-'));
@@ -112,6 +114,7 @@ export async function startPostgres(opts: { maxConnections?: number } = {}): Pro
   }
   const port = await closedPort();
   const args = ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', `max_connections=${opts.maxConnections ?? 40}`];
+  for (const [k, v] of Object.entries(opts.settings ?? {})) args.push('-c', `${k}=${v}`);
   let output = '';
   const child: ChildProcess = spawn(b.postgres, args, { ...as, cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
@@ -155,6 +158,7 @@ export async function startPostgres(opts: { maxConnections?: number } = {}): Pro
     async createDatabase(name = `footfall_test_${process.pid}_${++databases}`) {
       return await createDatabaseAt(url(), name);
     },
+    log: () => output,
     async close() {
       await stop();
       fs.rmSync(dir, { recursive: true, force: true });
