@@ -74,7 +74,9 @@ function startProcess(dataDir: string, logFile: string, env: Record<string, stri
   // The metrics endpoint on: the benchmark reads the ingest's batch count from it (visits a transaction).
   const settings = { ...benchServerSettings(dataDir), FOOTFALL_METRICS_TOKEN: METRICS_TOKEN, ...env };
   delete (settings as Record<string, string | undefined>).FOOTFALL_LOG_LEVEL; // as npm start runs it: the default level
-  const args = [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), serverCli, 'server'];
+  // SCALE_NODE_FLAGS: node's flags for head office only (e.g. --trace-gc, which NODE_OPTIONS refuses).
+  const flags = (process.env.SCALE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const args = [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...flags, serverCli, 'server'];
   return spawnLogged(process.execPath, args, { cwd: root, env: { ...process.env, ...settings }, logFile });
 }
 

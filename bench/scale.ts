@@ -38,6 +38,8 @@
  * SCALE_STREAM=1 measures the time to stored on SQLite with the embedded broker too (it costs head office the
  * stream; compare like with like), SCALE_STREAM=0 nowhere.
  * SCALE_PROFILE=1 runs head office under `node --cpu-prof` (profile written to the printed folder on exit).
+ * SCALE_NODE_FLAGS='--trace-gc ...' passes node's flags to head office only (--trace-gc: a line per collection in its log,
+ * kept with SCALE_KEEP_LOG; NODE_OPTIONS refuses it and would reach this process too).
  * SCALE_KEEP_LOG=<file> keeps head office's log there (the other processes' in <file>.2, ...; with SCALE_RUNS, each
  * setup's as <file>-<store>-<broker>-<processes>), and on PostgreSQL the server's log in <file>.postgres (checkpoints,
  * autovacuum, lock waits over 200 ms, statements over 500 ms).
