@@ -41,8 +41,8 @@
  * SCALE_NODE_FLAGS='--trace-gc ...' passes node's flags to head office only (--trace-gc: a line per collection in its log,
  * kept with SCALE_KEEP_LOG; NODE_OPTIONS refuses it and would reach this process too).
  * SCALE_KEEP_LOG=<file> keeps head office's log there (the other processes' in <file>.2, ...; with SCALE_RUNS, each
- * setup's as <file>-<store>-<broker>-<processes>), and on PostgreSQL the server's log in <file>.postgres (checkpoints,
- * autovacuum, lock waits over 200 ms, statements over 500 ms).
+ * setup's as <file>-<store>-<broker>-<processes>), and on PostgreSQL the server's log beside it, its name + `.postgres`
+ * (checkpoints, autovacuum, lock waits over 200 ms, statements over 500 ms).
  * SCALE_PIN=1 pins head office to core 0 and this process (the load generator) to core 1 (taskset).
  *
  * Visits: 60 % returning customers (a sighting of a gallery face at cosine 0.74-0.9), 30 % new people, 10 % faces
