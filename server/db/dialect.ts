@@ -4,7 +4,10 @@
  */
 export type Dialect = 'sqlite' | 'postgres';
 
-/** A PostgreSQL connection URL (`postgres://` or `postgresql://`): the only kind FOOTFALL_DATABASE_URL takes (server/config.ts). */
+/**
+ * A PostgreSQL connection URL (`postgres://` or `postgresql://`, the scheme in any case as RFC 3986 allows): the only
+ * kind FOOTFALL_DATABASE_URL (server/config.ts) and `footfall migrate --to` (server/db/pg/migrate.ts) take.
+ */
 export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//i.test(url);
 
 export function databaseDialect(env: NodeJS.ProcessEnv = process.env): Dialect {

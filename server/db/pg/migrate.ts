@@ -21,6 +21,7 @@ import { getTableConfig as pgConfig, PgTable, type PgColumn } from 'drizzle-orm/
 import { getTableConfig as sqliteConfig, SQLiteTable, type SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import pg from 'pg';
 import { snapshotFile } from '../../cameras/snapshots.js';
+import { isPostgresUrl } from '../dialect.js';
 import { packageRoot } from '../../paths.js';
 import * as sqliteSchema from '../schema.js';
 import { applyPgMigrations, type PgDb } from './open.js';
@@ -114,7 +115,7 @@ export function redactUrl(url: string): string {
  * face_image_bytes and camera_pictures in the same transaction (server/photos/pictures.ts), checked by counts.
  */
 export async function migrateSqliteToPostgres(opts: { sqliteFile: string; url: string; dataDir?: string; onTable?: (t: TableCopy) => void }): Promise<MigrateReport> {
-  if (!/^postgres(ql)?:\/\//.test(opts.url)) throw new MigrateError(`--to must be a postgres:// or postgresql:// URL, not ${redactUrl(opts.url)}.`);
+  if (!isPostgresUrl(opts.url)) throw new MigrateError(`--to must be a postgres:// or postgresql:// URL, not ${redactUrl(opts.url)}.`);
   if (!fs.existsSync(opts.sqliteFile)) throw new MigrateError(`There is no database at ${opts.sqliteFile}: is FOOTFALL_DATA_DIR the head office's data folder?`);
   const sqlite = new Database(opts.sqliteFile, { readonly: true, fileMustExist: true });
   sqlite.function('footfall_key_hash', { deterministic: true }, (k: unknown) => keyHash(String(k)));
