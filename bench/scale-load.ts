@@ -42,12 +42,13 @@ const newWindow = (): Window => ({ published: 0, acked: 0, failed: 0, lat: [], s
 /** SCALE_V4_IDS=1: random visit ids, as shop PCs made them before session 32 (a before / after of UUIDv7). */
 const V4_IDS = process.env.SCALE_V4_IDS === '1';
 
-/** The visits' content: gallery faces (returning), new faces (`newShare` of all), no face (10 %). */
+/** The visits' content: gallery faces (returning), new faces (`newShare` of all), no face (the rest of 1 - `faceShare`). */
 export class Visits {
   private readonly faces = new Faces(99);
   constructor(
     private readonly gallery: Float32Array,
     private readonly newShare: number,
+    private readonly faceShare = 0.9,
   ) {}
 
   /** A visit message and its id. */
@@ -59,9 +60,9 @@ export class Visits {
     let face = '';
     let quality = 0.2;
     let gate = false;
-    if (r < 0.9) {
+    if (r < this.faceShare) {
       const e =
-        r < 0.9 - this.newShare
+        r < this.faceShare - this.newShare
           ? this.faces.sighting(this.gallery, 0.74 + 0.16 * this.faces.rng.uniform(), Math.floor(this.faces.rng.uniform() * GALLERY))
           : this.faces.identity();
       face = `,"embedding":"${encodeEmbedding(e)}","recognition_model":"${MODEL}"`;

@@ -84,7 +84,7 @@ const mibs = (bs: (number | undefined)[]) => bs.map(mib).join(' + ');
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '-');
 const share = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)} %` : '-');
 
-export function report(all: Measured[], o: { steps: number[]; stepS: number; minutes: number; pin: boolean; newShare: number; p99Limit: number; fresh: boolean }): string {
+export function report(all: Measured[], o: { steps: number[]; stepS: number; minutes: number; pin: boolean; newShare: number; faceShare: number; p99Limit: number; fresh: boolean }): string {
   const classic = all.every((m) => m.setup.store === 'sqlite' && m.setup.broker === 'embedded' && m.setup.processes === 1);
   const anyPg = all.some((m) => m.setup.store === 'postgres');
   const anyMq = all.some((m) => m.setup.broker === 'mosquitto');
@@ -95,7 +95,7 @@ export function report(all: Measured[], o: { steps: number[]; stepS: number; min
     '',
     `Head office as \`npm start\` runs it (built CLI, own process(es), default log level to a file); one chain, ${GALLERY.toLocaleString('en')}-customer gallery at the start${o.fresh ? ' of every step (each on a head office of its own)' : ''}; new people enrol as the visits come (each step's customers at its start and end);`,
     `this process simulates the shop PCs (mqtt.js, one connection each; ${CAMERAS} cameras x ${PER_CAMERA} visits/s each = ${CAMERAS * PER_CAMERA} visits/s per shop PC,`,
-    `QoS 1; a heartbeat every ${HEARTBEAT_S} s). Visits: ${Math.round(100 * (0.9 - o.newShare))} % returning, ${Math.round(100 * o.newShare)} % new people, 10 % no face.`,
+    `QoS 1; a heartbeat every ${HEARTBEAT_S} s). Visits: ${Math.round(100 * (o.faceShare - o.newShare))} % returning, ${Math.round(100 * o.newShare)} % new people, ${Math.round(100 * (1 - o.faceShare))} % no face.`,
     `On SQLite with the embedded broker the PUBACK comes once the visit is stored; on PostgreSQL it can come before (the ingest thread acknowledges up to the first visit still queued, and a batch being written is no longer queued); with Mosquitto it comes from Mosquitto.`,
     `"Stored" is the time from publish to the visit's arrival on the arrivals stream (GET /api/visits/stream of every process, the first; visits that extend a stay make no arrival), measured where the PUBACK does not say it${anyStream ? '' : ' (not in this run)'}.`,
     `**A shared box**: ${os.cpus().length} cores shared with other sessions' work, load generator, head office${anyPg ? ', PostgreSQL' : ''}${anyMq ? ', Mosquitto' : ''} on the same cores${o.pin ? ' (pinned: head office core 0, load generator core 1)' : ''}; the load average is beside every figure.`,

@@ -26,8 +26,10 @@
  * SCALE_MINUTES=10: instead of the steps, one run at SCALE_PCS (default 1000) shop PCs for that many minutes,
  * RSS and the company's customers every 30 s (is memory flat? head office keeps every customer's template in memory
  * for matching, so it grows with the new people: the run says by how much per new customer).
- * SCALE_NEW: the share of visits that are new people (default 0.3; the rest of the 90 % with a face are returning):
+ * SCALE_NEW: the share of visits that are new people (default 0.3; the rest of those with a face are returning):
  * each becomes a customer, so the gallery grows as the visits come (its size at each step's start and end is reported).
+ * SCALE_FACES: the share of visits with a face (default 0.9; SCALE_FACES=0 with SCALE_NEW=0: count-only visits, what
+ * head office's process takes for a visit without the face work).
  * SCALE_GALLERY: the customers filled in before the run (default 20,000).
  * SCALE_V4_IDS=1: random (v4) visit ids, as shop PCs made them before session 32, instead of the UUIDv7 they make now.
  * Each step runs on a head office of its own (a new data folder, the gallery filled in again, its own warm-up; the
@@ -73,7 +75,8 @@ const PROFILE = process.env.SCALE_PROFILE === '1';
 const PIN = process.env.SCALE_PIN === '1';
 /** The time to stored from the arrivals stream: SCALE_STREAM=1 or 0; by default where the PUBACK does not say it. */
 const STREAM = process.env.SCALE_STREAM;
-const NEW_SHARE = Math.min(0.9, Math.max(0, Number(process.env.SCALE_NEW ?? 0.3)));
+const FACE_SHARE = Math.min(1, Math.max(0, Number(process.env.SCALE_FACES ?? 0.9)));
+const NEW_SHARE = Math.min(FACE_SHARE, Math.max(0, Number(process.env.SCALE_NEW ?? 0.3)));
 /** Each step on a head office of its own (not with SCALE_MINUTES, which is one long step). */
 const FRESH = process.env.SCALE_FRESH !== '0' && MINUTES === 0;
 const P99_LIMIT = 250;
@@ -152,7 +155,7 @@ async function measure(setup: Setup, stepList: readonly number[], withCpu: boole
     const cpuPcs = Math.min(200, maxPcs);
     progress(`enrolling ${cpuPcs} shop PCs`);
     const logins = await enrol(url, token, companySlug, 0, cpuPcs, enrolWidth);
-    load = new Load(new Visits(gallery, NEW_SHARE), rig.brokerUrl, clock?.sent);
+    load = new Load(new Visits(gallery, NEW_SHARE, FACE_SHARE), rig.brokerUrl, clock?.sent);
     await load.connect(logins);
     if (clock) for (const u of rig.urls) await clock.follow(u, token);
     const l = load;
@@ -350,7 +353,7 @@ export async function run(): Promise<string> {
     }
     measured.push(all!);
   }
-  return report(measured, { steps: STEPS, stepS: STEP_S, minutes: MINUTES, pin: PIN, newShare: NEW_SHARE, p99Limit: P99_LIMIT, fresh: FRESH });
+  return report(measured, { steps: STEPS, stepS: STEP_S, minutes: MINUTES, pin: PIN, newShare: NEW_SHARE, faceShare: FACE_SHARE, p99Limit: P99_LIMIT, fresh: FRESH });
 }
 
 /** The slow PUBACKs by the 10-s window they were published in (UTC): when head office stalled, to find in its log. */
