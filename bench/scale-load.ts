@@ -42,7 +42,7 @@ const newWindow = (): Window => ({ published: 0, acked: 0, failed: 0, lat: [], s
 /** SCALE_V4_IDS=1: random visit ids, as shop PCs made them before session 32 (a before / after of UUIDv7). */
 const V4_IDS = process.env.SCALE_V4_IDS === '1';
 
-/** The visits' content: gallery faces (returning), new faces (`newShare` of all), no face (the rest of 1 - `faceShare`). */
+/** The visits' content: gallery faces (returning), new faces (`newShare` of all), no face (1 - `faceShare` of all). */
 export class Visits {
   private readonly faces = new Faces(99);
   constructor(
