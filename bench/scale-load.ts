@@ -42,13 +42,16 @@ const newWindow = (): Window => ({ published: 0, acked: 0, failed: 0, lat: [], s
 /** SCALE_V4_IDS=1: random visit ids, as shop PCs made them before session 32 (a before / after of UUIDv7). */
 const V4_IDS = process.env.SCALE_V4_IDS === '1';
 
+/** The share of visits with a face unless told otherwise (SCALE_FACES): the rest are counted without identity. */
+export const DEFAULT_FACE_SHARE = 0.9;
+
 /** The visits' content: gallery faces (returning), new faces (`newShare` of all), no face (1 - `faceShare` of all). */
 export class Visits {
   private readonly faces = new Faces(99);
   constructor(
     private readonly gallery: Float32Array,
     private readonly newShare: number,
-    private readonly faceShare = 0.9,
+    private readonly faceShare = DEFAULT_FACE_SHARE,
   ) {}
 
   /** A visit message and its id. */

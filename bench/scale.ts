@@ -59,7 +59,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Faces } from '../server/identity/synthetic.js';
 import { api } from './api.js';
 import { cpuSeconds, rssBytes } from './proc.js';
-import { CAMERAS, GALLERY, Load, PER_CAMERA, SLOW_MS, Visits, enrol } from './scale-load.js';
+import { CAMERAS, DEFAULT_FACE_SHARE, GALLERY, Load, PER_CAMERA, SLOW_MS, Visits, enrol } from './scale-load.js';
 import { report, setupName, type CpuPhase, type Measured, type StepResult } from './scale-report.js';
 import { ingestBatches, startRig, type Rig, type RigOptions } from './scale-rig.js';
 import { StoredClock } from './scale-stream.js';
@@ -75,7 +75,7 @@ const PROFILE = process.env.SCALE_PROFILE === '1';
 const PIN = process.env.SCALE_PIN === '1';
 /** The time to stored from the arrivals stream: SCALE_STREAM=1 or 0; by default where the PUBACK does not say it. */
 const STREAM = process.env.SCALE_STREAM;
-const FACE_SHARE = Math.min(1, Math.max(0, Number(process.env.SCALE_FACES ?? 0.9)));
+const FACE_SHARE = Math.min(1, Math.max(0, Number(process.env.SCALE_FACES ?? DEFAULT_FACE_SHARE)));
 const NEW_SHARE = Math.min(FACE_SHARE, Math.max(0, Number(process.env.SCALE_NEW ?? 0.3)));
 /** Each step on a head office of its own (not with SCALE_MINUTES, which is one long step). */
 const FRESH = process.env.SCALE_FRESH !== '0' && MINUTES === 0;
